@@ -1,0 +1,28 @@
+"""The one exception every check raises, carrying what a student needs to act."""
+
+from __future__ import annotations
+
+
+class CheckFailure(AssertionError):
+    """A check found something wrong with the student's function.
+
+    ``check`` says what was checked (one short sentence), ``problem`` what is
+    wrong, ``details`` optional lines (expected vs got, an explanation).
+    The string form is the full student-facing message.
+    """
+
+    def __init__(self, check: str, problem: str, details: str = ""):
+        self.check = check
+        self.problem = problem
+        self.details = details.rstrip()
+        super().__init__(self._render())
+
+    def _render(self) -> str:
+        text = f"{self.problem}\n  checked: {self.check}"
+        if self.details:
+            text += "\n" + "\n".join("  " + line for line in self.details.splitlines())
+        return text
+
+
+class NotStarted(Exception):
+    """The student's function is still the stub."""

@@ -1,0 +1,265 @@
+"""Purity: the result depends only on the arguments, and nothing else changes.
+
+Each check is its own function with its own message:
+
+- :func:`assert_arguments_unchanged`  no argument (array, list, dict) is modified
+- :func:`assert_deterministic`        the same arguments give the same result twice
+- :func:`assert_no_hidden_rng`        NumPy's, Python's and torch's global RNGs do not matter
+- :func:`assert_module_state_unchanged` no module-level variable is added, rebound or mutated
+- :func:`assert_no_leaked_tracers`    nothing traced escapes a ``jax.jit`` of the function
+
+:func:`assert_pure` runs them all.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import inspect
+import random
+from types import ModuleType
+from typing import Any, Callable
+
+import jax
+import numpy as np
+
+from autograder.failures import CheckFailure
+from autograder.values import _name, assert_trees_close, describe
+
+
+def _argument_names(fn: Callable, args: tuple, kwargs: dict) -> list[tuple[str, Any]]:
+    try:
+        bound = inspect.signature(fn).bind(*args, **kwargs)
+        return list(bound.arguments.items())
+    except (TypeError, ValueError):
+        return [(f"argument {i}", a) for i, a in enumerate(args)] + list(kwargs.items())
+
+
+def _snapshot(value: Any) -> Any:
+    """A deep copy of the mutable parts (NumPy arrays, lists, dicts) of a value."""
+    if isinstance(value, np.ndarray):
+        return np.array(value, copy=True)
+    if type(value) in (list, tuple):
+        return type(value)(_snapshot(v) for v in value)
+    if type(value) is dict:
+        return {k: _snapshot(v) for k, v in value.items()}
+    return value
+
+
+def _changes(before: Any, after: Any, where: str) -> str | None:
+    """Where ``after`` differs from the snapshot ``before``, or None."""
+    if isinstance(before, np.ndarray):
+        if not isinstance(after, np.ndarray) or after.shape != before.shape or after.dtype != before.dtype:
+            return f"{where} was replaced or reshaped"
+        same = np.array_equal(before, after, equal_nan=before.dtype.kind in "fc")
+        if not same:
+            idx = tuple(int(i) for i in np.argwhere(before != after)[0]) if before.ndim else ()
+            return f"{where}{list(idx) if idx else ''} was {before[idx]!r} before the call and is {after[idx]!r} after it"
+        return None
+    if type(before) in (list, tuple):
+        if type(after) is not type(before) or len(after) != len(before):
+            return f"{where} changed length from {len(before)} to {len(after) if hasattr(after, '__len__') else '?'}"
+        for i, (b, a) in enumerate(zip(before, after)):
+            found = _changes(b, a, f"{where}[{i}]")
+            if found:
+                return found
+        return None
+    if type(before) is dict:
+        if set(before) != set(after):
+            return f"{where} changed keys from {sorted(map(str, before))} to {sorted(map(str, after))}"
+        for k in before:
+            found = _changes(before[k], after[k], f"{where}[{k!r}]")
+            if found:
+                return found
+    return None
+
+
+def assert_arguments_unchanged(fn: Callable, *args: Any, **kwargs: Any) -> Any:
+    """Calling ``fn`` leaves every NumPy array, list and dict it was given as it was."""
+    named = _argument_names(fn, args, kwargs)
+    before = [(name, _snapshot(value)) for name, value in named]
+    result = fn(*args, **kwargs)
+    for (name, snap), (_, value) in zip(before, named):
+        found = _changes(snap, value, name)
+        if found:
+            raise CheckFailure(
+                f"{_name(fn)} leaves its arguments unchanged",
+                f"{_name(fn)} modified its argument: {found}",
+                "JAX functions are pure: build and return a new value instead of writing into the input "
+                "(for arrays: x.at[i].set(v) returns a new array)",
+            )
+    return result
+
+
+def assert_deterministic(fn: Callable, *args: Any, **kwargs: Any) -> None:
+    """Two calls with the same arguments give the same result."""
+    first = fn(*_snapshot(args), **kwargs)
+    second = fn(*_snapshot(args), **kwargs)
+    try:
+        assert_trees_close(second, first, rtol=0, atol=0, name="second result")
+    except CheckFailure as failure:
+        raise CheckFailure(
+            f"{_name(fn)} gives the same result when called twice with the same arguments",
+            f"{_name(fn)} returned something different the second time it was called with the same arguments",
+            f"{failure.problem}\nthe function keeps hidden state between calls (a global, a counter, a cache "
+            "or a random generator); make the result depend only on the arguments",
+        ) from None
+
+
+_RNGS: dict[str, tuple[Callable[[], Any], Callable[[Any], None], Callable[[int], None]]] = {
+    "NumPy's global RNG (np.random)": (np.random.get_state, np.random.set_state, np.random.seed),
+    "Python's random module": (random.getstate, random.setstate, random.seed),
+}
+
+
+def _torch_rng():
+    try:
+        import torch
+    except ImportError:  # pragma: no cover - torch is a dependency of the kit
+        return None
+    return (torch.get_rng_state, torch.set_rng_state, torch.manual_seed)
+
+
+@contextlib.contextmanager
+def _preserved_global_rngs():
+    rngs = dict(_RNGS)
+    torch_rng = _torch_rng()
+    if torch_rng:
+        rngs["torch's global RNG (torch.manual_seed)"] = torch_rng
+    saved = {name: get() for name, (get, _, _) in rngs.items()}
+    try:
+        yield rngs
+    finally:
+        for name, (_, set_, _) in rngs.items():
+            set_(saved[name])
+
+
+def assert_no_hidden_rng(fn: Callable, *args: Any, **kwargs: Any) -> None:
+    """The result does not change when only a global random generator changes."""
+    with _preserved_global_rngs() as rngs:
+        for _, _, seed in rngs.values():
+            seed(1234)
+        baseline = fn(*_snapshot(args), **kwargs)
+        for name, (_, _, seed) in rngs.items():
+            seed(98765)
+            try:
+                again = fn(*_snapshot(args), **kwargs)
+            finally:
+                seed(1234)
+            try:
+                assert_trees_close(again, baseline, rtol=0, atol=0)
+            except CheckFailure:
+                raise CheckFailure(
+                    f"{_name(fn)} does not depend on hidden random state",
+                    f"the result of {_name(fn)} changed when only {name} was re-seeded",
+                    "JAX randomness is explicit: take a key argument and draw with jax.random; "
+                    "never use np.random, random or torch's generator inside the function",
+                ) from None
+
+
+def _state_snapshot(module: ModuleType) -> dict[str, Any]:
+    snap = {}
+    for name, value in vars(module).items():
+        if name.startswith("__") or inspect.ismodule(value) or inspect.isroutine(value) or inspect.isclass(value):
+            continue
+        try:
+            copied = copy.deepcopy(value)
+        except Exception:  # noqa: BLE001 - not copyable: compare identity only
+            copied = None
+        snap[name] = (id(value), value, copied)
+    return snap
+
+
+def _same_state(before: Any, after: Any) -> bool:
+    try:
+        return _changes(_snapshot(before), after, "") is None and _equal(before, after)
+    except Exception:  # noqa: BLE001 - arbitrary student objects
+        return False
+
+
+def _equal(a: Any, b: Any) -> bool:
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        return isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and np.array_equal(a, b)
+    if type(a) in (list, tuple):
+        return type(a) is type(b) and len(a) == len(b) and all(_equal(x, y) for x, y in zip(a, b))
+    if type(a) is dict:
+        return type(b) is dict and a.keys() == b.keys() and all(_equal(a[k], b[k]) for k in a)
+    if type(a) in (int, float, str, bool, bytes, type(None)):
+        return type(a) is type(b) and a == b
+    return a is b
+
+
+def assert_module_state_unchanged(module: ModuleType, fn: Callable, *args: Any, **kwargs: Any) -> None:
+    """Calling ``fn`` adds, rebinds or mutates no module-level variable of ``module``."""
+    before = _state_snapshot(module)
+    fn(*args, **kwargs)
+    after = _state_snapshot(module)
+    check = f"{_name(fn)} reads and writes no module-level state"
+    advice = "keep everything the function needs in its arguments and everything it produces in its result"
+    added = sorted(set(after) - set(before))
+    if added:
+        raise CheckFailure(check, f"calling {_name(fn)} created the module-level variable {added[0]!r}", advice)
+    for name, (ident, value, copied) in before.items():
+        if name not in after:
+            raise CheckFailure(check, f"calling {_name(fn)} deleted the module-level variable {name!r}", advice)
+        new_ident, new_value, _ = after[name]
+        if new_ident != ident:
+            raise CheckFailure(
+                check,
+                f"calling {_name(fn)} rebound the module-level variable {name!r}: "
+                f"{describe(value)} before, {describe(new_value)} after",
+                advice,
+            )
+        if copied is not None and not _equal(copied, new_value):
+            raise CheckFailure(check, f"calling {_name(fn)} changed the contents of the module-level variable {name!r}", advice)
+
+
+def _tracers_in(value: Any, seen: set[int], depth: int = 0) -> bool:
+    if isinstance(value, jax.core.Tracer):
+        return True
+    if depth > 4 or id(value) in seen:
+        return False
+    seen.add(id(value))
+    if isinstance(value, (list, tuple, set)):
+        return any(_tracers_in(v, seen, depth + 1) for v in value)
+    if isinstance(value, dict):
+        return any(_tracers_in(v, seen, depth + 1) for v in value.values())
+    return False
+
+
+def assert_no_leaked_tracers(
+    fn: Callable,
+    *args: Any,
+    static_argnums: tuple[int, ...] = (),
+    module: ModuleType | None = None,
+    **kwargs: Any,
+) -> None:
+    """A ``jax.jit`` of ``fn`` leaks no tracer (``jax.checking_leaks``), not even into module globals."""
+    check = f"{_name(fn)} lets no traced value escape when jitted"
+    advice = (
+        "a value computed inside jit is a tracer: return it instead of storing it in a global, "
+        "a list outside the function or an attribute"
+    )
+    jitted = fn if hasattr(fn, "lower") else jax.jit(fn, static_argnums=static_argnums)
+    try:
+        with jax.checking_leaks():
+            jitted(*args, **kwargs)
+    except Exception as err:  # noqa: BLE001 - JAX reports leaks as plain exceptions
+        if "leak" in str(err).lower():
+            raise CheckFailure(check, f"{_name(fn)} leaked a tracer out of jax.jit", advice) from None
+        raise
+    if module is not None:
+        for name, value in vars(module).items():
+            if not name.startswith("__") and _tracers_in(value, set()):
+                raise CheckFailure(
+                    check, f"after a jitted call of {_name(fn)} the module-level {name!r} holds a tracer", advice
+                )
+
+
+def assert_pure(fn: Callable, *args: Any, module: ModuleType | None = None, **kwargs: Any) -> None:
+    """All the purity checks but leaks (which need a jit-compatible function)."""
+    assert_arguments_unchanged(fn, *args, **kwargs)
+    assert_deterministic(fn, *args, **kwargs)
+    assert_no_hidden_rng(fn, *args, **kwargs)
+    if module is not None:
+        assert_module_state_unchanged(module, fn, *args, **kwargs)

@@ -1,0 +1,71 @@
+"""Hypothesis strategies that keep the number of distinct shapes small.
+
+A jitted function compiles once per shape, so drawing every shape at random
+would compile once per example. Shapes come from small *buckets* instead;
+values are finite float32 without subnormals (XLA flushes them to zero).
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+from autograder.keys import KINDS, make_key
+
+VECTOR_SIZES = (1, 4, 7)
+SQUARE_SIZES = (1, 3, 5)
+SHAPES = ((), (5,), (2, 3), (2, 2, 3))
+
+
+def float32s(min_value: float = -10.0, max_value: float = 10.0) -> st.SearchStrategy[float]:
+    """Finite float32 values, no subnormals, with zeros and the bounds likely."""
+    return st.floats(min_value, max_value, width=32, allow_nan=False, allow_infinity=False, allow_subnormal=False)
+
+
+def float32_arrays(
+    shapes: Sequence[tuple[int, ...]] = SHAPES,
+    *,
+    min_value: float = -10.0,
+    max_value: float = 10.0,
+) -> st.SearchStrategy[np.ndarray]:
+    """float32 NumPy arrays whose shape is one of ``shapes``."""
+    return st.sampled_from(list(shapes)).flatmap(
+        lambda shape: hnp.arrays(np.float32, shape, elements=float32s(min_value, max_value))
+    )
+
+
+def vectors(sizes: Sequence[int] = VECTOR_SIZES, **bounds: float) -> st.SearchStrategy[np.ndarray]:
+    return float32_arrays([(n,) for n in sizes], **bounds)
+
+
+def square_matrices(sizes: Sequence[int] = SQUARE_SIZES, **bounds: float) -> st.SearchStrategy[np.ndarray]:
+    return float32_arrays([(n, n) for n in sizes], **bounds)
+
+
+def index_arrays(n: int, sizes: Sequence[int] = (1, 3, 6)) -> st.SearchStrategy[np.ndarray]:
+    """int32 indices into an axis of length ``n``; repeats are allowed and likely (more indices than n)."""
+    return st.sampled_from(list(sizes)).flatmap(
+        lambda k: hnp.arrays(np.int32, (k,), elements=st.integers(0, n - 1))
+    )
+
+
+def vectors_with_indices(
+    sizes: Sequence[int] = VECTOR_SIZES, counts: Sequence[int] = (1, 3, 6)
+) -> st.SearchStrategy[tuple[np.ndarray, np.ndarray]]:
+    """``(x, indices)``: a float32 vector and int32 indices into it, repeats likely."""
+    return vectors(sizes).flatmap(lambda x: st.tuples(st.just(x), index_arrays(len(x), counts)))
+
+
+def ordered_pairs(min_value: float = -10.0, max_value: float = 10.0) -> st.SearchStrategy[tuple[float, float]]:
+    """``(lo, hi)`` with ``lo <= hi``, both float32-representable."""
+    return st.tuples(float32s(min_value, max_value), float32s(min_value, max_value)).map(
+        lambda pair: (min(pair), max(pair))
+    )
+
+
+def keys(kinds: Sequence[str] = KINDS, seeds: st.SearchStrategy[int] = st.integers(0, 2**31 - 1)):
+    """PRNG keys of both kinds: typed (``jax.random.key``) and legacy (``PRNGKey``)."""
+    return st.tuples(st.sampled_from(list(kinds)), seeds).map(lambda ks: make_key(ks[1], ks[0]))

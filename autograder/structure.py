@@ -1,0 +1,181 @@
+"""Structure: facts about *how* a function computes, not what.
+
+- :func:`assert_works_under_jit`   the function can be traced by ``jax.jit`` and gives the reference's values
+- :func:`record_calls`             which calls a helper (e.g. the student's ``linear``) received, and with what
+- :func:`jaxpr_size`               how many equations a function traces to (nested jaxprs included)
+- :func:`assert_jaxpr_size_constant` the program does not grow with the batch (no unrolled Python loop)
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+import jax
+import numpy as np
+
+from autograder.failures import CheckFailure
+from autograder.values import _name, assert_trees_close
+
+_TRACE_ERRORS = {
+    jax.errors.NonConcreteBooleanIndexError: (
+        "it uses boolean indexing (like x[x < 0]) on a traced array",
+        "under jit every shape must be known before the values are: a boolean mask selects a "
+        "data-dependent number of entries. Keep the shape and choose per entry with jnp.where(mask, a, b).",
+    ),
+    jax.errors.TracerBoolConversionError: (
+        "it uses a traced value in Python control flow (if/while/and/or on an array)",
+        "under jit values are abstract while tracing; use jnp.where, jax.lax.cond or jax.lax.select "
+        "instead of a Python if on an array",
+    ),
+    jax.errors.ConcretizationTypeError: (
+        "it needs a concrete value of a traced array (e.g. to pick a shape or loop bound)",
+        "shapes and Python-level decisions must come from static arguments or .shape, not from array values",
+    ),
+    jax.errors.TracerArrayConversionError: (
+        "it converts a traced array to NumPy (np.asarray, np.* functions or .numpy())",
+        "inside jit use jax.numpy (jnp.*) operations, which trace; NumPy needs concrete values",
+    ),
+    jax.errors.TracerIntegerConversionError: (
+        "it converts a traced array to a Python int (e.g. range(x) or int(x))",
+        "use static arguments for sizes, or jax.lax loops for data-dependent iteration",
+    ),
+}
+
+
+def jit_error_explanation(err: BaseException) -> tuple[str, str] | None:
+    """(what the code does, what to do instead) for JAX's tracing errors, else None."""
+    for kind, explanation in _TRACE_ERRORS.items():
+        if isinstance(err, kind):
+            return explanation
+    return None
+
+
+def assert_works_under_jit(
+    fn: Callable,
+    reference: Callable | None,
+    *args: Any,
+    static_argnums: Sequence[int] = (),
+    rtol: float = 1e-5,
+    atol: float = 1e-6,
+    jitted: Callable | None = None,
+) -> Any:
+    """``jax.jit(fn)`` traces, and (when ``reference`` is given) equals the reference.
+
+    Pass ``jitted`` to reuse one ``jax.jit(fn)`` across hypothesis examples
+    (a new jit per example would compile per example).
+    """
+    name = _name(fn)
+    check = f"{name} works under jax.jit"
+    jitted = jitted or jit_once(fn, static_argnums)
+    try:
+        got = jitted(*args)
+    except Exception as err:  # noqa: BLE001 - classified below
+        explanation = jit_error_explanation(err)
+        if explanation is None:
+            raise
+        what, instead = explanation
+        raise CheckFailure(check, f"{name} cannot be compiled with jax.jit: {what}", instead) from None
+    if reference is not None:
+        assert_trees_close(got, reference(*args), rtol=rtol, atol=atol, check=f"jax.jit({name}) equals the reference")
+    return got
+
+
+@dataclass(frozen=True)
+class Call:
+    """One call of a spied-on function: the kinds and shapes of its positional arguments."""
+
+    arg_kinds: tuple[str, ...]
+    arg_shapes: tuple[tuple[int, ...] | None, ...]
+
+    @property
+    def batched(self) -> bool:
+        """Called by ``jax.vmap`` (an argument is a batch tracer)."""
+        return "vmap" in self.arg_kinds
+
+    @property
+    def traced(self) -> bool:
+        return any(kind != "concrete" for kind in self.arg_kinds)
+
+
+def _kind(value: Any) -> str:
+    from jax.interpreters import batching
+
+    if isinstance(value, batching.BatchTracer):
+        return "vmap"
+    if isinstance(value, jax.core.Tracer):
+        return "traced"
+    return "concrete"
+
+
+def record_calls(target: Callable, run: Callable[[], Any]) -> tuple[Any, list[Call]]:
+    """Run ``run()`` and record every call of ``target``'s code.
+
+    The spy follows the code object, not a name, so calls through any
+    reference (a module attribute, a ``jax.vmap(linear)`` made at import, a
+    closure) are all seen. Returns ``(run's result, calls)``.
+    """
+    code = getattr(target, "__wrapped__", target).__code__
+    n_args = code.co_argcount
+    calls: list[Call] = []
+
+    def profile(frame, event, arg):
+        if event == "call" and frame.f_code is code:
+            values = [frame.f_locals.get(v) for v in code.co_varnames[:n_args]]
+            calls.append(
+                Call(
+                    tuple(_kind(v) for v in values),
+                    tuple(tuple(np.shape(v)) if hasattr(v, "shape") else None for v in values),
+                )
+            )
+
+    previous = sys.getprofile()
+    sys.setprofile(profile)
+    try:
+        result = run()
+    finally:
+        sys.setprofile(previous)
+    return result, calls
+
+
+def _count_equations(jaxpr) -> int:
+    total = 0
+    for eqn in jaxpr.eqns:
+        total += 1
+        for param in eqn.params.values():
+            for sub in param if isinstance(param, (list, tuple)) else (param,):
+                inner = getattr(sub, "jaxpr", sub)
+                if hasattr(inner, "eqns"):
+                    total += _count_equations(inner)
+    return total
+
+
+def jaxpr_size(fn: Callable, *args: Any, static_argnums: Sequence[int] = ()) -> int:
+    """The number of equations ``fn`` traces to, nested jaxprs (jit, scan, cond) included."""
+    closed = jax.make_jaxpr(fn, static_argnums=tuple(static_argnums))(*args)
+    return _count_equations(closed.jaxpr)
+
+
+def assert_jaxpr_size_constant(fn: Callable, args_by_size: dict[int, tuple], what: str = "the batch") -> None:
+    """The traced program has the same size for every size of ``what`` (no Python loop unrolled per element)."""
+    sizes = {n: jaxpr_size(fn, *args) for n, args in args_by_size.items()}
+    if len(set(sizes.values())) > 1:
+        shown = ", ".join(f"{n}: {s} equations" for n, s in sizes.items())
+        raise CheckFailure(
+            f"{_name(fn)} traces to the same program whatever the size of {what}",
+            f"the traced program of {_name(fn)} grows with the size of {what} ({shown})",
+            "a Python loop over the elements is unrolled into one copy of the body per element; "
+            "use jax.vmap (or a jax.lax loop) so the program stays the same size",
+        )
+
+
+_jit_cache: dict[tuple[int, tuple[int, ...]], tuple[Callable, Callable]] = {}
+
+
+def jit_once(fn: Callable, static_argnums: Sequence[int] = ()) -> Callable:
+    """One ``jax.jit(fn)`` per function, reused across hypothesis examples (so it compiles per shape, not per example)."""
+    key = (id(fn), tuple(static_argnums))
+    if key not in _jit_cache or _jit_cache[key][0] is not fn:
+        _jit_cache[key] = (fn, jax.jit(fn, static_argnums=tuple(static_argnums)))
+    return _jit_cache[key][1]

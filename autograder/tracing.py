@@ -1,0 +1,137 @@
+"""Tracing: jitted functions are ``jax.jit`` functions that stop tracing once warm.
+
+Traces are counted with a ``jax.monitoring`` listener on JAX's own trace
+event, so every trace is seen wherever the ``jit`` happens (a jit created
+inside the function, a closure re-jitted per call, ...). Counting cache
+entries instead would be wrong: the canonical TrainState loop has two
+entries because ``step`` starts as a Python int, yet it never retraces once
+warm.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import logging
+import re
+from typing import Any, Callable, Iterator
+
+import jax
+import jax.monitoring
+
+from autograder.failures import CheckFailure
+from autograder.values import _name
+
+TRACE_EVENT = "/jax/core/compile/jaxpr_trace_duration"
+COMPILE_EVENT = "/jax/core/compile/backend_compile_duration"
+
+_PJIT_FUNCTION = type(jax.jit(lambda x: x))
+
+
+class TraceCounter:
+    """Counts JAX traces and XLA compilations while it is active (``with TraceCounter() as c``)."""
+
+    _active: list["TraceCounter"] = []
+
+    def __init__(self) -> None:
+        self.traces = 0
+        self.compiles = 0
+
+    def __enter__(self) -> "TraceCounter":
+        TraceCounter._active.append(self)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        TraceCounter._active.remove(self)
+
+    @staticmethod
+    def _listener(event: str, duration: float, **_: Any) -> None:
+        for counter in TraceCounter._active:
+            if event == TRACE_EVENT:
+                counter.traces += 1
+            elif event == COMPILE_EVENT:
+                counter.compiles += 1
+
+
+jax.monitoring.register_event_duration_secs_listener(TraceCounter._listener)
+
+
+def is_jitted(fn: Any) -> bool:
+    return isinstance(fn, _PJIT_FUNCTION)
+
+
+def assert_is_jitted(fn: Any, name: str | None = None) -> None:
+    """``fn`` is itself a ``jax.jit`` function (decorated, or assigned from ``jax.jit(...)``)."""
+    name = name or _name(fn)
+    if not is_jitted(fn):
+        raise CheckFailure(
+            f"{name} is compiled with jax.jit",
+            f"{name} is not a jax.jit function (it is a {type(fn).__name__})",
+            f"decorate it with @jax.jit, or write `{name} = jax.jit(...)` at module level, "
+            "so that it is compiled once and reused on every call",
+        )
+
+
+@contextlib.contextmanager
+def explain_cache_misses() -> Iterator[io.StringIO]:
+    """Collect JAX's own explanation of every tracing cache miss inside the block."""
+    buffer = io.StringIO()
+    handler = logging.StreamHandler(buffer)
+    logger = logging.getLogger("jax")
+    previous_level = logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.WARNING)
+    try:
+        with jax.explain_cache_misses(True):
+            yield buffer
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(previous_level)
+
+
+def _tidy(explanation: str, limit: int = 14) -> str:
+    lines = [re.sub(r"\S*/site-packages/", "", line) for line in explanation.splitlines() if line.strip()]
+    if len(lines) > limit:
+        lines = lines[:limit] + [f"... ({len(lines) - limit} more lines)"]
+    return "\n".join(lines)
+
+
+def assert_no_retrace(
+    fn: Callable,
+    make_args: Callable[[int], tuple],
+    *,
+    warmup: int = 2,
+    calls: int = 3,
+    name: str | None = None,
+) -> None:
+    """Once warm, calls with fresh same-shaped arguments trace and compile nothing.
+
+    ``make_args(i)`` builds the positional arguments of call ``i``; every call
+    gets new values of the same shapes and dtypes. Arguments are built
+    outside the counted region.
+    """
+    name = name or _name(fn)
+    result = None
+    for i in range(warmup):
+        result = fn(*make_args(i))
+    jax.block_until_ready(result)
+    traces = compiles = 0
+    for i in range(warmup, warmup + calls):
+        args = make_args(i)
+        with TraceCounter() as counter:
+            jax.block_until_ready(fn(*args))
+        traces += counter.traces
+        compiles += counter.compiles
+    if traces or compiles:
+        args = make_args(warmup + calls)
+        with explain_cache_misses() as log:
+            jax.block_until_ready(fn(*args))
+        why = _tidy(log.getvalue()) or "(JAX gave no explanation: a function is probably created anew on every call)"
+        raise CheckFailure(
+            f"{name} does not trace or compile again on same-shaped inputs once warm",
+            f"{name} traced {traces} and compiled {compiles} more time(s) in {calls} calls with same-shaped "
+            "inputs after warming up",
+            "every retrace costs a full compilation. Common causes: jax.jit(...), a lambda, an optimizer or a model "
+            "created inside the function on every call; Python numbers passed as static arguments; values computed "
+            "on the host from traced state.\nJAX explains the cache miss:\n" + why,
+        )

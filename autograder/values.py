@@ -1,0 +1,207 @@
+"""Values: the student's pytree equals the reference's.
+
+Same tree structure, same leaf types, shapes and dtypes, values within a
+tolerance. Nothing the student returns is trusted: every leaf must be of an
+exact, known type (a plain ``np.ndarray``, a JAX array, a NumPy or Python
+scalar) and is converted with NumPy before it is compared, so an object whose
+``__eq__`` always says True or an ``ndarray`` subclass cannot pass.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from autograder.failures import CheckFailure
+
+_JAX_ARRAY = type(jnp.zeros(()))
+_PY_SCALARS = (bool, int, float)
+_MAX_SHOWN = 5
+
+
+def describe(tree: Any) -> str:
+    """A short, readable summary of a pytree: ``{'W': f32[2,3], 'b': f32[3]}``."""
+
+    def leaf(x):
+        if type(x) in _PY_SCALARS:
+            return f"{type(x).__name__} {x!r}"
+        if is_key(x):
+            return f"key<{jax.random.key_impl(x)}>{list(x.shape)}"
+        if hasattr(x, "shape") and hasattr(x, "dtype"):
+            return f"{np.dtype(x.dtype).name}{list(x.shape)}"
+        return type(x).__name__
+
+    try:
+        return str(jax.tree_util.tree_map(leaf, _thaw(tree)))
+    except Exception:  # noqa: BLE001 - a description must never fail
+        return type(tree).__name__
+
+
+def is_key(x: Any) -> bool:
+    """A new-style typed PRNG key array."""
+    return hasattr(x, "dtype") and jnp.issubdtype(x.dtype, jax.dtypes.prng_key)
+
+
+def _thaw(tree: Any) -> Any:
+    """Flax ``FrozenDict``s become plain dicts, so the two compare as equal."""
+    from flax.core import FrozenDict
+
+    def thaw(node):
+        return {k: _thaw(v) for k, v in node.items()} if isinstance(node, FrozenDict) else node
+
+    return jax.tree_util.tree_map(thaw, tree, is_leaf=lambda n: isinstance(n, FrozenDict))
+
+
+def _flatten(tree: Any):
+    leaves, treedef = jax.tree_util.tree_flatten_with_path(_thaw(tree))
+    return [(jax.tree_util.keystr(path), leaf) for path, leaf in leaves], treedef
+
+
+def assert_leaf_types(tree: Any, allowed: tuple[type, ...], *, name: str = "result", check: str) -> None:
+    """Every leaf of ``tree`` is exactly of one of the ``allowed`` types (no subclasses)."""
+    for path, leaf in _flatten(tree)[0]:
+        if type(leaf) not in allowed:
+            names = " or ".join(t.__module__.split(".")[0] + "." + t.__name__ if t.__module__ != "builtins" else t.__name__ for t in allowed)
+            raise CheckFailure(
+                check,
+                f"{name}{path} is a {type(leaf).__module__}.{type(leaf).__qualname__}; it must be a {names}",
+            )
+
+
+def _as_numpy(leaf: Any, where: str, check: str) -> np.ndarray:
+    kind = type(leaf)
+    if kind in _PY_SCALARS or isinstance(leaf, np.generic) and kind.__module__ == "numpy":
+        return np.asarray(leaf)
+    if kind is np.ndarray:
+        return np.array(leaf, copy=True)
+    if kind is _JAX_ARRAY:
+        if is_key(leaf):
+            return np.asarray(jax.random.key_data(leaf))
+        return np.asarray(jax.device_get(leaf))
+    if isinstance(leaf, jax.core.Tracer):
+        raise CheckFailure(
+            check,
+            f"{where} is a JAX tracer: a traced value escaped from a transformation",
+            "return concrete arrays; do not store values computed inside jit/grad/vmap in globals or closures",
+        )
+    raise CheckFailure(
+        check,
+        f"{where} is a {kind.__module__}.{kind.__qualname__}, not an array",
+        "return a jax.Array, a NumPy array or a number (not a subclass or a look-alike)",
+    )
+
+
+def _first_differences(expected: np.ndarray, got: np.ndarray, close: np.ndarray) -> str:
+    bad = np.argwhere(~close)
+    lines = []
+    for index in bad[:_MAX_SHOWN]:
+        idx = tuple(int(i) for i in index)
+        lines.append(f"  [{', '.join(map(str, idx))}]: expected {expected[idx]!r}, got {got[idx]!r}")
+    if len(bad) > _MAX_SHOWN:
+        lines.append(f"  ... and {len(bad) - _MAX_SHOWN} more")
+    return "\n".join(lines)
+
+
+def _compare_leaf(where: str, expected: Any, got: Any, rtol: float, atol: float, check: str) -> None:
+    exp_is_key, got_is_key = is_key(expected), is_key(got) if type(got) is _JAX_ARRAY else False
+    if exp_is_key != got_is_key:
+        kinds = ("a typed key (jax.random.key)", "a legacy uint32 key (jax.random.PRNGKey)")
+        raise CheckFailure(
+            check,
+            f"{where} is {kinds[not got_is_key]}, but the reference returns {kinds[not exp_is_key]}",
+            "a returned key must be of the same kind as the key passed in: split it, do not convert it",
+        )
+    exp = np.asarray(jax.random.key_data(expected)) if exp_is_key else np.asarray(expected)
+    arr = _as_numpy(got, where, check)
+    if exp.shape != arr.shape:
+        raise CheckFailure(check, f"{where} has shape {arr.shape}, expected {exp.shape}")
+    if type(got) in _PY_SCALARS:
+        if np.asarray(got).dtype.kind != exp.dtype.kind and not (exp.dtype.kind in "fc" and type(got) is int):
+            raise CheckFailure(check, f"{where} is a Python {type(got).__name__}, expected {exp.dtype.name}")
+        arr = arr.astype(exp.dtype)
+    elif exp.dtype != arr.dtype:
+        raise CheckFailure(check, f"{where} has dtype {arr.dtype.name}, expected {exp.dtype.name} (shape {exp.shape})")
+    if exp.dtype.kind in "fc":
+        close = np.isclose(arr, exp, rtol=rtol, atol=atol, equal_nan=True)
+    else:
+        close = arr == exp
+    close = np.asarray(close, dtype=bool)
+    if not close.all():
+        n_bad, n = int((~close).sum()), close.size
+        if exp.ndim == 0:
+            raise CheckFailure(
+                check,
+                f"{where} differs from the reference: expected {exp.item()!r}, got {arr.item()!r}",
+                f"({exp.dtype.name} scalar, tolerance rtol={rtol:g}, atol={atol:g})" if exp.dtype.kind in "fc" else "",
+            )
+        raise CheckFailure(
+            check,
+            f"{where} differs from the reference at {n_bad} of {n} entries ({exp.dtype.name}, shape {exp.shape})",
+            "first differences, index: expected vs got\n" + _first_differences(exp, arr, close),
+        )
+
+
+def assert_trees_close(
+    got: Any,
+    expected: Any,
+    *,
+    rtol: float = 1e-5,
+    atol: float = 1e-6,
+    name: str = "result",
+    check: str = "the result equals the reference's",
+) -> None:
+    """``got`` has ``expected``'s structure, and every leaf its shape, dtype and values.
+
+    Exact for integer, boolean and key leaves; within ``rtol``/``atol`` for
+    floating leaves. PRNG keys are compared by their key data and kind.
+    """
+    exp_leaves, exp_def = _flatten(expected)
+    try:
+        got_leaves, got_def = _flatten(got)
+    except Exception as err:  # noqa: BLE001 - the student's pytree nodes may be broken
+        raise CheckFailure(check, f"{name} could not be read as a pytree: {type(err).__name__}: {err}") from None
+    if got_def != exp_def:
+        exp_paths = [p for p, _ in exp_leaves]
+        got_paths = [p for p, _ in got_leaves]
+        diff = ""
+        missing = [p for p in exp_paths if p not in got_paths]
+        extra = [p for p in got_paths if p not in exp_paths]
+        if missing:
+            diff += f"missing: {', '.join(name + p for p in missing[:_MAX_SHOWN])}\n"
+        if extra:
+            diff += f"unexpected: {', '.join(name + p for p in extra[:_MAX_SHOWN])}\n"
+        raise CheckFailure(
+            check,
+            f"{name} does not have the structure of the reference's",
+            f"expected: {describe(expected)}\ngot:      {describe(got)}\n{diff}",
+        )
+    for (path, exp), (_, leaf) in zip(exp_leaves, got_leaves):
+        _compare_leaf(name + path, exp, leaf, rtol, atol, check)
+
+
+def assert_matches_reference(
+    fn: Callable,
+    reference: Callable,
+    *args: Any,
+    rtol: float = 1e-5,
+    atol: float = 1e-6,
+    **kwargs: Any,
+) -> Any:
+    """Call both with the same arguments; the results must match. Returns the student's result."""
+    expected = reference(*args, **kwargs)
+    got = fn(*args, **kwargs)
+    assert_trees_close(
+        got,
+        expected,
+        rtol=rtol,
+        atol=atol,
+        check=f"{_name(fn)}(...) equals the reference on generated inputs",
+    )
+    return got
+
+
+def _name(fn: Callable) -> str:
+    return getattr(fn, "__name__", None) or getattr(getattr(fn, "__wrapped__", None), "__name__", "the function")
