@@ -43,10 +43,20 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def register_profiles() -> None:
-    from hypothesis import HealthCheck, settings
+    from hypothesis import HealthCheck, Phase, settings
 
+    # No explain phase: it re-runs a failing check hundreds of times, which
+    # costs seconds per JAX check and tells a student little.
+    phases = [Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink]
     quiet = [HealthCheck.too_slow, HealthCheck.function_scoped_fixture, HealthCheck.data_too_large]
-    settings.register_profile("student", max_examples=15, deadline=None, suppress_health_check=quiet)
+    settings.register_profile(
+        "student",
+        max_examples=15,
+        deadline=None,
+        phases=phases,
+        report_multiple_bugs=False,
+        suppress_health_check=quiet,
+    )
     settings.register_profile(
         "grading",
         max_examples=30,
@@ -54,6 +64,8 @@ def register_profiles() -> None:
         derandomize=True,
         database=None,
         print_blob=False,
+        phases=phases,
+        report_multiple_bugs=False,
         suppress_health_check=quiet,
     )
 

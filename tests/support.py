@@ -1,0 +1,83 @@
+"""Run the course's own checks against a submission written in a test.
+
+``grade(pytester, module, source)`` writes ``source`` as ``<module>.py`` into a
+fresh folder, runs ``exercises/test_<module>.py`` against it in the grading
+profile (in-process, so JAX's caches are shared and it stays fast), and
+returns the per-function results the plugin wrote.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+import textwrap
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SOLUTIONS = ROOT / "solutions"
+EXERCISES = ROOT / "exercises"
+
+
+@dataclass
+class FunctionResult:
+    status: str
+    points: float
+    max_points: float
+    messages: list[str]
+
+    @property
+    def message(self) -> str:
+        return "\n".join(self.messages)
+
+
+def reference_source(module: str) -> str:
+    return (SOLUTIONS / f"{module}.py").read_text(encoding="utf-8")
+
+
+def with_function(module: str, replacement: str) -> str:
+    """The reference module with the top-level definitions that ``replacement`` makes replaced by it."""
+    source = reference_source(module)
+    replacement = textwrap.dedent(replacement).strip("\n")
+    new_names = top_level_names_of(replacement)
+    lines = source.splitlines()
+    tree = ast.parse(source)
+    drop: set[int] = set()
+    for node in tree.body:
+        if top_level_names_of_node(node) & new_names:
+            first = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
+            drop.update(range(first - 1, node.end_lineno))
+    kept = "\n".join(line for i, line in enumerate(lines) if i not in drop)
+    return kept.rstrip() + "\n\n\n" + replacement + "\n"
+
+
+def top_level_names_of_node(node: ast.stmt) -> set[str]:
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return {node.name}
+    if isinstance(node, ast.Assign):
+        return {t.id for t in node.targets if isinstance(t, ast.Name)}
+    if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+        return {node.target.id}
+    return set()
+
+
+def top_level_names_of(source: str) -> set[str]:
+    return set().union(*(top_level_names_of_node(n) for n in ast.parse(source).body))
+
+
+def grade(pytester, module: str, source: str, *, only: str | None = None) -> dict[str, FunctionResult]:
+    """Grade ``source`` as the student's ``<module>.py``; ``only`` is a ``-k`` expression."""
+    folder = pytester.mkdir(f"submission_{len(list(pytester.path.iterdir()))}")
+    (folder / f"{module}.py").write_text(textwrap.dedent(source), encoding="utf-8")
+    out = folder / "results.json"
+    args = [str(EXERCISES / f"test_{module}.py"), "--submission", str(folder), "--results-json", str(out)]
+    args += ["--grading", "-q", "-p", "no:cacheprovider"]
+    if only:
+        args += ["-k", only]
+    pytester.inline_run(*args)
+    data = json.loads(out.read_text(encoding="utf-8"))
+    return {
+        f["function"]: FunctionResult(f["status"], f["points"], f["max_points"], f["messages"])
+        for f in data["functions"]
+    }

@@ -1,0 +1,106 @@
+"""The at_updates checks judge right: wrong answers fail with the right message, other correct answers pass."""
+
+import re
+
+import pytest
+
+from support import grade, reference_source, with_function
+
+MODULE = "at_updates"
+
+
+def test_reference_gets_full_marks(pytester):
+    results = grade(pytester, MODULE, reference_source(MODULE))
+    assert {name: r.status for name, r in results.items()} == dict.fromkeys(results, "passed")
+    assert all(r.points == r.max_points for r in results.values())
+
+
+CORRECT_VARIANTS = {
+    "set_diagonal": """
+        def set_diagonal(x, value):
+            eye = jnp.eye(x.shape[0], dtype=bool)
+            return jnp.where(eye, jnp.asarray(value, x.dtype), x)
+    """,
+    "scatter_add": """
+        def scatter_add(x, indices, updates):
+            one_hot = jax.nn.one_hot(indices, x.shape[0], dtype=x.dtype)
+            return x + updates @ one_hot
+    """,
+    "clamp_at": """
+        def clamp_at(x, indices, lo, hi):
+            selected = jnp.zeros(x.shape, bool).at[indices].set(True)
+            return jnp.where(selected, jnp.clip(x, lo, hi), x)
+    """,
+    "replace_negatives": """
+        def replace_negatives(x, value):
+            return jax.lax.select(x < 0, jnp.full_like(x, value), x)
+    """,
+}
+
+
+@pytest.mark.parametrize("function", sorted(CORRECT_VARIANTS))
+def test_correct_variant_written_differently_passes(pytester, function):
+    source = "import jax\n" + with_function(MODULE, CORRECT_VARIANTS[function])
+    result = grade(pytester, MODULE, source, only=function)[function]
+    assert result.status == "passed", result.message
+    assert result.points == result.max_points
+
+
+WRONG = [
+    # (function, replacement, expected status, regex the message must match)
+    ("set_diagonal", """
+        def set_diagonal(x, value):
+            return x.at[0, 0].set(value)
+     """, r"set_diagonal: result differs from the reference at \d+ of \d+ entries"),
+    ("set_diagonal", """
+        def set_diagonal(x, value):
+            return x.at[jnp.arange(x.shape[0]), jnp.arange(x.shape[0])].set(value).astype(jnp.float64 if False else jnp.int32)
+     """, r"result has dtype int32, expected float32"),
+    ("scatter_add", """
+        def scatter_add(x, indices, updates):
+            return x.at[indices].set(x[indices] + updates)
+     """, r"scatter_add: result differs from the reference.*\n(.*\n)*  smallest failing input:"),
+    ("clamp_at", """
+        def clamp_at(x, indices, lo, hi):
+            return jnp.clip(x, lo, hi)
+     """, r"clamp_at: result differs from the reference"),
+    ("replace_negatives", """
+        def replace_negatives(x, value):
+            return x.at[x < 0].set(value)
+     """, r"cannot be compiled with jax.jit: it uses boolean indexing"),
+    ("replace_negatives", """
+        import numpy as onp
+        def replace_negatives(x, value):
+            out = onp.array(x)
+            out[out < 0] = value
+            return out
+     """, r"cannot be compiled with jax.jit: it converts a traced array to NumPy"),
+    ("replace_negatives", """
+        CALLS = []
+        def replace_negatives(x, value):
+            CALLS.append(1)
+            return jnp.where(x < 0, value, x)
+     """, r"changed the contents of the module-level variable 'CALLS'"),
+    ("set_diagonal", """
+        _seen = []
+        def set_diagonal(x, value):
+            n = x.shape[0]
+            _seen.append(x)
+            return x.at[jnp.arange(n), jnp.arange(n)].set(value)
+     """, r"module-level variable '_seen'"),
+    ("scatter_add", """
+        import numpy as onp
+        def scatter_add(x, indices, updates):
+            return x.at[indices].add(updates) + onp.random.uniform(0, 1e-3)
+     """, r"scatter_add"),
+]
+
+
+@pytest.mark.parametrize("function, replacement, pattern", WRONG, ids=[f"{w[0]}-{i}" for i, w in enumerate(WRONG)])
+def test_wrong_implementation_fails_with_the_right_message(pytester, function, replacement, pattern):
+    results = grade(pytester, MODULE, with_function(MODULE, replacement), only=function)
+    result = results[function]
+    assert result.status == "failed"
+    assert result.points < result.max_points
+    assert re.search(pattern, result.message), result.message
+    assert "hint:" in result.message
