@@ -24,7 +24,7 @@ import jax
 import numpy as np
 
 from autograder.failures import CheckFailure
-from autograder.values import _name, assert_trees_close, describe
+from autograder.values import _name, assert_trees_close, describe, is_key
 
 
 def _argument_names(fn: Callable, args: tuple, kwargs: dict) -> list[tuple[str, Any]]:
@@ -171,6 +171,12 @@ def _state_snapshot(module: ModuleType) -> dict[str, Any]:
 
 
 def _equal(a: Any, b: Any) -> bool:
+    if isinstance(a, jax.Array) and not isinstance(a, jax.core.Tracer):
+        if not isinstance(b, jax.Array) or isinstance(b, jax.core.Tracer):
+            return False
+        if is_key(a) or is_key(b):
+            return is_key(a) and is_key(b) and np.array_equal(jax.random.key_data(a), jax.random.key_data(b))
+        return a.shape == b.shape and a.dtype == b.dtype and np.array_equal(np.asarray(a), np.asarray(b))
     if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
         return isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and np.array_equal(a, b)
     if type(a) in (list, tuple):

@@ -87,7 +87,7 @@ WRONG = [
             n = x.shape[0]
             _seen.append(x)
             return x.at[jnp.arange(n), jnp.arange(n)].set(value)
-     """, r"module-level variable '_seen'"),
+     """, r"module-level (variable )?'_seen'"),
     ("scatter_add", """
         import numpy as onp
         def scatter_add(x, indices, updates):
