@@ -7,8 +7,10 @@ replays recorded outputs) without touching a single check.
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 from types import ModuleType
+from typing import Iterator
 
 from autograder.submission import load_module
 
@@ -31,3 +33,32 @@ class Oracle:
 
     def __repr__(self) -> str:
         return f"<reference for {self.module_name}>"
+
+
+def sibling(reference: Oracle, module: str) -> Oracle:
+    """The reference of another course module, from the same ``solutions/`` folder.
+
+    Scenarios of a later module are built with an earlier module's reference
+    (training's loaders come from ``data.make_loader``), never with the
+    student's version of it, so a bug there fails only that module's checks.
+    """
+    return Oracle(Path(reference._module.__file__).parent, module)
+
+
+@contextlib.contextmanager
+def reference_helpers(student: ModuleType, reference: Oracle, *names: str) -> Iterator[None]:
+    """While active, the student's module calls the reference's ``names`` instead of its own.
+
+    A function the contract builds on another (``train_step`` on
+    ``calculate_loss_acc``) is then judged on its own: a bug in the helper
+    fails the helper's checks only. Names the student's module does not
+    define are left alone; everything is restored on exit.
+    """
+    saved = {name: vars(student)[name] for name in names if name in vars(student)}
+    try:
+        for name in saved:
+            setattr(student, name, getattr(reference, name))
+        yield
+    finally:
+        for name, value in saved.items():
+            setattr(student, name, value)

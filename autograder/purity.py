@@ -270,3 +270,72 @@ def assert_pure(fn: Callable, *args: Any, module: ModuleType | None = None, **kw
     assert_no_hidden_rng(fn, *args, **kwargs)
     if module is not None:
         assert_module_state_unchanged(module, fn, *args, **kwargs)
+
+
+def fresh_copy(tree: Any) -> Any:
+    """``tree`` with every JAX array leaf in a new buffer (other leaves shared).
+
+    Give a function a fresh copy when it may donate its arguments
+    (``jax.jit(..., donate_argnums=...)``): donation deletes the buffers it is
+    given, and the check still needs the originals.
+    """
+    return jax.tree_util.tree_map(lambda x: x.copy() if isinstance(x, jax.Array) else x, tree)
+
+
+def _leaf_snapshot(tree: Any) -> tuple[Any, list[tuple[str, Any, Any]]]:
+    leaves, treedef = jax.tree_util.tree_flatten_with_path(tree)
+    snap = []
+    for path, leaf in leaves:
+        copy_ = None
+        if isinstance(leaf, np.ndarray):
+            copy_ = np.array(leaf, copy=True)
+        elif isinstance(leaf, jax.Array) and not isinstance(leaf, jax.core.Tracer) and not leaf.is_deleted():
+            copy_ = np.asarray(jax.random.key_data(leaf) if is_key(leaf) else leaf).copy()
+        snap.append((jax.tree_util.keystr(path), leaf, copy_))
+    return treedef, snap
+
+
+def assert_pytree_arguments_unchanged(
+    fn: Callable, *args: Any, allow_donation: bool = True, **kwargs: Any
+) -> Any:
+    """Calling ``fn`` leaves every argument pytree (a TrainState, a batch) as it was; returns the result.
+
+    Catches in-place writes into the NumPy arrays, dicts and lists inside an
+    argument, and leaves swapped inside a mutable container. With
+    ``allow_donation`` a JAX array the function donated (deleted) counts as
+    unchanged: donation is an explicit promise that the caller will not use
+    it again. Without it (an evaluation step must leave the state usable) a
+    deleted buffer fails.
+    """
+    named = _argument_names(fn, args, kwargs)
+    before = [(name, value, _leaf_snapshot(value)) for name, value in named]
+    result = fn(*args, **kwargs)
+    check = f"{_name(fn)} leaves its arguments unchanged"
+    advice = (
+        "a train or eval step is a pure function: return a new state (state.replace(...), "
+        "state.apply_gradients(...)) and never write into the one you were given"
+    )
+    for name, value, (treedef, snap) in before:
+        treedef_after, snap_after = _leaf_snapshot(value)
+        if treedef_after != treedef:
+            raise CheckFailure(
+                check, f"{_name(fn)} changed the structure of its argument {name}: {describe(value)} now", advice
+            )
+        for (path, leaf, copied), (_, leaf_after, _) in zip(snap, snap_after):
+            where = f"{name}{path}"
+            if leaf_after is not leaf:
+                raise CheckFailure(check, f"{_name(fn)} replaced {where} inside its argument", advice)
+            if isinstance(leaf, jax.Array) and not isinstance(leaf, jax.core.Tracer) and leaf.is_deleted():
+                if copied is not None and not allow_donation:
+                    raise CheckFailure(
+                        check,
+                        f"{_name(fn)} deleted the buffer of {where}: it donates its argument {name}",
+                        "the caller still needs this argument after the call (evaluating must not consume the "
+                        "training state): remove donate_argnums",
+                    )
+                continue
+            if copied is not None:
+                now = np.asarray(jax.random.key_data(leaf) if is_key(leaf) else leaf)
+                if not np.array_equal(copied, now, equal_nan=copied.dtype.kind in "fc"):
+                    raise CheckFailure(check, f"{_name(fn)} modified {where} in place", advice)
+    return result

@@ -9,7 +9,8 @@ scalar) and is converted with NumPy before it is compared, so an object whose
 
 from __future__ import annotations
 
-from typing import Any, Callable
+import contextlib
+from typing import Any, Callable, Iterator
 
 import jax
 import jax.numpy as jnp
@@ -205,3 +206,115 @@ def assert_matches_reference(
 
 def _name(fn: Callable) -> str:
     return getattr(fn, "__name__", None) or getattr(getattr(fn, "__wrapped__", None), "__name__", "the function")
+
+
+def _is_counter(x: Any) -> bool:
+    if type(x) is int:
+        return True
+    return type(x) in (_JAX_ARRAY, np.ndarray) and x.shape == () and np.dtype(x.dtype).kind in "iu"
+
+
+def assert_fields_close(
+    got: Any,
+    expected: Any,
+    fields: tuple[str, ...],
+    *,
+    name: str = "new_state",
+    rtol: float = 1e-5,
+    atol: float = 1e-6,
+    check: str,
+    advice: dict[str, str] | None = None,
+) -> None:
+    """``got.<field>`` equals ``expected.<field>`` for every field (a TrainState's params, opt_state, step, ...).
+
+    Pytree fields are compared with :func:`assert_trees_close`; an integer
+    counter (``step``: a Python int at first, an int32 array after a jitted
+    step) by its value, as long as it stays an integer. ``advice[field]`` is
+    added to the message when that field is wrong.
+    """
+    advice = advice or {}
+    for field in fields:
+        if not hasattr(got, field):
+            raise CheckFailure(
+                check,
+                f"{name} has no field {field!r} (it is a {type(got).__module__}.{type(got).__qualname__})",
+                advice.get(field, ""),
+            )
+        g, e = getattr(got, field), getattr(expected, field)
+        where = f"{name}.{field}"
+        try:
+            if _is_counter(e):
+                if isinstance(g, jax.core.Tracer):
+                    _as_numpy(g, where, check)
+                if not _is_counter(g):
+                    raise CheckFailure(check, f"{where} is {describe(g)}, expected an integer counter equal to {int(e)}")
+                if int(g) != int(e):
+                    raise CheckFailure(check, f"{where} differs from the reference: expected {int(e)}, got {int(g)}")
+            else:
+                assert_trees_close(g, e, rtol=rtol, atol=atol, name=where, check=check)
+        except CheckFailure as failure:
+            if field not in advice:
+                raise
+            raise CheckFailure(check, failure.problem, failure.details + "\n" + advice[field]) from None
+
+
+def assert_leaves_moved(
+    before: Any,
+    got: Any,
+    expected: Any,
+    *,
+    name: str,
+    check: str,
+    advice: str,
+) -> None:
+    """Every leaf the reference changes (``before`` -> ``expected``) is changed in ``got`` too.
+
+    Diagnoses an update that silently does nothing, e.g. gradients that are
+    all zero because the loss reads another copy of the parameters than the
+    one being differentiated. ``got`` must have ``before``'s structure.
+    """
+    b_leaves, _ = _flatten(before)
+    g_leaves, g_def = _flatten(got)
+    e_leaves, e_def = _flatten(expected)
+    if g_def != e_def:
+        return  # a structure problem: the values check reports it
+    frozen = []
+    for (path, b), (_, g), (_, e) in zip(b_leaves, g_leaves, e_leaves):
+        b, e = np.asarray(b), np.asarray(e)
+        if np.array_equal(b, e) or not hasattr(g, "shape") or isinstance(g, jax.core.Tracer):
+            continue
+        g = np.asarray(g)
+        if g.shape == b.shape and np.array_equal(g, b):
+            frozen.append(name + path)
+    if frozen:
+        shown = ", ".join(frozen[:_MAX_SHOWN]) + (f" and {len(frozen) - _MAX_SHOWN} more" if len(frozen) > _MAX_SHOWN else "")
+        raise CheckFailure(
+            check,
+            f"{shown} did not change at all, although the reference's update changes "
+            f"{'it' if len(frozen) == 1 else 'them'}",
+            advice,
+        )
+
+
+@contextlib.contextmanager
+def located(where: str) -> Iterator[None]:
+    """Prefix the problem of a :class:`CheckFailure` raised inside with where it happened.
+
+    ``with located("step 5 (epoch 2, batch 1 of 4, 32 examples)"): ...`` makes
+    a failure inside a scenario say which step of it went wrong.
+    """
+    try:
+        yield
+    except CheckFailure as failure:
+        raise CheckFailure(failure.check, f"{where}: {failure.problem}", failure.details) from None
+
+
+def assert_returns_tuple(result: Any, names: tuple[str, ...], *, function: str, check: str) -> tuple:
+    """``result`` is a tuple (or list) of ``len(names)`` values, as the contract says; returns it as a tuple."""
+    shape = "(" + ", ".join(names) + ")"
+    if len(names) == 1:
+        return (result,)
+    if type(result) not in (tuple, list) or len(result) != len(names):
+        got = f"a {type(result).__name__} of {len(result)} values" if type(result) in (tuple, list) else describe(result)
+        raise CheckFailure(check, f"{function} must return {shape}; it returned {got}")
+    return tuple(result)
