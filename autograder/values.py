@@ -318,3 +318,24 @@ def assert_returns_tuple(result: Any, names: tuple[str, ...], *, function: str, 
         got = f"a {type(result).__name__} of {len(result)} values" if type(result) in (tuple, list) else describe(result)
         raise CheckFailure(check, f"{function} must return {shape}; it returned {got}")
     return tuple(result)
+
+
+def assert_same_optimizer_steps(
+    got_state: Any, expected_state: Any, *, steps: int = 3, seed: int = 0, check: str, advice: str
+) -> None:
+    """``got_state.tx`` updates parameters exactly as ``expected_state.tx`` does, judged by stepping.
+
+    Both optimizers start from the expected params and take ``steps`` steps
+    with the same random gradients (``state.apply_gradients``); the params
+    must agree after every step. Any optimizer that behaves the same passes
+    (``optax.sgd``, ``inject_hyperparams(optax.sgd)``, a chain that scales by
+    ``-lr``); momentum shows from the second step on.
+    """
+    got = got_state.replace(params=expected_state.params, opt_state=got_state.tx.init(expected_state.params))
+    expected = expected_state
+    rng = np.random.RandomState(seed)
+    for i in range(steps):
+        grads = jax.tree_util.tree_map(lambda p: rng.normal(size=np.shape(p)).astype(np.float32), expected.params)
+        got, expected = got.apply_gradients(grads=grads), expected.apply_gradients(grads=grads)
+        with located(f"after {i + 1} optimizer step(s) with the same gradients"):
+            assert_fields_close(got, expected, ("params",), name="state", check=check, advice={"params": advice})

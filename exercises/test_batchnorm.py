@@ -1,0 +1,308 @@
+"""Checks for module 6, ``batchnorm``: run ``pytest exercises/test_batchnorm.py``.
+
+Every check is named after the function it judges; its points and hint come
+from ``course.toml``. States and batches are built with the reference. The
+training scenario starts from running averages far from their initial values
+(mean 0, variance 1) and from the data's statistics, so a step that forgets to
+pass them in, or to keep the new ones, or that runs in the wrong mode, gives
+different numbers.
+"""
+
+import functools
+from dataclasses import dataclass
+from types import SimpleNamespace
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from flax.training import train_state
+
+from autograder import purity, tracing, values
+from autograder.failures import CheckFailure
+from autograder.keys import make_key
+from autograder.oracle import sibling
+
+correctness = pytest.mark.correctness
+
+HIDDEN, LEARNING_RATE = 6, 0.3
+TRAIN_SIZE, TEST_SIZE, BATCH, EPOCHS = 100, 36, 32, 3
+STATE_FIELDS = ("params", "opt_state", "step", "batch_stats")
+
+RUNNING_AVERAGES = (
+    "new batch_stats = 0.9 * state.batch_stats + 0.1 * the batch's statistics: apply the model to "
+    "{'params': params, 'batch_stats': state.batch_stats} with train=True and mutable=['batch_stats'], "
+    "and store updates['batch_stats'] (not the whole dict apply returns) in the new state"
+)
+ZERO_GRADIENTS = (
+    "the gradients were all zero: differentiate a loss function of its params argument, and run the model "
+    "with that argument ({'params': params, ...}), not with state.params"
+)
+SGD_ADVICE = "the optimizer must be optax.sgd(learning_rate): plain SGD with the learning rate you were given"
+
+
+@dataclass
+class Step:
+    label: str
+    state: Any
+    batch: Any
+    expected: tuple  # the reference's (new_state, loss)
+
+
+@pytest.fixture(scope="module")
+def data(reference):
+    return sibling(reference, "data")
+
+
+@pytest.fixture(scope="module")
+def start(reference):
+    """A state whose running averages are far from (0, 1) and from the data's statistics.
+
+    Every check starts from this object (its apply_fn and tx are static for
+    jax.jit: a new TrainStateBN.create would compile again).
+    """
+    model = reference.BNClassifier(HIDDEN, 1)
+    state = reference.create_train_state_bn(jax.random.PRNGKey(0), model, LEARNING_RATE, np.zeros((4, 2), np.float32))
+    stats = state.batch_stats["BatchNorm_0"]
+    far = {
+        "mean": jnp.linspace(2.0, -2.0, HIDDEN, dtype=jnp.float32),
+        "var": jnp.linspace(3.0, 6.0, HIDDEN, dtype=jnp.float32),
+    }
+    assert jax.tree_util.tree_structure(far) == jax.tree_util.tree_structure(dict(stats))
+    return state.replace(batch_stats={"BatchNorm_0": far})
+
+
+@pytest.fixture(scope="module")
+def scenario(reference, data, start):
+    loader = data.make_loader(data.XORDataset(TRAIN_SIZE, 7), BATCH, shuffle=True, seed=3)
+    state, steps = start, []
+    for epoch in range(EPOCHS):
+        for i, batch in enumerate(loader):
+            expected = reference.train_step_bn(state, batch)
+            label = f"at step {len(steps) + 1} (epoch {epoch + 1}, batch {i + 1} of {len(loader)}, {len(batch[0])} examples)"
+            steps.append(Step(label, state, batch, expected))
+            state = expected[0]
+    return steps
+
+
+@pytest.fixture(scope="module")
+def test_batches(data):
+    return list(data.make_loader(data.XORDataset(TEST_SIZE, 11), BATCH, shuffle=False))
+
+
+def full_batch_steps(scenario):
+    return [s for s in scenario if len(s.batch[0]) == BATCH and int(s.state.step) > 0]
+
+
+def run_train_step_bn(student, step):
+    check = "train_step_bn(state, batch) returns (new_state, loss)"
+    result = student.train_step_bn(purity.fresh_copy(step.state), step.batch)
+    return values.assert_returns_tuple(result, ("new_state", "loss"), function="train_step_bn", check=check)
+
+
+# create_train_state_bn ------------------------------------------------------
+
+CREATE_CASES = [
+    {"key": ("typed", 0), "hidden": 4, "n": 3, "learning_rate": 0.7},
+    {"key": ("legacy", 1), "hidden": 8, "n": 5, "learning_rate": 0.05},
+]
+
+
+def _create(module, reference, case):
+    model = reference.BNClassifier(case["hidden"], 1)
+    sample = np.linspace(-1, 1, case["n"] * 2, dtype=np.float32).reshape(case["n"], 2)
+    key = make_key(case["key"][1], case["key"][0])
+    return module.create_train_state_bn(key, model, case["learning_rate"], sample), model, sample
+
+
+def _assert_is_train_state_bn(state, check):
+    if not isinstance(state, train_state.TrainState) or not hasattr(state, "batch_stats"):
+        raise CheckFailure(
+            check,
+            f"create_train_state_bn returned a {type(state).__qualname__}, not a TrainState with a batch_stats field",
+            "build it with TrainStateBN.create(apply_fn=..., params=..., batch_stats=..., tx=...)",
+        )
+
+
+@correctness
+def test_create_train_state_bn_matches_reference(student, reference):
+    check = "create_train_state_bn's params and batch_stats are those of model.init(rng, sample_input, train=False)"
+    for case in CREATE_CASES:
+        got, _, _ = _create(student, reference, case)
+        expected, _, _ = _create(reference, reference, case)
+        with values.located(f"with a {case['key'][0]} key and BNClassifier({case['hidden']}, 1)"):
+            values.assert_fields_close(got, expected, ("params", "batch_stats"), name="state", check=check)
+
+
+def test_create_train_state_bn_returns_a_train_state_of_the_model(student, reference):
+    check = "create_train_state_bn returns a TrainState with batch_stats, at step 0, whose apply_fn is model.apply"
+    for case in CREATE_CASES:
+        got, model, sample = _create(student, reference, case)
+        _assert_is_train_state_bn(got, check)
+        values.assert_fields_close(got, SimpleNamespace(step=0), ("step",), name="state", check=check)
+        variables = model.init(jax.random.PRNGKey(1), sample, train=False)
+        with values.located("state.apply_fn(variables, x, train=False)"):
+            values.assert_trees_close(
+                got.apply_fn(variables, sample, train=False),
+                model.apply(variables, sample, train=False),
+                name="output",
+                check=check,
+            )
+
+
+def test_create_train_state_bn_optimizer_is_sgd_with_the_learning_rate(student, reference):
+    for case in CREATE_CASES:
+        got, _, _ = _create(student, reference, case)
+        expected, _, _ = _create(reference, reference, case)
+        check = f"create_train_state_bn's optimizer makes the steps of optax.sgd({case['learning_rate']})"
+        _assert_is_train_state_bn(got, check)
+        values.assert_same_optimizer_steps(got, expected, seed=case["key"][1], check=check, advice=SGD_ADVICE)
+
+
+def test_create_train_state_bn_is_pure(student, reference):
+    case = CREATE_CASES[1]
+    model = reference.BNClassifier(case["hidden"], 1)
+    sample = np.ones((case["n"], 2), np.float32)
+
+    @functools.wraps(student.create_train_state_bn)
+    def variables_of_create_train_state_bn(*args):
+        state = student.create_train_state_bn(*args)
+        return {"params": state.params, "batch_stats": state.batch_stats}
+
+    args = (make_key(7, "legacy"), model, case["learning_rate"], sample)
+    purity.assert_arguments_unchanged(variables_of_create_train_state_bn, *args)
+    purity.assert_deterministic(variables_of_create_train_state_bn, *args)
+    purity.assert_no_hidden_rng(variables_of_create_train_state_bn, *args)
+    purity.assert_module_state_unchanged(student, student.create_train_state_bn, *args)
+
+
+# train_step_bn --------------------------------------------------------------
+
+@correctness
+def test_train_step_bn_matches_reference_at_every_step(student, scenario):
+    check = (
+        f"train_step_bn equals the reference at every step of {EPOCHS} epochs of a DataLoader "
+        f"({len(scenario)} steps, batches of {BATCH} and a last batch of {TRAIN_SIZE % BATCH}), "
+        "starting from running averages far from their initial values"
+    )
+    for step in scenario:
+        new_state, loss = run_train_step_bn(student, step)
+        expected_state, expected_loss = step.expected
+        with values.located(step.label):
+            values.assert_fields_close(
+                new_state, expected_state, STATE_FIELDS, check=check, advice={"batch_stats": RUNNING_AVERAGES}
+            )
+            values.assert_trees_close(loss, expected_loss, name="loss", check=check)
+
+
+def test_train_step_bn_updates_the_running_averages(student, scenario):
+    """A step in evaluation mode (train=False) leaves batch_stats as they were."""
+    check = "train_step_bn moves batch_stats towards the batch's statistics, as the reference does"
+    for step in scenario[:2]:
+        new_state, _ = run_train_step_bn(student, step)
+        with values.located(step.label):
+            values.assert_leaves_moved(
+                step.state.batch_stats, getattr(new_state, "batch_stats", None), step.expected[0].batch_stats,
+                name="new_state.batch_stats", check=check,
+                advice="run the model in training mode (train=True) with mutable=['batch_stats'] and keep "
+                "updates['batch_stats'] in the new state",
+            )
+
+
+def test_train_step_bn_keeps_the_batch_stats_structure(student, scenario):
+    step = scenario[0]
+    new_state, _ = run_train_step_bn(student, step)
+    check = "the new state's batch_stats have the structure of the old ones"
+    got = getattr(new_state, "batch_stats", None)
+    if isinstance(got, dict) and "batch_stats" in got:
+        raise CheckFailure(
+            check,
+            "new_state.batch_stats holds the whole dict apply returned ({'batch_stats': {...}})",
+            "apply(..., mutable=['batch_stats']) returns (output, updates) with updates = {'batch_stats': ...}; "
+            "store updates['batch_stats'], or the next step finds no 'BatchNorm_0' statistics",
+        )
+    values.assert_trees_close(
+        jax.tree_util.tree_map(np.shape, got), jax.tree_util.tree_map(np.shape, step.state.batch_stats),
+        name="new_state.batch_stats shapes", check=check,
+    )
+
+
+def test_train_step_bn_takes_gradients_with_respect_to_params(student, scenario):
+    check = "train_step_bn moves every parameter the reference's step moves"
+    for step in scenario[:2]:
+        new_state, _ = run_train_step_bn(student, step)
+        with values.located(step.label):
+            values.assert_leaves_moved(
+                step.state.params, getattr(new_state, "params", None), step.expected[0].params,
+                name="new_state.params", check=check, advice=ZERO_GRADIENTS,
+            )
+
+
+def test_train_step_bn_leaves_its_input_state_unchanged(student, scenario):
+    for step in scenario[:2]:
+        purity.assert_pytree_arguments_unchanged(
+            student.train_step_bn, purity.fresh_copy(step.state), step.batch, allow_donation=True
+        )
+
+
+def test_train_step_bn_is_jitted(student):
+    tracing.assert_is_jitted(student.train_step_bn, "train_step_bn")
+
+
+def test_train_step_bn_does_not_retrace(student, scenario):
+    steps = full_batch_steps(scenario)
+    tracing.assert_no_retrace(
+        student.train_step_bn,
+        lambda i: (purity.fresh_copy(steps[i % len(steps)].state), steps[i % len(steps)].batch),
+        name="train_step_bn",
+    )
+
+
+def test_train_step_bn_is_pure(student, scenario):
+    step = full_batch_steps(scenario)[0]
+    purity.assert_module_state_unchanged(student, student.train_step_bn, purity.fresh_copy(step.state), step.batch)
+    purity.assert_no_leaked_tracers(student.train_step_bn, purity.fresh_copy(step.state), step.batch, module=student)
+
+
+# eval_step_bn ---------------------------------------------------------------
+
+def eval_cases(scenario, test_batches):
+    """States whose running averages differ from the test batches' statistics, so the mode shows in the accuracy."""
+    states = [scenario[0].state, scenario[len(scenario) // 2].state, scenario[-1].expected[0]]
+    return [(f"state at step {int(s.step)}, test batch of {len(b[0])}", s, b) for s in states for b in test_batches]
+
+
+@correctness
+def test_eval_step_bn_matches_reference(student, reference, scenario, test_batches):
+    check = "eval_step_bn(state, batch) is the accuracy in evaluation mode (train=False: running averages)"
+    for label, state, batch in eval_cases(scenario, test_batches):
+        got = student.eval_step_bn(purity.fresh_copy(state), batch)
+        with values.located(label):
+            values.assert_trees_close(got, reference.eval_step_bn(state, batch), name="accuracy", check=check)
+
+
+def test_eval_step_bn_changes_nothing(student, scenario, test_batches):
+    for _, state, batch in eval_cases(scenario, test_batches)[-2:]:
+        purity.assert_pytree_arguments_unchanged(
+            student.eval_step_bn, purity.fresh_copy(state), batch, allow_donation=False
+        )
+
+
+def test_eval_step_bn_is_jitted(student):
+    tracing.assert_is_jitted(student.eval_step_bn, "eval_step_bn")
+
+
+def test_eval_step_bn_does_not_retrace(student, scenario, test_batches):
+    steps = full_batch_steps(scenario)
+    tracing.assert_no_retrace(
+        student.eval_step_bn,
+        lambda i: (purity.fresh_copy(steps[i % len(steps)].state), test_batches[0]),
+        name="eval_step_bn",
+    )
+
+
+def test_eval_step_bn_is_pure(student, scenario, test_batches):
+    state = scenario[-1].state
+    purity.assert_module_state_unchanged(student, student.eval_step_bn, purity.fresh_copy(state), test_batches[0])
+    purity.assert_no_leaked_tracers(student.eval_step_bn, purity.fresh_copy(state), test_batches[0], module=student)
