@@ -190,6 +190,14 @@ def _is_stub(config: pytest.Config, fn: Function) -> bool:
 
 
 @pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """An untouched stub fails before its fixtures are set up (a training scenario costs seconds)."""
+    fn = item.stash.get(FUNCTION_KEY, None)
+    if fn is not None and _is_stub(item.config, fn):
+        raise not_started(fn.module, fn.name)
+
+
+@pytest.hookimpl(tryfirst=True)
 def pytest_pyfunc_call(pyfuncitem: pytest.Function):
     """An untouched stub fails at once, without running its checks."""
     fn = pyfuncitem.stash.get(FUNCTION_KEY, None)

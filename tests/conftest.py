@@ -10,6 +10,8 @@ import torch  # noqa: F401
 import torch.utils.data  # noqa: F401
 
 import autograder.plugin  # noqa: F401
+import autograder.oracle  # noqa: F401  (keeps the references it loaded warm across inner runs)
+import autograder.values  # noqa: F401
 import autograder.purity  # noqa: F401
 import autograder.structure  # noqa: F401
 import autograder.tracing  # noqa: F401
