@@ -1,0 +1,192 @@
+"""The batchnorm checks judge right: steps that lose, freeze or misplace batch_stats, evaluate in the wrong
+mode, retrace or write into their input fail with the right message; correct answers written differently pass."""
+
+import re
+
+import pytest
+
+from support import EXERCISES, grade, reference_source, with_function
+
+MODULE = "batchnorm"
+IMPORTS = "import functools\nimport jax.numpy as jnp\n"
+
+
+def test_reference_gets_full_marks(pytester):
+    results = grade(pytester, MODULE, reference_source(MODULE))
+    assert {name: r.status for name, r in results.items()} == dict.fromkeys(results, "passed")
+    assert all(r.points == r.max_points for r in results.values())
+
+
+def test_stubs_are_not_started(pytester):
+    results = grade(pytester, MODULE, (EXERCISES / f"{MODULE}.py").read_text(encoding="utf-8"))
+    assert {name: r.status for name, r in results.items()} == dict.fromkeys(results, "not started")
+
+
+CORRECT_VARIANTS = {
+    "create_train_state_bn": [
+        """
+        def create_train_state_bn(rng, model, learning_rate, sample_input):
+            variables = model.init(rng, sample_input, train=False)
+            tx = optax.chain(optax.scale(-learning_rate))
+            params = variables["params"]
+            return TrainStateBN(step=0, apply_fn=model.apply, params=params, tx=tx,
+                                opt_state=tx.init(params), batch_stats=variables["batch_stats"])
+        """,
+    ],
+    "train_step_bn": [
+        # manual optimizer update, state.replace, donation
+        """
+        @functools.partial(jax.jit, donate_argnums=(0,))
+        def train_step_bn(state, batch):
+            x, labels = batch
+
+            def loss_fn(params):
+                logits, mutated = state.apply_fn(
+                    {"params": params, "batch_stats": state.batch_stats}, x, train=True, mutable="batch_stats"
+                )
+                return optax.sigmoid_binary_cross_entropy(logits[:, 0], labels).mean(), mutated["batch_stats"]
+
+            grads, batch_stats = jax.grad(lambda p: loss_fn(p), has_aux=True)(state.params)
+            loss, _ = loss_fn(state.params)
+            updates, opt_state = state.tx.update(grads, state.opt_state, state.params)
+            new_state = state.replace(
+                step=state.step + 1, params=optax.apply_updates(state.params, updates),
+                opt_state=opt_state, batch_stats=batch_stats,
+            )
+            return new_state, loss
+        """,
+        # jit by assignment, apply_gradients then replace
+        """
+        def _train_step_bn(state, batch):
+            x, labels = batch
+
+            def loss_fn(params):
+                logits, updates = state.apply_fn(
+                    {"params": params, "batch_stats": state.batch_stats}, x, train=True, mutable=["batch_stats"]
+                )
+                y = labels.astype(jnp.float32)
+                z = logits.squeeze(-1)
+                return jnp.mean(jax.nn.softplus(z) - y * z), updates
+
+            (loss, updates), grads = jax.value_and_grad(loss_fn, has_aux=True)(state.params)
+            return state.apply_gradients(grads=grads).replace(batch_stats=updates["batch_stats"]), loss
+
+        train_step_bn = jax.jit(_train_step_bn)
+        """,
+    ],
+    "eval_step_bn": [
+        """
+        @jax.jit
+        def eval_step_bn(state, batch):
+            variables = {"params": state.params, "batch_stats": state.batch_stats}
+            probs = jax.nn.sigmoid(state.apply_fn(variables, batch[0], train=False)[:, 0])
+            return jnp.mean((probs > 0.5) == (batch[1] > 0))
+        """,
+    ],
+}
+
+CORRECT = [(fn, src) for fn, sources in CORRECT_VARIANTS.items() for src in sources]
+
+
+@pytest.mark.parametrize("function, replacement", CORRECT, ids=[f"{c[0]}-{i}" for i, c in enumerate(CORRECT)])
+def test_correct_variant_written_differently_passes(pytester, function, replacement):
+    source = IMPORTS + with_function(MODULE, replacement)
+    result = grade(pytester, MODULE, source, only=function)[function]
+    assert result.status == "passed", result.message
+    assert result.points == result.max_points
+
+
+def step_bn(variables="{'params': params, 'batch_stats': state.batch_stats}",
+            mode="train=True, mutable=['batch_stats']", keep="updates['batch_stats']"):
+    """The reference's train_step_bn with one part changed."""
+    return f"""
+        @jax.jit
+        def train_step_bn(state, batch):
+            x, labels = batch
+
+            def loss_fn(params):
+                logits, updates = state.apply_fn({variables}, x, {mode})
+                loss = optax.sigmoid_binary_cross_entropy(logits.squeeze(-1), labels).mean()
+                return loss, updates
+
+            (loss, updates), grads = jax.value_and_grad(loss_fn, has_aux=True)(state.params)
+            return state.apply_gradients(grads=grads, batch_stats={keep}), loss
+    """
+
+
+WRONG = [
+    # (function, replacement, regex the message must match)
+    ("create_train_state_bn", """
+        def create_train_state_bn(rng, model, learning_rate, sample_input):
+            variables = model.init(rng, sample_input, train=False)
+            return TrainStateBN.create(apply_fn=model.apply, params=variables["params"], batch_stats=None,
+                                       tx=optax.sgd(learning_rate))
+     """, r"state.batch_stats does not have the structure of the reference's"),
+    ("create_train_state_bn", """
+        def create_train_state_bn(rng, model, learning_rate, sample_input):
+            variables = model.init(rng, sample_input, train=False)
+            return TrainStateBN.create(apply_fn=model.apply, params=variables["params"],
+                                       batch_stats=variables["batch_stats"], tx=optax.sgd(learning_rate, momentum=0.9))
+     """, r"after 2 optimizer step\(s\)"),
+    # batch_stats dropped from the variables: Flax re-initialises them on every step
+    ("train_step_bn", step_bn(variables="{'params': params}"),
+     r"new_state.batch_stats\['BatchNorm_0'\]\['(mean|var)'\] differs from the reference(.*\n)*.*0.9 \* state.batch_stats"),
+    # a training step in evaluation mode: running averages never move
+    ("train_step_bn", step_bn(mode="train=False, mutable=['batch_stats']"),
+     r"new_state.batch_stats\['BatchNorm_0'\]\['(mean|var)'\] did not change at all(.*\n)*.*train=True"),
+    # the whole dict apply returned, stored as the batch_stats
+    ("train_step_bn", step_bn(keep="updates"),
+     r"new_state.batch_stats holds the whole dict apply returned"),
+    # new statistics computed but not kept
+    ("train_step_bn", step_bn(keep="state.batch_stats"),
+     r"new_state.batch_stats\['BatchNorm_0'\]\['(mean|var)'\] did not change at all"),
+    # the loss reads state.params: zero gradients
+    ("train_step_bn", step_bn(variables="{'params': state.params, 'batch_stats': state.batch_stats}"),
+     r"new_state.params\[.*\] did not change at all(.*\n)*.*gradients were all zero"),
+    ("train_step_bn", step_bn().replace("@jax.jit\n", ""),
+     r"train_step_bn is not a jax.jit function"),
+    # retracing: a jitted closure per call
+    ("train_step_bn", """
+        def train_step_bn(state, batch):
+            @jax.jit
+            def step(params):
+                x, labels = batch
+                def loss_fn(params):
+                    logits, updates = state.apply_fn({'params': params, 'batch_stats': state.batch_stats}, x,
+                                                     train=True, mutable=['batch_stats'])
+                    return optax.sigmoid_binary_cross_entropy(logits.squeeze(-1), labels).mean(), updates
+                return jax.value_and_grad(loss_fn, has_aux=True)(params)
+            (loss, updates), grads = step(state.params)
+            return state.apply_gradients(grads=grads, batch_stats=updates['batch_stats']), loss
+     """, r"train_step_bn traced \d+ and compiled \d+ more time\(s\)"),
+    # impure: keeps the latest statistics in a module-level dict
+    ("train_step_bn", step_bn().replace("            return state.apply_gradients", "            LATEST['stats'] = updates\n            return state.apply_gradients") + "\n        LATEST = {}\n",
+     r"module-level (variable )?'LATEST'|leaked a tracer"),
+    # evaluation in training mode: batch statistics instead of the running averages
+    ("eval_step_bn", """
+        @jax.jit
+        def eval_step_bn(state, batch):
+            x, labels = batch
+            logits, _ = state.apply_fn({'params': state.params, 'batch_stats': state.batch_stats}, x,
+                                       train=True, mutable=['batch_stats'])
+            return ((logits.squeeze(-1) > 0) == labels).mean()
+     """, r"accuracy differs from the reference"),
+    # evaluation that also returns the updated state
+    ("eval_step_bn", """
+        @jax.jit
+        def eval_step_bn(state, batch):
+            x, labels = batch
+            logits = state.apply_fn({'params': state.params, 'batch_stats': state.batch_stats}, x, train=False)
+            return ((logits.squeeze(-1) > 0) == labels).mean(), state
+     """, r"accuracy does not have the structure of the reference's"),
+]
+
+
+@pytest.mark.parametrize("function, replacement, pattern", WRONG, ids=[f"{w[0]}-{i}" for i, w in enumerate(WRONG)])
+def test_wrong_implementation_fails_with_the_right_message(pytester, function, replacement, pattern):
+    results = grade(pytester, MODULE, IMPORTS + with_function(MODULE, replacement), only=function)
+    result = results[function]
+    assert result.status == "failed"
+    assert result.points < result.max_points
+    assert re.search(pattern, result.message), result.message
+    assert "hint:" in result.message

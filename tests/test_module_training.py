@@ -1,0 +1,340 @@
+"""The training checks judge right: wrong, impure and retracing steps fail with the right message and
+are attributed to the right function; correct answers written differently pass."""
+
+import re
+import textwrap
+
+import pytest
+
+from support import grade, reference_source, with_function
+
+MODULE = "training"
+IMPORTS = "import functools\nimport jax.numpy as jnp\n"
+
+
+def test_reference_gets_full_marks(pytester):
+    results = grade(pytester, MODULE, reference_source(MODULE))
+    assert {name: r.status for name, r in results.items()} == dict.fromkeys(results, "passed")
+    assert all(r.points == r.max_points for r in results.values())
+
+
+def test_stubs_are_not_started(pytester):
+    from support import EXERCISES
+
+    results = grade(pytester, MODULE, (EXERCISES / f"{MODULE}.py").read_text(encoding="utf-8"))
+    assert {name: r.status for name, r in results.items()} == dict.fromkeys(results, "not started")
+
+
+CORRECT_VARIANTS = {
+    "create_train_state": [
+        """
+        def create_train_state(rng, model, learning_rate, sample_input):
+            params = model.init(rng, sample_input)
+            tx = optax.inject_hyperparams(optax.sgd)(learning_rate=learning_rate)
+            return train_state.TrainState(step=0, apply_fn=model.apply, params=params, tx=tx, opt_state=tx.init(params))
+        """,
+    ],
+    "calculate_loss_acc": [
+        """
+        def calculate_loss_acc(state, params, batch):
+            x, labels = batch[0], batch[1]
+            logits = state.apply_fn(params, x)[:, 0]
+            loss = jnp.mean(jnp.logaddexp(0.0, logits) - labels * logits)
+            acc = jnp.mean(jnp.where(logits > 0, 1, 0) == labels)
+            return loss, acc
+        """,
+        """
+        def calculate_loss_acc(state, params, batch):
+            x, labels = batch
+            logits = jnp.squeeze(state.apply_fn(params, x), axis=1)
+            y = labels.astype(jnp.float32)
+            loss = -jnp.mean(y * jax.nn.log_sigmoid(logits) + (1 - y) * jax.nn.log_sigmoid(-logits))
+            acc = ((jax.nn.sigmoid(logits) > 0.5) == (labels == 1)).astype(jnp.float32).mean()
+            return loss, acc
+        """,
+    ],
+    "train_step": [
+        # jax.grad with has_aux, manual optimizer update, jit applied by assignment
+        """
+        def _train_step(state, batch):
+            grads, (loss, acc) = jax.grad(
+                lambda p: (lambda la: (la[0], la))(calculate_loss_acc(state, p, batch)), has_aux=True
+            )(state.params)
+            updates, opt_state = state.tx.update(grads, state.opt_state, state.params)
+            params = optax.apply_updates(state.params, updates)
+            return state.replace(step=state.step + 1, params=params, opt_state=opt_state), loss, acc
+
+        train_step = jax.jit(_train_step)
+        """,
+        # donating the state, as a training loop may
+        """
+        @functools.partial(jax.jit, donate_argnums=0)
+        def train_step(state, batch):
+            def loss_fn(params):
+                return calculate_loss_acc(state, params, batch)
+            (loss, acc), grads = jax.value_and_grad(loss_fn, has_aux=True)(state.params)
+            return state.apply_gradients(grads=grads), loss, acc
+        """,
+    ],
+    "eval_step": [
+        """
+        @jax.jit
+        def eval_step(state, batch):
+            x, labels = batch
+            logits = state.apply_fn(state.params, x).reshape(-1)
+            return jnp.mean((logits > 0).astype(jnp.int32) == labels)
+        """,
+    ],
+    "train_model": [
+        """
+        def train_model(state, loader, num_epochs):
+            epoch = 0
+            while epoch < num_epochs:
+                batches = iter(loader)
+                for batch in batches:
+                    state = train_step(state, batch)[0]
+                epoch += 1
+            return state
+        """,
+    ],
+}
+
+CORRECT = [(fn, src) for fn, sources in CORRECT_VARIANTS.items() for src in sources]
+
+
+@pytest.mark.parametrize("function, replacement", CORRECT, ids=[f"{c[0]}-{i}" for i, c in enumerate(CORRECT)])
+def test_correct_variant_written_differently_passes(pytester, function, replacement):
+    source = IMPORTS + with_function(MODULE, replacement)
+    result = grade(pytester, MODULE, source, only=function)[function]
+    assert result.status == "passed", result.message
+    assert result.points == result.max_points
+
+
+# A retracing step that still computes the right values, built in several ways.
+_STEP = """
+def _sgd_step(state, batch, tx=None):
+    (loss, acc), grads = jax.value_and_grad(calculate_loss_acc, argnums=1, has_aux=True)(state, state.params, batch)
+    return state.apply_gradients(grads=grads), loss, acc
+"""
+
+def with_step(source):
+    return _STEP + textwrap.dedent(source)
+
+
+WRONG = [
+    # (function, replacement, regex the message must match)
+    ("create_train_state", """
+        def create_train_state(rng, model, learning_rate, sample_input):
+            params = model.init(rng, sample_input)
+            return train_state.TrainState.create(apply_fn=model.apply, params=params, tx=optax.adam(learning_rate))
+     """, r"optimizer makes the steps of optax.sgd.*\n(.*\n)*.*after 1 optimizer step.*differs"),
+    ("create_train_state", """
+        def create_train_state(rng, model, learning_rate, sample_input):
+            params = model.init(rng, sample_input)
+            return train_state.TrainState.create(apply_fn=model.apply, params=params, tx=optax.sgd(learning_rate, momentum=0.9))
+     """, r"after 2 optimizer step\(s\) with the same gradients: state.params.* differs"),
+    ("create_train_state", """
+        def create_train_state(rng, model, learning_rate, sample_input):
+            params = model.init(rng, sample_input)
+            return train_state.TrainState.create(apply_fn=model.apply, params=params, tx=optax.sgd(0.1))
+     """, r"after 1 optimizer step.*differs(.*\n)*.*the learning rate you were given"),
+    ("create_train_state", """
+        def create_train_state(rng, model, learning_rate, sample_input):
+            rng, init_rng = jax.random.split(rng)
+            params = model.init(init_rng, sample_input)
+            return train_state.TrainState.create(apply_fn=model.apply, params=params, tx=optax.sgd(learning_rate))
+     """, r"state.params\['params'\]\['linear1'\]\['kernel'\] differs from the reference"),
+    ("calculate_loss_acc", """
+        def calculate_loss_acc(state, params, batch):
+            x, labels = batch
+            probs = jax.nn.sigmoid(state.apply_fn(params, x).squeeze(-1))
+            loss = -jnp.mean(labels * jnp.log(probs) + (1 - labels) * jnp.log(1 - probs))
+            return loss, ((probs > 0.5) == labels).mean()
+     """, r"\(loss, acc\)\[0\] differs from the reference"),
+    ("calculate_loss_acc", """
+        def calculate_loss_acc(state, params, batch):
+            x, labels = batch
+            logits = state.apply_fn(state.params, x).squeeze(-1)
+            loss = optax.sigmoid_binary_cross_entropy(logits, labels).mean()
+            return loss, ((logits > 0) == labels).mean()
+     """, r"returned the loss of state.params, not of the params argument"),
+    ("calculate_loss_acc", """
+        def calculate_loss_acc(state, params, batch):
+            x, labels = batch
+            logits = state.apply_fn(params, x).squeeze(-1)
+            loss = optax.sigmoid_binary_cross_entropy(logits, labels).mean()
+            return loss, ((logits > 0.5) == labels).mean()
+     """, r"\(loss, acc\)\[1\] differs from the reference"),
+    ("calculate_loss_acc", """
+        def calculate_loss_acc(state, params, batch):
+            x, labels = batch
+            logits = state.apply_fn(params, x).squeeze(-1)
+            loss = optax.sigmoid_binary_cross_entropy(logits, labels).mean()
+            return loss, (logits > 0) == labels
+     """, r"\(loss, acc\)\[1\] has shape \(\d+,\), expected \(\)"),
+    ("train_step", """
+        def train_step(state, batch):
+            (loss, acc), grads = jax.value_and_grad(calculate_loss_acc, argnums=1, has_aux=True)(state, state.params, batch)
+            return state.apply_gradients(grads=grads), loss, acc
+     """, r"train_step is not a jax.jit function"),
+    ("train_step", """
+        @jax.jit
+        def train_step(state, batch):
+            loss_fn = lambda params: calculate_loss_acc(state, state.params, batch)
+            (loss, acc), grads = jax.value_and_grad(loss_fn, has_aux=True)(state.params)
+            return state.apply_gradients(grads=grads), loss, acc
+     """, r"new_state.params\[.*\] did not change at all(.*\n)*.*gradients were all zero"),
+    ("train_step", """
+        @jax.jit
+        def train_step(state, batch):
+            (loss, acc), grads = jax.value_and_grad(calculate_loss_acc, argnums=1, has_aux=True)(state, state.params, batch)
+            params = jax.tree_util.tree_map(lambda p, g: p - 0.1 * g, state.params, grads)
+            return state.replace(step=state.step + 1, params=params), loss, acc
+     """, r"at step 1 .*: new_state.params.* differs from the reference"),
+    ("train_step", """
+        @jax.jit
+        def train_step(state, batch):
+            (loss, acc), grads = jax.value_and_grad(calculate_loss_acc, argnums=1, has_aux=True)(state, state.params, batch)
+            new = state.apply_gradients(grads=grads)
+            return new.replace(step=state.step), loss, acc
+     """, r"new_state.step differs from the reference: expected 1, got 0"),
+    ("train_step", """
+        @jax.jit
+        def train_step(state, batch):
+            (loss, acc), grads = jax.value_and_grad(calculate_loss_acc, argnums=1, has_aux=True)(state, state.params, batch)
+            return state.apply_gradients(grads=grads), loss
+     """, r"train_step must return \(new_state, loss, acc\); it returned a tuple of 2 values"),
+    # retracing: an optimizer created on every call (a static field of the state changes)
+    ("train_step", with_step("""
+        _jitted = jax.jit(_sgd_step)
+
+        def train_step(state, batch):
+            return _jitted(state.replace(tx=optax.sgd(0.3)), batch)
+     """), r"train_step traced \d+ and compiled \d+ more time\(s\)(.*\n)*.*JAX explains the cache miss"),
+    # retracing: a lambda jitted on every call
+    ("train_step", with_step("""
+        def train_step(state, batch):
+            return jax.jit(lambda s, b: _sgd_step(s, b))(state, batch)
+     """), r"train_step traced \d+ and compiled \d+ more time\(s\)"),
+    # retracing: a Python number (the step counter) as a static argument
+    ("train_step", with_step("""
+        @functools.partial(jax.jit, static_argnums=2)
+        def _step_at(state, batch, step):
+            return _sgd_step(state, batch)
+
+        def train_step(state, batch):
+            return _step_at(state, batch, int(state.step))
+     """), r"train_step traced \d+ and compiled \d+ more time\(s\)(.*\n)*.*JAX explains the cache miss:\n(.*\n)*.*static"),
+    # retracing: a learning rate computed on the host from state.step, closed over by a jitted closure
+    ("train_step", """
+        def train_step(state, batch):
+            lr = 0.3 / (1.0 + 0.01 * int(state.step))
+
+            @jax.jit
+            def step(state, batch):
+                (loss, acc), grads = jax.value_and_grad(calculate_loss_acc, argnums=1, has_aux=True)(state, state.params, batch)
+                params = jax.tree_util.tree_map(lambda p, g: p - lr * g, state.params, grads)
+                return state.replace(step=state.step + 1, params=params), loss, acc
+
+            return step(state, batch)
+     """, r"train_step traced \d+ and compiled \d+ more time\(s\)"),
+    # impure: writes into the state it was given
+    ("train_step", with_step("""
+        _jitted = jax.jit(_sgd_step)
+
+        def train_step(state, batch):
+            new_state, loss, acc = _jitted(state, batch)
+            state.params.update(new_state.params)
+            return new_state, loss, acc
+     """), r"train_step replaced state.params\['params'\]"),
+    # impure: a tracer stored in a module-level list
+    ("train_step", """
+        LOSSES = []
+
+        @jax.jit
+        def train_step(state, batch):
+            (loss, acc), grads = jax.value_and_grad(calculate_loss_acc, argnums=1, has_aux=True)(state, state.params, batch)
+            LOSSES.append(loss)
+            return state.apply_gradients(grads=grads), loss, acc
+     """, r"module-level (variable )?'LOSSES'|leaked a tracer"),
+    ("eval_step", """
+        @jax.jit
+        def eval_step(state, batch):
+            return calculate_loss_acc(state, state.params, batch)
+     """, r"accuracy does not have the structure of the reference's"),
+    # impure: converts the caller's batch in place
+    ("eval_step", """
+        _eval = jax.jit(lambda state, batch: calculate_loss_acc(state, state.params, batch)[1])
+
+        def eval_step(state, batch):
+            batch[0] = jnp.asarray(batch[0])
+            return _eval(state, batch)
+     """, r"eval_step replaced batch\[0\] inside its argument"),
+    ("eval_step", """
+        def eval_step(state, batch):
+            return calculate_loss_acc(state, state.params, batch)[1]
+     """, r"eval_step is not a jax.jit function"),
+    ("train_model", """
+        def train_model(state, loader, num_epochs):
+            for batch in loader:
+                state, _, _ = train_step(state, batch)
+            return state
+     """, r"final state.step differs from the reference: expected 12, got 4"),
+    ("train_model", """
+        def train_model(state, loader, num_epochs):
+            for _ in range(num_epochs):
+                for x, labels in loader:
+                    if len(x) < 32:
+                        continue
+                    state, _, _ = train_step(state, (x, labels))
+            return state
+     """, r"final state.step differs from the reference: expected 12, got 9(.*\n)*.*train on each one of every epoch"),
+    ("train_model", """
+        def train_model(state, loader, num_epochs):
+            batches = list(loader)
+            for _ in range(num_epochs):
+                for batch in batches:
+                    state, _, _ = train_step(state, batch)
+            return state
+     """, r"final state.params.* differs from the reference"),
+]
+
+
+@pytest.mark.parametrize("function, replacement, pattern", WRONG, ids=[f"{w[0]}-{i}" for i, w in enumerate(WRONG)])
+def test_wrong_implementation_fails_with_the_right_message(pytester, function, replacement, pattern):
+    results = grade(pytester, MODULE, IMPORTS + with_function(MODULE, replacement), only=function)
+    result = results[function]
+    assert result.status == "failed"
+    assert result.points < result.max_points
+    assert re.search(pattern, result.message), result.message
+    assert "hint:" in result.message
+
+
+def test_a_wrong_loss_fails_only_calculate_loss_acc(pytester):
+    """train_step, eval_step and train_model call calculate_loss_acc, yet are judged with the reference's."""
+    wrong = """
+        def calculate_loss_acc(state, params, batch):
+            x, labels = batch
+            logits = state.apply_fn(params, x).squeeze(-1)
+            return jnp.mean((logits - labels) ** 2), ((logits > 0) == labels).mean()
+    """
+    results = grade(pytester, MODULE, IMPORTS + with_function(MODULE, wrong))
+    assert {name: r.status for name, r in results.items()} == {
+        "create_train_state": "passed",
+        "calculate_loss_acc": "failed",
+        "train_step": "passed",
+        "eval_step": "passed",
+        "train_model": "passed",
+    }, {name: r.message for name, r in results.items()}
+
+
+def test_a_wrong_train_step_fails_only_train_step(pytester):
+    wrong = """
+        @jax.jit
+        def train_step(state, batch):
+            (loss, acc), grads = jax.value_and_grad(calculate_loss_acc, argnums=1, has_aux=True)(state, state.params, batch)
+            return state, loss, acc
+    """
+    results = grade(pytester, MODULE, IMPORTS + with_function(MODULE, wrong), only="train_step or train_model")
+    assert results["train_step"].status == "failed"
+    assert results["train_model"].status == "passed", results["train_model"].message
