@@ -34,7 +34,7 @@ correctness = pytest.mark.correctness
 # model or optimizer cannot pass by luck.
 HIDDEN, LEARNING_RATE = 5, 0.3
 TRAIN_SIZE, TEST_SIZE, BATCH, EPOCHS = 100, 36, 32, 3
-STATE_FIELDS = ("params", "opt_state", "step")
+STATE_FIELDS = ("step", "params", "opt_state")
 
 
 @dataclass
@@ -82,6 +82,12 @@ def scenario(reference, data, start):
 @pytest.fixture(scope="module")
 def test_batches(data):
     return list(data.make_loader(data.XORDataset(TEST_SIZE, 11), BATCH, shuffle=False))
+
+
+def unseen_step(state, i):
+    """A fresh copy of ``state`` at a step number no other check used, as in a long training run
+    (a step that passes ``int(state.step)`` as a static argument retraces for every new value)."""
+    return purity.fresh_copy(state.replace(step=state.step + 1000 * (i + 1)))
 
 
 def full_batch_steps(scenario):
@@ -211,9 +217,12 @@ def loss_case(data, loss_state, inputs):
     if inputs["arrays"] == "jax":
         x, labels = jnp.asarray(x), jnp.asarray(labels)
     rng = np.random.RandomState(inputs["params_seed"])
-    params = jax.tree_util.tree_map(
-        lambda p: (rng.normal(size=p.shape) * inputs["scale"]).astype(np.float32), loss_state.params
-    )
+
+    def draw(p):  # like a fresh initialisation (logits spread around 0), times the scale
+        std = 1 / np.sqrt(p.shape[0]) if p.ndim == 2 else 0.1
+        return (rng.normal(size=p.shape) * std * inputs["scale"]).astype(np.float32)
+
+    params = jax.tree_util.tree_map(draw, loss_state.params)
     return loss_state, params, inputs["container"]((x, labels))
 
 
@@ -331,7 +340,7 @@ def test_train_step_does_not_retrace(student, reference, scenario):
     with reference_helpers(student, reference, "calculate_loss_acc"):
         tracing.assert_no_retrace(
             student.train_step,
-            lambda i: (purity.fresh_copy(steps[i % len(steps)].state), steps[i % len(steps)].batch),
+            lambda i: (unseen_step(steps[i % len(steps)].state, i), steps[i % len(steps)].batch),
             name="train_step",
         )
 
@@ -377,7 +386,7 @@ def test_eval_step_does_not_retrace(student, reference, scenario, test_batches):
     with reference_helpers(student, reference, "calculate_loss_acc"):
         tracing.assert_no_retrace(
             student.eval_step,
-            lambda i: (purity.fresh_copy(steps[i % len(steps)].state), test_batches[0]),
+            lambda i: (unseen_step(steps[i % len(steps)].state, i), test_batches[0]),
             name="eval_step",
         )
 
