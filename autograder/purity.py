@@ -273,13 +273,14 @@ def assert_pure(fn: Callable, *args: Any, module: ModuleType | None = None, **kw
 
 
 def fresh_copy(tree: Any) -> Any:
-    """``tree`` with every JAX array leaf in a new buffer (other leaves shared).
+    """``tree`` rebuilt: new containers, every JAX and NumPy array leaf in a new buffer (other leaves shared).
 
     Give a function a fresh copy when it may donate its arguments
-    (``jax.jit(..., donate_argnums=...)``): donation deletes the buffers it is
-    given, and the check still needs the originals.
+    (``jax.jit(..., donate_argnums=...)``: donation deletes the buffers it is
+    given) or write into them: the check still needs the originals, and one
+    impure call must not change what the next check sees.
     """
-    return jax.tree_util.tree_map(lambda x: x.copy() if isinstance(x, jax.Array) else x, tree)
+    return jax.tree_util.tree_map(lambda x: x.copy() if isinstance(x, (jax.Array, np.ndarray)) else x, tree)
 
 
 def _leaf_snapshot(tree: Any) -> tuple[Any, list[tuple[str, Any, Any]]]:

@@ -102,7 +102,7 @@ def full_batch_steps(scenario):
 
 def run_train_step_bn(student, step):
     check = "train_step_bn(state, batch) returns (new_state, loss)"
-    result = student.train_step_bn(purity.fresh_copy(step.state), step.batch)
+    result = student.train_step_bn(purity.fresh_copy(step.state), purity.fresh_copy(step.batch))
     return values.assert_returns_tuple(result, ("new_state", "loss"), function="train_step_bn", check=check)
 
 
@@ -247,7 +247,7 @@ def test_train_step_bn_takes_gradients_with_respect_to_params(student, scenario)
 def test_train_step_bn_leaves_its_input_state_unchanged(student, scenario):
     for step in scenario[:2]:
         purity.assert_pytree_arguments_unchanged(
-            student.train_step_bn, purity.fresh_copy(step.state), step.batch, allow_donation=True
+            student.train_step_bn, purity.fresh_copy(step.state), purity.fresh_copy(step.batch), allow_donation=True
         )
 
 
@@ -259,15 +259,15 @@ def test_train_step_bn_does_not_retrace(student, scenario):
     steps = full_batch_steps(scenario)
     tracing.assert_no_retrace(
         student.train_step_bn,
-        lambda i: (unseen_step(steps[i % len(steps)].state, i), steps[i % len(steps)].batch),
+        lambda i: (unseen_step(steps[i % len(steps)].state, i), purity.fresh_copy(steps[i % len(steps)].batch)),
         name="train_step_bn",
     )
 
 
 def test_train_step_bn_is_pure(student, scenario):
     step = full_batch_steps(scenario)[0]
-    purity.assert_module_state_unchanged(student, student.train_step_bn, purity.fresh_copy(step.state), step.batch)
-    purity.assert_no_leaked_tracers(student.train_step_bn, purity.fresh_copy(step.state), step.batch, module=student)
+    purity.assert_module_state_unchanged(student, student.train_step_bn, purity.fresh_copy(step.state), purity.fresh_copy(step.batch))
+    purity.assert_no_leaked_tracers(student.train_step_bn, purity.fresh_copy(step.state), purity.fresh_copy(step.batch), module=student)
 
 
 # eval_step_bn ---------------------------------------------------------------
@@ -282,7 +282,7 @@ def eval_cases(scenario, test_batches):
 def test_eval_step_bn_matches_reference(student, reference, scenario, test_batches):
     check = "eval_step_bn(state, batch) is the accuracy in evaluation mode (train=False: running averages)"
     for label, state, batch in eval_cases(scenario, test_batches):
-        got = student.eval_step_bn(purity.fresh_copy(state), batch)
+        got = student.eval_step_bn(purity.fresh_copy(state), purity.fresh_copy(batch))
         with values.located(label):
             values.assert_trees_close(got, reference.eval_step_bn(state, batch), name="accuracy", check=check)
 
@@ -290,7 +290,7 @@ def test_eval_step_bn_matches_reference(student, reference, scenario, test_batch
 def test_eval_step_bn_changes_nothing(student, scenario, test_batches):
     for _, state, batch in eval_cases(scenario, test_batches)[-2:]:
         purity.assert_pytree_arguments_unchanged(
-            student.eval_step_bn, purity.fresh_copy(state), batch, allow_donation=False
+            student.eval_step_bn, purity.fresh_copy(state), purity.fresh_copy(batch), allow_donation=False
         )
 
 
@@ -302,12 +302,12 @@ def test_eval_step_bn_does_not_retrace(student, scenario, test_batches):
     steps = full_batch_steps(scenario)
     tracing.assert_no_retrace(
         student.eval_step_bn,
-        lambda i: (unseen_step(steps[i % len(steps)].state, i), test_batches[0]),
+        lambda i: (unseen_step(steps[i % len(steps)].state, i), purity.fresh_copy(test_batches[0])),
         name="eval_step_bn",
     )
 
 
 def test_eval_step_bn_is_pure(student, scenario, test_batches):
     state = scenario[-1].state
-    purity.assert_module_state_unchanged(student, student.eval_step_bn, purity.fresh_copy(state), test_batches[0])
-    purity.assert_no_leaked_tracers(student.eval_step_bn, purity.fresh_copy(state), test_batches[0], module=student)
+    purity.assert_module_state_unchanged(student, student.eval_step_bn, purity.fresh_copy(state), purity.fresh_copy(test_batches[0]))
+    purity.assert_no_leaked_tracers(student.eval_step_bn, purity.fresh_copy(state), purity.fresh_copy(test_batches[0]), module=student)
