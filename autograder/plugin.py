@@ -78,7 +78,9 @@ def pytest_configure(config: pytest.Config) -> None:
     if root is None or not (root / "exercises").is_dir():
         return
     try:
-        course = load_course(root)
+        # The student's files are not validated here: a syntax error or a renamed
+        # function must cost only the functions it affects, not the whole run.
+        course = load_course(root, verify_files=False)
     except CourseError as err:
         raise pytest.UsageError(str(err)) from None
     config.stash[COURSE_KEY] = course
@@ -150,8 +152,18 @@ def _load_student(config: pytest.Config, module: str):
             _loaded[key] = err
     loaded = _loaded[key]
     if isinstance(loaded, SubmissionImportError):
-        raise loaded
+        return _Unimportable(loaded)
     return loaded
+
+
+class _Unimportable:
+    """Stands in for a module that failed to import: every use fails the check with the import error."""
+
+    def __init__(self, error: SubmissionImportError):
+        self._error = error
+
+    def __getattr__(self, name: str):
+        raise self._error
 
 
 @pytest.fixture(scope="module")

@@ -64,7 +64,7 @@ def failing_input(exc: BaseException, fixture_names: Iterable[str] = ()) -> str:
     skip = tuple(f"{name}=" for name in fixture_names)
     lines: list[str] = []
     for note in notes:
-        if not note.startswith(("Falsifying example", "Failing test case", "Falsifying explicit example")):
+        if not note.startswith(("Falsifying", "Failing")):
             continue
         for line in note.splitlines()[1:]:
             stripped = line.strip()
