@@ -17,6 +17,7 @@ import contextlib
 import copy
 import inspect
 import random
+import sys
 from types import ModuleType
 from typing import Any, Callable
 
@@ -113,9 +114,9 @@ _RNGS: dict[str, tuple[Callable[[], Any], Callable[[Any], None], Callable[[int],
 
 
 def _torch_rng():
-    try:
-        import torch
-    except ImportError:  # pragma: no cover - torch is a dependency of the kit
+    """torch's global RNG, if torch is in use (importing it just for this would cost seconds)."""
+    torch = sys.modules.get("torch")
+    if torch is None:
         return None
     return (torch.get_rng_state, torch.set_rng_state, torch.manual_seed)
 
