@@ -166,14 +166,18 @@ class _Unimportable:
         raise self._error
 
 
-@pytest.fixture(scope="module")
-def student(request: pytest.FixtureRequest):
-    """The module under test: the student's ``<module>.py`` (or the solution with ``--solutions``)."""
+def _module_under_test(request: pytest.FixtureRequest) -> str:
     course = _course(request.config)
     module = module_of(request.path, course) if course else None
     if module is None:
-        pytest.fail("the student fixture is only available in exercises/test_<module>.py")
-    return _load_student(request.config, module)
+        pytest.fail(f"the {request.fixturename} fixture is only available in exercises/test_<module>.py")
+    return module
+
+
+@pytest.fixture(scope="module")
+def student(request: pytest.FixtureRequest):
+    """The module under test: the student's ``<module>.py`` (or the solution with ``--solutions``)."""
+    return _load_student(request.config, _module_under_test(request))
 
 
 @pytest.fixture(scope="module")
@@ -181,11 +185,7 @@ def reference(request: pytest.FixtureRequest):
     """The reference oracle for the module under test: expected values come only from here."""
     from autograder.oracle import Oracle
 
-    course = _course(request.config)
-    module = module_of(request.path, course) if course else None
-    if module is None:
-        pytest.fail("the reference fixture is only available in exercises/test_<module>.py")
-    return Oracle(course.root / "solutions", module)
+    return Oracle(_course(request.config).root / "solutions", _module_under_test(request))
 
 
 _stubs: dict[Path, set[str]] = {}
