@@ -43,7 +43,7 @@ def describe(tree: Any) -> str:
 
 def is_key(x: Any) -> bool:
     """A new-style typed PRNG key array."""
-    return hasattr(x, "dtype") and jnp.issubdtype(x.dtype, jax.dtypes.prng_key)
+    return isinstance(x, jax.Array) and jnp.issubdtype(x.dtype, jax.dtypes.prng_key)
 
 
 def _thaw(tree: Any) -> Any:
