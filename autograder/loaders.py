@@ -170,12 +170,15 @@ def load_batches(
         num_workers=num_workers,
         timeout=timeout if num_workers else 0,
     )
+    iterator = None
     try:
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message=r"os\.fork\(\) was called", category=RuntimeWarning)
-            return list(loader)
+            iterator = iter(loader)
+            return list(iterator)
     except RuntimeError as err:
         if "timed out" in str(err):
+            _kill_workers(iterator)
             raise CheckFailure(
                 check,
                 f"the DataLoader's worker processes produced no batch within {timeout:g} s: they are stuck",
@@ -186,6 +189,24 @@ def load_batches(
         raise _worker_error(err, check, fn_name) from None
     except Exception as err:  # noqa: BLE001 - the student's collate failed inside the loader
         raise _worker_error(err, check, fn_name) from None
+
+
+def _kill_workers(iterator: Any) -> None:
+    """Kill a loader's stuck workers now (torch would wait 5 s for each before terminating it)."""
+    try:
+        from torch.utils.data import _utils
+
+        if getattr(iterator, "_worker_pids_set", False):  # else torch's SIGCHLD handler reports the kill
+            _utils.signal_handling._remove_worker_pids(id(iterator))
+            iterator._worker_pids_set = False
+        workers = list(getattr(iterator, "_workers", []))
+        for worker in workers:
+            if worker.is_alive():
+                worker.kill()
+        for worker in workers:
+            worker.join(timeout=1)
+    except Exception:  # noqa: BLE001 - private torch API; torch's own shutdown still runs
+        pass
 
 
 def _worker_error(err: BaseException, check: str, fn_name: str) -> CheckFailure:
