@@ -30,7 +30,7 @@ from autograder.failures import CheckFailure
 from autograder.values import assert_trees_close
 
 _JAX_ARRAY = type(jnp.zeros(()))
-WORKER_TIMEOUT = 10.0  # seconds a DataLoader waits for one batch from its workers
+WORKER_TIMEOUT = 15.0  # seconds a DataLoader waits for one batch from its workers
 
 
 class SampleDataset(tud.Dataset):
@@ -186,8 +186,12 @@ def load_batches(
                 "forked DataLoader workers once JAX is running in the main process, because JAX is "
                 "multithreaded; build batches with NumPy only",
             ) from None
+        if not num_workers:
+            raise  # the student's own error, reported with the line it came from
         raise _worker_error(err, check, fn_name) from None
-    except Exception as err:  # noqa: BLE001 - the student's collate failed inside the loader
+    except Exception as err:  # noqa: BLE001 - the student's collate failed inside a worker
+        if not num_workers:
+            raise
         raise _worker_error(err, check, fn_name) from None
 
 

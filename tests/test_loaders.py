@@ -38,13 +38,15 @@ def test_workers_and_main_process_give_the_same_batches():
         assert all(torch.equal(x, y) for x, y in zip(a, b))
 
 
-def test_an_error_in_a_worker_is_reported_as_a_check_failure():
+def test_an_error_in_the_collate_function_is_reported():
     def broken(batch):
         raise ValueError("boom")
 
     dataset = loaders.SampleDataset([np.zeros(2)] * 4)
-    with pytest.raises(CheckFailure, match=r"iterating the DataLoader failed: ValueError"):
+    with pytest.raises(ValueError, match="boom"):  # in the main process: the error itself, with its line
         loaders.load_batches(dataset, broken, batch_size=2, num_workers=0)
+    with pytest.raises(CheckFailure, match=r"iterating the DataLoader failed: ValueError: .*worker(.*\n)*.*boom"):
+        loaders.load_batches(dataset, broken, batch_size=2, num_workers=2)
 
 
 @pytest.mark.parametrize(
