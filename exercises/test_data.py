@@ -7,7 +7,6 @@ from ``course.toml``. The loaders are real ``torch.utils.data.DataLoader``s.
 import numpy as np
 import pytest
 import torch
-import torch.utils.data as tud
 from hypothesis import example, given
 from hypothesis import strategies as st
 
@@ -65,7 +64,7 @@ def test_numpy_collate_works_in_a_dataloader(student, reference, num_workers):
     check = f"numpy_collate works as the collate_fn of a DataLoader with num_workers={num_workers}"
     loaders.assert_batch_count(batches, len(chunks), check=check)
     for i, (got, chunk) in enumerate(zip(batches, chunks)):
-        loaders.assert_numpy_batch(got, reference.numpy_collate(chunk), name=f"batch {i}", check=check)
+        loaders.assert_numpy_batch(got, reference.numpy_collate(chunk), name=f"batches[{i}]", check=check)
 
 
 # XORDataset -----------------------------------------------------------------
@@ -82,6 +81,9 @@ def test_XORDataset_matches_reference(student, reference, size, seed, std):
     """Attributes ``data`` (float32 (size, 2)) and ``label`` (int32 (size,)) and ``len``."""
     expected = reference.XORDataset(size, seed, std)
     ds = student.XORDataset(size, seed, std)
+    numpy_only = "XORDataset keeps data and label in NumPy arrays (DataLoader workers must not run JAX or torch)"
+    values.assert_leaf_types(ds.data, (np.ndarray,), name="ds.data", check=numpy_only)
+    values.assert_leaf_types(ds.label, (np.ndarray,), name="ds.label", check=numpy_only)
     check = "XORDataset(size, seed, std) has the reference's data and label"
     values.assert_trees_close(ds.data, expected.data, rtol=1e-6, atol=1e-6, name="ds.data", check=check)
     values.assert_trees_close(ds.label, expected.label, rtol=0, atol=0, name="ds.label", check=check)
@@ -152,7 +154,7 @@ def test_make_loader_gives_numpy_batches(loader_module, reference, drop_last):
     loaders.assert_batch_count(batches, len(starts), check=check)
     for j, start in enumerate(starts):
         expected = reference.numpy_collate(samples[start : start + 4])
-        loaders.assert_numpy_batch(batches[j], expected, name=f"batch {j}", check=check)
+        loaders.assert_numpy_batch(batches[j], expected, name=f"batches[{j}]", check=check)
 
 
 @pytest.mark.parametrize("shuffle", [False, True])

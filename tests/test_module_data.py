@@ -288,6 +288,19 @@ WRONG = [
             def __getitem__(self, i):
                 return self.data[i], self.label[i]
      """, r"not a torch\.utils\.data\.Dataset"),
+    ("XORDataset", """
+        import jax.numpy as jnp
+        class XORDataset(data.Dataset):
+            def __init__(self, size, seed, std=0.1):
+                rng = np.random.RandomState(seed)
+                corners = rng.randint(0, 2, (size, 2)).astype(np.float32)
+                self.label = jnp.asarray((corners.sum(axis=1) == 1).astype(np.int32))
+                self.data = jnp.asarray(corners + rng.normal(0, std, corners.shape).astype(np.float32))
+            def __len__(self):
+                return len(self.data)
+            def __getitem__(self, i):
+                return self.data[i], self.label[i]
+     """, r"ds\.data is a jax\S*ArrayImpl; it must be a numpy\.ndarray"),
     # --- make_loader
     ("make_loader", """
         def make_loader(dataset, batch_size, shuffle, seed=0, drop_last=False):
