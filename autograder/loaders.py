@@ -188,15 +188,21 @@ def load_batches(
             ) from None
         if not num_workers:
             raise  # the student's own error, reported with the line it came from
+        _kill_workers(iterator)
         raise _worker_error(err, check, fn_name) from None
     except Exception as err:  # noqa: BLE001 - the student's collate failed inside a worker
         if not num_workers:
             raise
+        _kill_workers(iterator)
         raise _worker_error(err, check, fn_name) from None
 
 
 def _kill_workers(iterator: Any) -> None:
-    """Kill a loader's stuck workers now (torch would wait 5 s for each before terminating it)."""
+    """Kill a failed loader's workers now.
+
+    Otherwise torch shuts them down when the iterator is garbage-collected,
+    possibly during a later check, waiting up to 5 s for each.
+    """
     try:
         from torch.utils.data import _utils
 
