@@ -272,3 +272,37 @@ def assert_pure(fn: Callable, *args: Any, module: ModuleType | None = None, **kw
     assert_no_hidden_rng(fn, *args, **kwargs)
     if module is not None:
         assert_module_state_unchanged(module, fn, *args, **kwargs)
+
+
+def _rng_states_equal(a: Any, b: Any) -> bool:
+    if hasattr(a, "shape") and hasattr(a, "dtype"):  # torch's state is a uint8 tensor
+        return bool((a == b).all()) if a.shape == b.shape else False
+    if isinstance(a, tuple) and isinstance(b, tuple):
+        return len(a) == len(b) and all(_rng_states_equal(x, y) for x, y in zip(a, b))
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        return np.array_equal(a, b)
+    return a == b
+
+
+def assert_global_rngs_untouched(fn: Callable, *args: Any, **kwargs: Any) -> Any:
+    """Calling ``fn`` neither draws from nor re-seeds NumPy's, Python's or torch's global RNG.
+
+    For functions whose result cannot be compared (a dataset, a loader): a
+    function seeding ``np.random`` or ``torch`` globally can reproduce the
+    right numbers, but it changes the random state of everyone else.
+    Returns ``fn``'s result.
+    """
+    with _preserved_global_rngs() as rngs:
+        for _, _, seed in rngs.values():
+            seed(4321)
+        before = {name: get() for name, (get, _, _) in rngs.items()}
+        result = fn(*args, **kwargs)
+        for name, (get, _, _) in rngs.items():
+            if not _rng_states_equal(before[name], get()):
+                raise CheckFailure(
+                    f"{_name(fn)} leaves the global random generators alone",
+                    f"calling {_name(fn)} changed the state of {name}: it seeds or draws from a global generator",
+                    "use a generator of your own, made from the seed argument "
+                    "(np.random.RandomState(seed), torch.Generator().manual_seed(seed)), never the global one",
+                )
+    return result
