@@ -209,3 +209,28 @@ def test_gradebook_writer_feeds_formgrader_and_export(tmp_path, course):
     with open(tmp_path / "grades.csv", newline="", encoding="utf-8") as f:
         rows = {row["student_id"]: float(row["score"]) for row in csv.DictReader(f)}
     assert rows == pytest.approx({"ann": 3.33, "ben": 10.0})
+
+
+def test_leak_check_blames_only_the_function_that_leaks():
+    """A notebook namespace is shared by all functions: an earlier leak is not the next function's fault."""
+    import types
+
+    import jax.numpy as jnp
+
+    from autograder import purity
+    from autograder.failures import CheckFailure
+
+    module = types.ModuleType("shared")
+    module._seen = []
+
+    def leaky(x):
+        module._seen.append(x)
+        return x
+
+    def clean(x):
+        return x + 1
+
+    with pytest.raises(CheckFailure, match="leak|tracer"):
+        purity.assert_no_leaked_tracers(leaky, jnp.ones(2), module=module)
+    assert module._seen, "the leak must have happened for this test to mean anything"
+    purity.assert_no_leaked_tracers(clean, jnp.ones(2), module=module)
