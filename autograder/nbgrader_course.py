@@ -33,9 +33,12 @@ from __future__ import annotations
 
 import argparse
 import ast
+import contextlib
 import inspect
 import json
+import os
 import re
+import shutil
 import sys
 import textwrap
 from pathlib import Path
@@ -462,7 +465,7 @@ def write_gradebook(
             by_module.setdefault(module, {}).setdefault(student, {})[function] = float(points)
 
     written = 0
-    with Gradebook(db_url, course_id=course_id) as gb:
+    with _alembic_on_path(), Gradebook(db_url, course_id=course_id) as gb:
         for module_name, students in by_module.items():
             module = course.module(module_name)
             gb.update_or_create_assignment(module.name)
@@ -485,6 +488,20 @@ def write_gradebook(
                     written += 1
             gb.db.commit()
     return written
+
+
+@contextlib.contextmanager
+def _alembic_on_path():
+    """nbgrader creates and upgrades a gradebook by running ``alembic`` from PATH: use this Python's."""
+    if shutil.which("alembic"):
+        yield
+        return
+    old = os.environ.get("PATH", "")
+    os.environ["PATH"] = str(Path(sys.executable).parent) + (os.pathsep + old if old else "")
+    try:
+        yield
+    finally:
+        os.environ["PATH"] = old
 
 
 # --- command line ---------------------------------------------------------------
