@@ -239,6 +239,7 @@ class ModuleSources:
                 out.append(_segment(self.solution, node))
                 continue
             head_first = min([node.lineno] + [d.lineno for d in node.decorator_list])
+            out.append("")
             out.append("\n".join(lines[head_first - 1 : node.body[0].lineno - 1]))
             indent = " " * node.body[0].col_offset
             doc = stub_methods.get(node.name)
@@ -265,7 +266,8 @@ def _join_statements(parts: list[str]) -> str:
     """Imports together, definitions separated by a blank line."""
     out: list[str] = []
     for part in parts:
-        if out and not (part.startswith(("import ", "from ")) and out[-1].startswith(("import ", "from "))):
+        grouped = part.startswith(("import ", "from ")) and out and out[-1].startswith(("import ", "from ", "#"))
+        if out and not grouped:
             out.append("")
         out.append(part)
     return "\n".join(out).strip() + "\n" if out else ""
@@ -312,9 +314,13 @@ def _cell(cell_type: str, source: str, meta: dict) -> dict:
     return cell
 
 
-def test_cell_source(fn: Function) -> str:
+def _points(points: float) -> str:
+    return f"{points:g} point" + ("" if points == 1 else "s")
+
+
+def check_cell_source(fn: Function) -> str:
     lines = [
-        f"# Checks of {fn.name} ({fn.points:g} points): the same checks as `pytest exercises/test_{fn.module}.py`.",
+        f"# Checks of {fn.name} ({_points(fn.points)}): the same checks as `pytest exercises/test_{fn.module}.py`.",
         "# The number this cell shows is your score for the function.",
         "from autograder.notebook import check",
         "",
@@ -364,12 +370,12 @@ def module_notebook(course: Course, module: Module) -> dict:
     for fn in module.functions:
         stub = src.stubs[fn.name]
         doc = ast.get_docstring(stub, clean=True) or ""
-        text = f"## `{_signature(stub)}` — {fn.points:g} points"
+        text = f"## `{_signature(stub)}` — {_points(fn.points)}"
         if doc:
             text += "\n\n" + markdown(doc)
         cells.append(_cell("markdown", text, _meta("text", f"{fn.name}_task")))
         cells.append(_cell("code", src.solution_cell(fn), _meta("solution", solution_id(fn.name))))
-        cells.append(_cell("code", test_cell_source(fn), _meta("tests", grade_id(fn.name), fn.points)))
+        cells.append(_cell("code", check_cell_source(fn), _meta("tests", grade_id(fn.name), fn.points)))
     return {
         "cells": cells,
         "metadata": {

@@ -234,3 +234,203 @@ def test_leak_check_blames_only_the_function_that_leaks():
         purity.assert_no_leaked_tracers(leaky, jnp.ones(2), module=module)
     assert module._seen, "the leak must have happened for this test to mean anything"
     purity.assert_no_leaked_tracers(clean, jnp.ones(2), module=module)
+
+
+TOY_COURSE = '''\
+format = 1
+title = "Toy"
+welcome = "hi"
+
+[[modules]]
+name = "toy"
+topic = "shapes of answers the builder must handle"
+
+  [[modules.functions]]
+  name = "double"
+  points = 1
+  hint = "times two"
+
+  [[modules.functions]]
+  name = "fast_square"
+  points = 2
+  hint = "jit it"
+
+  [[modules.functions]]
+  name = "Counter"
+  points = 1.5
+  hint = "a class"
+  hidden = ["test_Counter_hidden"]
+'''
+
+TOY_EXERCISE = '''\
+"""Module 9 — toy.
+
+Some ``teaching`` text.
+
+Run the checks with
+
+    pytest exercises/test_toy.py
+"""
+
+import jax.numpy as jnp
+
+SCALE = 2.0
+
+
+class Given:
+    """Given code stays visible."""
+
+
+def double(x):
+    """Return ``SCALE * x``."""
+    # TODO: multiply
+    raise NotImplementedError
+
+
+def fast_square(x):
+    """Square ``x``, compiled with jax.jit."""
+    raise NotImplementedError
+
+
+class Counter:
+    """Counts."""
+
+    def __init__(self, start):
+        """Start at ``start``."""
+        raise NotImplementedError
+
+    def bump(self):
+        raise NotImplementedError
+'''
+
+TOY_SOLUTION = '''\
+"""Reference."""
+
+import functools
+
+import jax
+import jax.numpy as jnp
+
+SCALE = 2.0
+
+
+def _square(x):
+    return x * x
+
+
+def double(x):
+    """Reference docstring, not shown."""
+    return SCALE * x
+
+
+@functools.partial(jax.jit)
+def fast_square(x):
+    return _square(x)
+
+
+class Counter:
+    step = 1
+
+    def __init__(self, start):
+        self.value = start
+
+    def bump(self):
+        self.value += self.step
+        return self.value
+'''
+
+TOY_CHECKS = '''\
+def test_double(student):
+    assert student.double(3.0) == 6.0
+
+def test_fast_square(student):
+    assert student.fast_square(3.0) == 9.0
+
+def test_Counter_counts(student):
+    assert student.Counter(1).bump() == 2
+
+def test_Counter_hidden(student):
+    assert student.Counter(5).bump() == 6
+'''
+
+
+@pytest.fixture
+def toy_kit(tmp_path):
+    kit = tmp_path / "kit"
+    (kit / "exercises").mkdir(parents=True)
+    (kit / "solutions").mkdir()
+    (kit / "course.toml").write_text(TOY_COURSE, encoding="utf-8")
+    (kit / "exercises" / "toy.py").write_text(TOY_EXERCISE, encoding="utf-8")
+    (kit / "exercises" / "test_toy.py").write_text(TOY_CHECKS, encoding="utf-8")
+    (kit / "solutions" / "toy.py").write_text(TOY_SOLUTION, encoding="utf-8")
+    return kit
+
+
+def _released(nb: dict) -> dict:
+    """What ``generate_assignment`` makes of the solution and hidden-test regions (nbgrader's own preprocessors)."""
+    import nbformat
+    from nbgrader.preprocessors import ClearHiddenTests, ClearSolutions
+
+    node = nbformat.from_dict(json.loads(json.dumps(nb)))
+    node, _ = ClearSolutions().preprocess(node, {})
+    node, _ = ClearHiddenTests().preprocess(node, {})
+    return json.loads(nbformat.writes(node))
+
+
+def _run_cells(nb: dict, kinds: set[str]) -> dict:
+    ns: dict = {}
+    for cell in nb["cells"]:
+        meta = cell["metadata"]["nbgrader"]
+        kind = "tests" if meta["grade"] else "solution" if meta["solution"] else "setup"
+        if cell["cell_type"] == "code" and kind in kinds:
+            exec(compile(source_of(cell), meta["grade_id"], "exec"), ns)
+    return ns
+
+
+def test_builder_handles_given_code_decorators_helpers_and_classes(toy_kit, tmp_path):
+    import nbformat
+
+    (path,) = build_course(toy_kit, tmp_path / "course")
+    nb = read_nb(path)
+    nbformat.validate(nbformat.from_dict(nb))
+    cells = cells_by_id(nb)
+    intro = source_of(cells["intro"])
+    assert intro.startswith("# Module 9 — toy") and "`teaching`" in intro and "pytest" not in intro
+    assert "Run the checks" not in intro
+    setup = source_of(cells["setup"])
+    assert "SCALE = 2.0" in setup and "class Given" in setup and "import functools" in setup
+    assert "def double" not in setup and "_square" not in setup
+
+    # the reference, filled in, works; its helper travels inside the solution region
+    ns = _run_cells(nb, {"setup", "solution"})
+    assert ns["double"](3.0) == 6.0 and float(ns["fast_square"](3.0)) == 9.0 and hasattr(ns["fast_square"], "lower")
+    counter = ns["Counter"](1)
+    assert counter.bump() == 2
+    assert "Reference docstring" not in source_of(cells[solution_id("double")])
+    assert "# TODO: multiply" in source_of(cells[solution_id("double")])
+    assert cells[grade_id("Counter")]["metadata"]["nbgrader"]["points"] == 1.5
+
+    # released: every answer is a stub again, and the stubs still define their names
+    released = _released(nb)
+    rcells = cells_by_id(released)
+    for name in ("double", "fast_square", "Counter"):
+        text = source_of(rcells[solution_id(name)])
+        assert "raise NotImplementedError()" in text and "BEGIN SOLUTION" not in text
+        assert "return _square(x)" not in text and "return SCALE * x" not in text and "self.value" not in text
+    assert "test_Counter_hidden" not in json.dumps(released)
+    ns = _run_cells(released, {"setup", "solution"})
+    assert callable(ns["double"]) and callable(ns["Counter"])
+    with pytest.raises(NotImplementedError):
+        ns["double"](1.0)
+
+
+def test_hidden_check_names_are_validated(toy_kit, tmp_path):
+    from autograder.course import CourseError
+
+    toml = toy_kit / "course.toml"
+    toml.write_text(TOY_COURSE.replace('hidden = ["test_Counter_hidden"]', 'hidden = ["test_Counter_typo"]'))
+    with pytest.raises(CourseError, match="test_Counter_typo"):
+        build_course(toy_kit, tmp_path / "course")
+    toml.write_text(TOY_COURSE.replace('hidden = ["test_Counter_hidden"]', 'hidden = ["test_double"]'))
+    with pytest.raises(CourseError, match="another function"):
+        build_course(toy_kit, tmp_path / "course")
