@@ -388,7 +388,8 @@ def module_notebook(course: Course, module: Module) -> dict:
 
 
 def config_source(course: Course) -> str:
-    timeout = int(course.grading.timeout_per_function * 3 + 60)
+    # generous: a shared grading machine under load runs the checks several times slower
+    timeout = int(course.grading.timeout_per_function * 6 + 120)
     root = str(course.root)
     return textwrap.dedent(
         f'''\

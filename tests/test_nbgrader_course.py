@@ -434,3 +434,17 @@ def test_hidden_check_names_are_validated(toy_kit, tmp_path):
     toml.write_text(TOY_COURSE.replace('hidden = ["test_Counter_hidden"]', 'hidden = ["test_double"]'))
     with pytest.raises(CourseError, match="another function"):
         build_course(toy_kit, tmp_path / "course")
+
+
+def test_gradebook_writer_adds_to_a_generated_gradebook(graded, course):
+    """Scores graded outside notebooks land in the gradebook ``generate_assignment`` and ``autograde`` filled."""
+    from nbgrader.api import Gradebook
+
+    db = f"sqlite:///{graded['dir'] / 'gradebook.db'}"
+    scores = {f"{MODULE}.{fn.name}": fn.points for fn in course.module(MODULE).functions}
+    scores[f"{MODULE}.clamp_at"] = 1.0
+    assert write_gradebook({"from_cli": scores}, db, course) == 4
+    with Gradebook(db, course_id="") as gb:
+        assert gb.find_submission(MODULE, "from_cli").score == pytest.approx(course.module(MODULE).points - 2)
+        assert gb.find_submission(MODULE, "full").score == pytest.approx(course.module(MODULE).points)
+        assert len(gb.find_assignment(MODULE).notebooks[0].grade_cells) == len(course.module(MODULE).functions)
