@@ -360,6 +360,11 @@ def module_notebook(course: Course, module: Module) -> dict:
         f"for that function. Your functions must be pure (no global state, no changed arguments) and work "
         f"under `jax.jit`. Do not change the check cells. This module is worth {module.points:g} points."
     )
+    if any(fn.hidden for fn in module.functions):
+        how += (
+            "\n\nSome functions have more checks than their cell runs here: those run when your notebook "
+            "is graded, so the points a check cell shows now can still go down."
+        )
     cells = [
         _cell("markdown", intro, _meta("text", "intro")),
         _cell("markdown", how, _meta("text", "how_graded")),
