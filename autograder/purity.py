@@ -217,19 +217,6 @@ def assert_module_state_unchanged(module: ModuleType, fn: Callable, *args: Any, 
             raise CheckFailure(check, f"calling {_name(fn)} changed the contents of the module-level variable {name!r}", advice)
 
 
-def _tracers_in(value: Any, seen: set[int], depth: int = 0) -> bool:
-    if isinstance(value, jax.core.Tracer):
-        return True
-    if depth > 4 or id(value) in seen:
-        return False
-    seen.add(id(value))
-    if isinstance(value, (list, tuple, set)):
-        return any(_tracers_in(v, seen, depth + 1) for v in value)
-    if isinstance(value, dict):
-        return any(_tracers_in(v, seen, depth + 1) for v in value.values())
-    return False
-
-
 def assert_no_leaked_tracers(
     fn: Callable,
     *args: Any,
