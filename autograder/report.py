@@ -70,7 +70,7 @@ def failing_input(exc: BaseException, fixture_names: Iterable[str] = ()) -> str:
             stripped = line.strip()
             if stripped == ")" or stripped.startswith(skip):
                 continue
-            lines.append("    " + stripped)
+            lines.append("  " + line.rstrip())
     return "\n".join(lines)
 
 
