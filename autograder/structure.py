@@ -100,7 +100,7 @@ class Call:
 
 
 def _kind(value: Any) -> str:
-    from jax.interpreters import batching
+    from jax._src.interpreters import batching  # BatchTracer is not re-exported publicly
 
     if isinstance(value, batching.BatchTracer):
         return "vmap"

@@ -19,6 +19,7 @@ import numpy as np
 from autograder.failures import CheckFailure
 
 _JAX_ARRAY = type(jnp.zeros(()))
+_KEY_ARRAY = type(jax.random.key(0))
 _PY_SCALARS = (bool, int, float)
 _MAX_SHOWN = 5
 
@@ -43,7 +44,7 @@ def describe(tree: Any) -> str:
 
 def is_key(x: Any) -> bool:
     """A new-style typed PRNG key array."""
-    return hasattr(x, "dtype") and jnp.issubdtype(x.dtype, jax.dtypes.prng_key)
+    return isinstance(x, jax.Array) and jnp.issubdtype(x.dtype, jax.dtypes.prng_key)
 
 
 def _thaw(tree: Any) -> Any:
@@ -78,9 +79,9 @@ def _as_numpy(leaf: Any, where: str, check: str) -> np.ndarray:
         return np.asarray(leaf)
     if kind is np.ndarray:
         return np.array(leaf, copy=True)
+    if kind is _KEY_ARRAY:
+        return np.asarray(jax.random.key_data(leaf))
     if kind is _JAX_ARRAY:
-        if is_key(leaf):
-            return np.asarray(jax.random.key_data(leaf))
         return np.asarray(jax.device_get(leaf))
     if isinstance(leaf, jax.core.Tracer):
         raise CheckFailure(
@@ -100,14 +101,14 @@ def _first_differences(expected: np.ndarray, got: np.ndarray, close: np.ndarray)
     lines = []
     for index in bad[:_MAX_SHOWN]:
         idx = tuple(int(i) for i in index)
-        lines.append(f"  [{', '.join(map(str, idx))}]: expected {expected[idx]!r}, got {got[idx]!r}")
+        lines.append(f"  [{', '.join(map(str, idx))}]: expected {expected[idx].item()!r}, got {got[idx].item()!r}")
     if len(bad) > _MAX_SHOWN:
         lines.append(f"  ... and {len(bad) - _MAX_SHOWN} more")
     return "\n".join(lines)
 
 
 def _compare_leaf(where: str, expected: Any, got: Any, rtol: float, atol: float, check: str) -> None:
-    exp_is_key, got_is_key = is_key(expected), is_key(got) if type(got) is _JAX_ARRAY else False
+    exp_is_key, got_is_key = is_key(expected), type(got) is _KEY_ARRAY
     if exp_is_key != got_is_key:
         kinds = ("a typed key (jax.random.key)", "a legacy uint32 key (jax.random.PRNGKey)")
         raise CheckFailure(
@@ -145,6 +146,22 @@ def _compare_leaf(where: str, expected: Any, got: Any, rtol: float, atol: float,
         )
 
 
+def _same_structure(a, b) -> bool:
+    """The same container types, nested the same way.
+
+    Static metadata (a TrainState's ``apply_fn`` and ``tx``) is not compared:
+    two equal states built separately hold different function objects.
+    Dict keys are compared through the leaf paths.
+    """
+    if a.num_nodes != b.num_nodes or a.num_leaves != b.num_leaves:
+        return False
+    data_a, data_b = a.node_data(), b.node_data()
+    if (data_a is None) != (data_b is None) or (data_a is not None and data_a[0] is not data_b[0]):
+        return False
+    children_a, children_b = a.children(), b.children()
+    return len(children_a) == len(children_b) and all(map(_same_structure, children_a, children_b))
+
+
 def assert_trees_close(
     got: Any,
     expected: Any,
@@ -164,7 +181,7 @@ def assert_trees_close(
         got_leaves, got_def = _flatten(got)
     except Exception as err:  # noqa: BLE001 - the student's pytree nodes may be broken
         raise CheckFailure(check, f"{name} could not be read as a pytree: {type(err).__name__}: {err}") from None
-    if got_def != exp_def:
+    if not _same_structure(got_def, exp_def) or [p for p, _ in got_leaves] != [p for p, _ in exp_leaves]:
         exp_paths = [p for p, _ in exp_leaves]
         got_paths = [p for p, _ in got_leaves]
         diff = ""
