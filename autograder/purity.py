@@ -387,3 +387,16 @@ def assert_pytree_arguments_unchanged(
                 if not np.array_equal(copied, now, equal_nan=copied.dtype.kind in "fc"):
                     raise CheckFailure(check, f"{_name(fn)} modified {where} in place", advice)
     return result
+
+
+def cold(fn: Callable) -> Callable:
+    """``fn`` itself, with its ``jax.jit`` caches cleared, so that its next call runs its Python body again.
+
+    A warm jitted function runs no Python at all: a side effect of tracing (a
+    tracer appended to a global list) happened during some earlier check and
+    would go unseen. Clear first, then check module state or leaks.
+    """
+    clear = getattr(fn, "clear_cache", None)
+    if callable(clear):
+        clear()
+    return fn

@@ -266,8 +266,12 @@ def test_train_step_bn_does_not_retrace(student, scenario):
 
 def test_train_step_bn_is_pure(student, scenario):
     step = full_batch_steps(scenario)[0]
-    purity.assert_module_state_unchanged(student, student.train_step_bn, purity.fresh_copy(step.state), purity.fresh_copy(step.batch))
-    purity.assert_no_leaked_tracers(student.train_step_bn, purity.fresh_copy(step.state), purity.fresh_copy(step.batch), module=student)
+    purity.assert_module_state_unchanged(
+        student, purity.cold(student.train_step_bn), purity.fresh_copy(step.state), purity.fresh_copy(step.batch)
+    )
+    purity.assert_no_leaked_tracers(
+        purity.cold(student.train_step_bn), purity.fresh_copy(step.state), purity.fresh_copy(step.batch), module=student
+    )
 
 
 # eval_step_bn ---------------------------------------------------------------
@@ -309,5 +313,9 @@ def test_eval_step_bn_does_not_retrace(student, scenario, test_batches):
 
 def test_eval_step_bn_is_pure(student, scenario, test_batches):
     state = scenario[-1].state
-    purity.assert_module_state_unchanged(student, student.eval_step_bn, purity.fresh_copy(state), purity.fresh_copy(test_batches[0]))
-    purity.assert_no_leaked_tracers(student.eval_step_bn, purity.fresh_copy(state), purity.fresh_copy(test_batches[0]), module=student)
+    purity.assert_module_state_unchanged(
+        student, purity.cold(student.eval_step_bn), purity.fresh_copy(state), purity.fresh_copy(test_batches[0])
+    )
+    purity.assert_no_leaked_tracers(
+        purity.cold(student.eval_step_bn), purity.fresh_copy(state), purity.fresh_copy(test_batches[0]), module=student
+    )

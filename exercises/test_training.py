@@ -352,8 +352,12 @@ def test_train_step_does_not_retrace(student, reference, scenario):
 def test_train_step_is_pure(student, reference, scenario):
     step = full_batch_steps(scenario)[0]
     with reference_helpers(student, reference, "calculate_loss_acc"):
-        purity.assert_module_state_unchanged(student, student.train_step, purity.fresh_copy(step.state), purity.fresh_copy(step.batch))
-        purity.assert_no_leaked_tracers(student.train_step, purity.fresh_copy(step.state), purity.fresh_copy(step.batch), module=student)
+        purity.assert_module_state_unchanged(
+            student, purity.cold(student.train_step), purity.fresh_copy(step.state), purity.fresh_copy(step.batch)
+        )
+        purity.assert_no_leaked_tracers(
+            purity.cold(student.train_step), purity.fresh_copy(step.state), purity.fresh_copy(step.batch), module=student
+        )
 
 
 # eval_step ------------------------------------------------------------------
@@ -398,8 +402,12 @@ def test_eval_step_does_not_retrace(student, reference, scenario, test_batches):
 def test_eval_step_is_pure(student, reference, scenario, test_batches):
     state = scenario[-1].state
     with reference_helpers(student, reference, "calculate_loss_acc"):
-        purity.assert_module_state_unchanged(student, student.eval_step, purity.fresh_copy(state), purity.fresh_copy(test_batches[0]))
-        purity.assert_no_leaked_tracers(student.eval_step, purity.fresh_copy(state), purity.fresh_copy(test_batches[0]), module=student)
+        purity.assert_module_state_unchanged(
+            student, purity.cold(student.eval_step), purity.fresh_copy(state), purity.fresh_copy(test_batches[0])
+        )
+        purity.assert_no_leaked_tracers(
+            purity.cold(student.eval_step), purity.fresh_copy(state), purity.fresh_copy(test_batches[0]), module=student
+        )
 
 
 # train_model ----------------------------------------------------------------
