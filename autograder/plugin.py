@@ -167,13 +167,25 @@ def student(request: pytest.FixtureRequest):
 @pytest.fixture(scope="module")
 def reference(request: pytest.FixtureRequest):
     """The reference oracle for the module under test: expected values come only from here."""
-    from autograder.oracle import Oracle
-
     course = _course(request.config)
     module = module_of(request.path, course) if course else None
     if module is None:
         pytest.fail("the reference fixture is only available in exercises/test_<module>.py")
-    return Oracle(course.root / "solutions", module)
+    return load_reference(course, module)
+
+
+_oracles: dict[tuple[Path, str], object] = {}
+
+
+def load_reference(course: Course, module: str):
+    """The reference oracle of ``module``, loaded once per process (the grader preloads it
+    before any student code runs, then removes ``solutions/`` from the sandbox)."""
+    from autograder.oracle import Oracle
+
+    key = (course.root, module)
+    if key not in _oracles:
+        _oracles[key] = Oracle(course.root / "solutions", module)
+    return _oracles[key]
 
 
 _stubs: dict[Path, set[str]] = {}
