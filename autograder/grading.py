@@ -59,6 +59,7 @@ class StudentResult:
     student: str
     scores: list[report.FunctionScore]
     outcomes: list[report.CheckOutcome] = field(default_factory=list)
+    timings: dict[str, float] = field(default_factory=dict)  # for benchmarks; never written to the outputs
 
 
 class Grader:
@@ -111,6 +112,7 @@ class Grader:
     def grade_submission(self, student: str, folder: Path) -> StudentResult:
         verdicts: dict[str, tuple[str, str]] = {}  # check id -> (outcome, message)
         transcripts: dict[str, dict] = {}
+        timings = {"runs": 0, "run_seconds": 0.0, "verify_seconds": 0.0}
         files, missing = read_submission(folder, self.options.modules)
         for check in self.plan:
             if check.module in missing:
@@ -119,7 +121,10 @@ class Grader:
             todo = [c for c in self.plan if c.id not in verdicts]
             if not todo:
                 break
+            started = time.monotonic()
             run = self._run_child(files, sorted({c.module for c in todo}), [c.id for c in self.plan if c.id in verdicts])
+            timings["runs"] += 1
+            timings["run_seconds"] += time.monotonic() - started
             for event in run.events:
                 check = event.get("check")
                 if event.get("event") == "end" and check in self.function_of and check not in verdicts:
@@ -135,12 +140,14 @@ class Grader:
             self._blame(run.fault, verdicts, todo)
         for check in self.plan:
             verdicts.setdefault(check.id, (report.FAILED, "this check could not be run on your submission"))
+        started = time.monotonic()
         self._confirm(verdicts, transcripts)
+        timings["verify_seconds"] = time.monotonic() - started
         outcomes = [
             report.CheckOutcome(c.module, c.function, c.id.split("::", 1)[1], verdicts[c.id][0], c.correctness, verdicts[c.id][1])
             for c in self.plan
         ]
-        return StudentResult(student, report.score_functions(self.course, outcomes), outcomes)
+        return StudentResult(student, report.score_functions(self.course, outcomes), outcomes, timings)
 
     def _run_child(self, files: dict[str, bytes], modules: list[str], skip: list[str]) -> sandbox.RunResult:
         scratch = sandbox.scratch_dir()
@@ -157,7 +164,7 @@ class Grader:
             limits = sandbox.Limits(
                 self.options.timeout_per_function,
                 self.options.memory_mb,
-                total_timeout=self.options.timeout_per_function * (len(remaining) + 3) + 60,
+                total_timeout=sandbox.WALL_FACTOR * self.options.timeout_per_function * (len(remaining) + 3) + 120,
             )
             run = sandbox.supervise("autograder.sandboxed_run", kit, work, cfg, limits, self.function_of, self.env)
             for event in run.events:

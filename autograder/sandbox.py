@@ -35,6 +35,10 @@ from pathlib import Path
 BOOT = "import sys; sys.path.insert(0, sys.argv[1]); import {module} as m; m.main()"
 MAX_CHANNEL_BYTES = 256 * 2**20
 MAX_FILE_BYTES = 1 * 2**30
+# A function's checks may use ``timeout_per_function`` seconds of CPU time, and
+# at most this many times as much wall-clock time (waiting, sleeping, or a
+# machine so busy that the process is not scheduled is not the student's fault).
+WALL_FACTOR = 3
 
 
 @dataclass
@@ -163,6 +167,16 @@ def kill_group(proc: subprocess.Popen) -> None:
     proc.wait()
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process (all its threads), 0 when it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            fields = stat.read().rsplit(b")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return 0.0
+
+
 def _rss_mb(pid: int) -> float:
     try:
         with open(f"/proc/{pid}/status", "rb") as status:
@@ -200,9 +214,10 @@ def supervise(
     buffer = b""
     received = 0
     started = time.monotonic()
-    spent: dict[str, float] = {}  # seconds per function, finished checks
-    current: tuple[str, float] | None = None  # (check, since)
-    importing: tuple[str, float] | None = None  # (module, since)
+    spent: dict[str, float] = {}  # CPU seconds per function, finished checks
+    spent_wall: dict[str, float] = {}  # wall-clock seconds per function, finished checks
+    current: tuple[str, float, float] | None = None  # (check, since (wall), since (CPU))
+    importing: tuple[str, float, float] | None = None  # (module, since (wall), since (CPU))
     done = False
     open_pipe = True
     try:
@@ -222,13 +237,14 @@ def supervise(
                     kind = event.get("event")
                     now = time.monotonic()
                     if kind == "begin" and isinstance(event.get("check"), str):
-                        current = (event["check"], now)
+                        current = (event["check"], now, cpu_seconds(proc.pid))
                     elif kind == "end" and current is not None:
                         fn = function_of.get(current[0], current[0])
-                        spent[fn] = spent.get(fn, 0.0) + now - current[1]
+                        spent[fn] = spent.get(fn, 0.0) + cpu_seconds(proc.pid) - current[2]
+                        spent_wall[fn] = spent_wall.get(fn, 0.0) + now - current[1]
                         current = None
                     elif kind == "import_begin":
-                        importing = (str(event.get("module")), now)
+                        importing = (str(event.get("module")), now, cpu_seconds(proc.pid))
                     elif kind == "import_end":
                         importing = None
                     elif kind == "done":
@@ -238,12 +254,17 @@ def supervise(
                 result.fault = Fault("flood", current and current[0], importing and importing[0])
                 break
             now = time.monotonic()
-            if importing is not None and now - importing[1] > limits.timeout_per_function:
+            if importing is not None and (
+                cpu_seconds(proc.pid) - importing[2] > limits.timeout_per_function
+                or now - importing[1] > WALL_FACTOR * limits.timeout_per_function
+            ):
                 result.fault = Fault("timeout", current and current[0], importing[0])
                 break
             if current is not None and importing is None:
                 fn = function_of.get(current[0], current[0])
-                if spent.get(fn, 0.0) + now - current[1] > limits.timeout_per_function:
+                cpu = spent.get(fn, 0.0) + cpu_seconds(proc.pid) - current[2]
+                wall = spent_wall.get(fn, 0.0) + now - current[1]
+                if cpu > limits.timeout_per_function or wall > WALL_FACTOR * limits.timeout_per_function:
                     result.fault = Fault("timeout", current[0], None)
                     break
             if now - started > limits.total_timeout:
