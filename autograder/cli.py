@@ -57,7 +57,10 @@ def run_grade(args: argparse.Namespace) -> int:
     grader = grading.Grader(course, options)
     progress = grading.Progress()
     progress(0, len(students))
-    results = grader.grade_class(students, progress)
+    try:
+        results = grader.grade_class(students, progress)
+    finally:
+        grader.close()
     progress.finish()
     class_report.write_all(out, course, modules, results)
     total = sum(fn.points for fn in course.functions if fn.module in modules)

@@ -24,6 +24,7 @@ import re
 import shutil
 import subprocess
 import sys
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
@@ -52,6 +53,7 @@ class Options:
     memory_mb: int
     jobs: int
     cache_dir: Path | None = None
+    zygote: bool = True  # fork grading children from a pre-imported process per worker
 
 
 @dataclass
@@ -72,6 +74,30 @@ class Grader:
         self.env = sandbox.child_env(_cache_env(options.cache_dir))
         self.plan = self._plan()
         self.function_of = {c.id: f"{c.module}.{c.function}" for c in self.plan}
+        self._local = threading.local()
+        self._zygotes: list[tuple[sandbox.Zygote, Path]] = []
+        self._lock = threading.Lock()
+
+    def _starter(self, kit: Path):
+        """How this worker thread starts a grading child: its zygote, or a fresh interpreter."""
+        if not self.options.zygote:
+            return sandbox.start_direct("autograder.sandboxed_run", kit, self.env, self.options.memory_mb)
+        zygote = getattr(self._local, "zygote", None)
+        if zygote is None or not zygote.alive():
+            scratch = sandbox.scratch_dir()
+            _, zygote_kit = self.snapshot.materialize(scratch, solutions=False)
+            zygote = sandbox.Zygote(zygote_kit, scratch, self.env, self.options.memory_mb)
+            self._local.zygote = zygote
+            with self._lock:
+                self._zygotes.append((zygote, scratch))
+        return zygote.start
+
+    def close(self) -> None:
+        with self._lock:
+            for zygote, scratch in self._zygotes:
+                zygote.close()
+                shutil.rmtree(scratch, ignore_errors=True)
+            self._zygotes.clear()
 
     # -- trusted side -----------------------------------------------------
     def _trusted(self, cfg: dict, timeout: float) -> dict:
@@ -159,14 +185,17 @@ class Grader:
                 (submission / f"{module}.py").write_bytes(data)
             work = scratch / "work"
             work.mkdir()
-            cfg = {"course_root": str(course_root), "submission": str(submission), "modules": modules, "skip": skip}
+            cfg = {
+                "course_root": str(course_root), "submission": str(submission), "modules": modules, "skip": skip,
+                "kit": str(kit),
+            }
             remaining = {self.function_of[c.id] for c in self.plan if c.module in modules}
             limits = sandbox.Limits(
                 self.options.timeout_per_function,
                 self.options.memory_mb,
                 total_timeout=sandbox.WALL_FACTOR * self.options.timeout_per_function * (len(remaining) + 3) + 120,
             )
-            run = sandbox.supervise("autograder.sandboxed_run", kit, work, cfg, limits, self.function_of, self.env)
+            run = sandbox.supervise(self._starter(kit), work, cfg, limits, self.function_of)
             for event in run.events:
                 if isinstance(event.get("message"), str):
                     event["message"] = event["message"].replace(str(scratch), "<sandbox>")

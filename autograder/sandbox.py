@@ -23,6 +23,7 @@ import json
 import os
 import resource
 import secrets
+import select
 import selectors
 import signal
 import subprocess
@@ -188,24 +189,45 @@ def _rss_mb(pid: int) -> float:
     return 0.0
 
 
-def supervise(
-    module: str,
-    kit: Path,
-    cwd: Path,
-    cfg: dict,
-    limits: Limits,
-    function_of: dict[str, str],
-    env: dict[str, str],
-) -> RunResult:
-    """Run the grading child and watch it; see the module docstring."""
+class PopenHandle:
+    """A grading child started directly (``python -I``)."""
+
+    def __init__(self, proc: subprocess.Popen):
+        self.proc = proc
+        self.pid = proc.pid
+        self.returncode: int | None = None
+
+    def poll(self) -> int | None:
+        self.returncode = self.proc.poll()
+        return self.returncode
+
+    def kill(self) -> None:
+        kill_group(self.proc)
+        self.returncode = self.proc.returncode
+
+
+def start_direct(module: str, kit: Path, env: dict[str, str], memory_mb: int | None):
+    """A starter for :func:`supervise`: a fresh interpreter per run (no zygote)."""
+
+    def start(cwd: Path, cfg: dict, event_fd: int, stderr_path: Path) -> PopenHandle:
+        return PopenHandle(
+            run_python(module, kit, cwd, cfg, memory_mb=memory_mb, env=env, stderr_path=stderr_path, pass_fds=(event_fd,))
+        )
+
+    return start
+
+
+def supervise(start, cwd: Path, cfg: dict, limits: Limits, function_of: dict[str, str]) -> RunResult:
+    """Start the grading child with ``start(cwd, cfg, event_fd, stderr_path)`` and watch it (module docstring)."""
     nonce = secrets.token_hex(16)
     read_end, write_end = os.pipe()
-    cfg = dict(cfg, fd=write_end, nonce=nonce)
+    cfg = dict(cfg, nonce=nonce)
     stderr_path = cwd.parent / "stderr.txt"
     try:
-        proc = run_python(
-            module, kit, cwd, cfg, memory_mb=limits.memory_mb, env=env, stderr_path=stderr_path, pass_fds=(write_end,)
-        )
+        proc = start(cwd, dict(cfg, fd=write_end), write_end, stderr_path)
+    except BaseException:
+        os.close(read_end)
+        raise
     finally:
         os.close(write_end)
     result = RunResult()
@@ -278,7 +300,7 @@ def supervise(
     finally:
         selector.close()
         os.close(read_end)
-        kill_group(proc)
+        proc.kill()
     result.returncode = proc.returncode
     result.stderr_tail = _tail(stderr_path)
     if result.fault is None and not done:
@@ -321,3 +343,89 @@ def _how_it_ended(result: RunResult) -> str:
             return f"it crashed with {name} after running out of memory"
         return f"it crashed the Python interpreter ({name})"
     return f"the process exited with code {rc} (sys.exit or os._exit, or a fatal error)"
+
+
+class Zygote:
+    """One pre-imported process per worker that forks the grading children (:mod:`autograder.zygote`)."""
+
+    def __init__(self, kit: Path, cwd: Path, env: dict[str, str], memory_mb: int | None):
+        import socket
+
+        self.sock, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        try:
+            self.proc = run_python(
+                "autograder.zygote", kit, cwd, {"sock": theirs.fileno()}, memory_mb=memory_mb, env=env,
+                stderr_path=cwd / "zygote-stderr.txt", pass_fds=(theirs.fileno(),),
+            )
+        finally:
+            theirs.close()
+        self.exits: dict[int, int] = {}
+        message = self._receive(timeout=300)
+        if not message or not message.get("ready"):
+            self.close()
+            raise RuntimeError("the grading zygote did not start")
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def _receive(self, timeout: float) -> dict | None:
+        ready, _, _ = select.select([self.sock], [], [], timeout)
+        if not ready:
+            return None
+        try:
+            data = self.sock.recv(1 << 16)
+        except OSError:
+            return None
+        if not data:
+            return None
+        message = json.loads(data)
+        if "exited" in message:
+            self.exits[int(message["exited"])] = int(message["returncode"])
+        return message
+
+    def start(self, cwd: Path, cfg: dict, event_fd: int, stderr_path: Path) -> "ForkedHandle":
+        import socket
+
+        with open(stderr_path, "wb") as err:
+            request = json.dumps(dict(cfg, cwd=str(cwd))).encode()
+            socket.send_fds(self.sock, [request], [event_fd, err.fileno()])
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            message = self._receive(timeout=1)
+            if message is None and not self.alive():
+                break
+            if message and "pid" in message:
+                return ForkedHandle(int(message["pid"]), self)
+        raise RuntimeError("the grading zygote did not fork a child")
+
+    def close(self) -> None:
+        self.sock.close()
+        kill_group(self.proc)
+
+
+class ForkedHandle:
+    """A grading child forked by a :class:`Zygote` (which reaps it and reports its exit)."""
+
+    def __init__(self, pid: int, zygote: Zygote):
+        self.pid = pid
+        self.zygote = zygote
+        self.returncode: int | None = None
+
+    def poll(self) -> int | None:
+        if self.returncode is None:
+            while self.pid not in self.zygote.exits and self.zygote._receive(timeout=0):
+                pass
+            self.returncode = self.zygote.exits.pop(self.pid, None)
+            if self.returncode is None and not self.zygote.alive() and not os.path.exists(f"/proc/{self.pid}"):
+                self.returncode = -signal.SIGKILL
+        return self.returncode
+
+    def kill(self) -> None:
+        for kill in (os.killpg, os.kill):
+            try:
+                kill(self.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+        deadline = time.monotonic() + 30
+        while self.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.01)

@@ -172,6 +172,11 @@ def _record(reporter: ChildReporter, calls: dict, name: str, args: tuple, kwargs
 def main() -> None:
     cfg = json.loads(sys.stdin.read())
     sys.stdin.close()
+    run(cfg)
+
+
+def run(cfg: dict) -> None:
+    """Grade ``cfg["modules"]`` of ``cfg["submission"]`` with the checks in ``cfg["course_root"]``; never returns."""
     reporter = ChildReporter(cfg)
     course_root = Path(cfg["course_root"])
     args = [str(course_root / "exercises" / f"test_{m}.py") for m in cfg["modules"]]

@@ -133,7 +133,11 @@ def test_summary_counts_passes_and_common_failures(graded):
     for fn in load_course(ROOT).module(MODULE).functions:
         passed = sum(graded.expected[s][fn.name][0] == FULL for s in graded.expected)
         assert re.search(rf"^\| {fn.name} \| {passed}/{n} \|", text, re.M), text
-    assert "your module could not be imported" in text
+    outputs = "\n".join(graded.results(s)["tests"][i]["output"] for s in graded.expected for i in range(len(graded.results(s)["tests"])))
+    listed = re.findall(r"(\d+)× ([^<|]+?)(?: \||<br>)", text)
+    assert listed, text
+    for count, message in listed:
+        assert int(count) >= 1 and message.strip().replace("\\|", "|") in outputs, message
 
 
 def test_grading_twice_gives_identical_files(tmp_path, graded):
