@@ -28,6 +28,8 @@ def add_grade(subparsers) -> argparse.ArgumentParser:
     parser.add_argument("--timeout", type=float, metavar="S", help="seconds per function (default: course.toml)")
     parser.add_argument("--memory", type=int, metavar="MB", help="memory limit per process (default: course.toml)")
     parser.add_argument("--only", action="append", metavar="MODULE", help="grade only this module (repeatable)")
+    parser.add_argument("--jax-cache", type=Path, metavar="DIR", help="keep JAX's compilation cache of the grading processes here (default: a temporary folder per run)")
+    parser.add_argument("--no-zygote", action="store_true", help="start a fresh interpreter per run (slower; for comparison)")
     parser.add_argument("--course", type=Path, metavar="DIR", help="the instructor's course folder (default: found from here)")
     parser.set_defaults(handler=run_grade)
     return parser
@@ -51,7 +53,8 @@ def run_grade(args: argparse.Namespace) -> int:
         timeout_per_function=args.timeout or course.grading.timeout_per_function,
         memory_mb=args.memory or course.grading.memory_limit_mb,
         jobs=args.jobs,
-        cache_dir=out / ".jax-cache",
+        cache_dir=args.jax_cache,
+        zygote=not args.no_zygote,
     )
     students = grading.find_students(args.submissions)
     grader = grading.Grader(course, options)

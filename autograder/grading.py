@@ -71,26 +71,22 @@ class Grader:
         self.course = course
         self.options = options
         self.snapshot = sandbox.Snapshot.take(course.root)
-        self.env = sandbox.child_env(_cache_env(options.cache_dir))
-        self.plan = self._plan()
-        self.function_of = {c.id: f"{c.module}.{c.function}" for c in self.plan}
+        self._own_cache = options.cache_dir is None
+        self.cache_dir = sandbox.scratch_dir() if self._own_cache else Path(options.cache_dir)
+        self.env = sandbox.child_env(_cache_env(self.cache_dir))
+        # The trusted side shares no compilation cache with student processes (which could write into it).
+        self.trusted_env = sandbox.child_env()
         self._local = threading.local()
         self._zygotes: list[tuple[sandbox.Zygote, Path]] = []
         self._lock = threading.Lock()
+        self.plan = self._plan()
+        self.function_of = {c.id: f"{c.module}.{c.function}" for c in self.plan}
 
     def _starter(self, kit: Path):
         """How this worker thread starts a grading child: its zygote, or a fresh interpreter."""
         if not self.options.zygote:
             return sandbox.start_direct("autograder.sandboxed_run", kit, self.env, self.options.memory_mb)
-        zygote = getattr(self._local, "zygote", None)
-        if zygote is None or not zygote.alive():
-            scratch = sandbox.scratch_dir()
-            _, zygote_kit = self.snapshot.materialize(scratch, solutions=False)
-            zygote = sandbox.Zygote(zygote_kit, scratch, self.env, self.options.memory_mb)
-            self._local.zygote = zygote
-            with self._lock:
-                self._zygotes.append((zygote, scratch))
-        return zygote.start
+        return self._zygote("zygote", self.env, self.options.memory_mb).start
 
     def close(self) -> None:
         with self._lock:
@@ -98,28 +94,48 @@ class Grader:
                 zygote.close()
                 shutil.rmtree(scratch, ignore_errors=True)
             self._zygotes.clear()
+        if self._own_cache:
+            shutil.rmtree(self.cache_dir, ignore_errors=True)
 
     # -- trusted side -----------------------------------------------------
     def _trusted(self, cfg: dict, timeout: float) -> dict:
+        """Run :mod:`autograder.verify` (never student code) on a fresh private copy of the course."""
         scratch = sandbox.scratch_dir()
         try:
             course_root, kit = self.snapshot.materialize(scratch)
             work = scratch / "work"
             work.mkdir()
             out = scratch / "verdicts.json"
-            cfg = dict(cfg, course_root=str(course_root), modules=list(self.options.modules), out=str(out))
-            proc = sandbox.run_python(
-                "autograder.verify", kit, work, cfg, memory_mb=None, env=self.env, stderr_path=scratch / "stderr.txt"
-            )
-            try:
-                proc.wait(timeout=timeout)
-            except subprocess.TimeoutExpired:
-                sandbox.kill_group(proc)
+            cfg = dict(cfg, course_root=str(course_root), modules=list(self.options.modules), out=str(out), kit=str(kit))
+            zygote = self._zygote("trusted_zygote", self.trusted_env, None) if self.options.zygote else None
+            if zygote is not None:
+                cfg["target"] = "autograder.verify"
+                sandbox.run_to_end(zygote, work, cfg, scratch / "stderr.txt", timeout)
+            else:
+                proc = sandbox.run_python(
+                    "autograder.verify", kit, work, cfg, memory_mb=None, env=self.trusted_env, stderr_path=scratch / "stderr.txt"
+                )
+                try:
+                    proc.wait(timeout=timeout)
+                except subprocess.TimeoutExpired:
+                    sandbox.kill_group(proc)
             if not out.is_file():
                 raise RuntimeError(f"the trusted grader failed:\n{sandbox._tail(scratch / 'stderr.txt')}")
             return json.loads(out.read_text(encoding="utf-8"))
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
+
+    def _zygote(self, slot: str, env: dict[str, str], memory_mb: int | None) -> sandbox.Zygote:
+        """This worker thread's zygote for ``slot`` (started on first use, restarted if it died)."""
+        zygote = getattr(self._local, slot, None)
+        if zygote is None or not zygote.alive():
+            scratch = sandbox.scratch_dir()
+            _, kit = self.snapshot.materialize(scratch, solutions=False)
+            zygote = sandbox.Zygote(kit, scratch, env, memory_mb)
+            setattr(self._local, slot, zygote)
+            with self._lock:
+                self._zygotes.append((zygote, scratch))
+        return zygote
 
     def _plan(self) -> list[Check]:
         data = self._trusted({"mode": "plan"}, VERIFY_TIMEOUT)

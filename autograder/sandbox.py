@@ -429,3 +429,16 @@ class ForkedHandle:
         deadline = time.monotonic() + 30
         while self.poll() is None and time.monotonic() < deadline:
             time.sleep(0.01)
+
+
+def run_to_end(zygote: Zygote, cwd: Path, cfg: dict, stderr_path: Path, timeout: float) -> int | None:
+    """Fork a (trusted) child of ``zygote`` for ``cfg`` and wait for it; its exit code, None after a timeout."""
+    with open(os.devnull, "wb") as sink:
+        handle = zygote.start(cwd, cfg, sink.fileno(), stderr_path)
+    deadline = time.monotonic() + timeout
+    while handle.poll() is None:
+        if time.monotonic() > deadline:
+            handle.kill()
+            return None
+        time.sleep(0.02)
+    return handle.returncode

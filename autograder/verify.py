@@ -156,6 +156,11 @@ class Verifier:
 def main() -> None:
     cfg = json.loads(sys.stdin.read())
     sys.stdin.close()
+    run(cfg)
+
+
+def run(cfg: dict) -> None:
+    """Plan or verify as ``cfg`` says; writes the JSON answer to ``cfg["out"]``; never returns."""
     course_root = Path(cfg["course_root"])
     verifier = Verifier(cfg)
     args = [str(course_root / "exercises" / f"test_{m}.py") for m in cfg["modules"]]

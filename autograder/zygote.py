@@ -9,7 +9,8 @@ zygote's copy on disk affects nobody), then waits on a
 ``SOCK_SEQPACKET`` socket for requests ``(config, [event fd, stderr fd])``.
 For each it forks; the child starts a new session, points stdout at
 ``/dev/null`` and stderr at the given file, moves into its scratch folder and
-runs :func:`autograder.sandboxed_run.run`. The zygote replies with the child's
+runs ``run(config)`` of the requested module: :mod:`autograder.sandboxed_run`
+(a student's checks) or, in the trusted side's own zygote, :mod:`autograder.verify`. The zygote replies with the child's
 pid, and later reports its exit status (it is the child's parent).
 Resource limits set on the zygote are inherited by every child.
 """
@@ -49,8 +50,6 @@ def main() -> None:
             importlib.import_module(name)
         except ImportError:
             pass
-    from autograder import sandboxed_run
-
     devnull = os.open(os.devnull, os.O_RDWR)
     _send(sock, {"ready": True})
     children: set[int] = set()
@@ -86,7 +85,8 @@ def main() -> None:
                 os.close(fds[1])
                 os.chdir(request["cwd"])
                 sys.path[0] = request["kit"]
-                sandboxed_run.run(dict(request, fd=fds[0]))
+                target = importlib.import_module(request.get("target", "autograder.sandboxed_run"))
+                target.run(dict(request, fd=fds[0]))
             finally:
                 os._exit(70)
         for fd in fds:
