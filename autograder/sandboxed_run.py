@@ -172,6 +172,9 @@ def _record(reporter: ChildReporter, calls: dict, name: str, args: tuple, kwargs
 def main() -> None:
     cfg = json.loads(sys.stdin.read())
     sys.stdin.close()
+    from autograder.zygote import preload
+
+    preload()
     run(cfg)
 
 

@@ -156,6 +156,9 @@ class Verifier:
 def main() -> None:
     cfg = json.loads(sys.stdin.read())
     sys.stdin.close()
+    from autograder.zygote import preload
+
+    preload()
     run(cfg)
 
 

@@ -34,6 +34,16 @@ PRELOAD = (
 KIT = ("autograder.course", "autograder.failures", "autograder.submission", "autograder.transcript", "autograder.sandboxed_run")
 
 
+def preload() -> None:
+    """Import the libraries every grading process starts with (the same set, forked or not, so that
+    a student's process and the trusted verifier generate the same inputs)."""
+    for name in PRELOAD + KIT:
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            pass
+
+
 def _send(sock: socket.socket, message: dict) -> None:
     try:
         sock.send(json.dumps(message).encode())
@@ -45,11 +55,7 @@ def main() -> None:
     cfg = json.loads(sys.stdin.read())
     sys.stdin.close()
     sock = socket.socket(fileno=int(cfg["sock"]))
-    for name in PRELOAD + KIT:
-        try:
-            importlib.import_module(name)
-        except ImportError:
-            pass
+    preload()
     devnull = os.open(os.devnull, os.O_RDWR)
     _send(sock, {"ready": True})
     children: set[int] = set()
