@@ -137,7 +137,8 @@ def test_summary_counts_passes_and_common_failures(graded):
     listed = re.findall(r"(\d+)× ([^<|]+?)(?: \||<br>)", text)
     assert listed, text
     for count, message in listed:
-        assert int(count) >= 1 and message.strip().replace("\\|", "|") in outputs, message
+        message = message.strip().replace("\\|", "|").removesuffix("...")
+        assert int(count) >= 1 and message in outputs, message
 
 
 def test_grading_twice_gives_identical_files(tmp_path, graded):
