@@ -58,6 +58,13 @@ def run_grade(args: argparse.Namespace) -> int:
     )
     students = grading.find_students(args.submissions)
     grader = grading.Grader(course, options)
+    weak = grader.unconfirmable_functions()
+    if weak:
+        print(
+            f"autograder grade: warning: {', '.join(weak)} have no @pytest.mark.correctness check; "
+            "their passes are taken from the student's process without confirmation",
+            file=sys.stderr,
+        )
     progress = grading.Progress()
     progress(0, len(students))
     try:

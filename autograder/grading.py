@@ -144,6 +144,14 @@ class Grader:
             raise RuntimeError("the course has no checks for the selected modules")
         return checks
 
+    def unconfirmable_functions(self) -> list[str]:
+        """Functions with no correctness check: their passes cannot be confirmed by the trusted side."""
+        confirmed = {(c.module, c.function) for c in self.plan if c.correctness}
+        return [
+            fn.qualname for fn in self.course.functions
+            if fn.module in self.options.modules and (fn.module, fn.name) not in confirmed
+        ]
+
     def verify(self, claims: list[str], transcripts: dict) -> dict[str, dict]:
         if not claims:
             return {}
