@@ -4,8 +4,8 @@ The grading process that runs a student's code records, for each correctness
 check, what the student's function returned for which arguments (a
 *transcript*). The trusted verifier replays the check and looks answers up
 by the digest of the arguments it generated itself. Only plain data crosses:
-exact ``np.ndarray`` / JAX arrays, NumPy and Python scalars, strings, None,
-and tuples, lists and dicts of them. Anything else becomes an *opaque* marker
+exact ``np.ndarray`` / JAX arrays, typed PRNG keys (as their key data), NumPy
+and Python scalars, strings, None, and tuples, lists and dicts of them. Anything else becomes an *opaque* marker
 — never a pickle, so decoding cannot run code.
 """
 
@@ -61,6 +61,11 @@ def encode(value: Any, _depth: int = 0) -> Any:
             "shape": list(arr.shape),
             "b": base64.b64encode(np.ascontiguousarray(arr).tobytes()).decode("ascii"),
         }
+    if _is_typed_key(value):
+        import jax
+
+        data = np.asarray(jax.random.key_data(value))
+        return {"t": "key", "impl": str(jax.random.key_impl(value)), "data": encode(data, _depth + 1)}
     if isinstance(value, np.generic) and type(value).__module__ == "numpy" and value.dtype.kind in "biufc":
         return {"t": "npscalar", "dtype": value.dtype.str, "b": base64.b64encode(value.tobytes()).decode("ascii")}
     if kind in (tuple, list):
@@ -69,6 +74,15 @@ def encode(value: Any, _depth: int = 0) -> Any:
         items = sorted(value.items(), key=lambda kv: (type(kv[0]).__name__, kv[0]))
         return {"t": "dict", "v": [[encode(k), encode(v, _depth + 1)] for k, v in items]}
     return {"t": "opaque", "type": getattr(kind, "__qualname__", "object")}
+
+
+def _is_typed_key(value: Any) -> bool:
+    """A new-style typed PRNG key array (its exact JAX type, not a look-alike)."""
+    if type(value).__name__ != "PRNGKeyArray" or type(value).__module__ != "jax._src.random.prng":
+        return False
+    import jax
+
+    return isinstance(value, jax.Array) and not isinstance(value, jax.core.Tracer)
 
 
 def has_opaque(encoded: Any) -> bool:
@@ -113,6 +127,13 @@ def decode(encoded: Any, *, _depth: int = 0) -> Any:
 
             return jnp.asarray(arr)
         return arr
+    if t == "key":
+        import jax
+
+        data = decode(encoded["data"], _depth=_depth + 1)
+        if type(data) is not np.ndarray or data.dtype != np.uint32:
+            raise ValueError("malformed transcript key")
+        return jax.random.wrap_key_data(data, impl=str(encoded["impl"]))
     if t in ("tuple", "list"):
         items = [decode(v, _depth=_depth + 1) for v in encoded["v"]]
         return tuple(items) if t == "tuple" else items
