@@ -54,18 +54,50 @@ def build(dest: Path, copies: int, modules: list[str]) -> int:
     return n
 
 
+def breakdown(course, folder: Path, modules: list[str], args) -> None:
+    """Per kind of submission: seconds in grading processes and in trusted verification."""
+    from collections import defaultdict
+
+    from autograder import grading
+
+    start = time.monotonic()
+    options = grading.Options(tuple(modules), course.grading.timeout_per_function, course.grading.memory_limit_mb,
+                              args.jobs, zygote=not args.no_zygote)
+    grader = grading.Grader(course, options)
+    setup = time.monotonic() - start
+    try:
+        start = time.monotonic()
+        results = grader.grade_class(grading.find_students(folder))
+        seconds = time.monotonic() - start
+    finally:
+        grader.close()
+    kinds = defaultdict(list)
+    for r in results:
+        kinds[r.student.rsplit("_", 1)[0]].append(r.timings)
+    print(f"zygote {'off' if args.no_zygote else 'on'}, {args.jobs} jobs: setup (trusted plan) {setup:.1f} s, "
+          f"{len(results)} submissions in {seconds:.1f} s = {seconds / len(results):.2f} s per submission")
+    for kind, timings in sorted(kinds.items()):
+        mean = {k: sum(t[k] for t in timings) / len(timings) for k in ("runs", "run_seconds", "verify_seconds")}
+        print(f"  {kind:8s} processes {mean['runs']:.1f}  grading {mean['run_seconds']:.2f} s  "
+              f"verifying {mean['verify_seconds']:.2f} s")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--copies", type=int, default=2)
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--only", action="append")
     parser.add_argument("--no-zygote", action="store_true")
+    parser.add_argument("--breakdown", action="store_true", help="grade in-process and print where the time goes")
     args = parser.parse_args()
     course = load_course(ROOT)
     modules = args.only or [m.name for m in course.modules]
     with tempfile.TemporaryDirectory(prefix="grade-bench-") as tmp:
         tmp = Path(tmp)
         n = build(tmp / "class", args.copies, modules)
+        if args.breakdown:
+            breakdown(course, tmp / "class", modules, args)
+            return
         cmd = [sys.executable, "-m", "autograder", "grade", str(tmp / "class"), "--out", str(tmp / "out"),
                "--jobs", str(args.jobs), "--course", str(ROOT)]
         for module in modules:
