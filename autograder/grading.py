@@ -74,8 +74,9 @@ class Grader:
         self._own_cache = options.cache_dir is None
         self.cache_dir = sandbox.scratch_dir() if self._own_cache else Path(options.cache_dir)
         self.env = sandbox.child_env(_cache_env(self.cache_dir))
-        # The trusted side shares no compilation cache with student processes (which could write into it).
-        self.trusted_env = sandbox.child_env()
+        # The trusted side has its own compilation cache, whose path no student process is given.
+        self.trusted_cache_dir = sandbox.scratch_dir()
+        self.trusted_env = sandbox.child_env(_cache_env(self.trusted_cache_dir))
         self._local = threading.local()
         self._zygotes: list[tuple[sandbox.Zygote, Path]] = []
         self._lock = threading.Lock()
@@ -96,6 +97,7 @@ class Grader:
             self._zygotes.clear()
         if self._own_cache:
             shutil.rmtree(self.cache_dir, ignore_errors=True)
+        shutil.rmtree(self.trusted_cache_dir, ignore_errors=True)
 
     # -- trusted side -----------------------------------------------------
     def _trusted(self, cfg: dict, timeout: float) -> dict:
