@@ -37,7 +37,9 @@ def assert_randomness_comes_from_the_key(fn, make_args, static_argnums, module):
     """Different keys give different results (both kinds); no global RNG, no hidden or module state."""
     for kind in keys.KINDS:
         keys.assert_key_changes_result(jitted(fn, *static_argnums), make_args, kind)
-    purity.assert_pure(structure.eagerly(fn), *make_args(keys.make_key(3, "typed")), module=module)
+    eager, args = structure.eagerly(fn), make_args(keys.make_key(3, "typed"))
+    purity.assert_no_hidden_rng(eager, *args)  # first: it names the generator
+    purity.assert_pure(eager, *args, module=module)
 
 
 def typed_key():
