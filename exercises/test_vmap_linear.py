@@ -65,7 +65,7 @@ def test_linear_is_pure(student):
 
 def test_linear_does_not_retrace(student):
     def make_args(i):
-        xs, W, b, _ = problem(LINEAR_SHAPES[3], i)
+        xs, W, b, _ = problem(LINEAR_SHAPES[2], i)
         return xs[0], W, b
 
     tracing.assert_no_retrace(student.linear, make_args, name="linear")
@@ -102,7 +102,7 @@ def test_batched_linear_is_pure(student):
 
 def test_batched_linear_does_not_retrace(student):
     tracing.assert_no_retrace(
-        student.batched_linear, lambda i: problem(LINEAR_SHAPES[3], i)[:3], name="batched_linear"
+        student.batched_linear, lambda i: problem(LINEAR_SHAPES[2], i)[:3], name="batched_linear"
     )
 
 
@@ -173,7 +173,7 @@ def test_per_example_grads_is_pure(student):
 
 def test_per_example_grads_does_not_retrace(student):
     def make_args(i):
-        xs, W, b, ys = problem(LINEAR_SHAPES[3], i)
+        xs, W, b, ys = problem(LINEAR_SHAPES[2], i)
         return params_of(W, b), xs, ys
 
     tracing.assert_no_retrace(student.per_example_grads, make_args, name="per_example_grads")
