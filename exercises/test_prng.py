@@ -27,7 +27,8 @@ from autograder.strategies import keys as any_keys
 
 correctness = pytest.mark.correctness
 
-DROPOUT_INPUT = jnp.linspace(1.0, 2.0, 64, dtype=jnp.float32)  # no zeros: a dropped entry is visible
+# No zeros, so a dropped entry is visible; a shape of DROPOUT_SHAPES, so it compiles nothing new.
+DROPOUT_INPUT = jnp.linspace(1.0, 2.0, 6, dtype=jnp.float32).reshape(2, 3)
 LEGACY_KEY_0 = keys.make_key(0, "legacy")
 
 
@@ -112,7 +113,7 @@ def test_dropout_matches_reference(student, reference, key, x, rate):
     )
 
 
-@given(key=any_keys(), rate=dropout_rates((0.25, 0.9)))
+@given(key=any_keys(), rate=dropout_rates((0.3,)))
 def test_dropout_rescales_kept_entries(student, key, rate):
     """Inverted dropout: every entry is either dropped (0) or kept and divided by 1 - rate."""
     values.assert_entries_among(

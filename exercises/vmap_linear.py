@@ -21,10 +21,11 @@ and ``jax.vmap(jax.grad(loss), ...)`` gives every example's own gradient in
 one call (per-example gradients, used e.g. for differential privacy), which
 is not the gradient of the mean loss.
 
-``vmap`` is cheap to build but not free to trace: build transformed
-functions once (at module level or by calling ``jax.vmap(...)`` directly),
-never wrap a new ``jax.jit(jax.vmap(...))`` on every call, which traces and
-compiles again each time.
+Calling ``jax.vmap(f)(...)`` inside your function is fine: vmap compiles
+nothing. Wrapping a *new* ``jax.jit(jax.vmap(f))`` around it on every call
+is not: each new ``jit`` object starts with an empty cache, so every call
+traces and compiles again. Build jitted functions once (``@jax.jit`` or at
+module level) and reuse them.
 
 Arrays may arrive as NumPy or JAX arrays. Run the checks with
 
