@@ -94,25 +94,25 @@ WRONG = [
         def batched_linear(xs, W, b):
             return jnp.stack([linear(x, W, b) for x in xs])
      """, r"calls linear on one example at a time \(8 call\(s\) for a batch of 8\): a loop over the examples"
-          r"(.*\n)*.*jax.vmap\(linear, in_axes=\(0, None, None\)\) takes linear", "batched_linear and vmap"),
+          r"(.*\n)*.*jax.vmap\(linear, in_axes=\(0, None, None\)\) takes linear", "batched_linear and one_vmap"),
     # a hand-written batched matmul
     ("batched_linear", """
         def batched_linear(xs, W, b):
             return xs @ W + b
      """, r"never calls linear: a hand-written batched computation(.*\n)*.*one matrix product over all B",
-     "batched_linear and vmap"),
+     "batched_linear and one_vmap"),
     # lax.map is a loop too
     ("batched_linear", """
         def batched_linear(xs, W, b):
             return jax.lax.map(lambda x: linear(x, W, b), xs)
      """, r"lax.map \(or lax.scan\) runs it once per example(.*\n)*.*one call and one program, with no loop",
-     "batched_linear and vmap"),
+     "batched_linear and one_vmap"),
     # W and b copied per example
     ("batched_linear", """
         def batched_linear(xs, W, b):
             n = xs.shape[0]
             return jax.vmap(linear)(xs, jnp.broadcast_to(W, (n, *W.shape)), jnp.broadcast_to(b, (n, *b.shape)))
-     """, r"maps linear over W, b too(.*\n)*.*in_axes=\(0, None, None\)", "batched_linear and vmap"),
+     """, r"maps linear over W, b too(.*\n)*.*in_axes=\(0, None, None\)", "batched_linear and one_vmap"),
     # a new jit every call
     ("batched_linear", """
         def batched_linear(xs, W, b):
