@@ -88,7 +88,15 @@ def _course(folder: Path | None):
         raise SystemExit(f"autograder: {err}") from None
 
 
-SUBCOMMANDS = [add_grade]
+def add_nbgrader(subparsers) -> argparse.ArgumentParser:
+    from autograder import cli_nbgrader
+
+    parser = cli_nbgrader.add_parser(subparsers)
+    parser.set_defaults(handler=cli_nbgrader.run)
+    return parser
+
+
+SUBCOMMANDS = [add_grade, add_nbgrader]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -78,7 +78,9 @@ def pytest_configure(config: pytest.Config) -> None:
     if root is None or not (root / "exercises").is_dir():
         return
     try:
-        course = load_course(root)
+        # The student's files are not validated here: a syntax error or a renamed
+        # function must cost only the functions it affects, not the whole run.
+        course = load_course(root, verify_files=False)
     except CourseError as err:
         raise pytest.UsageError(str(err)) from None
     config.stash[COURSE_KEY] = course
@@ -150,28 +152,38 @@ def _load_student(config: pytest.Config, module: str):
             _loaded[key] = err
     loaded = _loaded[key]
     if isinstance(loaded, SubmissionImportError):
-        raise loaded
+        return _Unimportable(loaded)
     return loaded
+
+
+class _Unimportable:
+    """Stands in for a module that failed to import: every use fails the check with the import error."""
+
+    def __init__(self, error: SubmissionImportError):
+        self._error = error
+
+    def __getattr__(self, name: str):
+        raise self._error
+
+
+def _module_under_test(request: pytest.FixtureRequest) -> str:
+    course = _course(request.config)
+    module = module_of(request.path, course) if course else None
+    if module is None:
+        pytest.fail(f"the {request.fixturename} fixture is only available in exercises/test_<module>.py")
+    return module
 
 
 @pytest.fixture(scope="module")
 def student(request: pytest.FixtureRequest):
     """The module under test: the student's ``<module>.py`` (or the solution with ``--solutions``)."""
-    course = _course(request.config)
-    module = module_of(request.path, course) if course else None
-    if module is None:
-        pytest.fail("the student fixture is only available in exercises/test_<module>.py")
-    return _load_student(request.config, module)
+    return _load_student(request.config, _module_under_test(request))
 
 
 @pytest.fixture(scope="module")
 def reference(request: pytest.FixtureRequest):
     """The reference oracle for the module under test: expected values come only from here."""
-    course = _course(request.config)
-    module = module_of(request.path, course) if course else None
-    if module is None:
-        pytest.fail("the reference fixture is only available in exercises/test_<module>.py")
-    return load_reference(course, module)
+    return load_reference(_course(request.config), _module_under_test(request))
 
 
 _oracles: dict[tuple[Path, str], object] = {}

@@ -17,6 +17,7 @@ import contextlib
 import copy
 import inspect
 import random
+import sys
 from types import ModuleType
 from typing import Any, Callable
 
@@ -54,7 +55,7 @@ def _changes(before: Any, after: Any, where: str) -> str | None:
         same = np.array_equal(before, after, equal_nan=before.dtype.kind in "fc")
         if not same:
             idx = tuple(int(i) for i in np.argwhere(before != after)[0]) if before.ndim else ()
-            return f"{where}{list(idx) if idx else ''} was {before[idx]!r} before the call and is {after[idx]!r} after it"
+            return f"{where}{list(idx) if idx else ''} was {before[idx].item()!r} before the call and is {after[idx].item()!r} after it"
         return None
     if type(before) in (list, tuple):
         if type(after) is not type(before) or len(after) != len(before):
@@ -113,9 +114,9 @@ _RNGS: dict[str, tuple[Callable[[], Any], Callable[[Any], None], Callable[[int],
 
 
 def _torch_rng():
-    try:
-        import torch
-    except ImportError:  # pragma: no cover - torch is a dependency of the kit
+    """torch's global RNG, if torch is in use (importing it just for this would cost seconds)."""
+    torch = sys.modules.get("torch")
+    if torch is None:
         return None
     return (torch.get_rng_state, torch.set_rng_state, torch.manual_seed)
 
@@ -137,15 +138,16 @@ def _preserved_global_rngs():
 def assert_no_hidden_rng(fn: Callable, *args: Any, **kwargs: Any) -> None:
     """The result does not change when only a global random generator changes."""
     with _preserved_global_rngs() as rngs:
-        for _, _, seed in rngs.values():
-            seed(1234)
+
+        def seed_all(value: int, differently: str | None = None) -> None:
+            for rng_name, (_, _, seed) in rngs.items():
+                seed(value + 1 if rng_name == differently else value)
+
+        seed_all(1234)
         baseline = fn(*_snapshot(args), **kwargs)
-        for name, (_, _, seed) in rngs.items():
-            seed(98765)
-            try:
-                again = fn(*_snapshot(args), **kwargs)
-            finally:
-                seed(1234)
+        for name in rngs:
+            seed_all(1234, differently=name)
+            again = fn(*_snapshot(args), **kwargs)
             try:
                 assert_trees_close(again, baseline, rtol=0, atol=0)
             except CheckFailure:
@@ -215,19 +217,6 @@ def assert_module_state_unchanged(module: ModuleType, fn: Callable, *args: Any, 
             raise CheckFailure(check, f"calling {_name(fn)} changed the contents of the module-level variable {name!r}", advice)
 
 
-def _tracers_in(value: Any, seen: set[int], depth: int = 0) -> bool:
-    if isinstance(value, jax.core.Tracer):
-        return True
-    if depth > 4 or id(value) in seen:
-        return False
-    seen.add(id(value))
-    if isinstance(value, (list, tuple, set)):
-        return any(_tracers_in(v, seen, depth + 1) for v in value)
-    if isinstance(value, dict):
-        return any(_tracers_in(v, seen, depth + 1) for v in value.values())
-    return False
-
-
 def assert_no_leaked_tracers(
     fn: Callable,
     *args: Any,
@@ -244,6 +233,8 @@ def assert_no_leaked_tracers(
     from autograder.structure import jit_once
 
     jitted = fn if hasattr(fn, "lower") else jit_once(fn, static_argnums)
+    # tracers some other function leaked earlier are not this function's fault
+    before = {name: tracer_ids(value) for name, value in vars(module).items()} if module is not None else {}
     try:
         with jax.checking_leaks():
             jitted(*args, **kwargs)
@@ -257,7 +248,7 @@ def assert_no_leaked_tracers(
         return  # not jit-compatible at all: the jit check reports that, not this one
     if module is not None:
         for name, value in vars(module).items():
-            if not name.startswith("__") and _tracers_in(value, set()):
+            if not name.startswith("__") and tracer_ids(value) - before.get(name, set()):
                 raise CheckFailure(
                     check, f"after a jitted call of {_name(fn)} the module-level {name!r} holds a tracer", advice
                 )
@@ -270,3 +261,59 @@ def assert_pure(fn: Callable, *args: Any, module: ModuleType | None = None, **kw
     assert_no_hidden_rng(fn, *args, **kwargs)
     if module is not None:
         assert_module_state_unchanged(module, fn, *args, **kwargs)
+
+
+def _rng_states_equal(a: Any, b: Any) -> bool:
+    if hasattr(a, "shape") and hasattr(a, "dtype"):  # torch's state is a uint8 tensor
+        return bool((a == b).all()) if a.shape == b.shape else False
+    if isinstance(a, tuple) and isinstance(b, tuple):
+        return len(a) == len(b) and all(_rng_states_equal(x, y) for x, y in zip(a, b))
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        return np.array_equal(a, b)
+    return a == b
+
+
+def assert_global_rngs_untouched(fn: Callable, *args: Any, **kwargs: Any) -> Any:
+    """Calling ``fn`` neither draws from nor re-seeds NumPy's, Python's or torch's global RNG.
+
+    For functions whose result cannot be compared (a dataset, a loader): a
+    function seeding ``np.random`` or ``torch`` globally can reproduce the
+    right numbers, but it changes the random state of everyone else.
+    Returns ``fn``'s result.
+    """
+    with _preserved_global_rngs() as rngs:
+        for _, _, seed in rngs.values():
+            seed(4321)
+        before = {name: get() for name, (get, _, _) in rngs.items()}
+        result = fn(*args, **kwargs)
+        for name, (get, _, _) in rngs.items():
+            if not _rng_states_equal(before[name], get()):
+                raise CheckFailure(
+                    f"{_name(fn)} leaves the global random generators alone",
+                    f"calling {_name(fn)} changed the state of {name}: it seeds or draws from a global generator",
+                    "use a generator of your own, made from the seed argument "
+                    "(np.random.RandomState(seed), torch.Generator().manual_seed(seed)), never the global one",
+                )
+    return result
+
+
+def tracer_ids(value: Any) -> set[int]:
+    """Ids of the JAX tracers in ``value`` (looking a few levels into lists, tuples, sets and dicts)."""
+    found: set[int] = set()
+
+    def visit(v: Any, seen: set[int], depth: int) -> None:
+        if isinstance(v, jax.core.Tracer):
+            found.add(id(v))
+            return
+        if depth > 4 or id(v) in seen:
+            return
+        seen.add(id(v))
+        if isinstance(v, (list, tuple, set)):
+            for item in v:
+                visit(item, seen, depth + 1)
+        elif isinstance(v, dict):
+            for item in v.values():
+                visit(item, seen, depth + 1)
+
+    visit(value, set(), 0)
+    return found

@@ -64,13 +64,13 @@ def failing_input(exc: BaseException, fixture_names: Iterable[str] = ()) -> str:
     skip = tuple(f"{name}=" for name in fixture_names)
     lines: list[str] = []
     for note in notes:
-        if not note.startswith(("Falsifying example", "Failing test case", "Falsifying explicit example")):
+        if not note.startswith(("Falsifying", "Failing")):
             continue
         for line in note.splitlines()[1:]:
             stripped = line.strip()
             if stripped == ")" or stripped.startswith(skip):
                 continue
-            lines.append("    " + stripped)
+            lines.append("  " + line.rstrip())
     return "\n".join(lines)
 
 
@@ -83,7 +83,10 @@ def describe_exception(exc: BaseException, function: Function, student_files: It
     if isinstance(exc, SubmissionImportError):
         return str(exc)
     if isinstance(exc, CheckFailure):
-        return f"{function.qualname}: {exc}"
+        text = str(exc)
+        if text.startswith(function.name + " "):  # "clamp_at modified ..." -> "at_updates.clamp_at modified ..."
+            return f"{function.module}.{text}"
+        return f"{function.qualname}: {text}"
     explanation = jit_error_explanation(exc)
     where = _student_frame(exc, student_files)
     first_line = (str(exc).strip().splitlines() or [""])[0]

@@ -69,3 +69,133 @@ def ordered_pairs(min_value: float = -10.0, max_value: float = 10.0) -> st.Searc
 def keys(kinds: Sequence[str] = KINDS, seeds: st.SearchStrategy[int] = st.integers(0, 2**31 - 1)):
     """PRNG keys of both kinds: typed (``jax.random.key``) and legacy (``PRNGKey``)."""
     return st.tuples(st.sampled_from(list(kinds)), seeds).map(lambda ks: make_key(ks[1], ks[0]))
+
+
+# Batches for a collate function ---------------------------------------------
+
+COLLATE_DTYPES = (np.float32, np.float64, np.int32, np.int64, np.uint8, np.bool_)
+COLLATE_SHAPES = ((), (3,), (2, 2))
+COLLATE_BATCH_SIZES = (1, 2, 5)
+_COLLATE_KEYS = ("x", "y", "label", "mask")
+
+
+def _collate_elements(dtype) -> st.SearchStrategy:
+    dtype = np.dtype(dtype)
+    if dtype.kind == "f":
+        return st.floats(-100, 100, width=8 * dtype.itemsize, allow_nan=False, allow_infinity=False, allow_subnormal=False)
+    if dtype.kind == "b":
+        return st.booleans()
+    info = np.iinfo(dtype)
+    return st.integers(max(int(info.min), -1000), min(int(info.max), 1000))
+
+
+def _collate_leaf_templates() -> st.SearchStrategy[tuple]:
+    dtypes = st.sampled_from(COLLATE_DTYPES)
+    return st.one_of(
+        st.tuples(st.just("array"), dtypes, st.sampled_from(COLLATE_SHAPES)),
+        st.tuples(st.just("numpy scalar"), dtypes, st.just(())),
+        st.tuples(st.just("python scalar"), st.sampled_from((int, float, bool)), st.just(())),
+    )
+
+
+def sample_structures(max_leaves: int = 6) -> st.SearchStrategy[tuple]:
+    """The shape of one dataset sample: a nested tuple/list/dict template with leaf specs.
+
+    A leaf is ``(kind, dtype, shape)`` with kind ``"array"``, ``"numpy scalar"``
+    or ``"python scalar"``; a node is ``("tuple" | "list" | "dict", children)``.
+    Containers are never empty. Use :func:`samples_of` to draw values.
+    """
+    keys = st.sampled_from(_COLLATE_KEYS)
+    return st.recursive(
+        _collate_leaf_templates(),
+        lambda children: st.one_of(
+            st.lists(children, min_size=1, max_size=3).map(lambda xs: ("tuple", xs)),
+            st.lists(children, min_size=1, max_size=3).map(lambda xs: ("list", xs)),
+            st.dictionaries(keys, children, min_size=1, max_size=3).map(lambda d: ("dict", d)),
+        ),
+        max_leaves=max_leaves,
+    )
+
+
+def samples_of(template: tuple) -> st.SearchStrategy:
+    """One sample with the structure ``template`` (see :func:`sample_structures`)."""
+    kind = template[0]
+    if kind == "array":
+        _, dtype, shape = template
+        return hnp.arrays(dtype, shape, elements=_collate_elements(dtype))
+    if kind == "numpy scalar":
+        dtype = np.dtype(template[1])
+        return _collate_elements(dtype).map(dtype.type)
+    if kind == "python scalar":
+        py = template[1]
+        if py is bool:
+            return st.booleans()
+        if py is int:
+            return st.integers(-1000, 1000)
+        return st.floats(-100, 100, allow_nan=False, allow_infinity=False, allow_subnormal=False)
+    children = template[1]
+    if kind == "tuple":
+        return st.tuples(*map(samples_of, children))
+    if kind == "list":
+        return st.tuples(*map(samples_of, children)).map(list)
+    return st.fixed_dictionaries({key: samples_of(child) for key, child in children.items()})
+
+
+def collate_batches(sizes: Sequence[int] = COLLATE_BATCH_SIZES) -> st.SearchStrategy[list]:
+    """What a ``DataLoader`` hands its ``collate_fn``: a non-empty list of samples of one structure.
+
+    Samples nest tuples, lists and dicts of NumPy arrays (several dtypes and
+    shapes), NumPy scalars and Python ``int``/``float``/``bool``.
+    """
+    return sample_structures().flatmap(
+        lambda template: st.sampled_from(list(sizes)).flatmap(
+            lambda k: st.lists(samples_of(template), min_size=k, max_size=k)
+        )
+    )
+
+
+# prng -----------------------------------------------------------------------
+
+# Every value below is a separate compilation per key kind when it is static: keep them few.
+MLP_SIZES = ((2, 3), (3, 4, 2, 1))
+DROPOUT_RATES = (0.0, 0.3)
+DROPOUT_SHAPES = ((7,), (2, 3))
+WALK_LENGTHS = (1, 6)
+
+
+def mlp_sizes(sizes: Sequence[tuple[int, ...]] = MLP_SIZES) -> st.SearchStrategy[tuple[int, ...]]:
+    """Layer sizes of an MLP (a hashable tuple, so it can be a static argument of jit)."""
+    return st.sampled_from(list(sizes))
+
+
+def dropout_rates(rates: Sequence[float] = DROPOUT_RATES) -> st.SearchStrategy[float]:
+    """Dropout rates in ``[0, 1)`` from a few values (each is a separate compilation when static)."""
+    return st.sampled_from(list(rates))
+
+
+def walk_lengths(lengths: Sequence[int] = WALK_LENGTHS) -> st.SearchStrategy[int]:
+    """Numbers of steps (>= 1) for a random walk, from a few values."""
+    return st.sampled_from(list(lengths))
+
+
+# vmap_linear ----------------------------------------------------------------
+
+# (batch, d_in, d_out): a batch of one, a single input and a single output feature all occur.
+LINEAR_SHAPES = ((1, 3, 2), (4, 1, 3), (8, 4, 1))
+
+
+def linear_problems(
+    shapes: Sequence[tuple[int, int, int]] = LINEAR_SHAPES, *, bound: float = 3.0
+) -> st.SearchStrategy[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
+    """``(xs, W, b, ys)`` float32 NumPy arrays of shapes (B, d_in), (d_in, d_out), (d_out,), (B, d_out)."""
+
+    def arrays(shape):
+        batch, d_in, d_out = shape
+        return st.tuples(
+            *(
+                hnp.arrays(np.float32, s, elements=float32s(-bound, bound))
+                for s in ((batch, d_in), (d_in, d_out), (d_out,), (batch, d_out))
+            )
+        )
+
+    return st.sampled_from(list(shapes)).flatmap(arrays)

@@ -18,6 +18,7 @@ import numpy as np
 from autograder.failures import CheckFailure
 
 _JAX_ARRAY = type(jnp.zeros(()))
+_KEY_ARRAY = type(jax.random.key(0))
 _PY_SCALARS = (bool, int, float)
 _MAX_SHOWN = 5
 
@@ -42,7 +43,7 @@ def describe(tree: Any) -> str:
 
 def is_key(x: Any) -> bool:
     """A new-style typed PRNG key array."""
-    return hasattr(x, "dtype") and jnp.issubdtype(x.dtype, jax.dtypes.prng_key)
+    return isinstance(x, jax.Array) and jnp.issubdtype(x.dtype, jax.dtypes.prng_key)
 
 
 def _thaw(tree: Any) -> Any:
@@ -77,9 +78,9 @@ def _as_numpy(leaf: Any, where: str, check: str) -> np.ndarray:
         return np.asarray(leaf)
     if kind is np.ndarray:
         return np.array(leaf, copy=True)
+    if kind is _KEY_ARRAY:
+        return np.asarray(jax.random.key_data(leaf))
     if kind is _JAX_ARRAY:
-        if is_key(leaf):
-            return np.asarray(jax.random.key_data(leaf))
         return np.asarray(jax.device_get(leaf))
     if isinstance(leaf, jax.core.Tracer):
         raise CheckFailure(
@@ -99,14 +100,14 @@ def _first_differences(expected: np.ndarray, got: np.ndarray, close: np.ndarray)
     lines = []
     for index in bad[:_MAX_SHOWN]:
         idx = tuple(int(i) for i in index)
-        lines.append(f"  [{', '.join(map(str, idx))}]: expected {expected[idx]!r}, got {got[idx]!r}")
+        lines.append(f"  [{', '.join(map(str, idx))}]: expected {expected[idx].item()!r}, got {got[idx].item()!r}")
     if len(bad) > _MAX_SHOWN:
         lines.append(f"  ... and {len(bad) - _MAX_SHOWN} more")
     return "\n".join(lines)
 
 
 def _compare_leaf(where: str, expected: Any, got: Any, rtol: float, atol: float, check: str) -> None:
-    exp_is_key, got_is_key = is_key(expected), is_key(got) if type(got) is _JAX_ARRAY else False
+    exp_is_key, got_is_key = is_key(expected), type(got) is _KEY_ARRAY
     if exp_is_key != got_is_key:
         kinds = ("a typed key (jax.random.key)", "a legacy uint32 key (jax.random.PRNGKey)")
         raise CheckFailure(
@@ -144,6 +145,22 @@ def _compare_leaf(where: str, expected: Any, got: Any, rtol: float, atol: float,
         )
 
 
+def _same_structure(a, b) -> bool:
+    """The same container types, nested the same way.
+
+    Static metadata (a TrainState's ``apply_fn`` and ``tx``) is not compared:
+    two equal states built separately hold different function objects.
+    Dict keys are compared through the leaf paths.
+    """
+    if a.num_nodes != b.num_nodes or a.num_leaves != b.num_leaves:
+        return False
+    data_a, data_b = a.node_data(), b.node_data()
+    if (data_a is None) != (data_b is None) or (data_a is not None and data_a[0] is not data_b[0]):
+        return False
+    children_a, children_b = a.children(), b.children()
+    return len(children_a) == len(children_b) and all(map(_same_structure, children_a, children_b))
+
+
 def assert_trees_close(
     got: Any,
     expected: Any,
@@ -163,7 +180,7 @@ def assert_trees_close(
         got_leaves, got_def = _flatten(got)
     except Exception as err:  # noqa: BLE001 - the student's pytree nodes may be broken
         raise CheckFailure(check, f"{name} could not be read as a pytree: {type(err).__name__}: {err}") from None
-    if got_def != exp_def:
+    if not _same_structure(got_def, exp_def) or [p for p, _ in got_leaves] != [p for p, _ in exp_leaves]:
         exp_paths = [p for p, _ in exp_leaves]
         got_paths = [p for p, _ in got_leaves]
         diff = ""
@@ -205,3 +222,37 @@ def assert_matches_reference(
 
 def _name(fn: Callable) -> str:
     return getattr(fn, "__name__", None) or getattr(getattr(fn, "__wrapped__", None), "__name__", "the function")
+
+
+def assert_entries_among(
+    got: Any,
+    options: dict[str, Any],
+    *,
+    check: str,
+    advice: str = "",
+    rtol: float = 1e-5,
+    atol: float = 0.0,
+) -> None:
+    """``got`` has the options' shape, and every entry equals the same entry of one of the ``options``.
+
+    ``options`` maps a readable description (``"0"``, ``"x / (1 - rate)"``) to
+    an array (or scalar) broadcastable to the shape; the message shows the
+    first entry that matches none of them, with every option's value there.
+    """
+    shape = np.broadcast_shapes(*(np.shape(value) for value in options.values()))
+    arrays = {name: np.broadcast_to(np.asarray(value, dtype=np.float64), shape) for name, value in options.items()}
+    arr = _as_numpy(got, "result", check)
+    if arr.shape != shape:
+        raise CheckFailure(check, f"result has shape {arr.shape}, expected {shape}", advice)
+    ok = np.zeros(arr.shape, bool)
+    for value in arrays.values():
+        ok |= np.isclose(arr, value, rtol=rtol, atol=atol)
+    if not ok.all():
+        idx = tuple(int(i) for i in np.argwhere(~ok)[0])
+        shown = ", ".join(f"{name} = {value[idx]:.6g}" for name, value in arrays.items())
+        raise CheckFailure(
+            check,
+            f"result[{', '.join(map(str, idx))}] is {arr[idx]:.6g}, which is none of the allowed values ({shown})"
+            f" — {int((~ok).sum())} of {ok.size} entries are wrong",
+            advice,
+        )

@@ -15,5 +15,6 @@ import autograder.structure  # noqa: F401
 import autograder.tracing  # noqa: F401
 import autograder.keys  # noqa: F401
 import autograder.strategies  # noqa: F401
+import autograder.loaders  # noqa: F401
 
 pytest_plugins = ["pytester"]

@@ -70,7 +70,12 @@ def grade(pytester, module: str, source: str, *, only: str | None = None) -> dic
     """Grade ``source`` as the student's ``<module>.py``; ``only`` is a ``-k`` expression."""
     folder = pytester.mkdir(f"submission_{len(list(pytester.path.iterdir()))}")
     (folder / f"{module}.py").write_text(textwrap.dedent(source), encoding="utf-8")
-    out = folder / "results.json"
+    return grade_folder(pytester, module, folder, only=only)
+
+
+def grade_folder(pytester, module: str, folder: Path, *, only: str | None = None) -> dict[str, FunctionResult]:
+    """Grade the ``<module>.py`` in ``folder`` with the course's checks, in the grading profile."""
+    out = pytester.path / f"results_{module}_{len(list(pytester.path.iterdir()))}.json"
     args = [str(EXERCISES / f"test_{module}.py"), "--submission", str(folder), "--results-json", str(out)]
     args += ["--grading", "-q", "-p", "no:cacheprovider"]
     if only:

@@ -1,0 +1,196 @@
+"""Checks for module 3, ``data``: run ``pytest exercises/test_data.py``.
+
+Every check is named after the function it judges; its points and hint come
+from ``course.toml``. The loaders are real ``torch.utils.data.DataLoader``s.
+"""
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import example, given
+from hypothesis import strategies as st
+
+from autograder import loaders, purity, values
+from autograder.loaders import SampleDataset, indexed_samples
+from autograder.strategies import collate_batches
+
+correctness = pytest.mark.correctness
+
+# A fixed batch source for the DataLoader checks: nested tuples, dicts and
+# lists of arrays of several dtypes, NumPy scalars and Python numbers.
+LOADER_SAMPLES = [
+    (
+        np.array([i, i + 0.5, -i], np.float32),
+        {"label": np.int32(i % 2), "weight": 0.25 * i, "mask": np.array([i % 2 == 0, True])},
+        [np.int64(10 * i), np.full((2, 2), i, np.uint8), i],
+    )
+    for i in range(10)
+]
+LOADER_BATCH_SIZE = 4
+
+
+# numpy_collate --------------------------------------------------------------
+
+@correctness
+@given(batch=collate_batches())
+@example(batch=[(np.zeros(2, np.float32), np.int32(0)), (np.ones(2, np.float32), np.int32(1))])
+@example(batch=[{"x": np.arange(3), "y": [1.5, True]}, {"x": np.arange(3) + 1, "y": [2.5, False]}])
+def test_numpy_collate_matches_reference(student, reference, batch):
+    """Structure (tuples and lists → a list), np.ndarray leaves only, dtypes and values."""
+    expected = reference.numpy_collate(batch)
+    got = student.numpy_collate(batch)
+    loaders.assert_numpy_batch(got, expected, check="numpy_collate(batch) equals the reference on generated batches")
+
+
+@given(batch=collate_batches())
+def test_numpy_collate_leaves_the_batch_unchanged(student, batch):
+    """The batch list, its samples and their arrays are left as they were; no module state is touched."""
+    purity.assert_arguments_unchanged(student.numpy_collate, batch)
+    purity.assert_module_state_unchanged(student, student.numpy_collate, batch)
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("num_workers", [0, 2])
+def test_numpy_collate_works_in_a_dataloader(student, reference, num_workers):
+    """A real DataLoader, in the main process and with two forked workers (deadlocks fail, not hang)."""
+    batches = loaders.load_batches(
+        SampleDataset(LOADER_SAMPLES),
+        student.numpy_collate,
+        batch_size=LOADER_BATCH_SIZE,
+        num_workers=num_workers,
+        fn_name="numpy_collate",
+    )
+    chunks = [LOADER_SAMPLES[i : i + LOADER_BATCH_SIZE] for i in range(0, len(LOADER_SAMPLES), LOADER_BATCH_SIZE)]
+    check = f"numpy_collate works as the collate_fn of a DataLoader with num_workers={num_workers}"
+    loaders.assert_batch_count(batches, len(chunks), check=check)
+    for i, (got, chunk) in enumerate(zip(batches, chunks)):
+        loaders.assert_numpy_batch(got, reference.numpy_collate(chunk), name=f"batches[{i}]", check=check)
+
+
+# XORDataset -----------------------------------------------------------------
+
+sizes = st.sampled_from([1, 7, 64, 500])
+seeds = st.integers(0, 2**32 - 1)
+stds = st.sampled_from([0.1, 0.0, 0.5, 1.5])
+
+
+@correctness
+@given(size=sizes, seed=seeds, std=stds)
+@example(size=200, seed=42, std=0.1)
+def test_XORDataset_matches_reference(student, reference, size, seed, std):
+    """Attributes ``data`` (float32 (size, 2)) and ``label`` (int32 (size,)) and ``len``."""
+    expected = reference.XORDataset(size, seed, std)
+    ds = student.XORDataset(size, seed, std)
+    numpy_only = "XORDataset keeps data and label in NumPy arrays (DataLoader workers must not run JAX or torch)"
+    values.assert_leaf_types(ds.data, (np.ndarray,), name="ds.data", check=numpy_only)
+    values.assert_leaf_types(ds.label, (np.ndarray,), name="ds.label", check=numpy_only)
+    check = "XORDataset(size, seed, std) has the reference's data and label"
+    values.assert_trees_close(ds.data, expected.data, rtol=1e-6, atol=1e-6, name="ds.data", check=check)
+    values.assert_trees_close(ds.label, expected.label, rtol=0, atol=0, name="ds.label", check=check)
+    values.assert_trees_close(len(ds), len(expected), name="len(ds)", check=check)
+
+
+@given(size=sizes, seed=seeds)
+def test_XORDataset_default_std_is_0_1(student, reference, size, seed):
+    expected = reference.XORDataset(size, seed)
+    ds = student.XORDataset(size, seed)
+    values.assert_trees_close(
+        ds.data, expected.data, rtol=1e-6, atol=1e-6, name="ds.data", check="XORDataset(size, seed) uses std=0.1"
+    )
+
+
+@given(size=st.sampled_from([1, 7, 64]), seed=seeds, std=stds)
+def test_XORDataset_items_are_data_label_pairs(student, reference, size, seed, std):
+    """A torch Dataset whose ``ds[i]`` is ``(data[i], label[i])``; its batches are the reference's."""
+    ds = student.XORDataset(size, seed, std)
+    expected = reference.XORDataset(size, seed, std)
+    loaders.assert_is_dataset(ds, "XORDataset")
+    indices = sorted({0, size // 2, size - 1})
+    check = "XORDataset's ds[i] is the pair (data[i], label[i])"
+    for i in indices:
+        values.assert_trees_close(ds[i], expected[i], rtol=1e-6, atol=1e-6, name=f"ds[{i}]", check=check)
+    values.assert_trees_close(
+        reference.numpy_collate([ds[i] for i in indices]),
+        reference.numpy_collate([expected[i] for i in indices]),
+        rtol=1e-6,
+        atol=1e-6,
+        name=f"numpy_collate([ds[i] for i in {indices}])",
+        check="a batch of XORDataset items has the reference's dtypes (float32 data, int32 labels)",
+    )
+
+
+@given(size=st.sampled_from([7, 64]), seed=seeds)
+def test_XORDataset_uses_its_own_generator(student, reference, size, seed):
+    """``np.random.seed(seed)`` + ``np.random.randint`` reproduces the numbers but changes everyone's RNG."""
+    purity.assert_global_rngs_untouched(student.XORDataset, size, seed, 0.1)
+
+
+# make_loader ----------------------------------------------------------------
+
+@pytest.fixture
+def loader_module(student, reference, monkeypatch):
+    """The student's module with ``numpy_collate`` swapped for the reference's: make_loader is judged on its own."""
+    monkeypatch.setattr(student, "numpy_collate", reference.numpy_collate, raising=False)
+    return student
+
+
+def epoch_of(module, n, batch_size, shuffle, **kwargs):
+    """The per-batch sample indices of one pass over ``make_loader`` on ``n`` indexed samples."""
+    loader = module.make_loader(SampleDataset(indexed_samples(n)), batch_size, shuffle, **kwargs)
+    loaders.assert_is_dataloader(loader, "make_loader")
+    return loaders.epoch(loader, "make_loader")
+
+
+@correctness
+@pytest.mark.parametrize("drop_last", [False, True])
+def test_make_loader_gives_numpy_batches(loader_module, reference, drop_last):
+    """Batches as numpy_collate builds them from consecutive samples (shuffle=False)."""
+    samples = indexed_samples(10)
+    loader = loader_module.make_loader(SampleDataset(samples), 4, False, seed=0, drop_last=drop_last)
+    loaders.assert_is_dataloader(loader, "make_loader")
+    check = "make_loader's batches are numpy_collate of the samples"
+    batches = list(loader)
+    starts = range(0, 8 if drop_last else 10, 4)
+    loaders.assert_batch_count(batches, len(starts), check=check)
+    for j, start in enumerate(starts):
+        expected = reference.numpy_collate(samples[start : start + 4])
+        loaders.assert_numpy_batch(batches[j], expected, name=f"batches[{j}]", check=check)
+
+
+@pytest.mark.parametrize("shuffle", [False, True])
+@pytest.mark.parametrize("drop_last", [False, True])
+def test_make_loader_honours_batch_size_shuffle_and_drop_last(loader_module, shuffle, drop_last):
+    for n, batch_size in ((10, 4), (64, 8), (3, 5)):
+        order = epoch_of(loader_module, n, batch_size, shuffle, seed=1, drop_last=drop_last)
+        loaders.assert_epoch_batches(
+            order, n, batch_size=batch_size, shuffle=shuffle, drop_last=drop_last, fn_name="make_loader"
+        )
+
+
+@pytest.mark.parametrize("seed", [0, 7])
+def test_make_loader_same_seed_same_order_whatever_the_global_rng(loader_module, seed):
+    """The order comes from a generator seeded with ``seed``, not from torch's global RNG."""
+    orders = []
+    for global_seed in (1, 2):
+        loader = loader_module.make_loader(SampleDataset(indexed_samples(64)), 8, True, seed=seed)
+        loaders.assert_is_dataloader(loader, "make_loader")
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(global_seed)
+            orders.append(loaders.epoch(loader, "make_loader"))
+    loaders.assert_same_order(
+        *orders,
+        check="make_loader(..., seed) visits the samples in an order fixed by seed alone",
+        problem=f"two loaders made with seed={seed} shuffled differently after torch.manual_seed changed",
+        advice="the order comes from torch's global RNG: give the DataLoader its own "
+        "generator=torch.Generator().manual_seed(seed)",
+    )
+
+
+def test_make_loader_order_depends_on_seed(loader_module):
+    orders = [epoch_of(loader_module, 64, 8, True, seed=seed) for seed in (0, 1, 2)]
+    loaders.assert_seed_changes_order(orders, seeds=(0, 1, 2), fn_name="make_loader")
+
+
+def test_make_loader_leaves_global_rngs_untouched(loader_module):
+    """Seeding torch globally (torch.manual_seed) inside make_loader changes everyone's random numbers."""
+    purity.assert_global_rngs_untouched(loader_module.make_loader, SampleDataset(indexed_samples(16)), 4, True, seed=3)

@@ -1,0 +1,118 @@
+"""autograder.purity: impure functions are rejected, each finding with its own message; pure ones pass."""
+
+import random
+import types
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+import torch
+
+from autograder import purity
+from autograder.failures import CheckFailure
+
+
+def module_from(source: str) -> types.ModuleType:
+    module = types.ModuleType("student_module")
+    exec(source, module.__dict__)
+    return module
+
+
+def pure(x, scale):
+    return jnp.asarray(x) * scale
+
+
+def test_a_pure_function_passes_every_check():
+    x = np.arange(4, dtype=np.float32)
+    purity.assert_pure(pure, x, 2.0, module=module_from("import jax.numpy as jnp\nW = jnp.ones(3)\nTABLE = {'a': [1, 2]}"))
+    purity.assert_no_leaked_tracers(pure, x, 2.0, static_argnums=(1,))
+
+
+def test_writing_into_a_numpy_argument_is_caught_with_the_index():
+    def scale_in_place(x, scale):
+        x *= scale
+        return x
+
+    with pytest.raises(CheckFailure, match=r"modified its argument: x\[1\] was 1\.0 before the call and is 3\.0 after it"):
+        purity.assert_arguments_unchanged(scale_in_place, np.arange(3, dtype=np.float32), 3.0)
+
+
+def test_appending_to_a_list_argument_is_caught():
+    def collect(batch):
+        batch.append(np.zeros(2))
+        return np.stack(batch)
+
+    with pytest.raises(CheckFailure, match=r"modified its argument: batch changed length from 1 to 2"):
+        purity.assert_arguments_unchanged(collect, [np.ones(2)])
+
+
+def test_mutating_a_dict_argument_is_caught():
+    def pop_bias(params):
+        params.pop("b")
+        return params["W"]
+
+    with pytest.raises(CheckFailure, match=r"params changed keys"):
+        purity.assert_arguments_unchanged(pop_bias, {"W": np.ones(2), "b": np.zeros(2)})
+
+
+def test_a_counter_makes_results_differ_between_calls():
+    state = {"calls": 0}
+
+    def counting(x):
+        state["calls"] += 1
+        return x + state["calls"]
+
+    with pytest.raises(CheckFailure, match=r"returned something different the second time"):
+        purity.assert_deterministic(counting, jnp.zeros(2))
+
+
+@pytest.mark.parametrize(
+    "draw, rng",
+    [
+        (lambda: np.random.normal(), "NumPy's global RNG"),
+        (lambda: random.random(), "Python's random module"),
+        (lambda: torch.rand(()).item(), "torch's global RNG"),
+    ],
+)
+def test_hidden_global_randomness_is_named(draw, rng):
+    def noisy(x):
+        return x + draw()
+
+    with pytest.raises(CheckFailure, match=rf"changed when only {rng}.* was re-seeded"):
+        purity.assert_no_hidden_rng(noisy, jnp.zeros(2))
+
+
+def test_hidden_rng_check_restores_the_global_generators():
+    np.random.seed(5)
+    expected = np.random.get_state()[1].copy()
+    np.random.seed(5)
+    purity.assert_no_hidden_rng(pure, jnp.ones(2), 1.0)
+    assert np.array_equal(np.random.get_state()[1], expected)
+
+
+@pytest.mark.parametrize(
+    "source, pattern",
+    [
+        ("CACHE = {}\ndef f(x):\n    CACHE['last'] = x\n    return x", r"changed the contents of the module-level variable 'CACHE'"),
+        ("count = 0\ndef f(x):\n    global count\n    count += 1\n    return x", r"rebound the module-level variable 'count'"),
+        ("def f(x):\n    globals()['seen'] = True\n    return x", r"created the module-level variable 'seen'"),
+    ],
+)
+def test_module_level_state_changes_are_caught(source, pattern):
+    module = module_from(source)
+    with pytest.raises(CheckFailure, match=pattern):
+        purity.assert_module_state_unchanged(module, module.f, jnp.ones(2))
+
+
+def test_a_tracer_stored_in_a_global_is_caught():
+    module = module_from("LOG = []\ndef f(x):\n    LOG.append(x)\n    return x * 2")
+    with pytest.raises(CheckFailure, match=r"leaked a tracer out of jax.jit|holds a tracer"):
+        purity.assert_no_leaked_tracers(module.f, jnp.ones(2), module=module)
+
+
+def test_a_function_that_cannot_be_jitted_is_left_to_the_jit_check():
+    def boolean_mask(x):
+        return x[x > 0]
+
+    purity.assert_no_leaked_tracers(boolean_mask, jnp.ones(3))

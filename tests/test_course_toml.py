@@ -1,0 +1,88 @@
+"""course.toml is valid, and the loader turns every kind of mistake into a clear error."""
+
+import shutil
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from autograder.course import CourseError, load_course
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_the_course_is_valid_and_in_teaching_order():
+    course = load_course(ROOT)
+    names = [m.name for m in course.modules]
+    assert names[0] == "at_updates"
+    assert len(names) == len(set(names))
+    for fn in course.functions:
+        assert fn.points > 0 and fn.hint.strip(), fn.qualname
+
+
+def make_course(tmp_path: Path, toml: str, exercise: str = "def f(x):\n    raise NotImplementedError\n",
+                solution: str = "def f(x):\n    return x\n") -> Path:
+    (tmp_path / "exercises").mkdir()
+    (tmp_path / "solutions").mkdir()
+    (tmp_path / "exercises" / "m.py").write_text(exercise)
+    (tmp_path / "solutions" / "m.py").write_text(solution)
+    (tmp_path / "exercises" / "test_m.py").write_text("def test_f(student):\n    pass\n")
+    (tmp_path / "course.toml").write_text(textwrap.dedent(toml))
+    return tmp_path
+
+
+GOOD = """
+format = 1
+title = "T"
+welcome = "hello"
+[[modules]]
+name = "m"
+topic = "t"
+  [[modules.functions]]
+  name = "f"
+  points = 1
+  hint = "h"
+"""
+
+
+def test_a_minimal_course_loads(tmp_path):
+    course = load_course(make_course(tmp_path, GOOD))
+    assert course.module("m").function("f").qualname == "m.f"
+    assert course.points == 1
+
+
+@pytest.mark.parametrize(
+    "edit, pattern",
+    [
+        (lambda t: t.replace('title = "T"', 'title = "T"\ncolour = "red"'), r"unknown key\(s\) \['colour'\] in the top level"),
+        (lambda t: t.replace('hint = "h"', 'hint = "h"\nhints = "x"'), r"unknown key\(s\) \['hints'\] in module 'm' functions\[0\]"),
+        (lambda t: t.replace("format = 1", "format = 2"), r"format 2 is not supported"),
+        (lambda t: t.replace('  hint = "h"\n', ""), r"function m.f is missing 'hint'"),
+        (lambda t: t.replace("points = 1", "points = 0"), r"m.f.points must be positive"),
+        (lambda t: t.replace("points = 1", 'points = "one"'), r"function m.f.points must be"),
+        (lambda t: t + t[t.index("[[modules]]"):], r"module 'm' is listed twice"),
+        (lambda t: t + t[t.index("  [[modules.functions]]"):], r"function m.f is listed twice"),
+        (lambda t: t.replace('name = "f"', 'name = "g"'), r"exercises/m.py does not define g"),
+        (lambda t: t.replace('name = "m"', 'name = "n"'), r"module 'n' needs exercises/n.py, which is missing"),
+        (lambda t: t.replace("[[modules]]", "[[modules]"), r"not valid TOML"),
+    ],
+)
+def test_mistakes_are_clear_errors(tmp_path, edit, pattern):
+    root = make_course(tmp_path, edit(textwrap.dedent(GOOD)))
+    with pytest.raises(CourseError, match=pattern):
+        load_course(root)
+
+
+def test_a_function_missing_from_the_solutions_is_an_error(tmp_path):
+    root = make_course(tmp_path, GOOD, solution="def other(x):\n    return x\n")
+    with pytest.raises(CourseError, match=r"solutions/m.py does not define f"):
+        load_course(root)
+
+
+def test_the_real_course_catches_a_renamed_function(tmp_path):
+    copy = tmp_path / "course"
+    shutil.copytree(ROOT, copy, ignore=shutil.ignore_patterns(".venv", ".git", "__pycache__", "tests"))
+    exercise = copy / "exercises" / "at_updates.py"
+    exercise.write_text(exercise.read_text().replace("def clamp_at(", "def clamp(", 1))
+    with pytest.raises(CourseError, match=r"exercises/at_updates.py does not define clamp_at"):
+        load_course(copy)

@@ -1,0 +1,373 @@
+"""The data checks judge right: wrong answers fail with the right message, other correct answers pass."""
+
+import re
+
+import pytest
+
+from support import grade, reference_source, with_function
+
+MODULE = "data"
+
+
+def test_reference_gets_full_marks(pytester):
+    results = grade(pytester, MODULE, reference_source(MODULE))
+    assert {name: r.status for name, r in results.items()} == dict.fromkeys(results, "passed")
+    assert all(r.points == r.max_points for r in results.values())
+
+
+def test_stubs_are_not_started(pytester):
+    from support import EXERCISES
+
+    results = grade(pytester, MODULE, (EXERCISES / f"{MODULE}.py").read_text(encoding="utf-8"))
+    assert {name: r.status for name, r in results.items()} == {
+        "numpy_collate": "not started",
+        "XORDataset": "not started",
+        "make_loader": "not started",
+    }
+    assert all(r.points == 0 for r in results.values())
+
+
+CORRECT_VARIANTS = [
+    # other branch order, np.asarray + np.stack for every leaf, map over zip
+    ("numpy_collate", """
+        def numpy_collate(batch):
+            first = batch[0]
+            if isinstance(first, dict):
+                return {key: numpy_collate([sample[key] for sample in batch]) for key in first}
+            if isinstance(first, (list, tuple)):
+                return list(map(numpy_collate, zip(*batch)))
+            return np.stack([np.asarray(sample) for sample in batch])
+     """),
+    # structural pattern matching, np.array for arrays too, explicit loops
+    ("numpy_collate", """
+        def numpy_collate(batch):
+            match batch[0]:
+                case dict():
+                    out = {}
+                    for key in batch[0].keys():
+                        out[key] = numpy_collate([s[key] for s in batch])
+                    return out
+                case tuple() | list():
+                    columns = []
+                    for position in range(len(batch[0])):
+                        columns.append(numpy_collate([s[position] for s in batch]))
+                    return columns
+                case _:
+                    return np.array(batch)
+     """),
+    # noise drawn with randn * std, labels by comparing the coordinates, no super().__init__()
+    ("XORDataset", """
+        class XORDataset(data.Dataset):
+            def __init__(self, size, seed, std=0.1):
+                rng = np.random.RandomState(seed)
+                corners = rng.randint(0, 2, size=(size, 2))
+                self.label = (corners[:, 0] != corners[:, 1]).astype(np.int32)
+                self.data = (corners + rng.randn(size, 2) * std).astype(np.float32)
+
+            def __len__(self):
+                return len(self.label)
+
+            def __getitem__(self, i):
+                return self.data[i], self.label[i]
+     """),
+    # noise added row by row (the same stream of normals), a generator attribute
+    ("XORDataset", """
+        class XORDataset(data.Dataset):
+            def __init__(self, size, seed, std=0.1):
+                super().__init__()
+                self.rng = np.random.RandomState(seed)
+                self.data = self.rng.randint(0, 2, (size, 2)).astype(np.float32)
+                self.label = np.logical_xor(self.data[:, 0], self.data[:, 1]).astype(np.int32)
+                for row in range(size):
+                    self.data[row] += self.rng.normal(0.0, std, 2)
+
+            def __len__(self):
+                return self.data.shape[0]
+
+            def __getitem__(self, i):
+                return (self.data[i], self.label[i])
+     """),
+    # the generator on the sampler, an explicit BatchSampler
+    ("make_loader", """
+        def make_loader(dataset, batch_size, shuffle, seed=0, drop_last=False):
+            g = torch.Generator().manual_seed(seed)
+            sampler = data.RandomSampler(dataset, generator=g) if shuffle else data.SequentialSampler(dataset)
+            batches = data.BatchSampler(sampler, batch_size=batch_size, drop_last=drop_last)
+            return data.DataLoader(dataset, batch_sampler=batches, collate_fn=numpy_collate)
+     """),
+    # positional arguments, a lambda collate, another seed-to-generator mapping
+    ("make_loader", """
+        def make_loader(dataset, batch_size, shuffle, seed=0, drop_last=False):
+            return data.DataLoader(dataset, batch_size, shuffle, collate_fn=lambda b: numpy_collate(b),
+                                   drop_last=drop_last, generator=torch.Generator().manual_seed(10_000 + seed))
+     """),
+]
+
+
+@pytest.mark.parametrize(
+    "function, replacement", CORRECT_VARIANTS, ids=[f"{c[0]}-{i}" for i, c in enumerate(CORRECT_VARIANTS)]
+)
+def test_correct_variant_written_differently_passes(pytester, function, replacement):
+    result = grade(pytester, MODULE, with_function(MODULE, replacement), only=function)[function]
+    assert result.status == "passed", result.message
+    assert result.points == result.max_points
+
+
+WRONG = [
+    # (function, replacement, regex the message must match)
+    # --- numpy_collate
+    ("numpy_collate", """
+        def numpy_collate(batch):
+            return data.default_collate(batch)
+     """, r"is a torch\.Tensor, expected a np\.ndarray.*\n(.*\n)*.*default collate"),
+    ("numpy_collate", """
+        import jax.numpy as jnp
+        def numpy_collate(batch):
+            first = batch[0]
+            if isinstance(first, (tuple, list)):
+                return [numpy_collate(list(s)) for s in zip(*batch)]
+            if isinstance(first, dict):
+                return {k: numpy_collate([s[k] for s in batch]) for k in first}
+            return jnp.stack([jnp.asarray(s) for s in batch])
+     """, r"(?s)is a jax\.Array, expected a np\.ndarray.*worker processes.*deadlocks"),
+    ("numpy_collate", """
+        import jax
+        def numpy_collate(batch):
+            return jax.tree_util.tree_map(lambda *xs: np.stack(xs), *batch)
+     """, r"is a tuple, expected a list of \d+\n(.*\n)*.*tuple and list samples both collate to a list"),
+    ("numpy_collate", """
+        def numpy_collate(batch):
+            first = batch[0]
+            if isinstance(first, np.ndarray):
+                return np.stack(batch)
+            if isinstance(first, (tuple, list)):
+                return [numpy_collate(list(s)) for s in zip(*batch)]
+            if isinstance(first, dict):
+                return {k: numpy_collate([s.pop(k) for s in batch]) for k in list(first)}
+            return np.array(batch)
+     """, r"numpy_collate modified its argument: batch\[0\] changed keys"),
+    ("numpy_collate", """
+        def numpy_collate(batch):
+            first = batch[0]
+            if isinstance(first, np.ndarray):
+                return np.stack(batch)
+            if isinstance(first, (tuple, list)):
+                return [numpy_collate(list(s)) for s in zip(*batch)]
+            if isinstance(first, dict):
+                return {k: numpy_collate([s[k] for s in batch]) for k in first}
+            return list(batch)
+     """, r"is a list of \d+ items, expected a np\.ndarray"),
+    ("numpy_collate", """
+        def numpy_collate(batch):
+            first = batch[0]
+            if isinstance(first, np.ndarray):
+                return np.stack(batch).astype(np.float32)
+            if isinstance(first, (tuple, list)):
+                return [numpy_collate(list(s)) for s in zip(*batch)]
+            if isinstance(first, dict):
+                return {k: numpy_collate([s[k] for s in batch]) for k in first}
+            return np.array(batch, dtype=np.float32)
+     """, r"has dtype float32, expected (int|uint|bool|float64)"),
+    ("numpy_collate", """
+        def numpy_collate(batch):
+            first = batch[0]
+            if isinstance(first, np.ndarray):
+                return np.concatenate(batch)
+            if isinstance(first, (tuple, list)):
+                return [numpy_collate(list(s)) for s in zip(*batch)]
+            if isinstance(first, dict):
+                return {k: numpy_collate([s[k] for s in batch]) for k in first}
+            return np.array(batch)
+     """, r"has shape \(.*\), expected \(.*\)"),
+    ("numpy_collate", """
+        def numpy_collate(batch):
+            first = batch[0]
+            if isinstance(first, np.ndarray):
+                return np.stack(batch)
+            if isinstance(first, (tuple, list, dict)):
+                if isinstance(first, dict):
+                    batch = [list(s.values()) for s in batch]
+                return [numpy_collate(list(s)) for s in zip(*batch)]
+            return np.array(batch)
+     """, r"is a list, expected a dict with keys"),
+    # --- XORDataset
+    ("XORDataset", """
+        class XORDataset(data.Dataset):
+            def __init__(self, size, seed, std=0.1):
+                rng = np.random.RandomState(seed)
+                noise = rng.normal(0, std, (size, 2))
+                corners = rng.randint(0, 2, (size, 2)).astype(np.float32)
+                self.label = (corners.sum(axis=1) == 1).astype(np.int32)
+                self.data = (corners + noise).astype(np.float32)
+            def __len__(self):
+                return len(self.data)
+            def __getitem__(self, i):
+                return self.data[i], self.label[i]
+     """, r"ds\.(data|label) differs from the reference"),
+    ("XORDataset", """
+        class XORDataset(data.Dataset):
+            def __init__(self, size, seed, std=0.1):
+                rng = np.random.RandomState(seed)
+                self.data = rng.randint(0, 2, (size, 2)).astype(np.float32)
+                self.data += rng.normal(0, std, self.data.shape)
+                self.label = (np.round(self.data).sum(axis=1) == 1).astype(np.int32)
+            def __len__(self):
+                return len(self.data)
+            def __getitem__(self, i):
+                return self.data[i], self.label[i]
+     """, r"ds\.label differs from the reference"),
+    ("XORDataset", """
+        class XORDataset(data.Dataset):
+            def __init__(self, size, seed, std=0.1):
+                rng = np.random.RandomState(seed)
+                corners = rng.randint(0, 2, (size, 2)).astype(np.float32)
+                self.label = (corners.sum(axis=1) == 1).astype(np.int32)
+                self.data = corners + rng.normal(0, std, corners.shape)
+            def __len__(self):
+                return len(self.data)
+            def __getitem__(self, i):
+                return self.data[i], self.label[i]
+     """, r"ds\.data has dtype float64, expected float32"),
+    ("XORDataset", """
+        class XORDataset(data.Dataset):
+            def __init__(self, size, seed, std=0.1):
+                rng = np.random.RandomState(seed)
+                self.data = rng.randint(0, 2, (size, 2)).astype(np.float32)
+                self.label = (self.data.sum(axis=1) == 1).astype(int)
+                self.data += rng.normal(0, std, self.data.shape)
+            def __len__(self):
+                return len(self.data)
+            def __getitem__(self, i):
+                return self.data[i], self.label[i]
+     """, r"ds\.label has dtype int64, expected int32"),
+    ("XORDataset", """
+        class XORDataset(data.Dataset):
+            def __init__(self, size, seed, std=0.1):
+                np.random.seed(seed)
+                self.data = np.random.randint(0, 2, (size, 2)).astype(np.float32)
+                self.label = (self.data.sum(axis=1) == 1).astype(np.int32)
+                self.data += np.random.normal(0, std, self.data.shape)
+            def __len__(self):
+                return len(self.data)
+            def __getitem__(self, i):
+                return self.data[i], self.label[i]
+     """, r"changed the state of NumPy's global RNG"),
+    ("XORDataset", """
+        class XORDataset(data.Dataset):
+            def __init__(self, size, seed, std=0.1):
+                rng = np.random.RandomState(seed)
+                self.data = rng.randint(0, 2, (size, 2)).astype(np.float32)
+                self.label = (self.data.sum(axis=1) == 1).astype(np.int32)
+                self.data += rng.normal(0, 0.1, self.data.shape)
+            def __len__(self):
+                return len(self.data)
+            def __getitem__(self, i):
+                return self.data[i], self.label[i]
+     """, r"ds\.data differs from the reference"),
+    ("XORDataset", """
+        class XORDataset(data.Dataset):
+            def __init__(self, size, seed, std=0.1):
+                rng = np.random.RandomState(seed)
+                self.data = rng.randint(0, 2, (size, 2)).astype(np.float32)
+                self.label = (self.data.sum(axis=1) == 1).astype(np.int32)
+                self.data += rng.normal(0, std, self.data.shape)
+            def __len__(self):
+                return len(self.data)
+            def __getitem__(self, i):
+                return [self.data[i], int(self.label[i])]
+     """, r"ds\[0\] does not have the structure of the reference's"),
+    ("XORDataset", """
+        class XORDataset:
+            def __init__(self, size, seed, std=0.1):
+                rng = np.random.RandomState(seed)
+                self.data = rng.randint(0, 2, (size, 2)).astype(np.float32)
+                self.label = (self.data.sum(axis=1) == 1).astype(np.int32)
+                self.data += rng.normal(0, std, self.data.shape)
+            def __len__(self):
+                return len(self.data)
+            def __getitem__(self, i):
+                return self.data[i], self.label[i]
+     """, r"not a torch\.utils\.data\.Dataset"),
+    ("XORDataset", """
+        import jax.numpy as jnp
+        class XORDataset(data.Dataset):
+            def __init__(self, size, seed, std=0.1):
+                rng = np.random.RandomState(seed)
+                corners = rng.randint(0, 2, (size, 2)).astype(np.float32)
+                self.label = jnp.asarray((corners.sum(axis=1) == 1).astype(np.int32))
+                self.data = jnp.asarray(corners + rng.normal(0, std, corners.shape).astype(np.float32))
+            def __len__(self):
+                return len(self.data)
+            def __getitem__(self, i):
+                return self.data[i], self.label[i]
+     """, r"ds\.data is a jax\S*ArrayImpl; it must be a numpy\.ndarray"),
+    # --- make_loader
+    ("make_loader", """
+        def make_loader(dataset, batch_size, shuffle, seed=0, drop_last=False):
+            g = torch.Generator().manual_seed(seed)
+            return data.DataLoader(dataset, batch_size=batch_size, shuffle=shuffle, drop_last=drop_last, generator=g)
+     """, r"is a torch\.Tensor, expected a np\.ndarray"),
+    ("make_loader", """
+        def make_loader(dataset, batch_size, shuffle, seed=0, drop_last=False):
+            g = torch.Generator().manual_seed(0)
+            return data.DataLoader(dataset, batch_size=batch_size, shuffle=shuffle, drop_last=drop_last,
+                                   collate_fn=numpy_collate, generator=g)
+     """, r"seeds 0, 1, 2 all give the same order: the seed argument is ignored"),
+    ("make_loader", """
+        def make_loader(dataset, batch_size, shuffle, seed=0, drop_last=False):
+            return data.DataLoader(dataset, batch_size=batch_size, shuffle=shuffle, drop_last=drop_last,
+                                   collate_fn=numpy_collate)
+     """, r"shuffled differently after torch\.manual_seed changed\n(.*\n)*.*its own\s+generator"),
+    ("make_loader", """
+        def make_loader(dataset, batch_size, shuffle, seed=0, drop_last=False):
+            torch.manual_seed(seed)
+            return data.DataLoader(dataset, batch_size=batch_size, shuffle=shuffle, drop_last=drop_last,
+                                   collate_fn=numpy_collate)
+     """, r"(?s)shuffled differently.*changed the state of torch's global RNG"),
+    ("make_loader", """
+        def make_loader(dataset, batch_size, shuffle, seed=0, drop_last=False):
+            g = torch.Generator().manual_seed(seed)
+            return data.DataLoader(dataset, batch_size=batch_size, shuffle=shuffle,
+                                   collate_fn=numpy_collate, generator=g)
+     """, r"drop_last=True the batch sizes are \[.*\], expected \[.*\]\n(.*\n)*.*incomplete batch must be dropped"),
+    ("make_loader", """
+        def make_loader(dataset, batch_size, shuffle, seed=0, drop_last=False):
+            g = torch.Generator().manual_seed(seed)
+            return data.DataLoader(dataset, batch_size=batch_size, shuffle=True, drop_last=drop_last,
+                                   collate_fn=numpy_collate, generator=g)
+     """, r"shuffle=False, drop_last=\w+ the samples come in the order \[.*\]\.\.\., expected 0, 1, 2"),
+    ("make_loader", """
+        def make_loader(dataset, batch_size, shuffle, seed=0, drop_last=False):
+            g = torch.Generator().manual_seed(seed)
+            return data.DataLoader(dataset, batch_size=batch_size, drop_last=drop_last,
+                                   collate_fn=numpy_collate, generator=g)
+     """, r"shuffle=True, drop_last=\w+ the samples come in the dataset's order: nothing was shuffled"),
+    ("make_loader", """
+        def make_loader(dataset, batch_size, shuffle, seed=0, drop_last=False):
+            g = torch.Generator().manual_seed(seed)
+            loader = data.DataLoader(dataset, batch_size=batch_size, shuffle=shuffle, drop_last=drop_last,
+                                     collate_fn=numpy_collate, generator=g)
+            return list(loader)
+     """, r"returned a list, not a torch\.utils\.data\.DataLoader"),
+]
+
+
+@pytest.mark.parametrize("function, replacement, pattern", WRONG, ids=[f"{w[0]}-{i}" for i, w in enumerate(WRONG)])
+def test_wrong_implementation_fails_with_the_right_message(pytester, function, replacement, pattern):
+    results = grade(pytester, MODULE, with_function(MODULE, replacement), only=function)
+    result = results[function]
+    assert result.status == "failed"
+    assert result.points < result.max_points
+    assert re.search(pattern, result.message), result.message
+    assert "hint:" in result.message
+
+
+def test_make_loader_is_judged_apart_from_numpy_collate(pytester):
+    """A broken numpy_collate fails numpy_collate's checks only; make_loader is judged with the reference's."""
+    broken = with_function(MODULE, """
+        def numpy_collate(batch):
+            return data.default_collate(batch)
+    """)
+    results = grade(pytester, MODULE, broken, only="make_loader or numpy_collate_matches")
+    assert results["numpy_collate"].status == "failed"
+    assert results["make_loader"].status == "passed", results["make_loader"].message

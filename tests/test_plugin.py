@@ -1,0 +1,105 @@
+"""What a student sees from `pytest exercises/`: not-started lines, teaching messages, the score table."""
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from support import ROOT
+
+MODULE = "at_updates"
+
+
+@pytest.fixture
+def course_copy(tmp_path) -> Path:
+    """A student's checkout: course.toml, exercises/ and solutions/ for at_updates only."""
+    copy = tmp_path / "course"
+    (copy / "exercises").mkdir(parents=True)
+    (copy / "solutions").mkdir()
+    toml = (ROOT / "course.toml").read_text()
+    first_other = toml.find("[[modules]]", toml.find(f'name = "{MODULE}"'))
+    (copy / "course.toml").write_text(toml if first_other < 0 else toml[:first_other])
+    for name in (f"{MODULE}.py", f"test_{MODULE}.py"):
+        shutil.copy(ROOT / "exercises" / name, copy / "exercises" / name)
+    shutil.copy(ROOT / "solutions" / f"{MODULE}.py", copy / "solutions" / f"{MODULE}.py")
+    return copy
+
+
+def run(pytester, course_copy, *args, monkeypatch=None):
+    return pytester.runpytest_inprocess(str(course_copy / "exercises"), "-p", "no:cacheprovider", *args)
+
+
+def test_fresh_exercises_show_not_started_and_a_zero_score(pytester, course_copy, monkeypatch):
+    monkeypatch.delenv("CI", raising=False)
+    result = run(pytester, course_copy)
+    result.assert_outcomes(failed=12)
+    result.stdout.fnmatch_lines(
+        [
+            "*hypothesis profile: student*",
+            "at_updates.set_diagonal is not started yet (it still raises NotImplementedError)",
+            "*· set_diagonal*0/2*not started",
+            "total: 0/10",
+            "NOT STARTED *test_at_updates.py::test_set_diagonal_matches_reference*",
+        ]
+    )
+    assert "Traceback" not in result.stdout.str()
+
+
+def test_copying_the_solution_into_exercises_passes_with_full_marks(pytester, course_copy):
+    shutil.copy(course_copy / "solutions" / f"{MODULE}.py", course_copy / "exercises" / f"{MODULE}.py")
+    result = run(pytester, course_copy)
+    result.assert_outcomes(passed=12)
+    result.stdout.fnmatch_lines(["*✓ clamp_at*3/3*", "total: 10/10"])
+
+
+def test_solutions_flag_checks_the_reference(pytester, course_copy):
+    result = run(pytester, course_copy, "--solutions")
+    result.assert_outcomes(passed=12)
+    result.stdout.fnmatch_lines([f"checking: {course_copy / 'solutions'}*"])
+
+
+WRONG = '''
+def clamp_at(x, indices, lo, hi):
+    return jnp.clip(x, lo, hi)
+'''
+
+
+def test_a_wrong_function_gets_a_teaching_message_not_a_traceback(pytester, course_copy):
+    source = (course_copy / "solutions" / f"{MODULE}.py").read_text() + WRONG
+    (course_copy / "exercises" / f"{MODULE}.py").write_text(source)
+    result = run(pytester, course_copy, "-k", "clamp_at")
+    result.assert_outcomes(failed=2, passed=1)  # wrong values fail under jit too
+    result.stdout.fnmatch_lines(
+        [
+            "at_updates.clamp_at: result differs from the reference at * entries (float32, shape *)",
+            "  checked: clamp_at(...) equals the reference on generated inputs",
+            "  first differences, index: expected vs got",
+            "  smallest failing input:",
+            "    inputs=(*",
+            "  hint: Chain two updates*",
+            "*✗ clamp_at*0/3*1/3 checks pass",
+        ]
+    )
+    text = result.stdout.str()
+    assert "Traceback" not in text and "site-packages" not in text
+
+
+def test_long_tracebacks_on_request_keep_the_message(pytester, course_copy):
+    source = (course_copy / "solutions" / f"{MODULE}.py").read_text() + WRONG
+    (course_copy / "exercises" / f"{MODULE}.py").write_text(source)
+    result = run(pytester, course_copy, "-k", "clamp_at_matches", "--tb=long")
+    result.stdout.fnmatch_lines(["*CheckFailure*", "*what the grader says*", "at_updates.clamp_at: result differs*"])
+
+
+def test_a_module_that_does_not_import_costs_its_functions_with_one_clear_line(pytester, course_copy):
+    path = course_copy / "exercises" / f"{MODULE}.py"
+    path.write_text(path.read_text().replace("def scatter_add(x, indices, updates):", "def scatter_add(x, indices, updates)"))
+    result = run(pytester, course_copy, "-k", "set_diagonal")
+    result.assert_outcomes(failed=3)
+    result.stdout.fnmatch_lines(["your module could not be imported: SyntaxError line 40: expected ':'", "total: 0/2"])
+
+
+def test_ci_selects_the_deterministic_grading_profile(pytester, course_copy, monkeypatch):
+    monkeypatch.setenv("CI", "true")
+    result = run(pytester, course_copy, "--solutions", "-k", "set_diagonal")
+    result.stdout.fnmatch_lines(["*hypothesis profile: grading*"])
