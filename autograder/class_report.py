@@ -26,6 +26,11 @@ def function_columns(course: Course, modules: tuple[str, ...]) -> list[str]:
     return [fn.qualname for fn in course.functions if fn.module in modules]
 
 
+def points_by_student(results: list[StudentResult]) -> dict[str, dict[str, float]]:
+    """``{student: {"<module>.<function>": points}}``, e.g. for an nbgrader gradebook."""
+    return {r.student: {f"{s.module}.{s.function}": s.points for s in r.scores} for r in results}
+
+
 def grades_csv(course: Course, modules: tuple[str, ...], results: list[StudentResult]) -> str:
     columns = function_columns(course, modules)
     max_score = sum(fn.points for fn in course.functions if fn.module in modules)

@@ -31,6 +31,12 @@ def add_grade(subparsers) -> argparse.ArgumentParser:
     parser.add_argument("--jax-cache", type=Path, metavar="DIR", help="keep JAX's compilation cache of the grading processes here (default: a temporary folder per run)")
     parser.add_argument("--no-zygote", action="store_true", help="start a fresh interpreter per run (slower; for comparison)")
     parser.add_argument("--course", type=Path, metavar="DIR", help="the instructor's course folder (default: found from here)")
+    parser.add_argument(
+        "--gradebook",
+        metavar="URL",
+        help="also write the scores into an nbgrader gradebook (e.g. sqlite:///course/gradebook.db), "
+        "so formgrader and `nbgrader export` see them",
+    )
     parser.set_defaults(handler=run_grade)
     return parser
 
@@ -73,6 +79,11 @@ def run_grade(args: argparse.Namespace) -> int:
         grader.close()
     progress.finish()
     class_report.write_all(out, course, modules, results)
+    if args.gradebook:
+        from autograder.nbgrader_course import write_gradebook
+
+        written = write_gradebook(class_report.points_by_student(results), args.gradebook, course)
+        print(f"wrote {written} grades into the gradebook {args.gradebook}")
     total = sum(fn.points for fn in course.functions if fn.module in modules)
     print(f"graded {len(results)} students ({', '.join(modules)}; max {total:g} points): {out / 'grades.csv'}")
     return 0

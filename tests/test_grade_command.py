@@ -148,8 +148,29 @@ def test_grading_twice_gives_identical_files(tmp_path, graded):
     for student in ["correct", "wrong_values", "faults_b"]:
         shutil.copytree(graded.out.parent / "class" / student, subset / student)
     run_grade(subset, tmp_path / "one", course, "--jobs", "2")
-    run_grade(subset, tmp_path / "two", course, "--jobs", "1")
+    gradebook = f"sqlite:///{tmp_path / 'gradebook.db'}"
+    run_grade(subset, tmp_path / "two", course, "--jobs", "1", "--gradebook", gradebook)
     for name in ["grades.csv", *(f"{s}/results.json" for s in ["correct", "wrong_values", "faults_b"])]:
         assert (tmp_path / "one" / name).read_bytes() == (tmp_path / "two" / name).read_bytes(), name
     for student in ["correct", "wrong_values", "faults_b"]:
         assert (tmp_path / "one" / student / "results.json").read_bytes() == (graded.out / student / "results.json").read_bytes()
+
+    check_gradebook_matches_csv(gradebook, tmp_path / "two" / "grades.csv")
+
+
+def check_gradebook_matches_csv(gradebook: str, grades_csv: Path) -> None:
+    """``grade --gradebook`` wrote every function's points as the grade cell's auto score."""
+    from nbgrader.api import Gradebook
+
+    from autograder.nbgrader_course import grade_id
+
+    with open(grades_csv, newline="", encoding="utf-8") as f:
+        rows = list(csv.DictReader(f))
+    with Gradebook(gradebook, course_id="") as gb:
+        for row in rows:
+            for column, value in row.items():
+                if column.startswith(f"{MODULE}."):
+                    function = column.split(".", 1)[1]
+                    grade = gb.find_grade(grade_id(function), MODULE, MODULE, row["student"])
+                    assert grade.auto_score == pytest.approx(float(value)), (row["student"], column)
+            assert gb.find_submission(MODULE, row["student"]).score == pytest.approx(float(row["score"]))
