@@ -183,9 +183,21 @@ def student(request: pytest.FixtureRequest):
 @pytest.fixture(scope="module")
 def reference(request: pytest.FixtureRequest):
     """The reference oracle for the module under test: expected values come only from here."""
+    return load_reference(_course(request.config), _module_under_test(request))
+
+
+_oracles: dict[tuple[Path, str], object] = {}
+
+
+def load_reference(course: Course, module: str):
+    """The reference oracle of ``module``, loaded once per process (the grader preloads it
+    before any student code runs, then removes ``solutions/`` from the sandbox)."""
     from autograder.oracle import Oracle
 
-    return Oracle(_course(request.config).root / "solutions", _module_under_test(request))
+    key = (course.root, module)
+    if key not in _oracles:
+        _oracles[key] = Oracle(course.root / "solutions", module)
+    return _oracles[key]
 
 
 _stubs: dict[Path, set[str]] = {}

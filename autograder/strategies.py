@@ -152,3 +152,50 @@ def collate_batches(sizes: Sequence[int] = COLLATE_BATCH_SIZES) -> st.SearchStra
             lambda k: st.lists(samples_of(template), min_size=k, max_size=k)
         )
     )
+
+
+# prng -----------------------------------------------------------------------
+
+# Every value below is a separate compilation per key kind when it is static: keep them few.
+MLP_SIZES = ((2, 3), (3, 4, 2, 1))
+DROPOUT_RATES = (0.0, 0.3)
+DROPOUT_SHAPES = ((7,), (2, 3))
+WALK_LENGTHS = (1, 6)
+
+
+def mlp_sizes(sizes: Sequence[tuple[int, ...]] = MLP_SIZES) -> st.SearchStrategy[tuple[int, ...]]:
+    """Layer sizes of an MLP (a hashable tuple, so it can be a static argument of jit)."""
+    return st.sampled_from(list(sizes))
+
+
+def dropout_rates(rates: Sequence[float] = DROPOUT_RATES) -> st.SearchStrategy[float]:
+    """Dropout rates in ``[0, 1)`` from a few values (each is a separate compilation when static)."""
+    return st.sampled_from(list(rates))
+
+
+def walk_lengths(lengths: Sequence[int] = WALK_LENGTHS) -> st.SearchStrategy[int]:
+    """Numbers of steps (>= 1) for a random walk, from a few values."""
+    return st.sampled_from(list(lengths))
+
+
+# vmap_linear ----------------------------------------------------------------
+
+# (batch, d_in, d_out): a batch of one, a single input and a single output feature all occur.
+LINEAR_SHAPES = ((1, 3, 2), (4, 1, 3), (8, 4, 1))
+
+
+def linear_problems(
+    shapes: Sequence[tuple[int, int, int]] = LINEAR_SHAPES, *, bound: float = 3.0
+) -> st.SearchStrategy[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
+    """``(xs, W, b, ys)`` float32 NumPy arrays of shapes (B, d_in), (d_in, d_out), (d_out,), (B, d_out)."""
+
+    def arrays(shape):
+        batch, d_in, d_out = shape
+        return st.tuples(
+            *(
+                hnp.arrays(np.float32, s, elements=float32s(-bound, bound))
+                for s in ((batch, d_in), (d_in, d_out), (d_out,), (batch, d_out))
+            )
+        )
+
+    return st.sampled_from(list(shapes)).flatmap(arrays)

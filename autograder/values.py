@@ -225,6 +225,40 @@ def _name(fn: Callable) -> str:
     return getattr(fn, "__name__", None) or getattr(getattr(fn, "__wrapped__", None), "__name__", "the function")
 
 
+def assert_entries_among(
+    got: Any,
+    options: dict[str, Any],
+    *,
+    check: str,
+    advice: str = "",
+    rtol: float = 1e-5,
+    atol: float = 0.0,
+) -> None:
+    """``got`` has the options' shape, and every entry equals the same entry of one of the ``options``.
+
+    ``options`` maps a readable description (``"0"``, ``"x / (1 - rate)"``) to
+    an array (or scalar) broadcastable to the shape; the message shows the
+    first entry that matches none of them, with every option's value there.
+    """
+    shape = np.broadcast_shapes(*(np.shape(value) for value in options.values()))
+    arrays = {name: np.broadcast_to(np.asarray(value, dtype=np.float64), shape) for name, value in options.items()}
+    arr = _as_numpy(got, "result", check)
+    if arr.shape != shape:
+        raise CheckFailure(check, f"result has shape {arr.shape}, expected {shape}", advice)
+    ok = np.zeros(arr.shape, bool)
+    for value in arrays.values():
+        ok |= np.isclose(arr, value, rtol=rtol, atol=atol)
+    if not ok.all():
+        idx = tuple(int(i) for i in np.argwhere(~ok)[0])
+        shown = ", ".join(f"{name} = {value[idx]:.6g}" for name, value in arrays.items())
+        raise CheckFailure(
+            check,
+            f"result[{', '.join(map(str, idx))}] is {arr[idx]:.6g}, which is none of the allowed values ({shown})"
+            f" — {int((~ok).sum())} of {ok.size} entries are wrong",
+            advice,
+        )
+
+
 def _is_counter(x: Any) -> bool:
     if type(x) is int:
         return True

@@ -1,0 +1,444 @@
+"""Isolation: one scratch folder and one limited, supervised process per grading run.
+
+- :class:`Snapshot` reads the instructor's files (``course.toml``, checks,
+  ``conftest.py``, references, the ``autograder`` package) into memory once,
+  when grading starts. Every process gets a fresh private copy in its scratch
+  folder, so a submission that writes into "the grader's folders" changes
+  only its own, discarded copy, and nothing a later run reads.
+- :func:`run_python` starts ``python -I`` (no ``PYTHONPATH``, no user site,
+  no current folder on ``sys.path``) with the copied kit first on the path, in
+  its own session, with an address-space limit, no core dumps, a file-size
+  limit, stdout discarded and stderr kept in the scratch folder.
+- :func:`supervise` reads the child's event stream from a pipe opened by the
+  parent, ignores every line without the run's nonce, and kills the process
+  group when one function's checks (or one module's import) exceed the time
+  limit, when its resident memory exceeds the limit, or when it floods the
+  channel. It returns the events and, if the run did not finish, a
+  :class:`Fault` saying where and why.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import secrets
+import select
+import selectors
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+BOOT = "import sys; sys.path.insert(0, sys.argv[1]); import {module} as m; m.main()"
+MAX_CHANNEL_BYTES = 256 * 2**20
+MAX_FILE_BYTES = 1 * 2**30
+# A function's checks may use ``timeout_per_function`` seconds of CPU time, and
+# at most this many times as much wall-clock time (waiting, sleeping, or a
+# machine so busy that the process is not scheduled is not the student's fault).
+WALL_FACTOR = 3
+
+
+@dataclass
+class Snapshot:
+    """The instructor's files, read once: ``{relative path: bytes}`` for the course and the kit."""
+
+    course: dict[str, bytes]
+    kit: dict[str, bytes]
+
+    @classmethod
+    def take(cls, course_root: Path) -> "Snapshot":
+        course_root = Path(course_root)
+        course: dict[str, bytes] = {"course.toml": (course_root / "course.toml").read_bytes()}
+        for pattern in ("conftest.py", "exercises/*.py", "solutions/*.py"):
+            for path in sorted(course_root.glob(pattern)):
+                course[path.relative_to(course_root).as_posix()] = path.read_bytes()
+        course["pytest.ini"] = b"[pytest]\n"
+        kit_root = Path(__file__).resolve().parent
+        kit = {f"autograder/{p.name}": p.read_bytes() for p in sorted(kit_root.glob("*.py"))}
+        return cls(course, kit)
+
+    def materialize(self, scratch: Path, *, solutions: bool = True) -> tuple[Path, Path]:
+        """Write the private copy into ``scratch``; returns (course root, kit folder)."""
+        for rel, data in self.course.items():
+            if not solutions and rel.startswith("solutions/"):
+                continue
+            _write(scratch / "course" / rel, data)
+        for rel, data in self.kit.items():
+            _write(scratch / "kit" / rel, data)
+        return scratch / "course", scratch / "kit"
+
+
+def _write(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)
+
+
+def scratch_dir() -> Path:
+    return Path(tempfile.mkdtemp(prefix="autograder-"))
+
+
+@dataclass
+class Limits:
+    timeout_per_function: float
+    memory_mb: int
+    total_timeout: float
+
+
+@dataclass
+class Fault:
+    kind: str  # "timeout", "memory", "crash", "flood", "stalled"
+    check: str | None  # the check running when it happened
+    module: str | None  # the module being imported when it happened
+    detail: str = ""
+
+
+@dataclass
+class RunResult:
+    events: list[dict] = field(default_factory=list)
+    fault: Fault | None = None
+    returncode: int | None = None
+    stderr_tail: str = ""
+
+
+def child_env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    keep = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "SYSTEMROOT")
+    env = {k: os.environ[k] for k in keep if k in os.environ}
+    env.update(
+        PYTHONDONTWRITEBYTECODE="1",
+        PYTHONHASHSEED="0",
+        JAX_PLATFORMS="cpu",
+        XLA_FLAGS="--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1",
+        OMP_NUM_THREADS="1",
+        TF_CPP_MIN_LOG_LEVEL="3",
+    )
+    env.update(extra or {})
+    return env
+
+
+def run_python(
+    module: str,
+    kit: Path,
+    cwd: Path,
+    cfg: dict,
+    *,
+    memory_mb: int | None,
+    env: dict[str, str],
+    stderr_path: Path,
+    pass_fds: tuple[int, ...] = (),
+    stdout=subprocess.DEVNULL,
+) -> subprocess.Popen:
+    """Start ``module.main()`` from the copied kit in a new session, with limits, config on stdin."""
+    with open(stderr_path, "wb") as err:
+        proc = subprocess.Popen(
+            [sys.executable, "-I", "-c", BOOT.format(module=module), str(kit)],
+            stdin=subprocess.PIPE,
+            stdout=stdout,
+            stderr=err,
+            cwd=cwd,
+            env=env,
+            pass_fds=pass_fds,
+            start_new_session=True,
+            close_fds=True,
+        )
+    try:
+        if memory_mb:
+            limit = memory_mb * 2**20
+            resource.prlimit(proc.pid, resource.RLIMIT_AS, (limit, limit))
+        resource.prlimit(proc.pid, resource.RLIMIT_CORE, (0, 0))
+        resource.prlimit(proc.pid, resource.RLIMIT_FSIZE, (MAX_FILE_BYTES, MAX_FILE_BYTES))
+    except (OSError, ValueError):  # the process may already be gone
+        pass
+    try:
+        proc.stdin.write(json.dumps(cfg).encode())
+        proc.stdin.close()
+    except OSError:
+        pass
+    return proc
+
+
+def kill_group(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    proc.wait()
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process (all its threads), 0 when it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            fields = stat.read().rsplit(b")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return 0.0
+
+
+def _rss_mb(pid: int) -> float:
+    try:
+        with open(f"/proc/{pid}/status", "rb") as status:
+            for line in status:
+                if line.startswith(b"VmRSS:"):
+                    return int(line.split()[1]) / 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0.0
+
+
+class PopenHandle:
+    """A grading child started directly (``python -I``)."""
+
+    def __init__(self, proc: subprocess.Popen):
+        self.proc = proc
+        self.pid = proc.pid
+        self.returncode: int | None = None
+
+    def poll(self) -> int | None:
+        self.returncode = self.proc.poll()
+        return self.returncode
+
+    def kill(self) -> None:
+        kill_group(self.proc)
+        self.returncode = self.proc.returncode
+
+
+def start_direct(module: str, kit: Path, env: dict[str, str], memory_mb: int | None):
+    """A starter for :func:`supervise`: a fresh interpreter per run (no zygote)."""
+
+    def start(cwd: Path, cfg: dict, event_fd: int, stderr_path: Path) -> PopenHandle:
+        return PopenHandle(
+            run_python(module, kit, cwd, cfg, memory_mb=memory_mb, env=env, stderr_path=stderr_path, pass_fds=(event_fd,))
+        )
+
+    return start
+
+
+def supervise(start, cwd: Path, cfg: dict, limits: Limits, function_of: dict[str, str]) -> RunResult:
+    """Start the grading child with ``start(cwd, cfg, event_fd, stderr_path)`` and watch it (module docstring)."""
+    nonce = secrets.token_hex(16)
+    read_end, write_end = os.pipe()
+    cfg = dict(cfg, nonce=nonce)
+    stderr_path = cwd.parent / "stderr.txt"
+    try:
+        proc = start(cwd, dict(cfg, fd=write_end), write_end, stderr_path)
+    except BaseException:
+        os.close(read_end)
+        raise
+    finally:
+        os.close(write_end)
+    result = RunResult()
+    selector = selectors.DefaultSelector()
+    selector.register(read_end, selectors.EVENT_READ)
+    buffer = b""
+    received = 0
+    started = time.monotonic()
+    spent: dict[str, float] = {}  # CPU seconds per function, finished checks
+    spent_wall: dict[str, float] = {}  # wall-clock seconds per function, finished checks
+    current: tuple[str, float, float] | None = None  # (check, since (wall), since (CPU))
+    importing: tuple[str, float, float] | None = None  # (module, since (wall), since (CPU))
+    done = False
+    open_pipe = True
+    try:
+        while open_pipe:
+            for _key, _ in selector.select(timeout=0.1):
+                chunk = os.read(read_end, 1 << 16)
+                if not chunk:
+                    open_pipe = False
+                    break
+                received += len(chunk)
+                buffer += chunk
+                *lines, buffer = buffer.split(b"\n")
+                for line in lines:
+                    event = _parse(line, nonce)
+                    if event is None:
+                        continue
+                    kind = event.get("event")
+                    now = time.monotonic()
+                    if kind == "begin" and isinstance(event.get("check"), str):
+                        current = (event["check"], now, cpu_seconds(proc.pid))
+                    elif kind == "end" and current is not None:
+                        fn = function_of.get(current[0], current[0])
+                        spent[fn] = spent.get(fn, 0.0) + cpu_seconds(proc.pid) - current[2]
+                        spent_wall[fn] = spent_wall.get(fn, 0.0) + now - current[1]
+                        current = None
+                    elif kind == "import_begin":
+                        importing = (str(event.get("module")), now, cpu_seconds(proc.pid))
+                    elif kind == "import_end":
+                        importing = None
+                    elif kind == "done":
+                        done = True
+                    result.events.append(event)
+            if received > MAX_CHANNEL_BYTES:
+                result.fault = Fault("flood", current and current[0], importing and importing[0])
+                break
+            now = time.monotonic()
+            if importing is not None and (
+                cpu_seconds(proc.pid) - importing[2] > limits.timeout_per_function
+                or now - importing[1] > WALL_FACTOR * limits.timeout_per_function
+            ):
+                result.fault = Fault("timeout", current and current[0], importing[0])
+                break
+            if current is not None and importing is None:
+                fn = function_of.get(current[0], current[0])
+                cpu = spent.get(fn, 0.0) + cpu_seconds(proc.pid) - current[2]
+                wall = spent_wall.get(fn, 0.0) + now - current[1]
+                if cpu > limits.timeout_per_function or wall > WALL_FACTOR * limits.timeout_per_function:
+                    result.fault = Fault("timeout", current[0], None)
+                    break
+            if now - started > limits.total_timeout:
+                result.fault = Fault("stalled", current and current[0], importing and importing[0])
+                break
+            if limits.memory_mb and _rss_mb(proc.pid) > limits.memory_mb:
+                result.fault = Fault("memory", current and current[0], importing and importing[0])
+                break
+            if not open_pipe or proc.poll() is not None and not selector.select(timeout=0):
+                break
+    finally:
+        selector.close()
+        os.close(read_end)
+        proc.kill()
+    result.returncode = proc.returncode
+    result.stderr_tail = _tail(stderr_path)
+    if result.fault is None and not done:
+        result.fault = Fault("crash", current and current[0], importing and importing[0], _how_it_ended(result))
+    return result
+
+
+def _parse(line: bytes, nonce: str) -> dict | None:
+    if len(line) > MAX_CHANNEL_BYTES:
+        return None
+    try:
+        event = json.loads(line)
+    except (ValueError, UnicodeDecodeError):
+        return None
+    if not isinstance(event, dict) or event.get("nonce") != nonce:
+        return None
+    return event
+
+
+def _tail(path: Path, size: int = 4000) -> str:
+    try:
+        with open(path, "rb") as f:
+            f.seek(0, os.SEEK_END)
+            f.seek(max(0, f.tell() - size))
+            return f.read().decode("utf-8", "replace")
+    except OSError:
+        return ""
+
+
+def _how_it_ended(result: RunResult) -> str:
+    rc = result.returncode
+    if rc is None:
+        return "the process stopped reporting"
+    if rc < 0:
+        try:
+            name = signal.Signals(-rc).name
+        except ValueError:
+            name = f"signal {-rc}"
+        if "MemoryError" in result.stderr_tail or "RESOURCE_EXHAUSTED" in result.stderr_tail or "bad_alloc" in result.stderr_tail:
+            return f"it crashed with {name} after running out of memory"
+        return f"it crashed the Python interpreter ({name})"
+    return f"the process exited with code {rc} (sys.exit or os._exit, or a fatal error)"
+
+
+class Zygote:
+    """One pre-imported process per worker that forks the grading children (:mod:`autograder.zygote`)."""
+
+    def __init__(self, kit: Path, cwd: Path, env: dict[str, str], memory_mb: int | None):
+        import socket
+
+        self.sock, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        try:
+            self.proc = run_python(
+                "autograder.zygote", kit, cwd, {"sock": theirs.fileno()}, memory_mb=memory_mb, env=env,
+                stderr_path=cwd / "zygote-stderr.txt", pass_fds=(theirs.fileno(),),
+            )
+        finally:
+            theirs.close()
+        self.exits: dict[int, int] = {}
+        message = self._receive(timeout=300)
+        if not message or not message.get("ready"):
+            self.close()
+            raise RuntimeError("the grading zygote did not start")
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def _receive(self, timeout: float) -> dict | None:
+        ready, _, _ = select.select([self.sock], [], [], timeout)
+        if not ready:
+            return None
+        try:
+            data = self.sock.recv(1 << 16)
+        except OSError:
+            return None
+        if not data:
+            return None
+        message = json.loads(data)
+        if "exited" in message:
+            self.exits[int(message["exited"])] = int(message["returncode"])
+        return message
+
+    def start(self, cwd: Path, cfg: dict, event_fd: int, stderr_path: Path) -> "ForkedHandle":
+        import socket
+
+        with open(stderr_path, "wb") as err:
+            request = json.dumps(dict(cfg, cwd=str(cwd))).encode()
+            socket.send_fds(self.sock, [request], [event_fd, err.fileno()])
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            message = self._receive(timeout=1)
+            if message is None and not self.alive():
+                break
+            if message and "pid" in message:
+                return ForkedHandle(int(message["pid"]), self)
+        raise RuntimeError("the grading zygote did not fork a child")
+
+    def close(self) -> None:
+        self.sock.close()
+        kill_group(self.proc)
+
+
+class ForkedHandle:
+    """A grading child forked by a :class:`Zygote` (which reaps it and reports its exit)."""
+
+    def __init__(self, pid: int, zygote: Zygote):
+        self.pid = pid
+        self.zygote = zygote
+        self.returncode: int | None = None
+
+    def poll(self) -> int | None:
+        if self.returncode is None:
+            while self.pid not in self.zygote.exits and self.zygote._receive(timeout=0):
+                pass
+            self.returncode = self.zygote.exits.pop(self.pid, None)
+            if self.returncode is None and not self.zygote.alive() and not os.path.exists(f"/proc/{self.pid}"):
+                self.returncode = -signal.SIGKILL
+        return self.returncode
+
+    def kill(self) -> None:
+        for kill in (os.killpg, os.kill):
+            try:
+                kill(self.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+        deadline = time.monotonic() + 30
+        while self.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.01)
+
+
+def run_to_end(zygote: Zygote, cwd: Path, cfg: dict, stderr_path: Path, timeout: float) -> int | None:
+    """Fork a (trusted) child of ``zygote`` for ``cfg`` and wait for it; its exit code, None after a timeout."""
+    with open(os.devnull, "wb") as sink:
+        handle = zygote.start(cwd, cfg, sink.fileno(), stderr_path)
+    deadline = time.monotonic() + timeout
+    while handle.poll() is None:
+        if time.monotonic() > deadline:
+            handle.kill()
+            return None
+        time.sleep(0.02)
+    return handle.returncode

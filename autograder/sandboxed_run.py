@@ -1,0 +1,195 @@
+"""What runs *inside* a grading process, next to the student's code.
+
+Started by :mod:`autograder.sandbox` as ``python -I -c BOOT KIT`` in a scratch
+working directory, with a configuration on stdin. It runs the course's
+checks with pytest against the student's files and reports, on a file
+descriptor the parent opened (never stdout, which is discarded), one JSON
+line per event, each carrying the per-run nonce:
+
+- ``import_begin`` / ``import_end``: the student's ``<module>.py`` is imported
+  (so a hang or an exit at import is blamed on the import);
+- ``begin`` / ``end``: one check; ``end`` has its outcome, message and, for a
+  passed correctness check, a *transcript* (the student's outputs by argument
+  digest) that the trusted verifier replays;
+- ``done``: every check ran.
+
+Nothing here is trusted by the parent: the events are claims. Failures are
+taken as they are (a student gains nothing by failing); passes of
+correctness checks are confirmed by :mod:`autograder.verify`.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+MAX_TRANSCRIPT_CHARS = 20_000_000
+
+
+class ChildReporter:
+    """A pytest plugin streaming check events to the parent."""
+
+    def __init__(self, cfg: dict):
+        self.fd = int(cfg["fd"])
+        self.nonce = str(cfg["nonce"])
+        self.skip = set(cfg.get("skip", []))
+        self.modules = set(cfg["modules"])
+        self.record = bool(cfg.get("record", True))
+        self.ids: dict[str, tuple[str, object]] = {}
+        self.imported: set[str] = set()
+        self.calls: dict[str, dict] = {}
+        self.size = 0
+        self.outcome_index = 0
+
+    def emit(self, **event) -> None:
+        event["nonce"] = self.nonce
+        data = (json.dumps(event) + "\n").encode()
+        while data:
+            try:
+                written = os.write(self.fd, data)
+            except OSError:
+                return
+            data = data[written:]
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, session, config, items) -> None:
+        from autograder import plugin
+
+        keep, dropped = [], []
+        for item in items:
+            fn = item.stash.get(plugin.FUNCTION_KEY, None)
+            cid = f"{fn.module}::{item.name}" if fn is not None else None
+            if fn is None or fn.module not in self.modules or cid in self.skip:
+                dropped.append(item)
+                continue
+            keep.append(item)
+            self.ids[item.nodeid] = (cid, fn)
+        items[:] = keep
+        if dropped:
+            config.hook.pytest_deselected(items=dropped)
+        # The references are loaded before any student code runs; then their
+        # files leave the sandbox, so the student's code cannot read them.
+        course = plugin._course(config)
+        for module in sorted({fn.module for _, fn in self.ids.values()}):
+            plugin.load_reference(course, module)
+        shutil.rmtree(course.root / "solutions", ignore_errors=True)
+
+    def pytest_runtest_logstart(self, nodeid, location) -> None:
+        if nodeid in self.ids:
+            self.emit(event="begin", check=self.ids[nodeid][0])
+
+    def pytest_runtest_setup(self, item) -> None:
+        from autograder import plugin
+
+        entry = self.ids.get(item.nodeid)
+        if entry is None:
+            return
+        module = entry[1].module
+        if module in self.imported:
+            return
+        self.imported.add(module)
+        self.emit(event="import_begin", module=module)
+        try:
+            plugin._load_student(item.config, module)
+        except Exception:  # noqa: BLE001 - the fixture reports it, check by check
+            pass
+        self.emit(event="import_end", module=module)
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_pyfunc_call(self, pyfuncitem):
+        entry = self.ids.get(pyfuncitem.nodeid)
+        student = pyfuncitem.funcargs.get("student")
+        if not (self.record and entry and student is not None and pyfuncitem.get_closest_marker("correctness")):
+            return (yield)
+        cid, fn = entry
+        original = getattr(student, fn.name, None)
+        if not callable(original):
+            return (yield)
+        calls = self.calls.setdefault(cid, {})
+        reporter = self
+
+        @functools.wraps(original)
+        def recorded(*args, **kwargs):
+            out = original(*args, **kwargs)
+            _record(reporter, calls, fn.name, args, kwargs, out)
+            return out
+
+        setattr(student, fn.name, recorded)
+        try:
+            return (yield)
+        finally:
+            setattr(student, fn.name, original)
+
+    def pytest_runtest_logfinish(self, nodeid, location) -> None:
+        from autograder import plugin, report
+
+        entry = self.ids.get(nodeid)
+        if entry is None:
+            return
+        cid, _ = entry
+        outcomes = self._config.stash[plugin.OUTCOMES_KEY]
+        new = outcomes[self.outcome_index:]
+        self.outcome_index = len(outcomes)
+        failed = [o for o in new if o.outcome != report.PASSED]
+        if failed:
+            outcome, message = failed[0].outcome, failed[0].message
+        elif new:
+            outcome, message = report.PASSED, ""
+        else:
+            outcome, message = "skipped", ""
+        event = {"event": "end", "check": cid, "outcome": outcome, "message": message}
+        if outcome == report.PASSED and cid in self.calls:
+            event["transcript"] = self.calls.pop(cid)
+        self.emit(**event)
+
+    def pytest_configure(self, config) -> None:
+        self._config = config
+
+    def pytest_sessionfinish(self, session, exitstatus) -> None:
+        self.emit(event="done")
+
+
+def _record(reporter: ChildReporter, calls: dict, name: str, args: tuple, kwargs: dict, out) -> None:
+    from autograder import transcript
+
+    try:
+        key = transcript.digest(name, args, kwargs)
+        if key is None or key in calls or reporter.size > MAX_TRANSCRIPT_CHARS:
+            return
+        encoded = transcript.encode(out)
+        reporter.size += len(json.dumps(encoded))
+        calls[key] = encoded
+    except Exception:  # noqa: BLE001 - a result that cannot be recorded is simply not confirmed
+        return
+
+
+def main() -> None:
+    cfg = json.loads(sys.stdin.read())
+    sys.stdin.close()
+    from autograder.zygote import preload
+
+    preload()
+    run(cfg)
+
+
+def run(cfg: dict) -> None:
+    """Grade ``cfg["modules"]`` of ``cfg["submission"]`` with the checks in ``cfg["course_root"]``; never returns."""
+    reporter = ChildReporter(cfg)
+    course_root = Path(cfg["course_root"])
+    args = [str(course_root / "exercises" / f"test_{m}.py") for m in cfg["modules"]]
+    args += [
+        "--submission", cfg["submission"],
+        "--grading", "-q", "--tb=no", "-p", "no:cacheprovider", "--import-mode=importlib",
+        "--rootdir", str(course_root), "-c", str(course_root / "pytest.ini"),
+    ]
+    try:
+        pytest.main(args, plugins=[reporter])
+    finally:
+        sys.stdout.flush()
+        os._exit(0)

@@ -1,0 +1,176 @@
+"""Checks for module 2, ``prng``: run ``pytest exercises/test_prng.py``.
+
+Every check is named after the function it judges; its points and hint come
+from ``course.toml``.
+
+- Keys come in both kinds: typed (``jax.random.key``) and legacy
+  (``jax.random.PRNGKey``). Values are compared with the reference under
+  ``jax.jit`` (static arguments static), so a new key costs no compilation:
+  the split pattern is part of each function's contract, so keys must match
+  bit for bit and floats up to float32 rounding.
+- Key reuse is checked with typed keys under ``jax.debug_key_reuse(True)``,
+  called without jit so the message points at the line; ``random_walk`` runs
+  op by op (``structure.eagerly``), so a key reused inside a loop body is
+  reported at that line too.
+- Hidden randomness: a different key must change the result, and re-seeding
+  NumPy's, Python's or torch's global generator must not.
+"""
+
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from hypothesis import example, given
+
+from autograder import keys, purity, structure, values
+from autograder.strategies import DROPOUT_SHAPES, MLP_SIZES, WALK_LENGTHS, dropout_rates, float32_arrays, mlp_sizes, walk_lengths
+from autograder.strategies import keys as any_keys
+
+correctness = pytest.mark.correctness
+
+# No zeros, so a dropped entry is visible; a shape of DROPOUT_SHAPES, so it compiles nothing new.
+DROPOUT_INPUT = jnp.linspace(1.0, 2.0, 6, dtype=jnp.float32).reshape(2, 3)
+LEGACY_KEY_0 = keys.make_key(0, "legacy")
+
+
+def jitted(fn, *static_argnums):
+    return structure.jit_once(fn, static_argnums)
+
+
+def assert_randomness_comes_from_the_key(fn, make_args, static_argnums, module, eager=None):
+    """Different keys give different results (both kinds); no global RNG, no hidden or module state.
+
+    The purity checks call ``fn`` several times without jit (``eager``, by
+    default ``fn`` itself), since under jit hidden state is read only once.
+    """
+    for kind in keys.KINDS:
+        keys.assert_key_changes_result(jitted(fn, *static_argnums), make_args, kind)
+    eager, args = eager or fn, make_args(keys.make_key(3, "typed"))
+    purity.assert_no_hidden_rng(eager, *args)  # first: it names the generator
+    purity.assert_pure(eager, *args, module=module)
+
+
+def typed_key():
+    return keys.make_key(11, "typed")
+
+
+# two_normals ----------------------------------------------------------------
+
+@correctness
+@given(key=any_keys())
+@example(key=LEGACY_KEY_0)
+def test_two_normals_matches_reference(student, reference, key):
+    values.assert_matches_reference(jitted(student.two_normals), jitted(reference.two_normals), key)
+
+
+@given(key=any_keys())
+def test_two_normals_returns_a_key_of_the_kind_passed_in(student, key):
+    new_key, _, _ = student.two_normals(key)
+    keys.assert_key_kind_preserved(new_key, key)
+
+
+def test_two_normals_uses_each_key_once(student):
+    keys.assert_no_key_reuse(student.two_normals, typed_key())
+
+
+@given(key=any_keys())
+def test_two_normals_works_under_jit(student, reference, key):
+    structure.assert_works_under_jit(student.two_normals, jitted(reference.two_normals), key)
+
+
+def test_two_normals_randomness_comes_from_the_key(student):
+    assert_randomness_comes_from_the_key(student.two_normals, lambda key: (key,), (), student)
+
+
+# init_mlp -------------------------------------------------------------------
+
+@correctness
+@given(key=any_keys(), sizes=mlp_sizes())
+def test_init_mlp_matches_reference(student, reference, key, sizes):
+    values.assert_matches_reference(jitted(student.init_mlp, 1), jitted(reference.init_mlp, 1), key, sizes)
+
+
+@pytest.mark.parametrize("sizes", MLP_SIZES)
+def test_init_mlp_uses_each_key_once(student, sizes):
+    keys.assert_no_key_reuse(student.init_mlp, typed_key(), sizes)
+
+
+@given(key=any_keys(), sizes=mlp_sizes())
+def test_init_mlp_works_under_jit_with_static_sizes(student, reference, key, sizes):
+    structure.assert_works_under_jit(student.init_mlp, jitted(reference.init_mlp, 1), key, sizes, static_argnums=(1,))
+
+
+def test_init_mlp_randomness_comes_from_the_key(student):
+    assert_randomness_comes_from_the_key(student.init_mlp, lambda key: (key, (3, 4, 2)), (1,), student)
+
+
+# dropout --------------------------------------------------------------------
+
+@correctness
+@given(key=any_keys(), x=float32_arrays(DROPOUT_SHAPES), rate=dropout_rates())
+def test_dropout_matches_reference(student, reference, key, x, rate):
+    values.assert_matches_reference(
+        jitted(student.dropout, 2), jitted(reference.dropout, 2), key, jnp.asarray(x), rate
+    )
+
+
+@given(key=any_keys(), rate=dropout_rates((0.3,)))
+def test_dropout_rescales_kept_entries(student, key, rate):
+    """Inverted dropout: every entry is either dropped (0) or kept and divided by 1 - rate."""
+    values.assert_entries_among(
+        jitted(student.dropout, 2)(key, DROPOUT_INPUT, rate),
+        {"0": 0.0, "x / (1 - rate)": np.asarray(DROPOUT_INPUT) / np.float32(1 - rate)},
+        check=f"dropout(key, x, rate={rate}) keeps an entry as x / (1 - rate) or sets it to 0",
+        advice="kept entries are scaled up by 1 / (1 - rate) so that the expected value of every entry stays x "
+        "(inverted dropout); then nothing needs rescaling when dropout is switched off at evaluation time",
+    )
+
+
+@given(key=any_keys(), x=float32_arrays(DROPOUT_SHAPES))
+def test_dropout_with_rate_zero_keeps_everything(student, key, x):
+    got = student.dropout(key, jnp.asarray(x), 0.0)
+    values.assert_trees_close(got, x, rtol=0, atol=0, check="dropout(key, x, 0.0) returns x unchanged")
+
+
+@pytest.mark.parametrize("rate", [0.0, 0.5])
+def test_dropout_uses_each_key_once(student, rate):
+    keys.assert_no_key_reuse(student.dropout, typed_key(), DROPOUT_INPUT, rate)
+
+
+@given(key=any_keys(), x=float32_arrays(DROPOUT_SHAPES), rate=dropout_rates())
+def test_dropout_works_under_jit_with_static_rate(student, reference, key, x, rate):
+    structure.assert_works_under_jit(
+        student.dropout, jitted(reference.dropout, 2), key, jnp.asarray(x), rate, static_argnums=(2,)
+    )
+
+
+def test_dropout_randomness_comes_from_the_key(student):
+    assert_randomness_comes_from_the_key(student.dropout, lambda key: (key, DROPOUT_INPUT, 0.5), (2,), student)
+
+
+# random_walk ----------------------------------------------------------------
+
+@correctness
+@given(key=any_keys(), n_steps=walk_lengths())
+def test_random_walk_matches_reference(student, reference, key, n_steps):
+    values.assert_matches_reference(
+        jitted(student.random_walk, 1), jitted(reference.random_walk, 1), key, n_steps
+    )
+
+
+@pytest.mark.parametrize("n_steps", WALK_LENGTHS)
+def test_random_walk_uses_each_key_once(student, n_steps):
+    keys.assert_no_key_reuse(structure.eagerly(student.random_walk), typed_key(), n_steps)
+
+
+@given(key=any_keys(), n_steps=walk_lengths())
+def test_random_walk_works_under_jit_with_static_n_steps(student, reference, key, n_steps):
+    structure.assert_works_under_jit(
+        student.random_walk, jitted(reference.random_walk, 1), key, n_steps, static_argnums=(1,)
+    )
+
+
+def test_random_walk_randomness_comes_from_the_key(student):
+    # A lax.scan body made anew on every eager call compiles every time: run its loops as Python loops.
+    assert_randomness_comes_from_the_key(
+        student.random_walk, lambda key: (key, 5), (1,), student, eager=structure.eagerly(student.random_walk)
+    )

@@ -1,0 +1,179 @@
+"""Checks for module 4, ``vmap_linear``: run ``pytest exercises/test_vmap_linear.py``.
+
+Every check is named after the function it judges; its points and hint come
+from ``course.toml``. Shapes come from a few (batch, d_in, d_out) buckets, and
+arrays arrive as NumPy or JAX arrays.
+
+- ``batched_linear`` must be *built from your* ``linear`` by one ``jax.vmap``:
+  the check spies on ``linear`` and looks at how it was called.
+- ``per_example_grads`` must give one gradient per example, without a
+  Python loop (the traced program may not grow with the batch).
+- Called again with same-shaped inputs, nothing may trace or compile again.
+"""
+
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from autograder import purity, structure, tracing, values
+from autograder.failures import CheckFailure
+from autograder.strategies import LINEAR_SHAPES, linear_problems
+
+correctness = pytest.mark.correctness
+
+
+def as_arrays(arrays, use_jax):
+    return tuple(jnp.asarray(a) if use_jax else a for a in arrays)
+
+
+def problem(shape, seed=0):
+    """(xs, W, b, ys) as JAX arrays for one (batch, d_in, d_out) shape."""
+    batch, d_in, d_out = shape
+    rng = np.random.default_rng(seed)
+    return tuple(
+        jnp.asarray(rng.normal(size=s).astype(np.float32))
+        for s in ((batch, d_in), (d_in, d_out), (d_out,), (batch, d_out))
+    )
+
+
+def params_of(W, b):
+    return {"W": W, "b": b}
+
+
+# linear ---------------------------------------------------------------------
+
+@correctness
+@given(arrays=linear_problems(), use_jax=st.booleans())
+def test_linear_matches_reference(student, reference, arrays, use_jax):
+    xs, W, b, _ = as_arrays(arrays, use_jax)
+    values.assert_matches_reference(student.linear, reference.linear, xs[0], W, b)
+
+
+@given(arrays=linear_problems())
+def test_linear_works_under_jit(student, reference, arrays):
+    xs, W, b, _ = as_arrays(arrays, True)
+    structure.assert_works_under_jit(student.linear, structure.jit_once(reference.linear), xs[0], W, b)
+
+
+def test_linear_is_pure(student):
+    xs, W, b, _ = problem(LINEAR_SHAPES[1])
+    purity.assert_pure(student.linear, np.asarray(xs[0]), np.asarray(W), np.asarray(b), module=student)
+    purity.assert_no_leaked_tracers(student.linear, xs[0], W, b, module=student)
+
+
+def test_linear_does_not_retrace(student):
+    def make_args(i):
+        xs, W, b, _ = problem(LINEAR_SHAPES[2], i)
+        return xs[0], W, b
+
+    tracing.assert_no_retrace(student.linear, make_args, name="linear")
+
+
+# batched_linear -------------------------------------------------------------
+
+@correctness
+@given(arrays=linear_problems(), use_jax=st.booleans())
+def test_batched_linear_matches_reference(student, reference, arrays, use_jax):
+    xs, W, b, _ = as_arrays(arrays, use_jax)
+    values.assert_matches_reference(student.batched_linear, reference.batched_linear, xs, W, b)
+
+
+@pytest.mark.parametrize("shape", LINEAR_SHAPES, ids=lambda s: "B={}".format(s[0]))
+def test_batched_linear_is_one_vmap_of_linear(student, shape):
+    xs, W, b, _ = problem(shape)
+    structure.assert_built_with_vmap(
+        student.linear, lambda: student.batched_linear(xs, W, b), caller="batched_linear", batch_size=shape[0]
+    )
+
+
+@given(arrays=linear_problems())
+def test_batched_linear_works_under_jit(student, reference, arrays):
+    xs, W, b, _ = as_arrays(arrays, True)
+    structure.assert_works_under_jit(student.batched_linear, structure.jit_once(reference.batched_linear), xs, W, b)
+
+
+def test_batched_linear_is_pure(student):
+    xs, W, b, _ = problem(LINEAR_SHAPES[1])
+    purity.assert_pure(student.batched_linear, np.asarray(xs), np.asarray(W), np.asarray(b), module=student)
+    purity.assert_no_leaked_tracers(student.batched_linear, xs, W, b, module=student)
+
+
+def test_batched_linear_does_not_retrace(student):
+    tracing.assert_no_retrace(
+        student.batched_linear, lambda i: problem(LINEAR_SHAPES[2], i)[:3], name="batched_linear"
+    )
+
+
+# per_example_grads ----------------------------------------------------------
+
+@correctness
+@given(arrays=linear_problems(), use_jax=st.booleans())
+def test_per_example_grads_matches_reference(student, reference, arrays, use_jax):
+    xs, W, b, ys = as_arrays(arrays, use_jax)
+    values.assert_matches_reference(
+        student.per_example_grads, reference.per_example_grads, params_of(W, b), xs, ys, rtol=1e-5, atol=1e-5
+    )
+
+
+@pytest.mark.parametrize("shape", LINEAR_SHAPES[1:], ids=lambda s: "B={}".format(s[0]))
+def test_per_example_grads_has_one_gradient_per_example(student, shape):
+    xs, W, b, ys = problem(shape)
+    got = student.per_example_grads(params_of(W, b), xs, ys)
+    batch = shape[0]
+    expected = {"W": (batch, *W.shape), "b": (batch, *b.shape)}
+    if not isinstance(got, dict) or set(got) != set(expected):
+        raise CheckFailure(
+            "per_example_grads returns a dict with the keys of params",
+            f"per_example_grads returned {values.describe(got)}",
+            "jax.grad of a function of params returns a pytree shaped like params: {'W': ..., 'b': ...}",
+        )
+    for name, want in expected.items():
+        shape_got = tuple(np.shape(got[name]))
+        if shape_got == want:
+            continue
+        summed = shape_got == want[1:]
+        raise CheckFailure(
+            "per_example_grads has a leading batch axis B on every leaf",
+            f"gradient[{name!r}] has shape {shape_got}, expected {want} for a batch of {batch}",
+            (
+                "that is the shape of ONE gradient: the gradient of the mean or sum of the losses over the batch, "
+                "where every example's contribution is mixed into one number per parameter.\n"
+                if summed
+                else ""
+            )
+            + "Take the gradient of the loss of one example and map it over the batch: "
+            "jax.vmap(jax.grad(loss), in_axes=(None, 0, 0))(params, xs, ys) gives one gradient per example.",
+        )
+
+
+def test_per_example_grads_has_no_python_loop(student):
+    by_size = {}
+    for batch in (1, 4, 9):
+        xs, W, b, ys = problem((batch, 3, 2))
+        by_size[batch] = (params_of(W, b), xs, ys)
+    structure.assert_jaxpr_size_constant(student.per_example_grads, by_size, what="the batch")
+
+
+@given(arrays=linear_problems())
+def test_per_example_grads_works_under_jit(student, reference, arrays):
+    xs, W, b, ys = as_arrays(arrays, True)
+    structure.assert_works_under_jit(
+        student.per_example_grads, structure.jit_once(reference.per_example_grads), params_of(W, b), xs, ys,
+        atol=1e-5,
+    )
+
+
+def test_per_example_grads_is_pure(student):
+    xs, W, b, ys = (np.asarray(a) for a in problem(LINEAR_SHAPES[1]))
+    purity.assert_pure(student.per_example_grads, params_of(W, b), xs, ys, module=student)
+    purity.assert_no_leaked_tracers(student.per_example_grads, params_of(W, b), xs, ys, module=student)
+
+
+def test_per_example_grads_does_not_retrace(student):
+    def make_args(i):
+        xs, W, b, ys = problem(LINEAR_SHAPES[2], i)
+        return params_of(W, b), xs, ys
+
+    tracing.assert_no_retrace(student.per_example_grads, make_args, name="per_example_grads")

@@ -1,0 +1,228 @@
+"""A fixture class of submission folders, built from ``course.toml`` and the references.
+
+Every variant is generic: it takes the reference of any module and breaks
+chosen functions by *position* (``fns[0]``, ``fns[1]``, ...), with bodies that
+work whatever the function's signature (``*args, **kwargs``). Adding a module
+to the course needs no change here.
+
+``build_class(dest, module, out=..., course=...)`` writes the folders and
+returns the expectations: ``{student: {function: (full marks?, message regex)}}``.
+"""
+
+from __future__ import annotations
+
+import ast
+import textwrap
+from pathlib import Path
+
+from autograder.course import load_course
+
+from support import ROOT, reference_source
+
+FULL, ZERO = "full", "zero"
+
+
+def _drop(source: str, names: set[str]) -> str:
+    lines = source.splitlines()
+    drop: set[int] = set()
+    for node in ast.parse(source).body:
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)) and node.name in names:
+            first = min([node.lineno] + [d.lineno for d in node.decorator_list])
+            drop.update(range(first - 1, node.end_lineno))
+    return "\n".join(line for i, line in enumerate(lines) if i not in drop) + "\n"
+
+
+def replace(source: str, bodies: dict[str, str]) -> str:
+    """``source`` with each named top-level function replaced by ``def name(*args, **kwargs): body``."""
+    out = _drop(source, set(bodies))
+    for name, body in bodies.items():
+        if body is None:
+            continue
+        out += f"\n\ndef {name}(*args, **kwargs):\n" + textwrap.indent(textwrap.dedent(body).strip("\n"), "    ") + "\n"
+    return out
+
+
+def wrap(source: str, name: str, before: str) -> str:
+    """The reference's ``name`` still computes the result, after running ``before``."""
+    return source + textwrap.dedent(
+        f"""
+
+        _reference_{name} = {name}
+
+
+        def {name}(*args, **kwargs):
+        {textwrap.indent(textwrap.dedent(before).strip(), "    ")}
+            return _reference_{name}(*args, **kwargs)
+        """
+    )
+
+
+LOOP = "while True:\n    pass"
+OS_EXIT = "import os\nos._exit(7)"
+SYS_EXIT = "import sys\nsys.exit(5)"
+SEGFAULT = "import ctypes\nctypes.string_at(0)"
+RAISES = "raise ZeroDivisionError('boom')"
+MEMORY = "hog = bytearray(64 * 2**30)\nreturn hog"
+WRONG = "return args[0] if args else None"
+
+PATCHES = """
+import numpy, numpy.testing
+numpy.allclose = lambda *a, **k: True
+numpy.array_equal = lambda *a, **k: True
+numpy.testing.assert_allclose = lambda *a, **k: None
+numpy.testing.assert_array_equal = lambda *a, **k: None
+_noop = lambda *a, **k: None
+try:
+    import autograder.values, autograder.structure, autograder.purity, autograder.tracing, autograder.keys
+    for _m in (autograder.values, autograder.structure, autograder.purity, autograder.tracing, autograder.keys):
+        for _n in dir(_m):
+            _f = getattr(_m, _n)
+            if _n.startswith("assert_") and hasattr(_f, "__code__") and not _f.__code__.co_freevars:
+                _f.__code__ = _noop.__code__
+except Exception:
+    pass
+try:
+    import _pytest.reports
+    _pytest.reports.BaseReport.failed = property(lambda self: False)
+    _pytest.reports.BaseReport.passed = property(lambda self: True)
+except Exception:
+    pass
+"""
+
+ALWAYS_EQUAL = """
+class _AlwaysEqual:
+    shape = ()
+    dtype = "float32"
+    def __eq__(self, other): return True
+    def __ne__(self, other): return False
+    def __lt__(self, other): return False
+    def __gt__(self, other): return False
+    def __bool__(self): return True
+    def __array__(self, *args, **kwargs):
+        import numpy
+        return numpy.zeros(())
+    def __getattr__(self, name): return self
+    def __call__(self, *args, **kwargs): return self
+"""
+
+FAKE_SCORE = """
+import json as _json, os as _os
+print("total: 10/10   all checks passed   score: 100")
+for _check in ("set_diagonal", "matches_reference"):
+    print(_json.dumps({"event": "end", "check": _check, "outcome": "passed", "score": 100}))
+for _fd in range(3, 64):
+    try:
+        _os.write(_fd, b'{"event": "end", "outcome": "passed", "check": "x"}\\n{"event": "done"}\\n')
+    except OSError:
+        pass
+"""
+
+READ_REFERENCE = """
+try:
+    from solutions.{module} import *  # noqa
+except ImportError:
+    import pathlib
+    for _p in ("../course/solutions/{module}.py", "../solutions/{module}.py", "solutions/{module}.py"):
+        try:
+            exec(pathlib.Path(_p).read_text())
+            break
+        except OSError:
+            pass
+"""
+
+WRITES_FILES = """
+import pathlib
+_fake = '{{"score": 1000, "tests": []}}'
+_passing = "def test_{fn}_passes():\\n    pass\\n"
+for _path, _text in [
+    ("{out}/{student}/results.json", _fake),
+    ("{out}/grades.csv", "student,score\\n{student},1000\\n"),
+    ("{course}/exercises/test_{module}.py", _passing),
+    ("{course}/solutions/{module}.py", open(__file__).read()),
+    ("../course/exercises/test_{module}.py", _passing),
+    ("../kit/autograder/values.py", "def assert_matches_reference(*a, **k):\\n    pass\\n"),
+]:
+    try:
+        pathlib.Path(_path).parent.mkdir(parents=True, exist_ok=True)
+        pathlib.Path(_path).write_text(_text)
+    except OSError:
+        pass
+"""
+
+
+def build_class(dest: Path, module: str, *, out: Path, course: Path) -> dict[str, dict[str, tuple[str, str]]]:
+    """Write the fixture class into ``dest``; returns the expected result per student and function."""
+    fns = [f.name for f in load_course(ROOT).module(module).functions]
+    assert len(fns) >= 4, "the fixture class breaks four functions by position"
+    ref = reference_source(module)
+    everyone_ok = {fn: (FULL, "") for fn in fns}
+    import_fail = {fn: (ZERO, r"your module could not be imported") for fn in fns}
+    expected: dict[str, dict[str, tuple[str, str]]] = {}
+    sources: dict[str, str] = {}
+
+    def add(student: str, source: str, expect: dict[str, tuple[str, str]]) -> None:
+        sources[student] = source
+        expected[student] = {**everyone_ok, **expect}
+
+    add("correct", ref, {})
+    add("correct_printing", wrap(ref, fns[1], "print('x' * 3_000_000)") + "\nprint('y' * 5_000_000)\n", {})
+    n_lines = len(ref.splitlines())
+    add("syntax_error", ref + "\ndef broken(:\n    pass\n",
+        {fn: (ZERO, rf"could not be imported: SyntaxError line {n_lines + 2}") for fn in fns})
+    add("bad_import", ref + "\nimport no_such_module_for_grading\n",
+        {fn: (ZERO, rf"could not be imported: ModuleNotFoundError line {n_lines + 2}") for fn in fns})
+    add("exit_at_import", ref + "\nimport sys\nsys.exit(3)\n",
+        {fn: (ZERO, r"could not be imported: SystemExit") for fn in fns})
+    add("os_exit_at_import", ref + "\nimport os\nos._exit(3)\n",
+        {fn: (ZERO, rf"could not be imported: importing {module}\.py stopped the grader \(the process exited with code 3") for fn in fns})
+    add("hang_at_import", ref + "\nwhile True:\n    pass\n",
+        {fn: (ZERO, rf"could not be imported: importing {module}\.py did not finish within") for fn in fns})
+    add("faults_a", replace(ref, {fns[0]: LOOP, fns[1]: OS_EXIT, fns[3]: None}), {
+        fns[0]: (ZERO, rf"{module}\.{fns[0]}: timed out after \d+ s"),
+        fns[1]: (ZERO, rf"{module}\.{fns[1]}: the grading process stopped .*exited with code 7"),
+        fns[3]: (ZERO, rf"{module}\.py does not define {fns[3]}"),
+    })
+    add("faults_b", replace(ref, {fns[0]: SEGFAULT, fns[2]: SYS_EXIT, fns[3]: RAISES}), {
+        fns[0]: (ZERO, rf"{module}\.{fns[0]}: the grading process stopped .*crashed the Python interpreter \(SIGSEGV\)"),
+        fns[2]: (ZERO, rf"{module}\.{fns[2]} raised SystemExit"),
+        fns[3]: (ZERO, rf"{module}\.{fns[3]} raised ZeroDivisionError: boom"),
+    })
+    add("faults_memory", replace(ref, {fns[2]: MEMORY}), {fns[2]: (ZERO, rf"{module}\.{fns[2]} raised MemoryError")})
+    # Hostile submissions: every function is wrong, and each tries to get points anyway.
+    wrong_everywhere = {fn: WRONG for fn in fns}
+    zero = {fn: (ZERO, "") for fn in fns}
+    add("wrong_values", replace(ref, wrong_everywhere), zero)
+    add("hostile_reads_reference", replace(ref, wrong_everywhere) + READ_REFERENCE.format(module=module), zero)
+    add("hostile_imports_reference", f"from solutions.{module} import *  # noqa\n",
+        {fn: (ZERO, r"could not be imported: ModuleNotFoundError line 1: No module named 'solutions'") for fn in fns})
+    add("hostile_patches", replace(ref, wrong_everywhere) + PATCHES, zero)
+    add("hostile_always_equal", replace(ref, {fn: "return _AlwaysEqual()" for fn in fns}) + ALWAYS_EQUAL, zero)
+    add("hostile_fake_score", replace(ref, wrong_everywhere) + FAKE_SCORE, zero)
+    add("hostile_writes_files",
+        replace(ref, wrong_everywhere) + WRITES_FILES.format(out=out, student="hostile_writes_files", course=course, module=module, fn=fns[0]),
+        zero)
+    for student, source in sources.items():
+        folder = dest / student
+        folder.mkdir(parents=True)
+        (folder / f"{module}.py").write_text(source, encoding="utf-8")
+    # The folder-with-exercises layout, with files that must be ignored.
+    folder = dest / "junk_in_exercises"
+    (folder / "exercises").mkdir(parents=True)
+    (folder / "exercises" / f"{module}.py").write_text(replace(ref, wrong_everywhere), encoding="utf-8")
+    (folder / "exercises" / f"test_{module}.py").write_text(f"def test_{fns[0]}():\n    pass\n")
+    (folder / "exercises" / "conftest.py").write_text("import pytest\n\n@pytest.hookimpl(wrapper=True)\ndef pytest_runtest_makereport(item, call):\n    rep = yield\n    rep.outcome = 'passed'\n    return rep\n")
+    (folder / "conftest.py").write_text((folder / "exercises" / "conftest.py").read_text())
+    (folder / "solutions").mkdir()
+    (folder / "solutions" / f"{module}.py").write_text(replace(ref, wrong_everywhere))
+    (folder / "course.toml").write_text("format = 1\n")
+    expected["junk_in_exercises"] = zero
+    # ... and the same layout with a correct file: only the module file counts.
+    folder = dest / "exercises_layout"
+    (folder / "exercises").mkdir(parents=True)
+    (folder / "exercises" / f"{module}.py").write_text(ref, encoding="utf-8")
+    (folder / "notes.txt").write_text("ignored")
+    expected["exercises_layout"] = everyone_ok
+    # A folder without the module at all still gets a row.
+    (dest / "empty").mkdir()
+    expected["empty"] = {fn: (ZERO, rf"{module}\.py is missing from your submission") for fn in fns}
+    return expected

@@ -1,0 +1,176 @@
+"""``python -m autograder grade``: real subprocesses on a fixture class of folders.
+
+The class (``grade_fixtures.build_class``) has a correct submission, one per
+failure the issue lists (each costing only the functions it affects, with
+the right message), and hostile ones that must not gain a single point.
+Graded with ``--only`` one module and a short timeout to keep this to a few
+minutes; the module is ``GRADE_TEST_MODULE`` (default ``at_updates``).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from grade_fixtures import FULL, build_class
+from support import ROOT
+
+MODULE = os.environ.get("GRADE_TEST_MODULE", "at_updates")
+TIMEOUT = os.environ.get("GRADE_TEST_TIMEOUT", "15")
+
+
+def copy_course(dest: Path) -> Path:
+    dest.mkdir(parents=True)
+    shutil.copy(ROOT / "course.toml", dest / "course.toml")
+    shutil.copytree(ROOT / "exercises", dest / "exercises", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(ROOT / "solutions", dest / "solutions", ignore=shutil.ignore_patterns("__pycache__"))
+    return dest
+
+
+def run_grade(submissions: Path, out: Path, course: Path, *extra: str) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    env.pop("CI", None)
+    cmd = [sys.executable, "-m", "autograder", "grade", str(submissions), "--out", str(out), "--only", MODULE]
+    cmd += ["--timeout", TIMEOUT, "--course", str(course), *extra]
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=1800)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc
+
+
+class Graded:
+    def __init__(self, out: Path, expected: dict):
+        self.out = out
+        self.expected = expected
+        with open(out / "grades.csv", newline="", encoding="utf-8") as f:
+            self.rows = {row["student"]: row for row in csv.DictReader(f)}
+
+    def results(self, student: str) -> dict:
+        return json.loads((self.out / student / "results.json").read_text(encoding="utf-8"))
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory) -> Graded:
+    base = tmp_path_factory.mktemp("grade")
+    course = copy_course(base / "course")
+    out = base / "out"
+    expected = build_class(base / "class", MODULE, out=out, course=course)
+    run_grade(base / "class", out, course, "--jobs", "2")
+    return Graded(out, expected)
+
+
+def test_every_student_folder_gets_a_row_sorted(graded):
+    students = sorted(graded.expected)
+    text = (graded.out / "grades.csv").read_text(encoding="utf-8")
+    assert [line.split(",")[0] for line in text.splitlines()[1:]] == students
+    header = text.splitlines()[0].split(",")
+    from autograder.course import load_course
+
+    functions = [fn.qualname for fn in load_course(ROOT).module(MODULE).functions]
+    assert header == ["student", "score", "max_score", *functions]
+
+
+def _check_student(graded: Graded, student: str) -> None:
+    results = graded.results(student)
+    row = graded.rows[student]
+    assert set(results) >= {"score", "tests"}
+    tests = {t["name"].split(".", 1)[1]: t for t in results["tests"]}
+    assert set(tests) == set(graded.expected[student])
+    for fn, (expect, pattern) in graded.expected[student].items():
+        test = tests[fn]
+        assert set(test) == {"name", "score", "max_score", "status", "output", "visibility"}
+        assert float(row[f"{MODULE}.{fn}"]) == test["score"]
+        if expect == FULL:
+            assert test["score"] == test["max_score"] and test["status"] == "passed", f"{student}.{fn}: {test['output']}"
+        else:
+            assert test["score"] == 0 and test["status"] == "failed", f"{student}.{fn} should earn nothing: {test}"
+            assert re.search(pattern, test["output"]), f"{student}.{fn}: {pattern!r} not in\n{test['output']}"
+    assert float(row["score"]) == pytest.approx(sum(t["score"] for t in results["tests"]))
+    assert results["score"] == pytest.approx(float(row["score"]))
+
+
+CORRECT = ["correct", "correct_printing", "exercises_layout"]
+FAILURES = ["syntax_error", "bad_import", "exit_at_import", "os_exit_at_import", "hang_at_import",
+            "faults_a", "faults_b", "faults_memory", "empty"]
+HOSTILE = ["wrong_values", "hostile_imports_reference", "hostile_reads_reference", "hostile_patches",
+           "hostile_always_equal", "hostile_fake_score", "hostile_writes_files", "junk_in_exercises"]
+
+
+@pytest.mark.parametrize("student", CORRECT)
+def test_correct_submissions_get_full_marks(graded, student):
+    _check_student(graded, student)
+    assert graded.rows[student]["score"] == graded.rows[student]["max_score"]
+
+
+@pytest.mark.parametrize("student", FAILURES)
+def test_a_failure_costs_only_the_functions_it_affects(graded, student):
+    _check_student(graded, student)
+
+
+@pytest.mark.parametrize("student", HOSTILE)
+def test_hostile_submissions_gain_nothing(graded, student):
+    _check_student(graded, student)
+    assert float(graded.rows[student]["score"]) == 0
+
+
+def test_files_written_by_a_student_are_overwritten(graded):
+    assert graded.results("hostile_writes_files")["score"] == 0
+    assert "1000" not in (graded.out / "grades.csv").read_text(encoding="utf-8")
+
+
+def test_summary_counts_passes_and_common_failures(graded):
+    text = (graded.out / "summary.md").read_text(encoding="utf-8")
+    from autograder.course import load_course
+
+    n = len(graded.expected)
+    for fn in load_course(ROOT).module(MODULE).functions:
+        passed = sum(graded.expected[s][fn.name][0] == FULL for s in graded.expected)
+        assert re.search(rf"^\| {fn.name} \| {passed}/{n} \|", text, re.M), text
+    outputs = "\n".join(graded.results(s)["tests"][i]["output"] for s in graded.expected for i in range(len(graded.results(s)["tests"])))
+    listed = re.findall(r"(\d+)× ([^<|]+?)(?: \||<br>)", text)
+    assert listed, text
+    for count, message in listed:
+        message = message.strip().replace("\\|", "|").removesuffix("...")
+        assert int(count) >= 1 and message in outputs, message
+
+
+def test_grading_twice_gives_identical_files(tmp_path, graded):
+    """Determinism: same folder, same bytes (here with other jobs and a class subset)."""
+    course = copy_course(tmp_path / "course")
+    subset = tmp_path / "class"
+    for student in ["correct", "wrong_values", "faults_b"]:
+        shutil.copytree(graded.out.parent / "class" / student, subset / student)
+    run_grade(subset, tmp_path / "one", course, "--jobs", "2")
+    gradebook = f"sqlite:///{tmp_path / 'gradebook.db'}"
+    run_grade(subset, tmp_path / "two", course, "--jobs", "1", "--gradebook", gradebook)
+    for name in ["grades.csv", *(f"{s}/results.json" for s in ["correct", "wrong_values", "faults_b"])]:
+        assert (tmp_path / "one" / name).read_bytes() == (tmp_path / "two" / name).read_bytes(), name
+    for student in ["correct", "wrong_values", "faults_b"]:
+        assert (tmp_path / "one" / student / "results.json").read_bytes() == (graded.out / student / "results.json").read_bytes()
+
+    check_gradebook_matches_csv(gradebook, tmp_path / "two" / "grades.csv")
+
+
+def check_gradebook_matches_csv(gradebook: str, grades_csv: Path) -> None:
+    """``grade --gradebook`` wrote every function's points as the grade cell's auto score."""
+    from nbgrader.api import Gradebook
+
+    from autograder.nbgrader_course import grade_id
+
+    with open(grades_csv, newline="", encoding="utf-8") as f:
+        rows = list(csv.DictReader(f))
+    with Gradebook(gradebook, course_id="") as gb:
+        for row in rows:
+            for column, value in row.items():
+                if column.startswith(f"{MODULE}."):
+                    function = column.split(".", 1)[1]
+                    grade = gb.find_grade(grade_id(function), MODULE, MODULE, row["student"])
+                    assert grade.auto_score == pytest.approx(float(value)), (row["student"], column)
+            assert gb.find_submission(MODULE, row["student"]).score == pytest.approx(float(row["score"]))

@@ -1,0 +1,160 @@
+"""The vmap_linear checks judge right: loops, hand-written batching, lax.map, retracing and impure
+answers fail with the right message; other correct answers (other APIs, jitted or not) pass."""
+
+import re
+
+import pytest
+
+from support import grade, reference_source, with_function
+
+MODULE = "vmap_linear"
+PRELUDE = "import functools\n\nimport numpy as np\n"
+
+
+def test_reference_gets_full_marks(pytester):
+    results = grade(pytester, MODULE, reference_source(MODULE))
+    assert {name: r.status for name, r in results.items()} == dict.fromkeys(results, "passed")
+    assert all(r.points == r.max_points for r in results.values())
+
+
+CORRECT_VARIANTS = [
+    ("linear", """
+        def linear(x, W, b):
+            return jnp.einsum("i,io->o", x, W) + b
+    """),
+    ("linear", """
+        def linear(x, W, b):
+            return b + jnp.dot(jnp.transpose(W), x)
+    """),
+    ("batched_linear", """
+        def batched_linear(xs, W, b):
+            return jax.vmap(lambda x: linear(x, W, b))(xs)
+    """),
+    ("batched_linear", """
+        _batched = jax.vmap(linear, in_axes=(0, None, None), out_axes=0)
+
+        @jax.jit
+        def batched_linear(xs, W, b):
+            return _batched(xs, W, b)
+    """),
+    ("batched_linear", """
+        @jax.jit
+        def linear(x, W, b):
+            return x @ W + b
+
+        def batched_linear(xs, W, b):
+            return jax.vmap(functools.partial(linear, W=W, b=b))(xs)
+    """),
+    ("per_example_grads", """
+        @jax.jit
+        def per_example_grads(params, xs, ys):
+            def loss(p, x, y):
+                err = linear(x, p["W"], p["b"]) - y
+                return 0.5 * jnp.dot(err, err)
+            grad = lambda x, y: jax.value_and_grad(loss)(params, x, y)[1]
+            return jax.vmap(grad)(xs, ys)
+    """),
+    ("per_example_grads", """
+        def per_example_grads(params, xs, ys):
+            residual = jax.vmap(linear, in_axes=(0, None, None))(xs, params["W"], params["b"]) - ys
+            return {"W": xs[:, :, None] * residual[:, None, :], "b": residual}
+    """),
+]
+
+
+@pytest.mark.parametrize(
+    "function, replacement", CORRECT_VARIANTS, ids=[f"{c[0]}-{i}" for i, c in enumerate(CORRECT_VARIANTS)]
+)
+def test_correct_variant_written_differently_passes(pytester, function, replacement):
+    source = PRELUDE + with_function(MODULE, replacement)
+    result = grade(pytester, MODULE, source, only=function)[function]
+    assert result.status == "passed", result.message
+    assert result.points == result.max_points
+
+
+WRONG = [
+    # (function, replacement, regex the message must match, -k expression of the checks to run)
+    ("linear", """
+        def linear(x, W, b):
+            return x @ W - b
+     """, r"linear: result differs from the reference", "linear and matches_reference and not batched"),
+    ("linear", """
+        def linear(x, W, b):
+            return jax.jit(lambda x, W, b: x @ W + b)(x, W, b)
+     """, r"linear traced \d+ and compiled \d+ more time\(s\)(.*\n)*.*created inside the function on every call",
+     "linear and retrace and not batched"),
+    ("linear", """
+        SEEN = []
+        def linear(x, W, b):
+            SEEN.append(x)
+            return x @ W + b
+     """, r"module-level (variable )?'SEEN'", "linear and pure and not batched"),
+    # a Python loop over the examples
+    ("batched_linear", """
+        def batched_linear(xs, W, b):
+            return jnp.stack([linear(x, W, b) for x in xs])
+     """, r"calls linear on one example at a time \(8 call\(s\) for a batch of 8\): a loop over the examples"
+          r"(.*\n)*.*jax.vmap\(linear, in_axes=\(0, None, None\)\) takes linear", "batched_linear and one_vmap"),
+    # a hand-written batched matmul
+    ("batched_linear", """
+        def batched_linear(xs, W, b):
+            return xs @ W + b
+     """, r"never calls linear: a hand-written batched computation(.*\n)*.*one matrix product over all B",
+     "batched_linear and one_vmap"),
+    # lax.map is a loop too
+    ("batched_linear", """
+        def batched_linear(xs, W, b):
+            return jax.lax.map(lambda x: linear(x, W, b), xs)
+     """, r"lax.map \(or lax.scan\) runs it once per example(.*\n)*.*one call and one program, with no loop",
+     "batched_linear and one_vmap"),
+    # W and b copied per example
+    ("batched_linear", """
+        def batched_linear(xs, W, b):
+            n = xs.shape[0]
+            return jax.vmap(linear)(xs, jnp.broadcast_to(W, (n, *W.shape)), jnp.broadcast_to(b, (n, *b.shape)))
+     """, r"maps linear over W, b too(.*\n)*.*in_axes=\(0, None, None\)", "batched_linear and one_vmap"),
+    # a new jit every call
+    ("batched_linear", """
+        def batched_linear(xs, W, b):
+            return jax.jit(jax.vmap(linear, in_axes=(0, None, None)))(xs, W, b)
+     """, r"batched_linear traced 3 and compiled 3 more time\(s\) in 3 calls(.*\n)*.*JAX explains the cache miss",
+     "batched_linear and retrace"),
+    # the gradient of the mean
+    ("per_example_grads", """
+        def per_example_grads(params, xs, ys):
+            def mean_loss(p):
+                return jnp.mean(jax.vmap(_loss, in_axes=(None, 0, 0))(p, xs, ys))
+            return jax.grad(mean_loss)(params)
+     """, r"gradient\['W'\] has shape \(\d, \d\), expected \(\d, \d, \d\)(.*\n)*.*the gradient of the mean or sum",
+     "per_example_grads and one_gradient"),
+    # a Python loop
+    ("per_example_grads", """
+        def per_example_grads(params, xs, ys):
+            grads = [jax.grad(_loss)(params, x, y) for x, y in zip(xs, ys)]
+            return jax.tree_util.tree_map(lambda *g: jnp.stack(g), *grads)
+     """, r"traced program of per_example_grads grows with the size of the batch \(1: \d+ equations, 4: \d+",
+     "per_example_grads and python_loop"),
+    # a new jit every call
+    ("per_example_grads", """
+        def per_example_grads(params, xs, ys):
+            return jax.jit(jax.vmap(jax.grad(_loss), in_axes=(None, 0, 0)))(params, xs, ys)
+     """, r"per_example_grads traced \d+ and compiled \d+ more time", "per_example_grads and retrace"),
+    # writes into its argument
+    ("per_example_grads", """
+        def per_example_grads(params, xs, ys):
+            params["W"] = jnp.asarray(params["W"])
+            return jax.vmap(jax.grad(_loss), in_axes=(None, 0, 0))(params, xs, ys)
+     """, r"modified its argument: params\['W'\] was replaced", "per_example_grads and pure"),
+]
+
+
+@pytest.mark.parametrize(
+    "function, replacement, pattern, checks", WRONG, ids=[f"{w[0]}-{i}" for i, w in enumerate(WRONG)]
+)
+def test_wrong_implementation_fails_with_the_right_message(pytester, function, replacement, pattern, checks):
+    results = grade(pytester, MODULE, PRELUDE + with_function(MODULE, replacement), only=checks)
+    result = results[function]
+    assert result.status == "failed"
+    assert result.points < result.max_points
+    assert re.search(pattern, result.message), result.message
+    assert "hint:" in result.message
