@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import re
+import textwrap
 import traceback
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -66,11 +67,12 @@ def failing_input(exc: BaseException, fixture_names: Iterable[str] = ()) -> str:
     for note in notes:
         if not note.startswith(("Falsifying", "Failing")):
             continue
-        for line in note.splitlines()[1:]:
-            stripped = line.strip()
-            if stripped == ")" or stripped.startswith(skip):
-                continue
-            lines.append("  " + line.rstrip())
+        body = [
+            line.rstrip()
+            for line in note.splitlines()[1:]
+            if line.strip() != ")" and not line.strip().startswith(skip)
+        ]
+        lines += textwrap.indent(textwrap.dedent("\n".join(body)), "    ").splitlines()
     return "\n".join(lines)
 
 

@@ -7,6 +7,7 @@ from ``course.toml``.
 import jax.numpy as jnp
 import pytest
 from hypothesis import example, given
+from hypothesis import strategies as st
 
 from autograder import purity, structure, values
 from autograder.strategies import float32_arrays, float32s, ordered_pairs, square_matrices, vectors_with_indices
@@ -16,14 +17,18 @@ import numpy as np
 correctness = pytest.mark.correctness
 
 
-def scatter_inputs():
-    return vectors_with_indices().flatmap(
-        lambda xi: float32_arrays([xi[1].shape]).map(lambda updates: (*xi, updates))
-    )
+@st.composite
+def scatter_inputs(draw):
+    """``(x, indices, updates)``; indices repeat often."""
+    x, indices = draw(vectors_with_indices())
+    return x, indices, draw(float32_arrays([indices.shape]))
 
 
-def clamp_inputs():
-    return vectors_with_indices().flatmap(lambda xi: ordered_pairs(-3.0, 3.0).map(lambda lh: (*xi, *lh)))
+@st.composite
+def clamp_inputs(draw):
+    """``(x, indices, lo, hi)``; many entries of x lie outside ``[lo, hi]``."""
+    x, indices = draw(vectors_with_indices())
+    return (x, indices, *draw(ordered_pairs(-3.0, 3.0)))
 
 
 # set_diagonal ---------------------------------------------------------------

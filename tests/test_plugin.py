@@ -32,17 +32,18 @@ def run(pytester, course_copy, *args, monkeypatch=None):
 def test_fresh_exercises_show_not_started_and_a_zero_score(pytester, course_copy, monkeypatch):
     monkeypatch.delenv("CI", raising=False)
     result = run(pytester, course_copy)
-    result.assert_outcomes(failed=12)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines(
         [
             "*hypothesis profile: student*",
-            "at_updates.set_diagonal is not started yet (it still raises NotImplementedError)",
+            "*nnnnnnnnn*",
             "*· set_diagonal*0/2*not started",
             "total: 0/10",
-            "NOT STARTED *test_at_updates.py::test_set_diagonal_matches_reference*",
+            "Welcome!*",
+            "*12 not started in*",
         ]
     )
-    assert "Traceback" not in result.stdout.str()
+    assert "Traceback" not in result.stdout.str() and "FAILURES" not in result.stdout.str()
 
 
 def test_copying_the_solution_into_exercises_passes_with_full_marks(pytester, course_copy):
