@@ -1,4 +1,7 @@
-"""The whole course, module by module: every stub is "not started", every reference passes in grading mode."""
+"""The whole course, module by module: every stub is "not started", every reference passes in grading mode.
+
+The per-module galleries (tests/test_module_<module>.py) rely on these two and do not repeat them.
+"""
 
 import pytest
 
