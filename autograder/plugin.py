@@ -49,25 +49,9 @@ def register_profiles() -> None:
     # costs seconds per JAX check and tells a student little.
     phases = [Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink]
     quiet = [HealthCheck.too_slow, HealthCheck.function_scoped_fixture, HealthCheck.data_too_large]
-    settings.register_profile(
-        "student",
-        max_examples=15,
-        deadline=None,
-        phases=phases,
-        report_multiple_bugs=False,
-        suppress_health_check=quiet,
-    )
-    settings.register_profile(
-        "grading",
-        max_examples=30,
-        deadline=None,
-        derandomize=True,
-        database=None,
-        print_blob=False,
-        phases=phases,
-        report_multiple_bugs=False,
-        suppress_health_check=quiet,
-    )
+    common = dict(deadline=None, phases=phases, report_multiple_bugs=False, suppress_health_check=quiet)
+    settings.register_profile("student", max_examples=15, **common)
+    settings.register_profile("grading", max_examples=30, derandomize=True, database=None, print_blob=False, **common)
 
 
 def pytest_configure(config: pytest.Config) -> None:
