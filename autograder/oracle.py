@@ -22,17 +22,20 @@ class Oracle:
     imported under a private name that student code cannot ``import``.
     """
 
-    _loaded: dict[tuple[str, int], ModuleType] = {}
+    _loaded: dict[str, tuple[int, ModuleType]] = {}
 
     def __init__(self, solutions_dir: Path, module: str):
         self.module_name = module
         path = (Path(solutions_dir) / f"{module}.py").resolve()
         # One import per file version and process: the reference's jitted functions stay warm
         # across pytest sessions run in one process (the kit's own tests grade many submissions).
-        key = (str(path), path.stat().st_mtime_ns if path.is_file() else -1)
-        if key not in Oracle._loaded:
-            Oracle._loaded[key] = load_module(path, f"_course_reference_.{module}")
-        self._module: ModuleType = Oracle._loaded[key]
+        # A file that is gone keeps its loaded version: the grader loads every reference, then
+        # removes solutions/ before student code runs.
+        version = path.stat().st_mtime_ns if path.is_file() else None
+        cached = Oracle._loaded.get(str(path))
+        if cached is None or (version is not None and cached[0] != version):
+            cached = Oracle._loaded[str(path)] = (version, load_module(path, f"_course_reference_.{module}"))
+        self._module: ModuleType = cached[1]
 
     def __getattr__(self, name: str):
         return getattr(self._module, name)

@@ -75,9 +75,11 @@ class ChildReporter:
             config.hook.pytest_deselected(items=dropped)
         # The references are loaded before any student code runs; then their
         # files leave the sandbox, so the student's code cannot read them.
+        # Every module's reference, not only the graded ones: later modules build their
+        # scenarios with earlier references (training's loaders come from data's).
         course = plugin._course(config)
-        for module in sorted({fn.module for _, fn in self.ids.values()}):
-            plugin.load_reference(course, module)
+        for module in course.modules:
+            plugin.load_reference(course, module.name)
         shutil.rmtree(course.root / "solutions", ignore_errors=True)
 
     def pytest_runtest_logstart(self, nodeid, location) -> None:
