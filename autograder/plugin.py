@@ -42,8 +42,26 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--results-json", metavar="PATH", help="write per-function scores and check outcomes as JSON")
 
 
+def ignore_local_constants() -> None:
+    """Generated inputs must not depend on which of the user's modules happen to be imported.
+
+    Hypothesis mixes literals harvested from every imported local module (the
+    student's files, the checks) into what it draws. Then the same check draws
+    other inputs depending on what else was loaded: a student's literals would
+    steer their own test inputs, and the grader's trusted side could not
+    regenerate the inputs a student's process saw. (Hypothesis has no setting
+    for this; the internal hook is pinned with hypothesis in pyproject.toml.)
+    """
+    from hypothesis.internal.conjecture import providers
+
+    empty = providers._local_constants
+    providers._get_local_constants = lambda: empty
+
+
 def register_profiles() -> None:
     from hypothesis import HealthCheck, Phase, settings
+
+    ignore_local_constants()
 
     # No explain phase: it re-runs a failing check hundreds of times, which
     # costs seconds per JAX check and tells a student little.

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from autograder.course import load_course
 from grade_fixtures import FULL, build_class
 from support import ROOT
 
@@ -174,3 +175,24 @@ def check_gradebook_matches_csv(gradebook: str, grades_csv: Path) -> None:
                     grade = gb.find_grade(grade_id(function), MODULE, MODULE, row["student"])
                     assert grade.auto_score == pytest.approx(float(value)), (row["student"], column)
             assert gb.find_submission(MODULE, row["student"]).score == pytest.approx(float(row["score"]))
+
+
+def test_every_module_of_the_course_grades_the_reference_full_and_stubs_zero(tmp_path):
+    """All modules in one grading process: inputs must not depend on what else was loaded, and later
+    modules' scenarios (training's loaders) need earlier references after solutions/ is removed."""
+    course = copy_course(tmp_path / "course")
+    submissions = tmp_path / "class"
+    for student, source in (("reference", ROOT / "solutions"), ("stubs", ROOT / "exercises")):
+        (submissions / student).mkdir(parents=True)
+        for module in load_course(ROOT).modules:
+            shutil.copy(source / f"{module.name}.py", submissions / student / f"{module.name}.py")
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    env.pop("CI", None)
+    cmd = [sys.executable, "-m", "autograder", "grade", str(submissions), "--out", str(tmp_path / "out")]
+    cmd += ["--course", str(course), "--jobs", "2"]
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=1800)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    with open(tmp_path / "out" / "grades.csv", newline="", encoding="utf-8") as f:
+        rows = {row["student"]: row for row in csv.DictReader(f)}
+    assert rows["reference"]["score"] == rows["reference"]["max_score"] == f"{load_course(ROOT).points:g}", rows["reference"]
+    assert float(rows["stubs"]["score"]) == 0
