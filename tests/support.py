@@ -86,3 +86,17 @@ def grade_folder(pytester, module: str, folder: Path, *, only: str | None = None
         f["function"]: FunctionResult(f["status"], f["points"], f["max_points"], f["messages"])
         for f in data["functions"]
     }
+
+
+def assert_accepted(result: FunctionResult) -> None:
+    """A correct submission passes every check of the function, with full points."""
+    assert result.status == "passed", result.message
+    assert result.points == result.max_points
+
+
+def assert_rejected(result: FunctionResult, pattern: str) -> None:
+    """A wrong submission fails, loses points, and says why (``pattern``) with the hint."""
+    assert result.status == "failed"
+    assert result.points < result.max_points
+    assert re.search(pattern, result.message), result.message
+    assert "hint:" in result.message
