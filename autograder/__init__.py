@@ -1,21 +1,19 @@
 """Autograder for the JAX/Flax/Optax course kit.
 
-One module per kind of check, each usable on its own:
+The tree shows the architecture, one subpackage per concern:
 
-- :mod:`autograder.values`     pytrees equal to the reference (structure, shape, dtype, values)
-- :mod:`autograder.purity`     arguments untouched, deterministic, no hidden RNG/global state, no leaks
-- :mod:`autograder.tracing`    jitted functions that do not trace or compile again once warm
-- :mod:`autograder.keys`       PRNG key discipline (no reuse, right kind of key)
-- :mod:`autograder.structure`  jit-compatibility, call structure (vmap spies), jaxpr facts
-- :mod:`autograder.strategies` hypothesis strategies with few distinct shapes
+- :mod:`autograder.core`           the course model (``course.toml``), failures, submissions, the oracle seam
+- :mod:`autograder.checks`         what ``exercises/test_*.py`` import: values, purity, tracing, keys,
+                                   structure, loaders, strategies
+- :mod:`autograder.pytest_plugin`  ``pytest exercises/``: hooks, profiles, the score table
+- :mod:`autograder.grading`        ``autograder grade``: a class, sandboxed, verified by a trusted side
+- :mod:`autograder.notebooks`      ``autograder nbgrader``: the nbgrader course and its check cells
+- :mod:`autograder.cli`            the ``autograder`` command (argparse only)
 
-and the plumbing around them: :mod:`autograder.course` (``course.toml``),
-:mod:`autograder.oracle` (where expected values come from),
-:mod:`autograder.submission` (loading a student's module),
-:mod:`autograder.report` (student-facing messages and the score table),
-:mod:`autograder.plugin` (pytest) and :mod:`autograder.cli`.
+Public API for check files: :class:`CheckFailure` here, and the modules of :mod:`autograder.checks`.
+Importing this package does no work (no JAX, no pytest).
 """
 
-from autograder.failures import CheckFailure
+from autograder.core.failures import CheckFailure
 
 __all__ = ["CheckFailure"]

@@ -12,7 +12,7 @@ import os
 import sys
 from pathlib import Path
 
-from autograder.course import CourseError, find_root, load_course
+from autograder.core.course import CourseError, find_root, load_course
 
 
 def add_grade(subparsers) -> argparse.ArgumentParser:
@@ -42,7 +42,8 @@ def add_grade(subparsers) -> argparse.ArgumentParser:
 
 
 def run_grade(args: argparse.Namespace) -> int:
-    from autograder import class_report, grading
+    from autograder.grading import class_report
+    from autograder.grading import grader as grading
 
     course = _course(args.course)
     names = [m.name for m in course.modules]
@@ -80,7 +81,7 @@ def run_grade(args: argparse.Namespace) -> int:
     progress.finish()
     class_report.write_all(out, course, modules, results)
     if args.gradebook:
-        from autograder.nbgrader_course import write_gradebook
+        from autograder.notebooks.builder import write_gradebook
 
         written = write_gradebook(class_report.points_by_student(results), args.gradebook, course)
         print(f"wrote {written} grades into the gradebook {args.gradebook}")
@@ -100,7 +101,7 @@ def _course(folder: Path | None):
 
 
 def add_nbgrader(subparsers) -> argparse.ArgumentParser:
-    from autograder import cli_nbgrader
+    from autograder.notebooks import command as cli_nbgrader
 
     parser = cli_nbgrader.add_parser(subparsers)
     parser.set_defaults(handler=cli_nbgrader.run)

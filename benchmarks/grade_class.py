@@ -23,7 +23,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from autograder.course import load_course  # noqa: E402
+from autograder.core.course import load_course  # noqa: E402
 
 
 def wrong(source: str) -> str:
@@ -58,7 +58,7 @@ def breakdown(course, folder: Path, modules: list[str], args) -> None:
     """Per kind of submission: seconds in grading processes and in trusted verification."""
     from collections import defaultdict
 
-    from autograder import grading
+    from autograder.grading import grader as grading
 
     start = time.monotonic()
     options = grading.Options(tuple(modules), course.grading.timeout_per_function, course.grading.memory_limit_mb,

@@ -9,8 +9,10 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from autograder import purity, structure, values
-from autograder.strategies import float32_arrays, float32s, ordered_pairs, square_matrices, vectors_with_indices
+from autograder.checks import purity
+from autograder.checks import structure
+from autograder.checks import values
+from autograder.checks.strategies import float32_arrays, float32s, ordered_pairs, square_matrices, vectors_with_indices
 
 import numpy as np
 

@@ -19,10 +19,12 @@ import numpy as np
 import pytest
 from flax.training import train_state
 
-from autograder import purity, tracing, values
-from autograder.failures import CheckFailure
-from autograder.keys import make_key
-from autograder.oracle import sibling
+from autograder.checks import purity
+from autograder.checks import tracing
+from autograder.checks import values
+from autograder.core.failures import CheckFailure
+from autograder.checks.keys import make_key
+from autograder.core.oracle import sibling
 
 correctness = pytest.mark.correctness
 

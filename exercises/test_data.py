@@ -10,9 +10,11 @@ import torch
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from autograder import loaders, purity, values
-from autograder.loaders import SampleDataset, indexed_samples
-from autograder.strategies import collate_batches
+from autograder.checks import loaders
+from autograder.checks import purity
+from autograder.checks import values
+from autograder.checks.loaders import SampleDataset, indexed_samples
+from autograder.checks.strategies import collate_batches
 
 correctness = pytest.mark.correctness
 

@@ -21,9 +21,12 @@ import numpy as np
 import pytest
 from hypothesis import example, given
 
-from autograder import keys, purity, structure, values
-from autograder.strategies import DROPOUT_SHAPES, MLP_SIZES, WALK_LENGTHS, dropout_rates, float32_arrays, mlp_sizes, walk_lengths
-from autograder.strategies import keys as any_keys
+from autograder.checks import keys
+from autograder.checks import purity
+from autograder.checks import structure
+from autograder.checks import values
+from autograder.checks.strategies import DROPOUT_SHAPES, MLP_SIZES, WALK_LENGTHS, dropout_rates, float32_arrays, mlp_sizes, walk_lengths
+from autograder.checks.strategies import keys as any_keys
 
 correctness = pytest.mark.correctness
 

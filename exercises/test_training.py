@@ -21,10 +21,12 @@ from flax.training import train_state
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from autograder import purity, tracing, values
-from autograder.failures import CheckFailure
-from autograder.oracle import reference_helpers, sibling
-from autograder.keys import make_key
+from autograder.checks import purity
+from autograder.checks import tracing
+from autograder.checks import values
+from autograder.core.failures import CheckFailure
+from autograder.core.oracle import reference_helpers, sibling
+from autograder.checks.keys import make_key
 
 correctness = pytest.mark.correctness
 

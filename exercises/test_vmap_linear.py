@@ -17,9 +17,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from autograder import purity, structure, tracing, values
-from autograder.failures import CheckFailure
-from autograder.strategies import LINEAR_SHAPES, linear_problems
+from autograder.checks import purity
+from autograder.checks import structure
+from autograder.checks import tracing
+from autograder.checks import values
+from autograder.core.failures import CheckFailure
+from autograder.checks.strategies import LINEAR_SHAPES, linear_problems
 
 correctness = pytest.mark.correctness
 

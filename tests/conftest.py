@@ -9,14 +9,14 @@ import optax  # noqa: F401
 import torch  # noqa: F401
 import torch.utils.data  # noqa: F401
 
-import autograder.plugin  # noqa: F401
-import autograder.oracle  # noqa: F401  (keeps the references it loaded warm across inner runs)
-import autograder.values  # noqa: F401
-import autograder.purity  # noqa: F401
-import autograder.structure  # noqa: F401
-import autograder.tracing  # noqa: F401
-import autograder.keys  # noqa: F401
-import autograder.strategies  # noqa: F401
-import autograder.loaders  # noqa: F401
+import autograder.pytest_plugin.hooks  # noqa: F401
+import autograder.core.oracle  # noqa: F401  (keeps the references it loaded warm across inner runs)
+import autograder.checks.values  # noqa: F401
+import autograder.checks.purity  # noqa: F401
+import autograder.checks.structure  # noqa: F401
+import autograder.checks.tracing  # noqa: F401
+import autograder.checks.keys  # noqa: F401
+import autograder.checks.strategies  # noqa: F401
+import autograder.checks.loaders  # noqa: F401
 
 pytest_plugins = ["pytester"]

@@ -15,7 +15,7 @@ import ast
 import textwrap
 from pathlib import Path
 
-from autograder.course import load_course
+from autograder.core.course import load_course
 
 from support import ROOT, reference_source
 
@@ -73,8 +73,8 @@ numpy.testing.assert_allclose = lambda *a, **k: None
 numpy.testing.assert_array_equal = lambda *a, **k: None
 _noop = lambda *a, **k: None
 try:
-    import autograder.values, autograder.structure, autograder.purity, autograder.tracing, autograder.keys
-    for _m in (autograder.values, autograder.structure, autograder.purity, autograder.tracing, autograder.keys):
+    import autograder.checks.values, autograder.checks.structure, autograder.checks.purity, autograder.checks.tracing, autograder.checks.keys
+    for _m in (autograder.checks.values, autograder.checks.structure, autograder.checks.purity, autograder.checks.tracing, autograder.checks.keys):
         for _n in dir(_m):
             _f = getattr(_m, _n)
             if _n.startswith("assert_") and hasattr(_f, "__code__") and not _f.__code__.co_freevars:

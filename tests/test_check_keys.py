@@ -1,11 +1,11 @@
-"""autograder.keys: key reuse is caught with the line that reused the key; proper splitting passes."""
+"""autograder.checks.keys: key reuse is caught with the line that reused the key; proper splitting passes."""
 
 import jax
 import jax.numpy as jnp
 import pytest
 
-from autograder import keys
-from autograder.failures import CheckFailure
+from autograder.checks import keys
+from autograder.core.failures import CheckFailure
 
 
 def two_draws_split_properly(key):

@@ -1,4 +1,4 @@
-"""autograder.purity: impure functions are rejected, each finding with its own message; pure ones pass."""
+"""autograder.checks.purity: impure functions are rejected, each finding with its own message; pure ones pass."""
 
 import random
 import types
@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 import torch
 
-from autograder import purity
-from autograder.failures import CheckFailure
+from autograder.checks import purity
+from autograder.core.failures import CheckFailure
 
 
 def module_from(source: str) -> types.ModuleType:

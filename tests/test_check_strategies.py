@@ -1,11 +1,11 @@
-"""autograder.strategies: few distinct shapes, finite float32 without subnormals, repeated indices, both key kinds."""
+"""autograder.checks.strategies: few distinct shapes, finite float32 without subnormals, repeated indices, both key kinds."""
 
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from autograder import strategies
-from autograder.keys import kind_of
+from autograder.checks import strategies
+from autograder.checks.keys import kind_of
 
 
 @settings(max_examples=60, derandomize=True, database=None)

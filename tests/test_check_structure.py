@@ -1,12 +1,12 @@
-"""autograder.structure: jit compatibility with reasons, call spies that see vmap, and jaxpr sizes."""
+"""autograder.checks.structure: jit compatibility with reasons, call spies that see vmap, and jaxpr sizes."""
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from autograder import structure
-from autograder.failures import CheckFailure
+from autograder.checks import structure
+from autograder.core.failures import CheckFailure
 
 
 def reference(x):

@@ -1,4 +1,4 @@
-"""autograder.tracing: retracing code is caught and explained; code that is merely warm-up-heavy is not."""
+"""autograder.checks.tracing: retracing code is caught and explained; code that is merely warm-up-heavy is not."""
 
 import functools
 
@@ -9,8 +9,8 @@ import optax
 import pytest
 from flax.training import train_state
 
-from autograder.failures import CheckFailure
-from autograder.tracing import TraceCounter, assert_is_jitted, assert_no_retrace
+from autograder.core.failures import CheckFailure
+from autograder.checks.tracing import TraceCounter, assert_is_jitted, assert_no_retrace
 
 
 def vectors(i):

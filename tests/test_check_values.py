@@ -1,4 +1,4 @@
-"""autograder.values: right answers pass, wrong or untrustworthy ones fail with a message naming the leaf."""
+"""autograder.checks.values: right answers pass, wrong or untrustworthy ones fail with a message naming the leaf."""
 
 import flax
 import jax
@@ -8,8 +8,8 @@ import optax
 import pytest
 from flax.training import train_state
 
-from autograder.failures import CheckFailure
-from autograder.values import assert_leaf_types, assert_matches_reference, assert_trees_close, describe
+from autograder.core.failures import CheckFailure
+from autograder.checks.values import assert_leaf_types, assert_matches_reference, assert_trees_close, describe
 
 
 def fails(pattern, got, expected, **kw):

@@ -5,7 +5,7 @@ The per-module galleries (tests/test_module_<module>.py) rely on these two and d
 
 import pytest
 
-from autograder.course import load_course
+from autograder.core.course import load_course
 from support import EXERCISES, ROOT, SOLUTIONS, grade_folder
 
 COURSE = load_course(ROOT)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder.course import CourseError, load_course
+from autograder.core.course import CourseError, load_course
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder.course import load_course
+from autograder.core.course import load_course
 from grade_fixtures import FULL, build_class
 from support import ROOT
 
@@ -72,7 +72,7 @@ def test_every_student_folder_gets_a_row_sorted(graded):
     text = (graded.out / "grades.csv").read_text(encoding="utf-8")
     assert [line.split(",")[0] for line in text.splitlines()[1:]] == students
     header = text.splitlines()[0].split(",")
-    from autograder.course import load_course
+    from autograder.core.course import load_course
 
     functions = [fn.qualname for fn in load_course(ROOT).module(MODULE).functions]
     assert header == ["student", "score", "max_score", *functions]
@@ -128,7 +128,7 @@ def test_files_written_by_a_student_are_overwritten(graded):
 
 def test_summary_counts_passes_and_common_failures(graded):
     text = (graded.out / "summary.md").read_text(encoding="utf-8")
-    from autograder.course import load_course
+    from autograder.core.course import load_course
 
     n = len(graded.expected)
     for fn in load_course(ROOT).module(MODULE).functions:
@@ -163,7 +163,7 @@ def check_gradebook_matches_csv(gradebook: str, grades_csv: Path) -> None:
     """``grade --gradebook`` wrote every function's points as the grade cell's auto score."""
     from nbgrader.api import Gradebook
 
-    from autograder.nbgrader_course import grade_id
+    from autograder.notebooks.builder import grade_id
 
     with open(grades_csv, newline="", encoding="utf-8") as f:
         rows = list(csv.DictReader(f))

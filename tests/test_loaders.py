@@ -9,8 +9,9 @@ import pytest
 import torch
 import torch.utils.data as tud
 
-from autograder import loaders, purity
-from autograder.failures import CheckFailure
+from autograder.checks import loaders
+from autograder.checks import purity
+from autograder.core.failures import CheckFailure
 
 
 def stuck_in_workers(batch):

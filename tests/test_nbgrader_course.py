@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from autograder.course import load_course
-from autograder.nbgrader_course import build_course, grade_id, solution_id, write_gradebook
+from autograder.core.course import load_course
+from autograder.notebooks.builder import build_course, grade_id, solution_id, write_gradebook
 
 ROOT = Path(__file__).resolve().parents[1]
 MODULE = "at_updates"
@@ -217,8 +217,8 @@ def test_leak_check_blames_only_the_function_that_leaks():
 
     import jax.numpy as jnp
 
-    from autograder import purity
-    from autograder.failures import CheckFailure
+    from autograder.checks import purity
+    from autograder.core.failures import CheckFailure
 
     module = types.ModuleType("shared")
     module._seen = []
@@ -425,7 +425,7 @@ def test_builder_handles_given_code_decorators_helpers_and_classes(toy_kit, tmp_
 
 
 def test_hidden_check_names_are_validated(toy_kit, tmp_path):
-    from autograder.course import CourseError
+    from autograder.core.course import CourseError
 
     toml = toy_kit / "course.toml"
     toml.write_text(TOY_COURSE.replace('hidden = ["test_Counter_hidden"]', 'hidden = ["test_Counter_typo"]'))

@@ -7,7 +7,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from autograder import transcript
+from autograder.grading import transcript
 
 
 def roundtrip(value):

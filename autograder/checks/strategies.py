@@ -13,7 +13,7 @@ import numpy as np
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from autograder.keys import KINDS, make_key
+from autograder.checks.keys import KINDS, make_key
 
 VECTOR_SIZES = (1, 4, 7)
 SQUARE_SIZES = (1, 3, 5)

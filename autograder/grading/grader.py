@@ -4,13 +4,13 @@ For one submission (:func:`grade_submission`):
 
 1. the student's ``<module>.py`` files are read (regular files only, at most
    1 MB; nothing else of the folder is used) into a fresh scratch folder next
-   to a private copy of the course and the kit (:mod:`autograder.sandbox`);
+   to a private copy of the course and the kit (:mod:`autograder.grading.sandbox`);
 2. a grading process runs the checks and streams claims; when it hangs,
    crashes, exits or blows its memory, the function (or the module import) it
    was in gets a clear failure, and a new process grades what is left;
 3. the correctness checks it claims to pass are re-run on the trusted side
-   (:mod:`autograder.verify`); a pass that is not confirmed is a failure;
-4. the outcomes become points with :func:`autograder.report.score_functions`.
+   (:mod:`autograder.grading.verifier`); a pass that is not confirmed is a failure;
+4. the outcomes become points with :func:`autograder.pytest_plugin.report.score_functions`.
 
 :func:`grade_class` runs that over a thread pool (one supervised process per
 worker at a time), shows a progress line on a terminal, and never lets an
@@ -31,8 +31,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from autograder import report, sandbox
-from autograder.course import Course
+from autograder.pytest_plugin import report
+from autograder.grading import sandbox
+from autograder.core.course import Course
 
 MAX_FILE_BYTES = 1_000_000
 VERIFY_TIMEOUT = 600.0
@@ -86,7 +87,7 @@ class Grader:
     def _starter(self, kit: Path):
         """How this worker thread starts a grading child: its zygote, or a fresh interpreter."""
         if not self.options.zygote:
-            return sandbox.start_direct("autograder.sandboxed_run", kit, self.env, self.options.memory_mb)
+            return sandbox.start_direct("autograder.grading.child", kit, self.env, self.options.memory_mb)
         return self._zygote("zygote", self.env, self.options.memory_mb).start
 
     def close(self) -> None:
@@ -101,7 +102,7 @@ class Grader:
 
     # -- trusted side -----------------------------------------------------
     def _trusted(self, cfg: dict, timeout: float) -> dict:
-        """Run :mod:`autograder.verify` (never student code) on a fresh private copy of the course."""
+        """Run :mod:`autograder.grading.verifier` (never student code) on a fresh private copy of the course."""
         scratch = sandbox.scratch_dir()
         try:
             course_root, kit = self.snapshot.materialize(scratch)
@@ -111,11 +112,11 @@ class Grader:
             cfg = dict(cfg, course_root=str(course_root), modules=list(self.options.modules), out=str(out), kit=str(kit))
             zygote = self._zygote("trusted_zygote", self.trusted_env, None) if self.options.zygote else None
             if zygote is not None:
-                cfg["target"] = "autograder.verify"
+                cfg["target"] = "autograder.grading.verifier"
                 sandbox.run_to_end(zygote, work, cfg, scratch / "stderr.txt", timeout)
             else:
                 proc = sandbox.run_python(
-                    "autograder.verify", kit, work, cfg, memory_mb=None, env=self.trusted_env, stderr_path=scratch / "stderr.txt"
+                    "autograder.grading.verifier", kit, work, cfg, memory_mb=None, env=self.trusted_env, stderr_path=scratch / "stderr.txt"
                 )
                 try:
                     proc.wait(timeout=timeout)

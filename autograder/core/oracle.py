@@ -12,7 +12,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Iterator
 
-from autograder.submission import load_module
+from autograder.core.submission import load_module
 
 
 class Oracle:

@@ -1,6 +1,6 @@
 """What runs *inside* a grading process, next to the student's code.
 
-Started by :mod:`autograder.sandbox` as ``python -I -c BOOT KIT`` in a scratch
+Started by :mod:`autograder.grading.sandbox` as ``python -I -c BOOT KIT`` in a scratch
 working directory, with a configuration on stdin. It runs the course's
 checks with pytest against the student's files and reports, on a file
 descriptor the parent opened (never stdout, which is discarded), one JSON
@@ -15,7 +15,7 @@ line per event, each carrying the per-run nonce:
 
 Nothing here is trusted by the parent: the events are claims. Failures are
 taken as they are (a student gains nothing by failing); passes of
-correctness checks are confirmed by :mod:`autograder.verify`.
+correctness checks are confirmed by :mod:`autograder.grading.verifier`.
 """
 
 from __future__ import annotations
@@ -59,7 +59,7 @@ class ChildReporter:
 
     @pytest.hookimpl(trylast=True)
     def pytest_collection_modifyitems(self, session, config, items) -> None:
-        from autograder import plugin
+        from autograder.pytest_plugin import hooks as plugin
 
         keep, dropped = [], []
         for item in items:
@@ -87,7 +87,7 @@ class ChildReporter:
             self.emit(event="begin", check=self.ids[nodeid][0])
 
     def pytest_runtest_setup(self, item) -> None:
-        from autograder import plugin
+        from autograder.pytest_plugin import hooks as plugin
 
         entry = self.ids.get(item.nodeid)
         if entry is None:
@@ -129,7 +129,8 @@ class ChildReporter:
             setattr(student, fn.name, original)
 
     def pytest_runtest_logfinish(self, nodeid, location) -> None:
-        from autograder import plugin, report
+        from autograder.pytest_plugin import hooks as plugin
+        from autograder.pytest_plugin import report
 
         entry = self.ids.get(nodeid)
         if entry is None:
@@ -158,7 +159,7 @@ class ChildReporter:
 
 
 def _record(reporter: ChildReporter, calls: dict, name: str, args: tuple, kwargs: dict, out) -> None:
-    from autograder import transcript
+    from autograder.grading import transcript
 
     try:
         key = transcript.digest(name, args, kwargs)
@@ -174,7 +175,7 @@ def _record(reporter: ChildReporter, calls: dict, name: str, args: tuple, kwargs
 def main() -> None:
     cfg = json.loads(sys.stdin.read())
     sys.stdin.close()
-    from autograder.zygote import preload
+    from autograder.grading.zygote import preload
 
     preload()
     run(cfg)

@@ -26,8 +26,8 @@ import numpy as np
 import torch
 import torch.utils.data as tud
 
-from autograder.failures import CheckFailure
-from autograder.values import assert_trees_close
+from autograder.core.failures import CheckFailure
+from autograder.checks.values import assert_trees_close
 
 _JAX_ARRAY = type(jnp.zeros(()))
 WORKER_TIMEOUT = 15.0  # seconds a DataLoader waits for one batch from its workers

@@ -14,8 +14,8 @@ from typing import Any, Callable
 import jax
 import jax.numpy as jnp
 
-from autograder.failures import CheckFailure
-from autograder.values import _name, assert_trees_close, is_key
+from autograder.core.failures import CheckFailure
+from autograder.checks.values import _name, assert_trees_close, is_key
 
 KINDS = ("typed", "legacy")
 

@@ -2,14 +2,14 @@
 
 Wiring into ``autograder/cli.py``::
 
-    from autograder import cli_nbgrader
+    from autograder.notebooks import command as cli_nbgrader
     cli_nbgrader.add_parser(subparsers)        # registers `nbgrader`
     ...
     if args.command == "nbgrader":
         return cli_nbgrader.run(args)
 
 For ``grade ... --gradebook sqlite:///path/gradebook.db`` call
-:func:`autograder.nbgrader_course.write_gradebook` with the scores
+:func:`autograder.notebooks.builder.write_gradebook` with the scores
 (``{student: {"<module>.<function>": points}}``), the course and the URL.
 """
 
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import argparse
 
-from autograder import nbgrader_course
+from autograder.notebooks import builder as nbgrader_course
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:

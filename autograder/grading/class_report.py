@@ -13,9 +13,9 @@ import json
 from collections import Counter
 from pathlib import Path
 
-from autograder import report
-from autograder.course import Course
-from autograder.grading import StudentResult
+from autograder.pytest_plugin import report
+from autograder.core.course import Course
+from autograder.grading.grader import StudentResult
 
 
 def points(value: float) -> str:

@@ -19,8 +19,8 @@ from typing import Any, Callable, Iterator
 import jax
 import jax.monitoring
 
-from autograder.failures import CheckFailure
-from autograder.values import _name
+from autograder.core.failures import CheckFailure
+from autograder.checks.values import _name
 
 TRACE_EVENT = "/jax/core/compile/jaxpr_trace_duration"
 COMPILE_EVENT = "/jax/core/compile/backend_compile_duration"

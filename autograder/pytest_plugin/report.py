@@ -18,10 +18,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Iterable
 
-from autograder.course import Course, Function
-from autograder.failures import CheckFailure, NotStarted
-from autograder.structure import jit_error_explanation
-from autograder.submission import SubmissionImportError
+from autograder.core.course import Course, Function
+from autograder.core.failures import CheckFailure, NotStarted
+from autograder.checks.structure import jit_error_explanation
+from autograder.core.submission import SubmissionImportError
 
 PASSED, FAILED, NOT_STARTED = "passed", "failed", "not started"
 

@@ -57,8 +57,10 @@ class Snapshot:
             for path in sorted(course_root.glob(pattern)):
                 course[path.relative_to(course_root).as_posix()] = path.read_bytes()
         course["pytest.ini"] = b"[pytest]\n"
-        kit_root = Path(__file__).resolve().parent
-        kit = {f"autograder/{p.name}": p.read_bytes() for p in sorted(kit_root.glob("*.py"))}
+        kit_root = Path(__file__).resolve().parents[1]
+        kit = {
+            f"autograder/{p.relative_to(kit_root).as_posix()}": p.read_bytes() for p in sorted(kit_root.rglob("*.py"))
+        }
         return cls(course, kit)
 
     def materialize(self, scratch: Path, *, solutions: bool = True) -> tuple[Path, Path]:
@@ -346,7 +348,7 @@ def _how_it_ended(result: RunResult) -> str:
 
 
 class Zygote:
-    """One pre-imported process per worker that forks the grading children (:mod:`autograder.zygote`)."""
+    """One pre-imported process per worker that forks the grading children (:mod:`autograder.grading.zygote`)."""
 
     def __init__(self, kit: Path, cwd: Path, env: dict[str, str], memory_mb: int | None):
         import socket
@@ -354,7 +356,7 @@ class Zygote:
         self.sock, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:
             self.proc = run_python(
-                "autograder.zygote", kit, cwd, {"sock": theirs.fileno()}, memory_mb=memory_mb, env=env,
+                "autograder.grading.zygote", kit, cwd, {"sock": theirs.fileno()}, memory_mb=memory_mb, env=env,
                 stderr_path=cwd / "zygote-stderr.txt", pass_fds=(theirs.fileno(),),
             )
         finally:

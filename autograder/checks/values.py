@@ -16,7 +16,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from autograder.failures import CheckFailure
+from autograder.core.failures import CheckFailure
 
 _JAX_ARRAY = type(jnp.zeros(()))
 _KEY_ARRAY = type(jax.random.key(0))

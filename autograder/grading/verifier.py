@@ -27,7 +27,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder.failures import CheckFailure
+from autograder.core.failures import CheckFailure
 
 PASSED, FAILED, UNVERIFIABLE = "passed", "failed", "unverifiable"
 
@@ -63,7 +63,7 @@ class Replay:
 
 
 def _replayed(name: str, calls: dict, oracle, state: _State):
-    from autograder import transcript
+    from autograder.grading import transcript
 
     def replayed(*args, **kwargs):
         key = transcript.digest(name, args, kwargs)
@@ -107,7 +107,7 @@ class Verifier:
 
     @pytest.hookimpl(trylast=True)
     def pytest_collection_modifyitems(self, session, config, items) -> None:
-        from autograder import plugin
+        from autograder.pytest_plugin import hooks as plugin
 
         keep = []
         for item in items:
@@ -129,7 +129,7 @@ class Verifier:
             return (yield)
         cid, fn = entry
         state = self.states.setdefault(cid, _State())
-        from autograder import plugin
+        from autograder.pytest_plugin import hooks as plugin
 
         oracle = plugin.load_reference(plugin._course(pyfuncitem.config), fn.module)
         calls = self.transcripts.get(cid)
@@ -156,7 +156,7 @@ class Verifier:
 def main() -> None:
     cfg = json.loads(sys.stdin.read())
     sys.stdin.close()
-    from autograder.zygote import preload
+    from autograder.grading.zygote import preload
 
     preload()
     run(cfg)

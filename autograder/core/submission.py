@@ -9,7 +9,7 @@ import traceback
 from pathlib import Path
 from types import ModuleType
 
-from autograder.failures import NotStarted
+from autograder.core.failures import NotStarted
 
 
 class SubmissionImportError(Exception):

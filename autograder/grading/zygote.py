@@ -9,8 +9,8 @@ zygote's copy on disk affects nobody), then waits on a
 ``SOCK_SEQPACKET`` socket for requests ``(config, [event fd, stderr fd])``.
 For each it forks; the child starts a new session, points stdout at
 ``/dev/null`` and stderr at the given file, moves into its scratch folder and
-runs ``run(config)`` of the requested module: :mod:`autograder.sandboxed_run`
-(a student's checks) or, in the trusted side's own zygote, :mod:`autograder.verify`. The zygote replies with the child's
+runs ``run(config)`` of the requested module: :mod:`autograder.grading.child`
+(a student's checks) or, in the trusted side's own zygote, :mod:`autograder.grading.verifier`. The zygote replies with the child's
 pid, and later reports its exit status (it is the child's parent).
 Resource limits set on the zygote are inherited by every child.
 """
@@ -31,7 +31,7 @@ PRELOAD = (
 # Only kit modules that do not start JAX's backend at import (forking after
 # that deadlocks the child); the others are imported by each child from its
 # own fresh copy of the kit.
-KIT = ("autograder.course", "autograder.failures", "autograder.submission", "autograder.transcript", "autograder.sandboxed_run")
+KIT = ("autograder.core.course", "autograder.core.failures", "autograder.core.submission", "autograder.grading.transcript", "autograder.grading.child")
 
 
 def preload() -> None:
@@ -91,7 +91,7 @@ def main() -> None:
                 os.close(fds[1])
                 os.chdir(request["cwd"])
                 sys.path[0] = request["kit"]
-                target = importlib.import_module(request.get("target", "autograder.sandboxed_run"))
+                target = importlib.import_module(request.get("target", "autograder.grading.child"))
                 target.run(dict(request, fd=fds[0]))
             finally:
                 os._exit(70)

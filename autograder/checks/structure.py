@@ -15,8 +15,8 @@ from typing import Any, Callable, Sequence
 import jax
 import numpy as np
 
-from autograder.failures import CheckFailure
-from autograder.values import _name, assert_trees_close
+from autograder.core.failures import CheckFailure
+from autograder.checks.values import _name, assert_trees_close
 
 _TRACE_ERRORS = {
     jax.errors.NonConcreteBooleanIndexError: (
@@ -220,7 +220,7 @@ def assert_built_with_vmap(
             _what_vmap_does(helper) + f"\nWrite {helper} for one example and let jax.vmap derive {caller} from it.",
         )
     if not batched:
-        from autograder.tracing import is_jitted
+        from autograder.checks.tracing import is_jitted
 
         _, traced_calls = record_calls(target, run)
         lax_loop = (

@@ -24,8 +24,8 @@ from typing import Any, Callable
 import jax
 import numpy as np
 
-from autograder.failures import CheckFailure
-from autograder.values import _name, assert_trees_close, describe, is_key
+from autograder.core.failures import CheckFailure
+from autograder.checks.values import _name, assert_trees_close, describe, is_key
 
 
 def _argument_names(fn: Callable, args: tuple, kwargs: dict) -> list[tuple[str, Any]]:
@@ -230,7 +230,7 @@ def assert_no_leaked_tracers(
         "a value computed inside jit is a tracer: return it instead of storing it in a global, "
         "a list outside the function or an attribute"
     )
-    from autograder.structure import jit_once
+    from autograder.checks.structure import jit_once
 
     jitted = fn if hasattr(fn, "lower") else jit_once(fn, static_argnums)
     # tracers some other function leaked earlier are not this function's fault
@@ -241,7 +241,7 @@ def assert_no_leaked_tracers(
     except Exception as err:  # noqa: BLE001 - JAX reports leaks as plain exceptions
         if "leak" in str(err).lower():
             raise CheckFailure(check, f"{_name(fn)} leaked a tracer out of jax.jit", advice) from None
-        from autograder.structure import jit_error_explanation
+        from autograder.checks.structure import jit_error_explanation
 
         if jit_error_explanation(err) is None:
             raise

@@ -1,0 +1,1 @@
+"""The pytest plugin behind ``pytest exercises/``: hooks, the grading session, the report."""
