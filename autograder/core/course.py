@@ -18,7 +18,7 @@ FORMAT_VERSION = 1
 _TOP_KEYS = {"format", "title", "welcome", "grading", "modules"}
 _GRADING_KEYS = {"timeout_per_function", "memory_limit_mb"}
 _MODULE_KEYS = {"name", "topic", "functions"}
-_FUNCTION_KEYS = {"name", "points", "hint", "hidden"}
+_FUNCTION_KEYS = {"name", "points", "hint", "reveal", "hidden"}
 
 
 class CourseError(ValueError):
@@ -32,6 +32,7 @@ class Function:
     points: float
     hint: str
     hidden: tuple[str, ...] = ()
+    reveal: str = ""  # the direct hint, shown only after repeated failures or on request
 
     @property
     def qualname(self) -> str:
@@ -169,7 +170,12 @@ def parse_course(data: dict, root: Path) -> Course:
             hidden = fn.get("hidden", [])
             if not isinstance(hidden, list) or not all(isinstance(h, str) for h in hidden):
                 raise CourseError(f"course.toml: {fwhere}.hidden must be a list of check names")
-            functions.append(Function(fname, name, float(points), _require(fn, "hint", str, fwhere), tuple(hidden)))
+            reveal = fn.get("reveal", "")
+            if not isinstance(reveal, str):
+                raise CourseError(f"course.toml: {fwhere}.reveal must be a string")
+            functions.append(
+                Function(fname, name, float(points), _require(fn, "hint", str, fwhere), tuple(hidden), reveal)
+            )
         if not functions:
             raise CourseError(f"course.toml: {where} lists no functions")
         modules.append(Module(name, _require(mod, "topic", str, where), tuple(functions)))
