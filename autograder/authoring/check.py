@@ -264,20 +264,22 @@ def check_course(root: Path, modules: list[str] | None = None, *, references: bo
     try:
         course = load_course(root)
     except CourseError as err:
-        print(f"{err}\n  fix: correct course.toml, or the file it names", file=out)
+        print(f"error: {err}\n  fix: correct course.toml, or the file it names", file=out)
         return 1
     unknown = [m for m in modules or () if m not in {mod.name for mod in course.modules}]
     if unknown:
-        print(f"course.toml has no module {unknown}\n  fix: use one of {[m.name for m in course.modules]}", file=out)
+        print(f"error: course.toml has no module {unknown}\n  fix: use one of {[m.name for m in course.modules]}", file=out)
         return 1
     problems = static_problems(course, modules)
-    if references and not problems:
+    ran = ["contract", "static rules"] if contract_path(course) else ["static rules (no shared/curriculum.md found)"]
+    if references and not problems:  # a static problem usually breaks the run of the references too
         problems += reference_problems(course, modules)
+        ran.append("references")
+    elif references:
+        ran.append("references not run")
     for problem in problems:
         print(f"error: {problem}", file=out)
-    contract = contract_path(course)
-    checked = f"contract {contract}, static rules" if contract else "static rules (no shared/curriculum.md found)"
-    checked += "" + ("" if not references else ", references" if not problems else " (references not run)")
+    checked = ", ".join(ran)
     scope = ", ".join(modules) if modules else f"{len(course.modules)} modules"
     print(f"check-course: {len(problems)} problem(s) in {scope} ({checked})", file=out)
     return 1 if problems else 0

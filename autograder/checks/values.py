@@ -10,6 +10,7 @@ scalar) and is converted with NumPy before it is compared, so an object whose
 from __future__ import annotations
 
 import contextlib
+import functools
 from typing import Any, Callable, Iterator
 
 import jax
@@ -18,8 +19,19 @@ import numpy as np
 
 from autograder.core.failures import CheckFailure
 
-_JAX_ARRAY = type(jnp.zeros(()))
-_KEY_ARRAY = type(jax.random.key(0))
+
+
+@functools.cache
+def jax_array_type() -> type:
+    """The concrete type of a JAX array (found on first use: importing this module starts no JAX work)."""
+    return type(jnp.zeros(()))
+
+
+@functools.cache
+def key_array_type() -> type:
+    """The concrete type of a typed PRNG key array (found on first use)."""
+    return type(jax.random.key(0))
+
 _PY_SCALARS = (bool, int, float)
 _MAX_SHOWN = 5
 
@@ -79,9 +91,9 @@ def _as_numpy(leaf: Any, where: str, check: str) -> np.ndarray:
         return np.asarray(leaf)
     if kind is np.ndarray:
         return np.array(leaf, copy=True)
-    if kind is _KEY_ARRAY:
+    if kind is key_array_type():
         return np.asarray(jax.random.key_data(leaf))
-    if kind is _JAX_ARRAY:
+    if kind is jax_array_type():
         return np.asarray(jax.device_get(leaf))
     if isinstance(leaf, jax.core.Tracer):
         raise CheckFailure(
@@ -108,7 +120,7 @@ def _first_differences(expected: np.ndarray, got: np.ndarray, close: np.ndarray)
 
 
 def _compare_leaf(where: str, expected: Any, got: Any, rtol: float, atol: float, check: str) -> None:
-    exp_is_key, got_is_key = is_key(expected), type(got) is _KEY_ARRAY
+    exp_is_key, got_is_key = is_key(expected), type(got) is key_array_type()
     if exp_is_key != got_is_key:
         kinds = ("a typed key (jax.random.key)", "a legacy uint32 key (jax.random.PRNGKey)")
         raise CheckFailure(
@@ -216,12 +228,13 @@ def assert_matches_reference(
         expected,
         rtol=rtol,
         atol=atol,
-        check=f"{_name(fn)}(...) equals the reference on generated inputs",
+        check=f"{function_name(fn)}(...) equals the reference on generated inputs",
     )
     return got
 
 
-def _name(fn: Callable) -> str:
+def function_name(fn: Callable) -> str:
+    """The name to show for ``fn`` in a message (through wrappers such as ``jax.jit``)."""
     return getattr(fn, "__name__", None) or getattr(getattr(fn, "__wrapped__", None), "__name__", "the function")
 
 
@@ -262,7 +275,7 @@ def assert_entries_among(
 def _is_counter(x: Any) -> bool:
     if type(x) is int:
         return True
-    return type(x) in (_JAX_ARRAY, np.ndarray) and x.shape == () and np.dtype(x.dtype).kind in "iu"
+    return type(x) in (jax_array_type(), np.ndarray) and x.shape == () and np.dtype(x.dtype).kind in "iu"
 
 
 def assert_fields_close(
