@@ -125,7 +125,7 @@ class Grader:
                 except subprocess.TimeoutExpired:
                     sandbox.kill_group(proc)
             if not out.is_file():
-                raise RuntimeError(f"the trusted grader failed:\n{sandbox._tail(scratch / 'stderr.txt')}")
+                raise RuntimeError(f"the trusted grader failed:\n{sandbox.file_tail(scratch / 'stderr.txt')}")
             return json.loads(out.read_text(encoding="utf-8"))
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
