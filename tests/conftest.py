@@ -1,3 +1,5 @@
+# The course's 8 CPU devices are set by the plugin (pytest_load_initial_conftests) before this file
+# imports JAX; tests/test_devices.py proves it.
 # pytester's in-process runs drop the modules first imported during a run;
 # native libraries (jaxlib, torch) must not be imported twice, so the heavy
 # imports happen here, once, before any inner run.
