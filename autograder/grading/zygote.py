@@ -26,7 +26,7 @@ import sys
 
 PRELOAD = (
     "numpy", "jax", "jax.numpy", "hypothesis", "hypothesis.extra.numpy", "pytest",
-    "torch", "torch.utils.data", "flax.linen", "optax", "chex",
+    "torch", "torch.utils.data", "flax.linen", "optax", "chex", "orbax.checkpoint",
 )
 # Only kit modules that do not start JAX's backend at import (forking after
 # that deadlocks the child); the others are imported by each child from its
