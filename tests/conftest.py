@@ -8,6 +8,7 @@ import hypothesis.extra.numpy  # noqa: F401
 import jax  # noqa: F401
 import jax.numpy  # noqa: F401
 import optax  # noqa: F401
+import orbax.checkpoint  # noqa: F401
 import torch  # noqa: F401
 import torch.utils.data  # noqa: F401
 
