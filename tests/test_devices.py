@@ -66,3 +66,33 @@ def test_grading_processes_give_the_parallel_and_checkpointing_references_full_m
     with open(tmp_path / "out" / "grades.csv", newline="", encoding="utf-8") as f:
         (row,) = list(csv.DictReader(f))
     assert row["score"] == row["max_score"] == "24", row
+
+
+NOTEBOOK_RUN = """
+import json, sys
+nb = json.load(open(sys.argv[1]))
+ns = {}
+for cell in nb["cells"]:
+    meta = cell["metadata"]["nbgrader"]
+    if cell["cell_type"] == "code" and (meta["grade_id"] == "setup" or meta["solution"]):
+        exec(cell["source"], ns)
+import jax
+print(jax.device_count())
+exec("from autograder.notebook import check\\npoints = check('parallel', 'all_device_mean', globals())", ns)
+print(ns["points"])
+"""
+
+
+def test_a_notebook_kernel_gets_the_course_devices_from_its_setup_cell(tmp_path):
+    """The generated notebook's setup cell runs first in a fresh interpreter, as in a kernel: JAX then has
+    8 devices, and a parallel check cell gives the reference full points."""
+    from autograder.notebooks.builder import build_course
+
+    (notebook,) = build_course(ROOT, tmp_path / "course", modules=["parallel"])
+    env = dict(os.environ, PYTHONPATH=str(ROOT), JAX_COURSE_ROOT=str(ROOT))
+    env.pop("JAX_NUM_CPU_DEVICES", None)
+    proc = subprocess.run([sys.executable, "-c", NOTEBOOK_RUN, str(notebook)], env=env, capture_output=True,
+                          text=True, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    lines = proc.stdout.strip().splitlines()
+    assert lines[0] == "8" and lines[-1] == "2.0", proc.stdout[-2000:]
