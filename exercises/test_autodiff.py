@@ -155,7 +155,7 @@ VALUE_AND_GRAD_ONCE = (
 
 
 @correctness
-@settings(max_examples=12)
+@settings(max_examples=8)
 @given(f=functions(SCALAR_FUNCTIONS), x=vectors(VECTOR_OR_MATRIX_SHAPES))
 def test_value_and_gradient_matches_reference(student, reference, f, x):
     check = "value_and_gradient(f, x) returns (f(x), the gradient of f at x), the gradient with x's shape and dtype"
@@ -177,8 +177,8 @@ def test_value_and_gradient_calls_f_once(student, shape):
     )
 
 
-@settings(max_examples=5)
-@given(f=functions(SCALAR_FUNCTIONS), x=vectors(VECTOR_OR_MATRIX_SHAPES))
+@settings(max_examples=3)
+@given(f=functions((log_sum_exp,)), x=vectors(((2, 3),)))
 def test_value_and_gradient_works_under_jit(student, reference, f, x):
     structure.assert_works_under_jit(
         student.value_and_gradient, functools.partial(reference.value_and_gradient, f), x,
@@ -200,7 +200,7 @@ JVP_ADVICE = (
 
 
 @correctness
-@settings(max_examples=12)
+@settings(max_examples=8)
 @given(case=any_shape_cases(), seed=st.integers(0, 2**16))
 def test_directional_derivative_matches_reference(student, reference, case, seed):
     f, x = case
@@ -240,8 +240,8 @@ def test_directional_derivative_builds_no_jacobian(student):
     )
 
 
-@settings(max_examples=5)
-@given(f=functions((sin_times_running_sum, squares_and_total)), x=vectors(), seed=st.integers(0, 2**16))
+@settings(max_examples=3)
+@given(f=functions((squares_and_total,)), x=vectors(), seed=st.integers(0, 2**16))
 def test_directional_derivative_works_under_jit(student, reference, f, x, seed):
     v = np.random.RandomState(seed).normal(size=x.shape).astype(np.float32)
     structure.assert_works_under_jit(
@@ -265,7 +265,7 @@ def cotangents_for(f, x, k, seed):
 
 
 @correctness
-@settings(max_examples=12)
+@settings(max_examples=8)
 @given(f=functions(VECTOR_FUNCTIONS), x=vectors(), k=st.sampled_from([1, 3]), seed=st.integers(0, 2**16))
 def test_vjp_rows_matches_reference(student, reference, f, x, k, seed):
     cotangents = cotangents_for(f, x, k, seed)
@@ -308,8 +308,8 @@ def test_vjp_rows_builds_no_jacobian(student):
     )
 
 
-@settings(max_examples=5)
-@given(f=functions(VECTOR_FUNCTIONS), x=vectors(), seed=st.integers(0, 2**16))
+@settings(max_examples=3)
+@given(f=functions((neighbour_products,)), x=vectors(), seed=st.integers(0, 2**16))
 def test_vjp_rows_works_under_jit(student, reference, f, x, seed):
     cotangents = cotangents_for(f, x, 3, seed)
     structure.assert_works_under_jit(
@@ -328,7 +328,7 @@ HVP_FUNCTIONS = (sin_times_square, log_sum_exp, tanh_of_running_sum)
 
 
 @correctness
-@settings(max_examples=12)
+@settings(max_examples=8)
 @given(f=functions(HVP_FUNCTIONS), x=vectors(), seed=st.integers(0, 2**16))
 def test_hvp_matches_reference(student, reference, f, x, seed):
     v = np.random.RandomState(seed).normal(size=x.shape).astype(np.float32)
@@ -360,8 +360,8 @@ def test_hvp_calls_f_once(student):
     )
 
 
-@settings(max_examples=5)
-@given(f=functions(HVP_FUNCTIONS), x=vectors(), seed=st.integers(0, 2**16))
+@settings(max_examples=3)
+@given(f=functions((tanh_of_running_sum,)), x=vectors(), seed=st.integers(0, 2**16))
 def test_hvp_works_under_jit(student, reference, f, x, seed):
     v = np.random.RandomState(seed).normal(size=x.shape).astype(np.float32)
     structure.assert_works_under_jit(
@@ -369,8 +369,8 @@ def test_hvp_works_under_jit(student, reference, f, x, seed):
     )
 
 
-@settings(max_examples=5)
-@given(f=functions(HVP_FUNCTIONS), x=vectors(), seed=st.integers(0, 2**16))
+@settings(max_examples=3)
+@given(f=functions((sin_times_square,)), x=vectors(), seed=st.integers(0, 2**16))
 def test_hvp_works_under_vmap_over_v(student, reference, f, x, seed):
     directions = np.random.RandomState(seed).normal(size=(3,) + x.shape).astype(np.float32)
     check = "jax.vmap(lambda v: hvp(f, x, v))(V) has row i equal to H_f(x) @ V[i]"
@@ -381,6 +381,6 @@ def test_hvp_works_under_vmap_over_v(student, reference, f, x, seed):
         if explanation is None:
             raise
         raise CheckFailure(check, f"hvp cannot be vmapped over v: {explanation[0]}", explanation[1]) from None
-    expected = np.stack([np.asarray(reference.hvp(f, x, v)) for v in directions])
+    expected = jax.vmap(lambda v: reference.hvp(f, x, v))(directions)
     assert_result_is_an_array(got, expected, "jax.vmap of hvp", check)
     values.assert_trees_close(got, expected, rtol=HVP_RTOL, name="rows", check=check)

@@ -37,6 +37,7 @@ def captured_stdout() -> Iterator[Captured]:
     """
     captured = Captured()
     buffer = io.StringIO()
+    jax.effects_barrier()  # what earlier code printed is not the block's
     try:
         with contextlib.redirect_stdout(buffer):
             try:
