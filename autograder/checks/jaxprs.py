@@ -12,6 +12,8 @@ too, and so are the constants a program captured.
 from __future__ import annotations
 
 import math
+import os
+import re
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Sequence
 
@@ -36,7 +38,8 @@ class Intermediate:
         return math.prod(self.shape)
 
     def describe(self) -> str:
-        text = f"a {self.dtype}[{','.join(map(str, self.shape))}] array ({self.size} elements) made by `{self.primitive}`"
+        article = "an" if self.dtype[:1] in "aeiou" else "a"
+        text = f"{article} {self.dtype}[{','.join(map(str, self.shape))}] array ({self.size} elements) made by `{self.primitive}`"
         return text + (f" at {self.where}" if self.where else "")
 
 
@@ -53,9 +56,13 @@ def _where(eqn: Any) -> str:
     try:
         from jax._src import source_info_util  # the user's line, as JAX's own error messages show it
 
-        return source_info_util.summarize(eqn.source_info)
+        where = source_info_util.summarize(eqn.source_info)  # "/path/to/file.py:12:4 (function)"
     except Exception:  # noqa: BLE001 - a location is a courtesy, never a reason to fail
         return ""
+    found = re.match(r"(?P<path>.+?):(?P<line>\d+)(:\d+)? \((?P<function>[^)]*)\)$", where)
+    if not found:
+        return where
+    return f"{os.path.basename(found['path'])} line {found['line']} (in {found['function']})"
 
 
 def _walk(jaxpr: Any, consts: Sequence[Any]) -> Iterator[Intermediate]:
@@ -95,5 +102,6 @@ def assert_no_intermediate_of_size(
     """
     found = [i for i in intermediates(fn, *args, static_argnums=static_argnums) if i.size >= limit]
     if found:
-        largest = max(found, key=lambda i: i.size)
+        # the largest; among equals a floating array (the Jacobian itself, not the iota that indexes it)
+        largest = max(found, key=lambda i: (i.size, i.dtype.startswith(("float", "bfloat", "complex"))))
         raise CheckFailure(check, f"{problem}: the traced program holds {largest.describe()}", advice)
