@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from autograder.pytest_plugin import report
+from autograder.core import compile_cache
 from autograder.core.course import Course, CourseError, Function, find_root, load_course
 from autograder.core.devices import use_course_devices
 from autograder.core.failures import NotStarted
@@ -117,6 +118,24 @@ def pytest_configure(config: pytest.Config) -> None:
     if not config.getoption("hypothesis_profile", None):
         grading = config.getoption("grading") or bool(os.environ.get("CI"))
         settings.load_profile("grading" if grading else "student")
+    if not (config.getoption("grading") or os.environ.get("CI")):
+        use_compile_cache(compile_cache.student_cache_dir(root))
+
+
+def use_compile_cache(cache_dir: Path | None) -> None:
+    """Keep compiled programs in the student's ``.jax_cache/`` (see :mod:`autograder.core.compile_cache`).
+
+    Left alone when the process already has a cache (``grade`` sets one per run through the
+    environment) or when it is switched off.
+    """
+    if cache_dir is None:
+        return
+    import jax
+
+    if jax.config.jax_compilation_cache_dir:
+        return
+    for name, value in compile_cache.settings(cache_dir).items():
+        jax.config.update(name, value)
 
 
 def _course(config: pytest.Config) -> Course | None:
