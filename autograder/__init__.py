@@ -17,9 +17,9 @@ holds every name ``exercises/test_*.py`` import to this list):
 
 - ``autograder.CheckFailure``, ``autograder.Status``
 - ``autograder.checks.values``, ``.purity``, ``.tracing``, ``.keys``, ``.structure``, ``.loaders``,
-  ``.strategies``, ``.scenario``: each module's public (non-underscore) names
+  ``.strategies``, ``.scenario``, ``.calls``, ``.jaxprs``, ``.output``: each module's public names
 - ``autograder.core.failures.CheckFailure``, ``autograder.core.oracle.sibling`` and
-  ``autograder.core.oracle.reference_helpers``
+  ``.reference_helpers``, ``autograder.core.devices.COURSE_CPU_DEVICES`` and ``.wrong_device_count_advice``
 
 Everything else is internal and may move. Importing this package does no work (no JAX, no pytest).
 """
@@ -33,7 +33,7 @@ __all__ = ["CheckFailure", "Status", "PUBLIC_MODULES", "PUBLIC_NAMES"]
 PUBLIC_MODULES = (
     "autograder.checks.values", "autograder.checks.purity", "autograder.checks.tracing", "autograder.checks.keys",
     "autograder.checks.structure", "autograder.checks.loaders", "autograder.checks.strategies",
-    "autograder.checks.scenario",
+    "autograder.checks.scenario", "autograder.checks.calls", "autograder.checks.jaxprs", "autograder.checks.output",
 )
 # Single names check files may import from internal modules.
 PUBLIC_NAMES = {
@@ -41,4 +41,5 @@ PUBLIC_NAMES = {
     "autograder.checks": tuple(m.rsplit(".", 1)[1] for m in PUBLIC_MODULES),
     "autograder.core.failures": ("CheckFailure",),
     "autograder.core.oracle": ("sibling", "reference_helpers"),
+    "autograder.core.devices": ("COURSE_CPU_DEVICES", "wrong_device_count_advice"),
 }

@@ -8,4 +8,6 @@
 - :mod:`~autograder.core.submission`   loading a student's module, telling a stub from an attempt
 - :mod:`~autograder.core.oracle`       the reference seam and the process's reference cache
 - :mod:`~autograder.core.preload`      the libraries every grading process imports first (names only)
+- :mod:`~autograder.core.devices`      the course's 8 CPU devices, set before JAX starts
+- :mod:`~autograder.core.compile_cache` JAX's persistent compilation cache settings (students, grade)
 """

@@ -1,7 +1,8 @@
 """What grading processes import before anything else: module *names* only, imported by the caller.
 
-One list, used by the zygote (before it forks), by a grading child or the
-trusted verifier started without a zygote, and by the kit's own tests
+One list, used by the zygote (before it forks; :func:`autograder.grading.zygote.preload`
+also sets the course's devices first), by a grading child or the trusted
+verifier started without a zygote (through the same function), and by the kit's own tests
 (``tests/conftest.py``). A student's process and the trusted verifier must
 start from the same set, so that both generate the same inputs.
 ``tests/test_preload.py`` checks that it covers every library the check
@@ -16,7 +17,7 @@ from typing import Iterable
 # Third-party libraries of the checks: seconds to import, once per process.
 LIBRARIES = (
     "numpy", "jax", "jax.numpy", "hypothesis", "hypothesis.extra.numpy", "pytest",
-    "torch", "torch.utils.data", "flax.linen", "optax", "chex",
+    "torch", "torch.utils.data", "flax.linen", "optax", "chex", "orbax.checkpoint",
 )
 
 # Kit modules a zygote may import before it forks: they must not start JAX's
@@ -31,7 +32,8 @@ FORK_SAFE_KIT = (
 CHECK_MODULES = (
     "autograder.checks.values", "autograder.checks.purity", "autograder.checks.structure",
     "autograder.checks.tracing", "autograder.checks.keys", "autograder.checks.strategies",
-    "autograder.checks.loaders", "autograder.checks.scenario",
+    "autograder.checks.loaders", "autograder.checks.scenario", "autograder.checks.calls",
+    "autograder.checks.jaxprs", "autograder.checks.output",
 )
 
 # A grading process (zygote, or a child / verifier started directly).

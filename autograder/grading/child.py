@@ -175,9 +175,9 @@ def _record(reporter: ChildReporter, calls: dict, name: str, args: tuple, kwargs
 def main() -> None:
     cfg = json.loads(sys.stdin.read())
     sys.stdin.close()
-    from autograder.core import preload
+    from autograder.grading.zygote import preload
 
-    preload.import_all(preload.GRADING)
+    preload()
     run(cfg)
 
 

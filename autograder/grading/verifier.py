@@ -161,9 +161,9 @@ class Verifier:
 def main() -> None:
     cfg = json.loads(sys.stdin.read())
     sys.stdin.close()
-    from autograder.core import preload
+    from autograder.grading.zygote import preload
 
-    preload.import_all(preload.GRADING)
+    preload()
     run(cfg)
 
 

@@ -29,9 +29,13 @@ from autograder.grading.requests import CHILD
 
 def preload() -> None:
     """Import the libraries every grading process starts with (the same set, forked or not, so that
-    a student's process and the trusted verifier generate the same inputs): :data:`autograder.core.preload.GRADING`."""
+    a student's process and the trusted verifier generate the same inputs), with the course's
+    8 CPU devices set before JAX is imported (a forked child starts JAX's backend with them).
+    The list is :data:`autograder.core.preload.GRADING`."""
     from autograder.core import preload as names
+    from autograder.core.devices import use_course_devices
 
+    use_course_devices()
     names.import_all(names.GRADING)
 
 

@@ -56,6 +56,7 @@ from autograder.core.attribution import AttributionError, attribute
 from autograder.core.course import Course, Function, find_root, load_course
 from autograder.core.outcomes import FunctionScore
 from autograder.core.status import Status
+from autograder.core.devices import use_course_devices  # noqa: F401  (the setup cell calls it)
 
 ROOT_ENV = "JAX_COURSE_ROOT"
 

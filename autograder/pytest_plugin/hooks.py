@@ -24,8 +24,10 @@ from pathlib import Path
 
 import pytest
 
+from autograder.core import compile_cache
 from autograder.core.attribution import AttributionError
 from autograder.core.course import CourseError, find_root, load_course
+from autograder.core.devices import use_course_devices
 from autograder.core.failures import status_of
 from autograder.core.outcomes import CheckOutcome, results_payload, score_functions
 from autograder.core.status import Status
@@ -44,12 +46,27 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--results-json", metavar="PATH", help="write per-function scores and check outcomes as JSON")
 
 
+def course_root_of(invocation_dir: Path, args: list[str]) -> Path | None:
+    """The course kit a pytest run is about: at or above where it runs, or above one of its paths."""
+    root = find_root(Path(invocation_dir))
+    for arg in args:
+        if root is None and not arg.startswith("-"):
+            path = Path(arg.split("::")[0])
+            root = find_root(path if path.is_dir() else path.parent)
+    return root if root is not None and (root / "exercises").is_dir() else None
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Parser, args: list[str]) -> None:
+    """The earliest hook of a plugin: the course's 8 CPU devices, before any conftest imports JAX."""
+    if course_root_of(early_config.invocation_params.dir, args) is not None:
+        use_course_devices()
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "correctness: a values check; while it fails the function earns nothing")
-    root = find_root(Path(config.invocation_params.dir))
-    for arg in config.args:
-        root = root or find_root(Path(arg) if Path(arg).is_dir() else Path(arg).parent)
-    if root is None or not (root / "exercises").is_dir():
+    root = course_root_of(config.invocation_params.dir, config.args)
+    if root is None:
         return
     try:
         # The student's files are not validated here: a syntax error or a renamed
@@ -65,7 +82,26 @@ def pytest_configure(config: pytest.Config) -> None:
     profile = profiles.choose(explicit, config.getoption("grading"))
     if not explicit:
         settings.load_profile(profile)
-    config.stash[SESSION_KEY] = CourseSession(course, Settings.from_config(config, root, profile))
+    settings_ = Settings.from_config(config, root, profile)
+    config.stash[SESSION_KEY] = CourseSession(course, settings_)
+    if not settings_.grading:
+        use_compile_cache(compile_cache.student_cache_dir(root))
+
+
+def use_compile_cache(cache_dir: Path | None) -> None:
+    """Keep compiled programs in the student's ``.jax_cache/`` (see :mod:`autograder.core.compile_cache`).
+
+    Left alone when the process already has a cache (``grade`` sets one per run through the
+    environment) or when it is switched off.
+    """
+    if cache_dir is None:
+        return
+    import jax
+
+    if jax.config.jax_compilation_cache_dir:
+        return
+    for name, value in compile_cache.settings(cache_dir).items():
+        jax.config.update(name, value)
 
 
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 
+import os
+
 import pytest
 
 from autograder.core.attribution import attribute, module_of
@@ -39,6 +41,7 @@ class Settings:
 
     source: Path  # the folder of the <module>.py files under test
     profile: str  # the hypothesis profile
+    grading: bool  # --grading or CI: deterministic, no student compilation cache
     results_json: Path | None
     full_tracebacks: bool  # -v or --tb=long/native: keep pytest's report, add the grader's message
 
@@ -52,7 +55,8 @@ class Settings:
             source = root / "exercises"
         results = config.getoption("results_json")
         full = config.getoption("verbose") > 0 or config.getoption("tbstyle") in ("long", "native")
-        return cls(source, profile, Path(results) if results else None, full)
+        grading = bool(config.getoption("grading") or os.environ.get("CI"))
+        return cls(source, profile, grading, Path(results) if results else None, full)
 
 
 class Unimportable:
