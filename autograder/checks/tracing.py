@@ -20,7 +20,7 @@ import jax
 import jax.monitoring
 
 from autograder.core.failures import CheckFailure
-from autograder.checks.values import _name
+from autograder.checks.values import function_name
 
 TRACE_EVENT = "/jax/core/compile/jaxpr_trace_duration"
 COMPILE_EVENT = "/jax/core/compile/backend_compile_duration"
@@ -62,7 +62,7 @@ def is_jitted(fn: Any) -> bool:
 
 def assert_is_jitted(fn: Any, name: str | None = None) -> None:
     """``fn`` is itself a ``jax.jit`` function (decorated, or assigned from ``jax.jit(...)``)."""
-    name = name or _name(fn)
+    name = name or function_name(fn)
     if not is_jitted(fn):
         raise CheckFailure(
             f"{name} is compiled with jax.jit",
@@ -110,7 +110,7 @@ def assert_no_retrace(
     gets new values of the same shapes and dtypes. Arguments are built
     outside the counted region.
     """
-    name = name or _name(fn)
+    name = name or function_name(fn)
     result = None
     for i in range(warmup):
         result = fn(*make_args(i))
@@ -144,7 +144,7 @@ def assert_no_retrace_in_loop(
     outputs: ``warmup`` covers both (2 by default), then ``calls`` more calls
     must trace and compile nothing.
     """
-    name = name or _name(fn)
+    name = name or function_name(fn)
     result = fn(*first_args)
     for i in range(1, warmup):
         result = fn(*next_args(result, i))

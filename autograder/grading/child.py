@@ -29,18 +29,20 @@ from pathlib import Path
 
 import pytest
 
+from autograder.grading.requests import ChildRequest
+
 MAX_TRANSCRIPT_CHARS = 20_000_000
 
 
 class ChildReporter:
     """A pytest plugin streaming check events to the parent."""
 
-    def __init__(self, cfg: dict):
-        self.fd = int(cfg["fd"])
-        self.nonce = str(cfg["nonce"])
-        self.skip = set(cfg.get("skip", []))
-        self.modules = set(cfg["modules"])
-        self.record = bool(cfg.get("record", True))
+    def __init__(self, request: ChildRequest):
+        self.fd = request.fd
+        self.nonce = request.nonce
+        self.skip = set(request.skip)
+        self.modules = set(request.modules)
+        self.record = request.record
         self.ids: dict[str, tuple[str, object]] = {}
         self.imported: set[str] = set()
         self.calls: dict[str, dict] = {}
@@ -59,12 +61,13 @@ class ChildReporter:
 
     @pytest.hookimpl(trylast=True)
     def pytest_collection_modifyitems(self, session, config, items) -> None:
-        from autograder.pytest_plugin import hooks as plugin
+        from autograder.core.outcomes import CheckId
+        from autograder.pytest_plugin.session import CourseSession, session_of
 
         keep, dropped = [], []
         for item in items:
-            fn = item.stash.get(plugin.FUNCTION_KEY, None)
-            cid = f"{fn.module}::{item.name}" if fn is not None else None
+            fn = CourseSession.function_of(item)
+            cid = str(CheckId(fn.module, item.name)) if fn is not None else None
             if fn is None or fn.module not in self.modules or cid in self.skip:
                 dropped.append(item)
                 continue
@@ -75,19 +78,16 @@ class ChildReporter:
             config.hook.pytest_deselected(items=dropped)
         # The references are loaded before any student code runs; then their
         # files leave the sandbox, so the student's code cannot read them.
-        # Every module's reference, not only the graded ones: later modules build their
-        # scenarios with earlier references (training's loaders come from data's).
-        course = plugin._course(config)
-        for module in course.modules:
-            plugin.load_reference(course, module.name)
-        shutil.rmtree(course.root / "solutions", ignore_errors=True)
+        course_session = session_of(config)
+        course_session.load_all_references()
+        shutil.rmtree(course_session.course.root / "solutions", ignore_errors=True)
 
     def pytest_runtest_logstart(self, nodeid, location) -> None:
         if nodeid in self.ids:
             self.emit(event="begin", check=self.ids[nodeid][0])
 
     def pytest_runtest_setup(self, item) -> None:
-        from autograder.pytest_plugin import hooks as plugin
+        from autograder.pytest_plugin.session import session_of
 
         entry = self.ids.get(item.nodeid)
         if entry is None:
@@ -98,7 +98,7 @@ class ChildReporter:
         self.imported.add(module)
         self.emit(event="import_begin", module=module)
         try:
-            plugin._load_student(item.config, module)
+            session_of(item.config).student(module)
         except Exception:  # noqa: BLE001 - the fixture reports it, check by check
             pass
         self.emit(event="import_end", module=module)
@@ -129,25 +129,25 @@ class ChildReporter:
             setattr(student, fn.name, original)
 
     def pytest_runtest_logfinish(self, nodeid, location) -> None:
-        from autograder.pytest_plugin import hooks as plugin
-        from autograder.pytest_plugin import report
+        from autograder.core.status import Status
+        from autograder.pytest_plugin.session import session_of
 
         entry = self.ids.get(nodeid)
         if entry is None:
             return
         cid, _ = entry
-        outcomes = self._config.stash[plugin.OUTCOMES_KEY]
+        outcomes = session_of(self._config).outcomes
         new = outcomes[self.outcome_index:]
         self.outcome_index = len(outcomes)
-        failed = [o for o in new if o.outcome != report.PASSED]
+        failed = [o for o in new if o.status != Status.PASSED]
         if failed:
-            outcome, message = failed[0].outcome, failed[0].message
+            outcome, message = str(failed[0].status), failed[0].message
         elif new:
-            outcome, message = report.PASSED, ""
+            outcome, message = str(Status.PASSED), ""
         else:
             outcome, message = "skipped", ""
         event = {"event": "end", "check": cid, "outcome": outcome, "message": message}
-        if outcome == report.PASSED and cid in self.calls:
+        if outcome == Status.PASSED and cid in self.calls:
             event["transcript"] = self.calls.pop(cid)
         self.emit(**event)
 
@@ -182,12 +182,13 @@ def main() -> None:
 
 
 def run(cfg: dict) -> None:
-    """Grade ``cfg["modules"]`` of ``cfg["submission"]`` with the checks in ``cfg["course_root"]``; never returns."""
-    reporter = ChildReporter(cfg)
-    course_root = Path(cfg["course_root"])
-    args = [str(course_root / "exercises" / f"test_{m}.py") for m in cfg["modules"]]
+    """Grade what the :class:`ChildRequest` ``cfg`` asks; never returns."""
+    request = ChildRequest.from_wire(cfg)
+    reporter = ChildReporter(request)
+    course_root = Path(request.course_root)
+    args = [str(course_root / "exercises" / f"test_{m}.py") for m in request.modules]
     args += [
-        "--submission", cfg["submission"],
+        "--submission", request.submission,
         "--grading", "-q", "--tb=no", "-p", "no:cacheprovider", "--import-mode=importlib",
         "--rootdir", str(course_root), "-c", str(course_root / "pytest.ini"),
     ]

@@ -10,7 +10,7 @@ For one submission (:func:`grade_submission`):
    was in gets a clear failure, and a new process grades what is left;
 3. the correctness checks it claims to pass are re-run on the trusted side
    (:mod:`autograder.grading.verifier`); a pass that is not confirmed is a failure;
-4. the outcomes become points with :func:`autograder.pytest_plugin.report.score_functions`.
+4. the outcomes become points with :func:`autograder.core.outcomes.score_functions`.
 
 :func:`grade_class` runs that over a thread pool (one supervised process per
 worker at a time), shows a progress line on a terminal, and never lets an
@@ -27,14 +27,17 @@ import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable
 
-from autograder.pytest_plugin import report
-from autograder.grading import sandbox
 from autograder.core import compile_cache
 from autograder.core.course import Course
+from autograder.core.outcomes import CheckId, CheckOutcome, StudentResult, score_functions
+from autograder.core.status import Status
+from autograder.grading import sandbox
+from autograder.grading.requests import CHILD, ChildRequest, VerifierRequest
+from autograder.pytest_plugin.report import strip_ansi
 
 MAX_FILE_BYTES = 1_000_000
 VERIFY_TIMEOUT = 600.0
@@ -42,10 +45,16 @@ VERIFY_TIMEOUT = 600.0
 
 @dataclass(frozen=True)
 class Check:
+    """One check of the plan: its id (``str(CheckId)``, the key on the wire), the function it judges."""
+
     id: str  # "<module>::<test name>"
     module: str
     function: str
     correctness: bool
+
+    @property
+    def test(self) -> str:
+        return CheckId.parse(self.id).test
 
 
 @dataclass
@@ -56,14 +65,6 @@ class Options:
     jobs: int
     cache_dir: Path | None = None
     zygote: bool = True  # fork grading children from a pre-imported process per worker
-
-
-@dataclass
-class StudentResult:
-    student: str
-    scores: list[report.FunctionScore]
-    outcomes: list[report.CheckOutcome] = field(default_factory=list)
-    timings: dict[str, float] = field(default_factory=dict)  # for benchmarks; never written to the outputs
 
 
 class Grader:
@@ -88,7 +89,7 @@ class Grader:
     def _starter(self, kit: Path):
         """How this worker thread starts a grading child: its zygote, or a fresh interpreter."""
         if not self.options.zygote:
-            return sandbox.start_direct("autograder.grading.child", kit, self.env, self.options.memory_mb)
+            return sandbox.start_direct(CHILD, kit, self.env, self.options.memory_mb)
         return self._zygote("zygote", self.env, self.options.memory_mb).start
 
     def close(self) -> None:
@@ -102,7 +103,7 @@ class Grader:
         shutil.rmtree(self.trusted_cache_dir, ignore_errors=True)
 
     # -- trusted side -----------------------------------------------------
-    def _trusted(self, cfg: dict, timeout: float) -> dict:
+    def _trusted(self, request: VerifierRequest, timeout: float) -> dict:
         """Run :mod:`autograder.grading.verifier` (never student code) on a fresh private copy of the course."""
         scratch = sandbox.scratch_dir()
         try:
@@ -110,21 +111,22 @@ class Grader:
             work = scratch / "work"
             work.mkdir()
             out = scratch / "verdicts.json"
-            cfg = dict(cfg, course_root=str(course_root), modules=list(self.options.modules), out=str(out), kit=str(kit))
+            cfg = replace(
+                request, course_root=str(course_root), modules=list(self.options.modules), out=str(out), kit=str(kit)
+            ).to_wire()
             zygote = self._zygote("trusted_zygote", self.trusted_env, None) if self.options.zygote else None
             if zygote is not None:
-                cfg["target"] = "autograder.grading.verifier"
                 sandbox.run_to_end(zygote, work, cfg, scratch / "stderr.txt", timeout)
             else:
                 proc = sandbox.run_python(
-                    "autograder.grading.verifier", kit, work, cfg, memory_mb=None, env=self.trusted_env, stderr_path=scratch / "stderr.txt"
+                    request.target, kit, work, cfg, memory_mb=None, env=self.trusted_env, stderr_path=scratch / "stderr.txt"
                 )
                 try:
                     proc.wait(timeout=timeout)
                 except subprocess.TimeoutExpired:
                     sandbox.kill_group(proc)
             if not out.is_file():
-                raise RuntimeError(f"the trusted grader failed:\n{sandbox._tail(scratch / 'stderr.txt')}")
+                raise RuntimeError(f"the trusted grader failed:\n{sandbox.file_tail(scratch / 'stderr.txt')}")
             return json.loads(out.read_text(encoding="utf-8"))
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
@@ -142,7 +144,7 @@ class Grader:
         return zygote
 
     def _plan(self) -> list[Check]:
-        data = self._trusted({"mode": "plan"}, VERIFY_TIMEOUT)
+        data = self._trusted(VerifierRequest("plan"), VERIFY_TIMEOUT)
         checks = [Check(c["check"], c["module"], c["function"], bool(c["correctness"])) for c in data["plan"]]
         if not checks:
             raise RuntimeError("the course has no checks for the selected modules")
@@ -159,18 +161,18 @@ class Grader:
     def verify(self, claims: list[str], transcripts: dict) -> dict[str, dict]:
         if not claims:
             return {}
-        data = self._trusted({"mode": "verify", "checks": claims, "transcripts": transcripts}, VERIFY_TIMEOUT)
+        data = self._trusted(VerifierRequest("verify", checks=claims, transcripts=transcripts), VERIFY_TIMEOUT)
         return data["verdicts"]
 
     # -- one submission ---------------------------------------------------
     def grade_submission(self, student: str, folder: Path) -> StudentResult:
-        verdicts: dict[str, tuple[str, str]] = {}  # check id -> (outcome, message)
+        verdicts: dict[str, tuple[Status, str]] = {}  # check id -> (status, message)
         transcripts: dict[str, dict] = {}
         timings = {"runs": 0, "run_seconds": 0.0, "verify_seconds": 0.0}
         files, missing = read_submission(folder, self.options.modules)
         for check in self.plan:
             if check.module in missing:
-                verdicts[check.id] = (report.FAILED, missing[check.module])
+                verdicts[check.id] = (Status.FAILED, missing[check.module])
         for _attempt in range(len(self.plan) + 1):
             todo = [c for c in self.plan if c.id not in verdicts]
             if not todo:
@@ -182,26 +184,26 @@ class Grader:
             for event in run.events:
                 check = event.get("check")
                 if event.get("event") == "end" and check in self.function_of and check not in verdicts:
-                    outcome = event.get("outcome")
-                    if outcome not in (report.PASSED, report.FAILED, report.NOT_STARTED):
-                        outcome = report.FAILED
+                    outcome = event.get("outcome")  # a claim: only these three are taken from the student's side
+                    if outcome not in (Status.PASSED, Status.FAILED, Status.NOT_STARTED):
+                        outcome = Status.FAILED
                     message = event.get("message") if isinstance(event.get("message"), str) else ""
-                    verdicts[check] = (outcome, clean_message(message))
-                    if outcome == report.PASSED and isinstance(event.get("transcript"), dict):
+                    verdicts[check] = (Status(outcome), clean_message(message))
+                    if outcome == Status.PASSED and isinstance(event.get("transcript"), dict):
                         transcripts[check] = event["transcript"]
             if run.fault is None:
                 break
             self._blame(run.fault, verdicts, todo)
         for check in self.plan:
-            verdicts.setdefault(check.id, (report.FAILED, "this check could not be run on your submission"))
+            verdicts.setdefault(check.id, (Status.ERROR, "this check could not be run on your submission"))
         started = time.monotonic()
         self._confirm(verdicts, transcripts)
         timings["verify_seconds"] = time.monotonic() - started
         outcomes = [
-            report.CheckOutcome(c.module, c.function, c.id.split("::", 1)[1], verdicts[c.id][0], c.correctness, verdicts[c.id][1])
+            CheckOutcome(c.module, c.function, c.test, verdicts[c.id][0], c.correctness, verdicts[c.id][1])
             for c in self.plan
         ]
-        return StudentResult(student, report.score_functions(self.course, outcomes), outcomes, timings)
+        return StudentResult(student, score_functions(self.course, outcomes), outcomes, timings)
 
     def _run_child(self, files: dict[str, bytes], modules: list[str], skip: list[str]) -> sandbox.RunResult:
         scratch = sandbox.scratch_dir()
@@ -213,10 +215,7 @@ class Grader:
                 (submission / f"{module}.py").write_bytes(data)
             work = scratch / "work"
             work.mkdir()
-            cfg = {
-                "course_root": str(course_root), "submission": str(submission), "modules": modules, "skip": skip,
-                "kit": str(kit),
-            }
+            cfg = ChildRequest(str(course_root), str(submission), modules, skip, str(kit)).to_wire()
             remaining = {self.function_of[c.id] for c in self.plan if c.module in modules}
             limits = sandbox.Limits(
                 self.options.timeout_per_function,
@@ -257,23 +256,23 @@ class Grader:
             message = f"the grader could not run your code: {how}"
             hit = todo
         for check in hit:
-            verdicts.setdefault(check.id, (report.FAILED, message))
+            verdicts.setdefault(check.id, (Status.FAILED, message))
 
     def _confirm(self, verdicts: dict, transcripts: dict) -> None:
-        claims = [c.id for c in self.plan if c.correctness and verdicts[c.id][0] == report.PASSED]
+        claims = [c.id for c in self.plan if c.correctness and verdicts[c.id][0] == Status.PASSED]
         if not claims:
             return
         try:
             confirmed = self.verify(claims, {c: transcripts.get(c, {}) for c in claims})
         except Exception as err:  # noqa: BLE001 - never trust an unconfirmed pass
-            confirmed = {c: {"outcome": "failed", "message": f"the grader could not confirm this check ({err})"} for c in claims}
+            confirmed = {c: {"outcome": Status.FAILED, "message": f"the grader could not confirm this check ({err})"} for c in claims}
         for check in claims:
-            verdict = confirmed.get(check, {"outcome": "failed", "message": ""})
-            if verdict["outcome"] == "failed":
+            verdict = confirmed.get(check, {"outcome": Status.FAILED, "message": ""})
+            if verdict["outcome"] == Status.FAILED:
                 qual = self.function_of[check]
                 detail = clean_message(verdict.get("message", "")).strip()
                 verdicts[check] = (
-                    report.FAILED,
+                    Status.UNCONFIRMED,
                     f"{qual}: your process reported this check as passed, but the grader could not confirm it"
                     + (f":\n{detail}" if detail else ""),
                 )
@@ -296,8 +295,8 @@ class Grader:
         return [results[name] for name, _ in sorted(students)]
 
     def failed_result(self, student: str, message: str) -> StudentResult:
-        outcomes = [report.CheckOutcome(c.module, c.function, c.id, report.FAILED, c.correctness, message) for c in self.plan]
-        return StudentResult(student, report.score_functions(self.course, outcomes), outcomes)
+        outcomes = [CheckOutcome(c.module, c.function, c.test, Status.ERROR, c.correctness, message) for c in self.plan]
+        return StudentResult(student, score_functions(self.course, outcomes), outcomes)
 
 
 def _cache_env(cache_dir: Path | None) -> dict[str, str]:
@@ -333,7 +332,7 @@ _ADDRESS = re.compile(r"0x[0-9a-fA-F]{6,}")
 
 def clean_message(message: str) -> str:
     """Deterministic text: no memory addresses, no ANSI colours, bounded length."""
-    message = _ADDRESS.sub("0x…", report.strip_ansi(message))
+    message = _ADDRESS.sub("0x…", strip_ansi(message))
     return message if len(message) <= 4000 else message[:4000] + "\n  … (message shortened)"
 
 

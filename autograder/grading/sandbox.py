@@ -304,7 +304,7 @@ def supervise(start, cwd: Path, cfg: dict, limits: Limits, function_of: dict[str
         os.close(read_end)
         proc.kill()
     result.returncode = proc.returncode
-    result.stderr_tail = _tail(stderr_path)
+    result.stderr_tail = file_tail(stderr_path)
     if result.fault is None and not done:
         result.fault = Fault("crash", current and current[0], importing and importing[0], _how_it_ended(result))
     return result
@@ -322,7 +322,8 @@ def _parse(line: bytes, nonce: str) -> dict | None:
     return event
 
 
-def _tail(path: Path, size: int = 4000) -> str:
+def file_tail(path: Path, size: int = 4000) -> str:
+    """The last ``size`` bytes of a file (a process's stderr), as text; "" when it cannot be read."""
     try:
         with open(path, "rb") as f:
             f.seek(0, os.SEEK_END)

@@ -24,28 +24,19 @@ import select
 import socket
 import sys
 
-PRELOAD = (
-    "numpy", "jax", "jax.numpy", "hypothesis", "hypothesis.extra.numpy", "pytest",
-    "torch", "torch.utils.data", "flax.linen", "optax", "chex", "orbax.checkpoint",
-)
-# Only kit modules that do not start JAX's backend at import (forking after
-# that deadlocks the child); the others are imported by each child from its
-# own fresh copy of the kit.
-KIT = ("autograder.core.course", "autograder.core.failures", "autograder.core.submission", "autograder.grading.transcript", "autograder.grading.child")
+from autograder.grading.requests import CHILD
 
 
 def preload() -> None:
     """Import the libraries every grading process starts with (the same set, forked or not, so that
     a student's process and the trusted verifier generate the same inputs), with the course's
-    8 CPU devices set before JAX is imported (a forked child starts JAX's backend with them)."""
+    8 CPU devices set before JAX is imported (a forked child starts JAX's backend with them).
+    The list is :data:`autograder.core.preload.GRADING`."""
+    from autograder.core import preload as names
     from autograder.core.devices import use_course_devices
 
     use_course_devices()
-    for name in PRELOAD + KIT:
-        try:
-            importlib.import_module(name)
-        except ImportError:
-            pass
+    names.import_all(names.GRADING)
 
 
 def _send(sock: socket.socket, message: dict) -> None:
@@ -95,7 +86,7 @@ def main() -> None:
                 os.close(fds[1])
                 os.chdir(request["cwd"])
                 sys.path[0] = request["kit"]
-                target = importlib.import_module(request.get("target", "autograder.grading.child"))
+                target = importlib.import_module(request.get("target", CHILD))
                 target.run(dict(request, fd=fds[0]))
             finally:
                 os._exit(70)
