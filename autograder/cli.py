@@ -8,8 +8,11 @@ an ``add_...`` function and list it in ``SUBCOMMANDS``.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
+import signal
 import sys
+import threading
 from pathlib import Path
 
 from autograder.core.course import CourseError, find_root, load_course
@@ -30,6 +33,12 @@ def add_grade(subparsers) -> argparse.ArgumentParser:
     parser.add_argument("--only", action="append", metavar="MODULE", help="grade only this module (repeatable)")
     parser.add_argument("--jax-cache", type=Path, metavar="DIR", help="keep JAX's compilation cache of the grading processes here (default: a temporary folder per run)")
     parser.add_argument("--no-zygote", action="store_true", help="start a fresh interpreter per run (slower; for comparison)")
+    parser.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue an interrupted run into the same OUT: students it finished are not graded again "
+        "(refused when the kit, course, options or libraries changed)",
+    )
     parser.add_argument("--course", type=Path, metavar="DIR", help="the instructor's course folder (default: found from here)")
     parser.add_argument(
         "--gradebook",
@@ -42,7 +51,7 @@ def add_grade(subparsers) -> argparse.ArgumentParser:
 
 
 def run_grade(args: argparse.Namespace) -> int:
-    from autograder.grading import class_report
+    from autograder.grading import class_report, run_state, sandbox
     from autograder.grading import grader as grading
 
     course = _course(args.course)
@@ -64,21 +73,53 @@ def run_grade(args: argparse.Namespace) -> int:
         zygote=not args.no_zygote,
     )
     students = grading.find_students(args.submissions)
-    grader = grading.Grader(course, options)
-    weak = grader.unconfirmable_functions()
-    if weak:
-        print(
-            f"autograder grade: warning: {', '.join(weak)} have no @pytest.mark.correctness check; "
-            "their passes are taken from the student's process without confirmation",
-            file=sys.stderr,
-        )
-    progress = grading.Progress()
-    progress(0, len(students))
+    snapshot = sandbox.Snapshot.take(course.root)
+    run = run_state.fingerprint(
+        snapshot.course, snapshot.kit,
+        {"modules": list(modules), "timeout_per_function": options.timeout_per_function, "memory_mb": options.memory_mb},
+    )
     try:
-        results = grader.grade_class(students, progress)
-    finally:
-        grader.close()
-    progress.finish()
+        state = run_state.RunState.start(out, run, resume=args.resume)
+    except run_state.ResumeError as err:
+        raise SystemExit(f"autograder grade: {err}") from None
+    digests = {name: run_state.submission_digest(*grading.read_submission(folder, modules)) for name, folder in students}
+    finished = {}
+    for name, _ in students:
+        scores = state.finished(name, digests[name])
+        if scores is not None:
+            finished[name] = grading.StudentResult(name, scores)
+
+    if finished:
+        print(f"resuming {out}: {len(finished)} already graded, {len(students) - len(finished)} to grade")
+
+    def keep(result: grading.StudentResult) -> None:
+        class_report.write_student(out, course, modules, result)
+        state.record(result.student, digests[result.student], result.scores)
+
+    stop = threading.Event()
+    progress = grading.Progress()
+    results: list[grading.StudentResult] = []
+    with _stop_on_signals(stop) as caught:
+        grader = None
+        try:
+            grader = grading.Grader(course, options, stop, snapshot=snapshot)
+            weak = grader.unconfirmable_functions()
+            if weak:
+                print(
+                    f"autograder grade: warning: {', '.join(weak)} have no @pytest.mark.correctness check; "
+                    "their passes are taken from the student's process without confirmation",
+                    file=sys.stderr,
+                )
+            results = grader.grade_class(students, progress, finished=finished, on_result=keep)
+        except sandbox.Interrupted:
+            pass
+        finally:
+            if grader is not None:
+                grader.close()
+        progress.finish()
+    if stop.is_set():
+        results = results or [finished[name] for name, _ in students if name in finished]
+        return _interrupted(out, course, modules, results, len(students), caught[0] if caught else signal.SIGINT)
     class_report.write_all(out, course, modules, results)
     if args.gradebook:
         from autograder.notebooks.builder import write_gradebook
@@ -88,6 +129,44 @@ def run_grade(args: argparse.Namespace) -> int:
     total = sum(fn.points for fn in course.functions if fn.module in modules)
     print(f"graded {len(results)} students ({', '.join(modules)}; max {total:g} points): {out / 'grades.csv'}")
     return 0
+
+
+def _interrupted(out: Path, course, modules: tuple[str, ...], results: list, total: int, signum: int) -> int:
+    """Write what was finished, marked incomplete; one line on stderr; exit status 128 + the signal."""
+    from autograder.grading import class_report
+
+    note = (
+        f"grading was interrupted after {len(results)} of {total} students; the others are not in this file. "
+        "Run the same command with --resume to grade them."
+    )
+    class_report.write_all(out, course, modules, results, incomplete=note)
+    name = signal.Signals(signum).name
+    print(
+        f"autograder grade: interrupted ({name}): {len(results)} of {total} students graded, written to {out} "
+        "(grades.csv and summary.md marked incomplete); add --resume to the same command to continue",
+        file=sys.stderr,
+    )
+    return 128 + signum
+
+
+@contextlib.contextmanager
+def _stop_on_signals(stop: threading.Event):
+    """While active, SIGINT (Ctrl-C) and SIGTERM set ``stop``; yields the list of signals caught."""
+    caught: list[int] = []
+
+    def handler(signum, _frame) -> None:
+        caught.append(signum)
+        stop.set()
+
+    if threading.current_thread() is not threading.main_thread():
+        yield caught
+        return
+    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield caught
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
 
 
 def _course(folder: Path | None):
