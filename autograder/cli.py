@@ -119,6 +119,7 @@ def run_grade(args: argparse.Namespace) -> int:
         progress.finish()
     if stop.is_set():
         results = results or [finished[name] for name, _ in students if name in finished]
+        args.interrupted = True
         return _interrupted(out, course, modules, results, len(students), caught[0] if caught else signal.SIGINT)
     class_report.write_all(out, course, modules, results)
     if args.gradebook:
@@ -200,7 +201,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    return args.handler(args)
+    code = args.handler(args)
+    if getattr(args, "interrupted", False) and argv is None:
+        # Everything is written and every process ended: exit now rather than spend seconds
+        # tearing down the interpreter (JAX and NumPy are loaded), which a Ctrl-C should not wait for.
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    return code
 
 
 if __name__ == "__main__":
