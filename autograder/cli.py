@@ -82,19 +82,14 @@ def run_grade(args: argparse.Namespace) -> int:
         state = run_state.RunState.start(out, run, resume=args.resume)
     except run_state.ResumeError as err:
         raise SystemExit(f"autograder grade: {err}") from None
-    digests = {name: run_state.submission_digest(*grading.read_submission(folder, modules)) for name, folder in students}
-    finished = {}
-    for name, _ in students:
-        scores = state.finished(name, digests[name])
-        if scores is not None:
-            finished[name] = grading.StudentResult(name, scores)
-
+    finished = state.finished(students, modules)
     if finished:
         print(f"resuming {out}: {len(finished)} already graded, {len(students) - len(finished)} to grade")
 
     def keep(result: grading.StudentResult) -> None:
+        """A student is finished: its results.json now, and the record --resume reads."""
         class_report.write_student(out, course, modules, result)
-        state.record(result.student, digests[result.student], result.scores)
+        state.record(result)
 
     stop = threading.Event()
     progress = grading.Progress()

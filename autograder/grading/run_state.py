@@ -28,6 +28,7 @@ import shutil
 from importlib import metadata
 from pathlib import Path
 
+from autograder.grading.grader import StudentResult, read_submission
 from autograder.pytest_plugin import report
 
 STATE = ".autograder-run"
@@ -71,6 +72,7 @@ class RunState:
     def __init__(self, out: Path, run: dict[str, str]):
         self.folder = Path(out) / STATE
         self.run = run
+        self.digests: dict[str, str] = {}  # student -> digest of the files graded
 
     @classmethod
     def start(cls, out: Path, run: dict[str, str], *, resume: bool) -> "RunState":
@@ -100,19 +102,23 @@ class RunState:
     def _path(self, student: str) -> Path:
         return self.folder / "students" / f"{student}.json"
 
-    def finished(self, student: str, digest: str) -> list[report.FunctionScore] | None:
-        """The scores of ``student`` from the interrupted run, if it graded these very files."""
-        try:
-            saved = json.loads(self._path(student).read_text(encoding="utf-8"))
-            if saved["submission"] != digest:
-                return None
-            return [report.FunctionScore(**score) for score in saved["scores"]]
-        except (OSError, ValueError, KeyError, TypeError):
-            return None
+    def finished(self, students: list[tuple[str, Path]], modules: tuple[str, ...]) -> dict[str, StudentResult]:
+        """The students the interrupted run finished, with their results, if it graded these very files."""
+        found = {}
+        for student, folder in students:
+            self.digests[student] = submission_digest(*read_submission(folder, modules))
+            try:
+                saved = json.loads(self._path(student).read_text(encoding="utf-8"))
+                if saved["submission"] == self.digests[student]:
+                    found[student] = StudentResult(student, [report.FunctionScore(**s) for s in saved["scores"]])
+            except (OSError, ValueError, KeyError, TypeError):
+                continue
+        return found
 
-    def record(self, student: str, digest: str, scores: list[report.FunctionScore]) -> None:
-        payload = {"submission": digest, "scores": [_plain(dataclasses.asdict(s)) for s in scores]}
-        _write(self._path(student), json.dumps(payload, sort_keys=True) + "\n")
+    def record(self, result: StudentResult) -> None:
+        """``result``'s student is finished (call :meth:`finished` first: it reads what was graded)."""
+        payload = {"submission": self.digests[result.student], "scores": [_plain(dataclasses.asdict(s)) for s in result.scores]}
+        _write(self._path(result.student), json.dumps(payload, sort_keys=True) + "\n")
 
 
 def _plain(score: dict) -> dict:
