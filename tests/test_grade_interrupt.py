@@ -58,8 +58,9 @@ class Run:
         return sorted(p.parent.name for p in self.out.glob("*/results.json"))
 
     def wait_for_results(self, n: int = 1, timeout: float = 900) -> None:
+        """Until ``n`` students that needed grading processes are done ("empty" needs none)."""
         deadline = time.monotonic() + timeout
-        while len(self.graded()) < n:
+        while len(set(self.graded()) - {"empty"}) < n:
             assert self.proc.poll() is None, f"grade ended before {n} students were done: {self.finish()}"
             assert time.monotonic() < deadline, "no student was graded in time"
             time.sleep(0.05)
@@ -161,7 +162,7 @@ def test_a_signal_stops_grading_cleans_up_keeps_the_finished_and_resume_complete
     print(f"\n{sig.name}: stopped in {stopped:.2f} s ({len(tree)} processes were running)")
     assert run.proc.returncode == 128 + sig, (run.proc.returncode, stderr[-3000:])
     assert stopped < STOP_SECONDS, stopped
-    assert tree, "the grader had started no process"
+    assert len(tree) >= 2, f"the grader was not running its processes: {tree}"
     assert not _alive(tree), f"left running: {_alive(tree)}"
     assert not _alive(run.processes())
     assert not run.scratch_folders(), run.scratch_folders()

@@ -1,8 +1,8 @@
 """Did the student's module change the grader? Identities before and after.
 
 A grading process records, before it imports the student's module, the
-identity of every function and class (and every method, property and
-function code object) of the modules the checks rely on: the kit
+identity of every callable (function, class, ufunc, ...) and every method,
+property and function code object of the modules the checks rely on: the kit
 (``autograder``), pytest and pluggy, hypothesis, NumPy, ``json``, the builtins
 and the loaded references. Comparing again later finds a submission that
 replaced or rewrote one of them (``numpy.testing.assert_allclose = ...``,
@@ -69,7 +69,7 @@ def snapshot() -> dict[Key, tuple]:
                     for attr, member in list(vars(value).items()):
                         if isinstance(member, _FUNCTION_TYPES):
                             seen[(module_name, name, attr)] = _identity(member)
-            elif isinstance(value, _FUNCTION_TYPES) or hasattr(value, "__code__"):
+            elif callable(value) and not isinstance(value, types.ModuleType):  # functions, ufuncs, dispatchers
                 seen[(module_name, name)] = _identity(value)
     return seen
 
