@@ -106,8 +106,9 @@ def run_grade(args: argparse.Namespace) -> int:
                     file=sys.stderr,
                 )
             results = grader.grade_class(students, progress, finished=finished, on_result=keep)
-        except sandbox.Interrupted:
-            pass
+        except Exception:  # noqa: BLE001 - whatever a stop broke (a killed process) is not an error
+            if not stop.is_set():
+                raise
         finally:
             if grader is not None:
                 grader.close()
