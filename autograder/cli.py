@@ -33,6 +33,12 @@ def add_grade(subparsers) -> argparse.ArgumentParser:
     parser.add_argument("--only", action="append", metavar="MODULE", help="grade only this module (repeatable)")
     parser.add_argument("--jax-cache", type=Path, metavar="DIR", help="keep JAX's compilation cache of the grading processes here (default: a temporary folder per run)")
     parser.add_argument("--no-zygote", action="store_true", help="start a fresh interpreter per run (slower; for comparison)")
+    parser.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue an interrupted run into the same OUT: students it finished are not graded again "
+        "(refused when the kit, course, options or libraries changed)",
+    )
     parser.add_argument("--course", type=Path, metavar="DIR", help="the instructor's course folder (default: found from here)")
     parser.add_argument(
         "--gradebook",
@@ -57,7 +63,9 @@ def run_grade(args: argparse.Namespace) -> int:
         cache_dir=args.jax_cache,
         zygote=not args.no_zygote,
     )
-    return api.grade(course, args.submissions, args.out, options, gradebook=args.gradebook)
+    code = api.grade(course, args.submissions, args.out, options, gradebook=args.gradebook, resume=args.resume)
+    args.interrupted = code in api.INTERRUPTED
+    return code
 
 
 def add_nbgrader(subparsers) -> argparse.ArgumentParser:
@@ -131,7 +139,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    return args.handler(args)
+    code = args.handler(args)
+    if getattr(args, "interrupted", False) and argv is None:
+        # Everything is written and every process ended: exit now rather than spend seconds
+        # tearing down the interpreter (JAX and NumPy are loaded), which a Ctrl-C should not wait for.
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    return code
 
 
 if __name__ == "__main__":

@@ -11,7 +11,13 @@ line per event, each carrying the per-run nonce:
 - ``begin`` / ``end``: one check; ``end`` has its outcome, message and, for a
   passed correctness check, a *transcript* (the student's outputs by argument
   digest) that the trusted verifier replays;
+- ``tampered``: the student's module changed the grader's own functions
+  (:mod:`autograder.grading.tamper`; compared right after the import and
+  when the checks are done), with the changed names;
 - ``done``: every check ran.
+
+A grading process grades one module of a submission (the grader starts one
+per module), so whatever a module changes reaches no other module's checks.
 
 Nothing here is trusted by the parent: the events are claims. Failures are
 taken as they are (a student gains nothing by failing); passes of
@@ -30,6 +36,7 @@ from pathlib import Path
 import pytest
 
 from autograder.grading.requests import ChildRequest
+from autograder.grading import tamper
 
 MAX_TRANSCRIPT_CHARS = 20_000_000
 
@@ -48,6 +55,7 @@ class ChildReporter:
         self.calls: dict[str, dict] = {}
         self.size = 0
         self.outcome_index = 0
+        self.before: dict | None = None  # the grader's identities before the student's import
 
     def emit(self, **event) -> None:
         event["nonce"] = self.nonce
@@ -55,6 +63,8 @@ class ChildReporter:
         while data:
             try:
                 written = os.write(self.fd, data)
+            except BrokenPipeError:  # the grader is gone: nobody will read what follows
+                os._exit(0)
             except OSError:
                 return
             data = data[written:]
@@ -96,12 +106,24 @@ class ChildReporter:
         if module in self.imported:
             return
         self.imported.add(module)
+        if self.before is None:
+            self.before = tamper.snapshot()
         self.emit(event="import_begin", module=module)
         try:
             session_of(item.config).student(module)
         except Exception:  # noqa: BLE001 - the fixture reports it, check by check
             pass
         self.emit(event="import_end", module=module)
+        if self.report_tampering():
+            self.emit(event="done")
+            os._exit(0)
+
+    def report_tampering(self) -> bool:
+        """Emit ``tampered`` if the grader's functions changed since the import began."""
+        what = tamper.changed(self.before) if self.before is not None else []
+        if what:
+            self.emit(event="tampered", modules=sorted(self.modules), what=what[:20])
+        return bool(what)
 
     @pytest.hookimpl(wrapper=True)
     def pytest_pyfunc_call(self, pyfuncitem):
@@ -154,8 +176,10 @@ class ChildReporter:
     def pytest_configure(self, config) -> None:
         self._config = config
 
+    @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session, exitstatus) -> None:
-        self.emit(event="done")
+        # Before pytest's own teardown, which legitimately restores patched pytest classes.
+        self.report_tampering()
 
 
 def _record(reporter: ChildReporter, calls: dict, name: str, args: tuple, kwargs: dict, out) -> None:
@@ -175,8 +199,11 @@ def _record(reporter: ChildReporter, calls: dict, name: str, args: tuple, kwargs
 def main() -> None:
     cfg = json.loads(sys.stdin.read())
     sys.stdin.close()
+    from autograder.grading import lifeline
     from autograder.grading.zygote import preload
 
+    lifeline.die_with_parent(cfg.get("parent"))
+    lifeline.watch(cfg.get("lifeline"))
     preload()
     run(cfg)
 
@@ -192,8 +219,10 @@ def run(cfg: dict) -> None:
         "--grading", "-q", "--tb=no", "-p", "no:cacheprovider", "--import-mode=importlib",
         "--rootdir", str(course_root), "-c", str(course_root / "pytest.ini"),
     ]
+    emit = reporter.emit  # bound before any student code runs
     try:
         pytest.main(args, plugins=[reporter])
+        emit(event="done")
     finally:
         sys.stdout.flush()
         os._exit(0)

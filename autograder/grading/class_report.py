@@ -3,6 +3,10 @@
 Everything is written by the grader from its own verdicts, in a fixed order
 and format (no timings, no paths, no addresses), so grading the same folder
 twice gives byte-identical files.
+
+After an interruption the class files cover the students finished so far
+and say so: ``incomplete`` is a note written as the last line of
+``grades.csv`` (a ``#`` line) and the first line of ``summary.md``.
 """
 
 from __future__ import annotations
@@ -31,7 +35,7 @@ def points_by_student(results: list[StudentResult]) -> dict[str, dict[str, float
     return {r.student: r.points_by_function() for r in results}
 
 
-def grades_csv(course: Course, modules: tuple[str, ...], results: list[StudentResult]) -> str:
+def grades_csv(course: Course, modules: tuple[str, ...], results: list[StudentResult], incomplete: str | None = None) -> str:
     columns = function_columns(course, modules)
     max_score = sum(fn.points for fn in course.functions if fn.module in modules)
     buffer = io.StringIO()
@@ -41,6 +45,8 @@ def grades_csv(course: Course, modules: tuple[str, ...], results: list[StudentRe
         earned = result.points_by_function()
         total = sum(earned.get(c, 0.0) for c in columns)
         writer.writerow([result.student, points(total), points(max_score), *(points(earned.get(c, 0.0)) for c in columns)])
+    if incomplete:
+        buffer.write(f"# INCOMPLETE: {incomplete}\n")
     return buffer.getvalue()
 
 
@@ -89,9 +95,10 @@ def _first_line(message: str) -> str:
     return line if len(line) <= 160 else line[:157] + "..."
 
 
-def summary_md(course: Course, modules: tuple[str, ...], results: list[StudentResult]) -> str:
+def summary_md(course: Course, modules: tuple[str, ...], results: list[StudentResult], incomplete: str | None = None) -> str:
     n = len(results)
-    lines = [f"# {course.title}: class summary", "", f"{n} students graded.", ""]
+    note = [f"> **INCOMPLETE:** {incomplete}", ""] if incomplete else []
+    lines = [*note, f"# {course.title}: class summary", "", f"{n} students graded.", ""]
     for module in course.modules:
         if module.name not in modules:
             continue
@@ -112,15 +119,21 @@ def _md(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def write_all(out: Path, course: Course, modules: tuple[str, ...], results: list[StudentResult]) -> None:
+def write_student(out: Path, course: Course, modules: tuple[str, ...], result: StudentResult) -> None:
+    folder = Path(out) / result.student
+    folder.mkdir(parents=True, exist_ok=True)
+    _write(folder / "results.json", results_json(course, modules, result))
+
+
+def write_all(
+    out: Path, course: Course, modules: tuple[str, ...], results: list[StudentResult], incomplete: str | None = None
+) -> None:
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     for result in results:
-        folder = out / result.student
-        folder.mkdir(parents=True, exist_ok=True)
-        _write(folder / "results.json", results_json(course, modules, result))
-    _write(out / "summary.md", summary_md(course, modules, results))
-    _write(out / "grades.csv", grades_csv(course, modules, results))
+        write_student(out, course, modules, result)
+    _write(out / "summary.md", summary_md(course, modules, results, incomplete))
+    _write(out / "grades.csv", grades_csv(course, modules, results, incomplete))
 
 
 def _write(path: Path, text: str) -> None:

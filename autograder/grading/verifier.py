@@ -161,8 +161,11 @@ class Verifier:
 def main() -> None:
     cfg = json.loads(sys.stdin.read())
     sys.stdin.close()
+    from autograder.grading import lifeline
     from autograder.grading.zygote import preload
 
+    lifeline.die_with_parent(cfg.get("parent"))
+    lifeline.watch(cfg.get("lifeline"))
     preload()
     run(cfg)
 
