@@ -4,13 +4,16 @@
 - :func:`record_calls`             which calls a helper (e.g. the student's ``linear``) received, and with what
 - :func:`jaxpr_size`               how many equations a function traces to (nested jaxprs included)
 - :func:`assert_jaxpr_size_constant` the program does not grow with the batch (no unrolled Python loop)
+- :func:`assert_work_linear_in_batch` no intermediate grows faster than the batch (no B x B Jacobian)
+- :func:`runs_the_states_model`      a step given a state of an unexpected model runs that model, not its own
 """
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 import jax
 import numpy as np
@@ -277,3 +280,26 @@ def eagerly(fn: Callable) -> Callable:
             return fn(*args, **kwargs)
 
     return run
+
+
+@contextlib.contextmanager
+def runs_the_states_model(function: str, model: str) -> Iterator[None]:
+    """Turn Flax's complaint about parameters of the wrong shape or name into a failure naming the cause.
+
+    The checks give ``function`` states of a model the student's module cannot
+    know in advance (``model``, e.g. ``SimpleClassifier(7, 1)``). Running a
+    model of its own (a module-level ``model.apply``) instead of
+    ``state.apply_fn`` meets parameters of another shape, and Flax raises.
+    """
+    import flax.errors
+
+    try:
+        yield
+    except flax.errors.FlaxError as err:
+        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise CheckFailure(
+            f"{function} runs the state's own model (state.apply_fn), whatever model the state was made with",
+            f"given a state of {model}, {function} ran another model: Flax said {type(err).__name__}: {first}",
+            "the state carries its model: call state.apply_fn(...). A model built at module level is not the "
+            "model of the state being trained (it may have another size)",
+        ) from None
