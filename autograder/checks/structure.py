@@ -173,6 +173,56 @@ def assert_jaxpr_size_constant(fn: Callable, args_by_size: dict[int, tuple], wha
         )
 
 
+def _intermediates(jaxpr) -> list[tuple[int, tuple[int, ...], str]]:
+    """(size, shape, primitive) of every value computed in ``jaxpr``, nested jaxprs included."""
+    found = []
+    for eqn in jaxpr.eqns:
+        for var in eqn.outvars:
+            shape = tuple(getattr(var.aval, "shape", ()))
+            found.append((int(np.prod(shape, dtype=np.int64)), shape, eqn.primitive.name))
+        for param in eqn.params.values():
+            for sub in param if isinstance(param, (list, tuple)) else (param,):
+                inner = getattr(sub, "jaxpr", sub)
+                if hasattr(inner, "eqns"):
+                    found += _intermediates(inner)
+    return found
+
+
+def assert_work_linear_in_batch(
+    fn: Callable, small: tuple[int, tuple], large: tuple[int, tuple], *, contract: str
+) -> None:
+    """No value ``fn`` computes grows faster than the batch: no B x B intermediate (a Jacobian of B outputs).
+
+    ``small`` and ``large`` are ``(batch size, args)``. The largest value
+    computed for the large batch, and the total size of all computed values,
+    may grow at most linearly from the small batch (with slack for
+    constants); a quadratic growth means every example's output is
+    differentiated against every other example's (a Jacobian of the batch of
+    outputs), B times the work of one gradient per example.
+    """
+    (n_small, args_small), (n_large, args_large) = small, large
+    computed = {
+        n: _intermediates(jax.make_jaxpr(fn)(*args).jaxpr) for n, args in ((n_small, args_small), (n_large, args_large))
+    }
+    linear = n_large / n_small
+    biggest = {n: max(values, default=(0, (), "")) for n, values in computed.items()}
+    total = {n: sum(size for size, _, _ in values) for n, values in computed.items()}
+    largest_growth = biggest[n_large][0] / max(biggest[n_small][0], 1)
+    total_growth = total[n_large] / max(total[n_small], 1)
+    if max(largest_growth, total_growth) > 1.5 * linear:
+        size, shape, primitive = biggest[n_large]
+        raise CheckFailure(
+            f"{_name(fn)} does work proportional to the batch (one gradient per example)",
+            f"the work of {_name(fn)} grows quadratically with the batch: from a batch of {n_small} to {n_large} "
+            f"({linear:g} times more examples) the values it computes grow {total_growth:.0f} times in total, and "
+            f"its largest one is {shape} ({primitive}), {largest_growth:.0f} times larger. A value of batch x batch "
+            "entries is what a Jacobian of the vector of all B losses builds (jax.jacrev / jax.jacobian, or a vjp mapped "
+            "over the rows of an identity matrix): each example's loss is differentiated against every other example, which is B times "
+            "the work, almost all of it zeros",
+            contract,
+        )
+
+
 _jit_cache: dict[tuple[int, tuple[int, ...]], tuple[Callable, Callable]] = {}
 
 
