@@ -288,7 +288,7 @@ WRONG = [
             count = state.step + 1 if isinstance(state, CountingState) else 1
             return CountingState(step=count, apply_fn=new.apply_fn, params=new.params, tx=new.tx,
                                  opt_state=new.opt_state), loss, acc
-     """, IN_A_LOOP + r"state (is a CountingState|.step is a static field)", RETRACE_CHECKS),
+     """, IN_A_LOOP + r"state(\.step is a static field| is a CountingState)", RETRACE_CHECKS),
     # the tutorial's model kept at module level and used instead of the state's
     ("calculate_loss_acc", """
         model = SimpleClassifier(num_hidden=8, num_outputs=1)
