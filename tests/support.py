@@ -102,6 +102,12 @@ def assert_rejected(result: FunctionResult, pattern: str) -> None:
     assert "hint:" in result.message
 
 
+def COURSE_FUNCTIONS():
+    from autograder.core.course import load_course
+
+    return load_course(ROOT).functions
+
+
 def gallery(rows, width: int | None = None) -> list:
     """pytest params from gallery rows ``(what the variant does, function, ...)``, with the readable id
     ``<function>-<what the variant does>`` (e.g. ``replace_negatives-boolean-indexing``); ``width``
@@ -109,7 +115,13 @@ def gallery(rows, width: int | None = None) -> list:
     import pytest
 
     params = []
-    for what, *values in rows:
+    functions = {fn.name for fn in COURSE_FUNCTIONS()}
+    for row in rows:
+        assert isinstance(row, tuple) and len(row) >= 3, f"a gallery row needs (what it does, function, source, ...): {row!r:.120}"
+        what, *values = row
+        assert values[0] in functions and what not in functions and what.replace("-", "").replace(".", "").isalnum(), (
+            f"gallery row ids say what the variant does, in kebab-case, then name its function: got {row[:2]!r}"
+        )
         if width is not None:
             values = (values + [None] * width)[:width]
         params.append(pytest.param(*values, id=f"{values[0]}-{what}"))

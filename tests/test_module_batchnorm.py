@@ -75,6 +75,22 @@ CORRECT_VARIANTS = {
 
 CORRECT = [(what, fn, src) for fn, sources in CORRECT_VARIANTS.items() for what, src in sources]
 
+# Demo objects kept at module level, never changed by a function (issue 10).
+DEMO_OBJECTS = """
+model = BNClassifier(num_hidden=8, num_outputs=1)
+optimizer = optax.sgd(0.1)
+demo_state = create_train_state_bn(jax.random.PRNGKey(0), model, 0.1, jnp.ones((8, 2)))
+demo_logits = jax.jit(lambda state, x: state.apply_fn({"params": state.params, "batch_stats": state.batch_stats}, x,
+                                                      train=False))
+"""
+
+
+def test_demo_objects_at_module_level_keep_every_function_pure(pytester):
+    results = grade(pytester, MODULE, IMPORTS + with_function(MODULE, "") + DEMO_OBJECTS, only="is_pure")
+    assert set(results) == {"create_train_state_bn", "train_step_bn", "eval_step_bn"}
+    for result in results.values():
+        assert_accepted(result)
+
 
 @pytest.mark.parametrize("function, replacement", gallery(CORRECT))
 def test_correct_variant_written_differently_passes(pytester, function, replacement):
@@ -103,6 +119,11 @@ def step_bn(variables="{'params': params, 'batch_stats': state.batch_stats}",
 
 # a function that retraces on every call is slow to grade: only its retrace check runs
 RETRACE_CHECKS = "train_step_bn_does_not_retrace"
+IN_A_LOOP = (
+    r"train_step_bn traced \d+ and compiled \d+ more time\(s\) in a loop of \d+ chained steps(.*\n)*"
+    r".*what changed between steps: "
+)
+OWN_MODEL = r"given a state of BNClassifier\(7, 1\), {function} ran another model(.*\n)*.*state.apply_fn"
 
 WRONG = [
     # (function, replacement, regex the message must match)
@@ -149,6 +170,23 @@ WRONG = [
             (loss, updates), grads = step(state.params)
             return state.apply_gradients(grads=grads, batch_stats=updates['batch_stats']), loss
      """, r"train_step_bn traced \d+ and compiled \d+ more time\(s\)", RETRACE_CHECKS),
+    # retracing in a loop (issue 10): a new apply_fn, a new optimizer in every returned state
+    ("new-apply-fn-each-step", "train_step_bn", step_bn(keep="updates['batch_stats'], apply_fn=functools.partial(state.apply_fn)"),
+     IN_A_LOOP + r"state.apply_fn is a static field", RETRACE_CHECKS),
+    ("new-optimizer-each-step", "train_step_bn", step_bn(keep="updates['batch_stats'], tx=optax.sgd(0.3)"),
+     IN_A_LOOP + r"state.tx is a static field", RETRACE_CHECKS),
+    # a module-level model of the scenario's size instead of the state's (issue 10)
+    ("module-level-model", "train_step_bn", step_bn().replace("state.apply_fn(", "MODEL.apply(") + "\n        MODEL = BNClassifier(6, 1)\n",
+     OWN_MODEL.format(function="train_step_bn"), "train_step_bn_matches"),
+    ("module-level-model", "eval_step_bn", """
+        model = BNClassifier(num_hidden=6, num_outputs=1)
+
+        @jax.jit
+        def eval_step_bn(state, batch):
+            x, labels = batch
+            logits = model.apply({'params': state.params, 'batch_stats': state.batch_stats}, x, train=False)
+            return ((logits.squeeze(-1) > 0) == labels).mean()
+     """, OWN_MODEL.format(function="eval_step_bn"), "eval_step_bn_matches"),
     # impure: keeps the latest statistics in a module-level dict
     ("stores-updates-in-a-module-dict", "train_step_bn", step_bn().replace("            return state.apply_gradients", "            LATEST['stats'] = updates\n            return state.apply_gradients") + "\n        LATEST = {}\n",
      r"module-level (variable )?'LATEST'|leaked a tracer"),

@@ -76,6 +76,38 @@ CORRECT_VARIANTS = [
             batches = data.BatchSampler(sampler, batch_size=batch_size, drop_last=drop_last)
             return data.DataLoader(dataset, batch_sampler=batches, collate_fn=numpy_collate)
      """),
+    # demo objects kept at module level, left alone by make_loader: a dataset, its loader, a constant (issue 10)
+    ("demo-objects-at-module-level", "make_loader", """
+        DEFAULT_BATCH = 32
+
+        def make_loader(dataset, batch_size, shuffle, seed=0, drop_last=False):
+            g = torch.Generator()
+            g.manual_seed(seed)
+            return data.DataLoader(dataset, batch_size=batch_size, shuffle=shuffle, drop_last=drop_last,
+                                   collate_fn=numpy_collate, generator=g)
+
+        demo_dataset = XORDataset(200, 42)
+        demo_loader = make_loader(demo_dataset, DEFAULT_BATCH, True, seed=1)
+        demo_batch = next(iter(demo_loader))
+     """),
+    # items converted with np.asarray on the way out (still NumPy), the dataset kept as a demo at module level
+    ("np-asarray-items", "XORDataset", """
+        class XORDataset(data.Dataset):
+            def __init__(self, size, seed, std=0.1):
+                super().__init__()
+                rng = np.random.RandomState(seed)
+                self.data = rng.randint(0, 2, (size, 2)).astype(np.float32)
+                self.label = (self.data.sum(axis=1) == 1).astype(np.int32)
+                self.data += rng.normal(0, std, self.data.shape)
+
+            def __len__(self):
+                return len(self.data)
+
+            def __getitem__(self, i):
+                return np.asarray(self.data[i]), self.label[i]
+
+        demo = XORDataset(size=200, seed=42)
+     """),
     # positional arguments, a lambda collate, another seed-to-generator mapping
     ("offset-seed-generator", "make_loader", """
         def make_loader(dataset, batch_size, shuffle, seed=0, drop_last=False):
@@ -90,6 +122,27 @@ def test_correct_variant_written_differently_passes(pytester, function, replacem
     result = grade(pytester, MODULE, with_function(MODULE, replacement), only=function)[function]
     assert_accepted(result)
 
+
+def xor_dataset_returning(item):
+    """The reference's XORDataset (NumPy data and label) whose ``ds[i]`` is ``item``."""
+    return """
+        class XORDataset(data.Dataset):
+            def __init__(self, size, seed, std=0.1):
+                rng = np.random.RandomState(seed)
+                self.data = rng.randint(0, 2, (size, 2)).astype(np.float32)
+                self.label = (self.data.sum(axis=1) == 1).astype(np.int32)
+                self.data += rng.normal(0, std, self.data.shape)
+            def __len__(self):
+                return len(self.data)
+            def __getitem__(self, i):
+                return {item}
+""".format(item=item)
+
+
+JAX_ITEM = r"ds\[0\]\[0\] is a jax\.Array, expected a NumPy array or scalar(.*\n)*.*forked worker processes"
+SHARED_GENERATOR = (
+    r"loader #\d \(seed=\d\) shuffled differently than a loader made alone with seed=\d(.*\n)*.*share one random generator"
+)
 
 WRONG = [
     # (function, replacement, regex the message must match)
@@ -279,7 +332,45 @@ WRONG = [
             def __getitem__(self, i):
                 return self.data[i], self.label[i]
      """, r"ds\.data is a jax\S*ArrayImpl; it must be a numpy\.ndarray"),
+    # items that are JAX arrays although data and label are NumPy (issue 10): they deadlock or fail in workers
+    ("jnp-asarray-items", "XORDataset", """
+        import jax.numpy as jnp""" + xor_dataset_returning("jnp.asarray(self.data[i]), jnp.asarray(self.label[i])") + """
+     """, JAX_ITEM),
+    ("device-put-items", "XORDataset", """
+        import jax""" + xor_dataset_returning("jax.device_put((self.data[i], self.label[i]))") + """
+     """, JAX_ITEM),
+    ("jnp-int32-label", "XORDataset", """
+        import jax.numpy as jnp""" + xor_dataset_returning("self.data[i], jnp.int32(self.label[i])") + """
+     """, r"ds\[0\]\[1\] is a jax\.Array, expected a NumPy array or scalar"),
     # --- make_loader
+    # one module-level generator, re-seeded on every call: loaders made together share it (issue 10)
+    ("module-generator-reseeded", "make_loader", """
+        GENERATOR = torch.Generator()
+
+        def make_loader(dataset, batch_size, shuffle, seed=0, drop_last=False):
+            GENERATOR.manual_seed(seed)
+            return data.DataLoader(dataset, batch_size=batch_size, shuffle=shuffle, drop_last=drop_last,
+                                   collate_fn=numpy_collate, generator=GENERATOR)
+     """, SHARED_GENERATOR + r"(.*\n)*.*changed the contents of the module-level variable 'GENERATOR'"),
+    # one generator per seed, cached at module level: two loaders with one seed share it
+    ("generator-cache-per-seed", "make_loader", """
+        _generators = {}
+
+        def make_loader(dataset, batch_size, shuffle, seed=0, drop_last=False):
+            if seed not in _generators:
+                _generators[seed] = torch.Generator().manual_seed(seed)
+            return data.DataLoader(dataset, batch_size=batch_size, shuffle=shuffle, drop_last=drop_last,
+                                   collate_fn=numpy_collate, generator=_generators[seed])
+     """, r"module-level variable '_generators'"),
+    # a module-level generator used through a sampler made per call
+    ("module-generator-in-sampler", "make_loader", """
+        _rng = torch.Generator()
+
+        def make_loader(dataset, batch_size, shuffle, seed=0, drop_last=False):
+            sampler = data.RandomSampler(dataset, generator=_rng.manual_seed(seed)) if shuffle else None
+            return data.DataLoader(dataset, batch_size=batch_size, sampler=sampler, drop_last=drop_last,
+                                   collate_fn=numpy_collate)
+     """, SHARED_GENERATOR),
     ("no-collate-fn", "make_loader", """
         def make_loader(dataset, batch_size, shuffle, seed=0, drop_last=False):
             g = torch.Generator().manual_seed(seed)

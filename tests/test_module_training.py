@@ -63,6 +63,14 @@ CORRECT_VARIANTS = {
         """),
     ],
     "eval_step": [
+        ("module-level-jitted-helper", """
+        _accuracy = jax.jit(lambda logits, labels: jnp.mean((logits > 0) == labels))
+
+        @jax.jit
+        def eval_step(state, batch):
+            x, labels = batch
+            return _accuracy(state.apply_fn(state.params, x)[:, 0], labels)
+        """),
         ("reshape-and-int-compare", """
         @jax.jit
         def eval_step(state, batch):
@@ -87,6 +95,23 @@ CORRECT_VARIANTS = {
 
 CORRECT = [(what, fn, src) for fn, sources in CORRECT_VARIANTS.items() for what, src in sources]
 
+# The tutorial's demo objects kept at module level, never changed by a function (issue 10): the
+# purity checks of every function judge what a call changes, not whether these compare equal.
+DEMO_OBJECTS = """
+model = SimpleClassifier(num_hidden=8, num_outputs=1)
+optimizer = optax.sgd(learning_rate=0.1)
+LEARNING_RATE = 0.1
+demo_state = create_train_state(jax.random.PRNGKey(0), model, LEARNING_RATE, jnp.ones((8, 2)))
+demo_grad_fn = jax.jit(jax.value_and_grad(calculate_loss_acc, argnums=1, has_aux=True))
+"""
+
+
+def test_demo_objects_at_module_level_keep_every_function_pure(pytester):
+    results = grade(pytester, MODULE, IMPORTS + with_function(MODULE, "") + DEMO_OBJECTS, only="is_pure or unchanged")
+    assert set(results) == {"create_train_state", "calculate_loss_acc", "train_step", "eval_step", "train_model"}
+    for result in results.values():
+        assert_accepted(result)
+
 
 @pytest.mark.parametrize("function, replacement", gallery(CORRECT))
 def test_correct_variant_written_differently_passes(pytester, function, replacement):
@@ -108,6 +133,13 @@ def with_step(source):
 
 # a function that retraces on every call is slow to grade: only its retrace check runs
 RETRACE_CHECKS = "train_step_does_not_retrace"
+
+# A step that never retraces on fresh inputs, yet returns a state of another static structure than it
+# was given, so that a training loop compiles on every step (issue 10).
+IN_A_LOOP = r"train_step traced \d+ and compiled \d+ more time\(s\) in a loop of \d+ chained steps(.*\n)*.*what changed between steps: "
+
+# A module-level model instead of the state's (issue 10): the checks' models have 5 and 7 hidden units.
+OWN_MODEL = r"given a state of SimpleClassifier\([57], 1\), {function} ran another model(.*\n)*.*state.apply_fn"
 
 WRONG = [
     # (function, replacement, regex the message must match)
@@ -226,6 +258,92 @@ WRONG = [
 
             return step(state, batch)
      """, r"train_step traced \d+ and compiled \d+ more time\(s\)", RETRACE_CHECKS),
+    # retracing in a loop: a new apply_fn object in every returned state
+    ("new-apply-fn-each-step", "train_step", """
+        @jax.jit
+        def train_step(state, batch):
+            (loss, acc), grads = jax.value_and_grad(calculate_loss_acc, argnums=1, has_aux=True)(state, state.params, batch)
+            new_state = state.apply_gradients(grads=grads)
+            return new_state.replace(apply_fn=functools.partial(state.apply_fn)), loss, acc
+     """, IN_A_LOOP + r"state.apply_fn is a static field", RETRACE_CHECKS),
+    # retracing in a loop: a new optimizer object in every returned state
+    ("new-optimizer-each-step", "train_step", """
+        @jax.jit
+        def train_step(state, batch):
+            (loss, acc), grads = jax.value_and_grad(calculate_loss_acc, argnums=1, has_aux=True)(state, state.params, batch)
+            return state.apply_gradients(grads=grads, tx=optax.sgd(0.3)), loss, acc
+     """, IN_A_LOOP + r"state.tx is a static field", RETRACE_CHECKS),
+    # retracing in a loop: the step counter kept as a static Python int in a state class of its own
+    ("static-int-step-counter", "train_step", """
+        from flax import struct
+
+        class CountingState(train_state.TrainState):
+            step: int = struct.field(pytree_node=False)
+
+        @jax.jit
+        def train_step(state, batch):
+            (loss, acc), grads = jax.value_and_grad(calculate_loss_acc, argnums=1, has_aux=True)(state, state.params, batch)
+            new = state.apply_gradients(grads=grads)
+            count = state.step + 1 if isinstance(state, CountingState) else 1
+            return CountingState(step=count, apply_fn=new.apply_fn, params=new.params, tx=new.tx,
+                                 opt_state=new.opt_state), loss, acc
+     """, IN_A_LOOP + r"state(\.step is a static field| is a CountingState)", RETRACE_CHECKS),
+    # the tutorial's model kept at module level and used instead of the state's
+    ("module-level-model", "calculate_loss_acc", """
+        model = SimpleClassifier(num_hidden=8, num_outputs=1)
+
+        def calculate_loss_acc(state, params, batch):
+            x, labels = batch
+            logits = model.apply(params, x).squeeze(-1)
+            loss = optax.sigmoid_binary_cross_entropy(logits, labels).mean()
+            return loss, ((logits > 0) == labels).mean()
+     """, OWN_MODEL.format(function="calculate_loss_acc")),
+    # a model of the scenario's size, guessed: states of another size still tell
+    ("guessed-model-size", "calculate_loss_acc", """
+        def calculate_loss_acc(state, params, batch):
+            x, labels = batch
+            logits = SimpleClassifier(5, 1).apply(params, x)[:, 0]
+            return optax.sigmoid_binary_cross_entropy(logits, labels).mean(), ((logits > 0) == labels).mean()
+     """, OWN_MODEL.format(function="calculate_loss_acc")),
+    ("module-level-model", "eval_step", """
+        MODEL = SimpleClassifier(5, 1)
+
+        @jax.jit
+        def eval_step(state, batch):
+            x, labels = batch
+            return ((MODEL.apply(state.params, x)[:, 0] > 0) == labels).mean()
+     """, OWN_MODEL.format(function="eval_step")),
+    ("module-level-model", "train_step", """
+        model = SimpleClassifier(num_hidden=5, num_outputs=1)
+
+        @jax.jit
+        def train_step(state, batch):
+            x, labels = batch
+            def loss_fn(params):
+                logits = model.apply(params, x)[:, 0]
+                return optax.sigmoid_binary_cross_entropy(logits, labels).mean(), ((logits > 0) == labels).mean()
+            (loss, acc), grads = jax.value_and_grad(loss_fn, has_aux=True)(state.params)
+            return state.apply_gradients(grads=grads), loss, acc
+     """, OWN_MODEL.format(function="train_step"), "train_step_matches"),
+    # impure: a running count of steps and a cache of losses at module level, written outside jit
+    ("step-counter-and-loss-cache", "train_step", with_step("""
+        _jitted = jax.jit(_sgd_step)
+        STEPS = {"count": 0}
+
+        def train_step(state, batch):
+            STEPS["count"] += 1
+            return _jitted(state, batch)
+     """), r"changed the contents of the module-level variable 'STEPS' \(at STEPS\['count'\]\)", "train_step_is_pure"),
+    ("history-list", "calculate_loss_acc", """
+        HISTORY = []
+
+        def calculate_loss_acc(state, params, batch):
+            x, labels = batch
+            logits = state.apply_fn(params, x).squeeze(-1)
+            loss = optax.sigmoid_binary_cross_entropy(logits, labels).mean()
+            HISTORY.append(float(loss))
+            return loss, ((logits > 0) == labels).mean()
+     """, r"module-level variable 'HISTORY'", "calculate_loss_acc_is_pure"),
     # impure: writes into the state it was given
     ("updates-the-input-params", "train_step", with_step("""
         _jitted = jax.jit(_sgd_step)

@@ -52,6 +52,26 @@ CORRECT_VARIANTS = [
             residual = jax.vmap(linear, in_axes=(0, None, None))(xs, params["W"], params["b"]) - ys
             return {"W": xs[:, :, None] * residual[:, None, :], "b": residual}
     """),
+    # the Jacobian of ONE example's loss (= its gradient), mapped over the batch
+    ("vmap-of-jacrev-per-example", "per_example_grads", """
+        def per_example_grads(params, xs, ys):
+            return jax.vmap(jax.jacrev(_loss), in_axes=(None, 0, 0))(params, xs, ys)
+    """),
+    # forward mode over the parameters: P pushforwards of the batch, linear in B
+    ("jacfwd-over-params", "per_example_grads", """
+        def per_example_grads(params, xs, ys):
+            return jax.jacfwd(lambda p: jax.vmap(_loss, in_axes=(None, 0, 0))(p, xs, ys))(params)
+    """),
+    # a module-level jitted helper, demo arrays and a constant kept at module level (issue 10)
+    ("demo-objects-and-jitted-helper", "per_example_grads", """
+        HALF = 0.5
+        DEMO_PARAMS = {"W": jnp.ones((3, 2)), "b": jnp.zeros(2)}
+        _per_example = jax.jit(jax.vmap(jax.grad(lambda p, x, y: HALF * jnp.sum((linear(x, p["W"], p["b"]) - y) ** 2)),
+                                        in_axes=(None, 0, 0)))
+
+        def per_example_grads(params, xs, ys):
+            return _per_example(params, xs, ys)
+    """),
 ]
 
 
@@ -61,6 +81,11 @@ def test_correct_variant_written_differently_passes(pytester, function, replacem
     result = grade(pytester, MODULE, source, only=function)[function]
     assert_accepted(result)
 
+
+QUADRATIC = (
+    r"work of per_example_grads grows quadratically with the batch(.*\n)*.*largest one is \(32, 32(.*\n)*.*Jacobian"
+    r"(.*\n)*.*jax.vmap\(jax.grad\(loss\), in_axes=\(None, 0, 0\)\)"
+)
 
 WRONG = [
     # (function, replacement, regex the message must match, -k expression of the checks to run)
@@ -123,7 +148,31 @@ WRONG = [
             grads = [jax.grad(_loss)(params, x, y) for x, y in zip(xs, ys)]
             return jax.tree_util.tree_map(lambda *g: jnp.stack(g), *grads)
      """, r"traced program of per_example_grads grows with the size of the batch \(1: \d+ equations, 4: \d+",
-     "per_example_grads and python_loop"),
+     "per_example_grads and scales_linearly"),
+    # the Jacobian of the vector of B losses: B x B work (issue 10)
+    ("jacrev-of-batch-losses", "per_example_grads", """
+        def per_example_grads(params, xs, ys):
+            losses = lambda p: jax.vmap(_loss, in_axes=(None, 0, 0))(p, xs, ys)
+            return jax.jacrev(losses)(params)
+     """, QUADRATIC, "per_example_grads and scales_linearly"),
+    ("jacobian-of-batch-losses-under-jit", "per_example_grads", """
+        @jax.jit
+        def per_example_grads(params, xs, ys):
+            return jax.jacobian(lambda p: 0.5 * jnp.sum((xs @ p["W"] + p["b"] - ys) ** 2, axis=1))(params)
+     """, QUADRATIC, "per_example_grads and scales_linearly"),
+    # a vjp of the batch of losses, pulled back along every row of an identity matrix
+    ("vjp-over-identity-rows", "per_example_grads", """
+        def per_example_grads(params, xs, ys):
+            _, pullback = jax.vjp(lambda p: jax.vmap(_loss, in_axes=(None, 0, 0))(p, xs, ys), params)
+            return jax.vmap(pullback)(jnp.eye(xs.shape[0]))[0]
+     """, QUADRATIC, "per_example_grads and scales_linearly"),
+    # the gradient of a one-hot weighted sum of the losses, once per example
+    ("one-hot-weighted-grads", "per_example_grads", """
+        def per_example_grads(params, xs, ys):
+            def weighted(p, onehot):
+                return jnp.sum(onehot * jax.vmap(_loss, in_axes=(None, 0, 0))(p, xs, ys))
+            return jax.vmap(jax.grad(weighted), in_axes=(None, 0))(params, jnp.eye(xs.shape[0]))
+     """, QUADRATIC, "per_example_grads and scales_linearly"),
     # a new jit every call
     ("jits-a-new-function-every-call", "per_example_grads", """
         def per_example_grads(params, xs, ys):

@@ -25,9 +25,10 @@ class Step:
     state: Any  # the input state (the reference's state after the previous step)
     batch: Any
     expected: tuple  # what the reference's step returns: (new_state, loss[, acc])
+    model: str = ""  # the state's model, e.g. "SimpleClassifier(5, 1)", named when a step runs another one
 
 
-def training_steps(step: Callable, data: Any, start: Any, *, epochs: int = EPOCHS) -> list[Step]:
+def training_steps(step: Callable, data: Any, start: Any, *, epochs: int = EPOCHS, model: str = "") -> list[Step]:
     """Every step of the reference ``step`` from ``start``, over ``epochs`` epochs of a shuffling DataLoader."""
     loader = data.make_loader(data.XORDataset(TRAIN_SIZE, 7), BATCH, shuffle=True, seed=3)
     state, steps = start, []
@@ -36,7 +37,7 @@ def training_steps(step: Callable, data: Any, start: Any, *, epochs: int = EPOCH
         for i, batch in enumerate(loader):
             expected = step(state, batch)
             label = f"at step {len(steps) + 1} (epoch {epoch + 1}, batch {i + 1} of {n_batches}, {len(batch[0])} examples)"
-            steps.append(Step(label, state, batch, expected))
+            steps.append(Step(label, state, batch, expected, model))
             state = expected[0]
     return steps
 
