@@ -65,9 +65,9 @@ CORRECT = [
             squares = jax.tree.map(lambda leaf: jnp.vdot(leaf, leaf), tree)
             return jnp.sqrt(jax.tree_util.tree_reduce(lambda a, b: a + b, squares))
      """),
-    ("param_count", "np-size", """
+    ("param_count", "math-prod-of-shapes", """
         def param_count(tree):
-            return sum(np.size(leaf) for leaf in jax.tree.leaves(tree))
+            return sum(math.prod(np.shape(leaf)) for leaf in jax.tree.leaves(tree))
      """),
     ("param_count", "tree-reduce-with-initial-0", """
         def param_count(tree):
