@@ -135,7 +135,7 @@ WRONG = [
         def sgd_update(params, learning_rate, x, y):
             grads = jax.grad(mse)(params, x, y)
             return jax.tree.map(lambda p, g: p + learning_rate * g, params, grads)
-     """, r"new_params\['W'\] differs from the reference", "sgd_update_matches"),
+     """, r"new_params\['(W|b)'\] differs from the reference", "sgd_update_matches"),
     ("sgd_update", "returns-a-tuple", """
         @jax.jit
         def sgd_update(params, learning_rate, x, y):
