@@ -16,10 +16,10 @@ IMPORTS = "import functools\n"
 
 # the reference's loss, for variants that change only the step around it
 _LOSS = """
-def _loss(state, params, batch, key):
-    x, labels = batch
-    logits = state.apply_fn({"params": params}, x, train=True, rngs={"dropout": key}).squeeze(-1)
-    return optax.sigmoid_binary_cross_entropy(logits, labels).mean()
+        def _loss(state, params, batch, key):
+            x, labels = batch
+            logits = state.apply_fn({"params": params}, x, train=True, rngs={"dropout": key}).squeeze(-1)
+            return optax.sigmoid_binary_cross_entropy(logits, labels).mean()
 """
 
 CORRECT = [
@@ -126,7 +126,7 @@ WRONG = [
 
         def train_step_dropout(state, batch, dropout_key):
             return _step(state, batch, dropout_key, int(state.step))
-     """, r"train_step_dropout traced again at call\(s\) 4, 5, 6, 7(.*\n)*.*Static\(val=\d+\)|int\(state.step\)", "does_not_retrace"),
+     """, r"train_step_dropout traced again at call\(s\) 4, 5, 6, 7(.*\n)*.*JAX explains the cache miss", "does_not_retrace"),
     ("train_step_dropout", "new-optimizer-in-the-returned-state", _LOSS + """
         @jax.jit
         def train_step_dropout(state, batch, dropout_key):
