@@ -530,7 +530,7 @@ def test_mc_dropout_predict_has_no_python_loop_over_the_samples(student, trained
     if sizes[4] != sizes[16]:
         raise CheckFailure(
             "mc_dropout_predict traces to the same program for 4 and 16 samples",
-            f"the traced program grows with n_samples (4 samples: {sizes[4]} equations, 16 samples: {sizes[16]})",
+            f"the traced program grows with n_samples (4 samples: {sizes[4]} equations, 16 samples: {sizes[16]} equations)",
             "a Python loop over the samples puts one copy of the network per sample into the program; "
             "jax.vmap over the array of keys (or jax.lax.map) runs every sample in one program of fixed size",
         )
