@@ -523,17 +523,13 @@ def test_mc_dropout_predict_uses_each_key_once(student, trained):
 
 
 def test_mc_dropout_predict_has_no_python_loop_over_the_samples(student, trained):
-    sizes = {
-        n: structure.jaxpr_size(student.mc_dropout_predict, trained, MC_X, keys.make_key(0, "typed"), n, static_argnums=(3,))
-        for n in (4, 16)
-    }
-    if sizes[4] != sizes[16]:
-        raise CheckFailure(
-            "mc_dropout_predict traces to the same program for 4 and 16 samples",
-            f"the traced program grows with n_samples (4 samples: {sizes[4]} equations, 16 samples: {sizes[16]} equations)",
-            "a Python loop over the samples puts one copy of the network per sample into the program; "
-            "jax.vmap over the array of keys (or jax.lax.map) runs every sample in one program of fixed size",
-        )
+    key = keys.make_key(0, "typed")
+    structure.assert_jaxpr_size_constant(
+        student.mc_dropout_predict, {n: (trained, MC_X, key, n) for n in (4, 16)}, what="n_samples",
+        static_argnums=(3,),
+        advice="a Python loop over the samples puts one copy of the network per sample into the program; "
+        "jax.vmap over the array of keys (or jax.lax.map) runs every sample in one program of fixed size",
+    )
 
 
 def test_mc_dropout_predict_works_under_jit(student, reference, trained):

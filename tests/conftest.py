@@ -18,5 +18,6 @@ import autograder.checks.tracing  # noqa: F401
 import autograder.checks.keys  # noqa: F401
 import autograder.checks.strategies  # noqa: F401
 import autograder.checks.loaders  # noqa: F401
+import autograder.checks.loops  # noqa: F401
 
 pytest_plugins = ["pytester"]
