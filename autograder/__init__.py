@@ -17,7 +17,7 @@ holds every name ``exercises/test_*.py`` import to this list):
 
 - ``autograder.CheckFailure``, ``autograder.Status``
 - ``autograder.checks.values``, ``.purity``, ``.tracing``, ``.keys``, ``.structure``, ``.loaders``,
-  ``.strategies``, ``.scenario``, ``.calls``, ``.jaxprs``, ``.output``: each module's public names
+  ``.strategies``, ``.scenario``, ``.calls``, ``.jaxprs``, ``.output``, ``.loops``: each module's public names
 - ``autograder.core.failures.CheckFailure``, ``autograder.core.oracle.sibling`` and
   ``.reference_helpers``, ``autograder.core.devices.COURSE_CPU_DEVICES`` and ``.wrong_device_count_advice``
 
@@ -29,12 +29,10 @@ from autograder.core.status import Status
 
 __all__ = ["CheckFailure", "Status", "PUBLIC_MODULES", "PUBLIC_NAMES"]
 
-# Modules whose public names check files may use.
-PUBLIC_MODULES = (
-    "autograder.checks.values", "autograder.checks.purity", "autograder.checks.tracing", "autograder.checks.keys",
-    "autograder.checks.structure", "autograder.checks.loaders", "autograder.checks.strategies",
-    "autograder.checks.scenario", "autograder.checks.calls", "autograder.checks.jaxprs", "autograder.checks.output",
-)
+# Modules whose public names check files may use: every module of autograder.checks (listed by name,
+# nothing imported).
+from autograder.core.preload import CHECK_MODULES as PUBLIC_MODULES  # noqa: E402
+
 # Single names check files may import from internal modules.
 PUBLIC_NAMES = {
     "autograder": ("CheckFailure", "Status"),

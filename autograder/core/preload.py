@@ -12,6 +12,8 @@ modules and ``exercises/test_*.py`` import.
 from __future__ import annotations
 
 import importlib
+import pkgutil
+from pathlib import Path
 from typing import Iterable
 
 # Third-party libraries of the checks: seconds to import, once per process.
@@ -28,12 +30,12 @@ FORK_SAFE_KIT = (
     "autograder.grading.transcript", "autograder.grading.child",
 )
 
-# What ``exercises/test_*.py`` import from the kit (see ``autograder.__init__``).
-CHECK_MODULES = (
-    "autograder.checks.values", "autograder.checks.purity", "autograder.checks.structure",
-    "autograder.checks.tracing", "autograder.checks.keys", "autograder.checks.strategies",
-    "autograder.checks.loaders", "autograder.checks.scenario", "autograder.checks.calls",
-    "autograder.checks.jaxprs", "autograder.checks.output",
+# What ``exercises/test_*.py`` import from the kit (see ``autograder.__init__``): every module of
+# ``autograder/checks/``, listed from the folder (nothing imported here), so a new check module
+# cannot be forgotten.
+CHECK_MODULES = tuple(
+    f"autograder.checks.{info.name}"
+    for info in sorted(pkgutil.iter_modules([str(Path(__file__).resolve().parents[1] / "checks")]), key=lambda i: i.name)
 )
 
 # A grading process (zygote, or a child / verifier started directly).
