@@ -10,6 +10,10 @@ a ``course.toml``. It
 - fails an untouched stub at once as "not started";
 - replaces JAX tracebacks with the student-facing message and hint;
 - prints a score table, and writes JSON results with ``--results-json``;
+- says which checks waited long for JAX to compile (``compile_time``);
+- in a student's own run on ``exercises/`` (not the grading profile), keeps
+  their local progress (``.autograder/progress.json``), which decides when a
+  failed check shows the direct hint (``autograder.student.hints``);
 - selects the hypothesis profile: ``student`` locally, ``grading`` with
   ``--grading`` or when ``CI`` is set.
 """
@@ -22,6 +26,9 @@ from pathlib import Path
 import pytest
 
 from autograder.pytest_plugin import report
+from autograder.pytest_plugin.compile_time import CompileClock, slow_compile_lines, SLOW_COMPILE_SECONDS
+from autograder.student import hints
+from autograder.student import progress as local_progress
 from autograder.core.course import Course, CourseError, Function, find_root, load_course
 from autograder.core.failures import NotStarted
 from autograder.core.submission import SubmissionImportError, load_module, not_started, stub_functions
@@ -30,6 +37,8 @@ COURSE_KEY = pytest.StashKey[Course]()
 FUNCTION_KEY = pytest.StashKey[Function]()
 OUTCOMES_KEY = pytest.StashKey[list]()
 SOURCE_KEY = pytest.StashKey[Path]()
+PROGRESS_KEY = pytest.StashKey[object]()  # local_progress.Progress, or None when grading or not on exercises/
+COMPILE_KEY = pytest.StashKey[dict]()  # check name -> seconds spent compiling, for slow checks
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -94,13 +103,17 @@ def pytest_configure(config: pytest.Config) -> None:
     else:
         source = root / "exercises"
     config.stash[SOURCE_KEY] = source
+    config.stash[COMPILE_KEY] = {}
 
     from hypothesis import settings
 
     register_profiles()
+    grading = config.getoption("grading") or bool(os.environ.get("CI"))
     if not config.getoption("hypothesis_profile", None):
-        grading = config.getoption("grading") or bool(os.environ.get("CI"))
         settings.load_profile("grading" if grading else "student")
+    # Grading neither reads nor writes a student's local progress.
+    own_run = source == root / "exercises" and not grading
+    config.stash[PROGRESS_KEY] = local_progress.load(root) if own_run else None
 
 
 def _course(config: pytest.Config) -> Course | None:
@@ -232,6 +245,19 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function):
     return None
 
 
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item):
+    """Time what JAX spends compiling during each check."""
+    if item.stash.get(FUNCTION_KEY, None) is None:
+        return (yield)
+    with CompileClock() as clock:
+        try:
+            return (yield)
+        finally:
+            if clock.seconds > SLOW_COMPILE_SECONDS:
+                item.config.stash[COMPILE_KEY][item.name] = round(clock.seconds, 1)
+
+
 def _full_tracebacks(config: pytest.Config) -> bool:
     return config.getoption("verbose") > 0 or config.getoption("tbstyle") in ("long", "native")
 
@@ -247,7 +273,9 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     if rep.failed:
         exc = call.excinfo.value
         source = config.stash[SOURCE_KEY]
-        message = report.student_message(exc, fn, [source / f"{fn.module}.py"], item.fixturenames)
+        progress = config.stash[PROGRESS_KEY]
+        hint = hints.hint_block(_course(config), fn, progress) if progress is not None else None
+        message = report.student_message(exc, fn, [source / f"{fn.module}.py"], item.fixturenames, hint)
         verdict = report.NOT_STARTED if report.is_not_started(exc) else report.FAILED
         if _full_tracebacks(config):
             rep.sections.append(("what the grader says", message))
@@ -304,6 +332,11 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
         if all(score.status == report.NOT_STARTED for score in scores):
             terminalreporter.write_line("")
             terminalreporter.write_line(course.welcome.strip())
+    slow = config.stash[COMPILE_KEY]
+    for line in slow_compile_lines(slow):
+        terminalreporter.write_line(f"slow: {line}")
+    if config.stash[PROGRESS_KEY] is not None and scores:
+        local_progress.record_run(course.root, scores, profile="student", count_failures=True)
     path = config.getoption("results_json")
     if path:
-        report.write_results(Path(path), scores, outcomes)
+        report.write_results(Path(path), scores, outcomes, slow)

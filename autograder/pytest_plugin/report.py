@@ -105,15 +105,20 @@ def student_message(
     function: Function,
     student_files: Iterable[Path] = (),
     fixture_names: Iterable[str] = (),
+    hint: str | None = None,
 ) -> str:
-    """The full student-facing message for a failed check."""
+    """The full student-facing message for a failed check.
+
+    ``hint`` replaces the default ``hint: <course.toml hint>`` line (a student's
+    local run adds the direct hint when they are stuck, see ``autograder.student.hints``).
+    """
     text = describe_exception(exc, function, student_files)
     if isinstance(exc, (NotStarted, NotImplementedError, SubmissionImportError)):
         return text
     example = failing_input(exc, fixture_names)
     if example:
         text += "\n  smallest failing input:\n" + example
-    return text + f"\n  hint: {function.hint.strip()}"
+    return text + "\n  " + (hint or f"hint: {function.hint.strip()}")
 
 
 def is_not_started(exc: BaseException) -> bool:
@@ -177,13 +182,16 @@ def score_table(course: Course, scores: list[FunctionScore]) -> str:
     return "\n".join(lines)
 
 
-def write_results(path: Path, scores: list[FunctionScore], outcomes: list[CheckOutcome]) -> None:
-    """Machine-readable results: per-function scores and every check's outcome."""
+def write_results(
+    path: Path, scores: list[FunctionScore], outcomes: list[CheckOutcome], slow_compiles: dict[str, float] | None = None
+) -> None:
+    """Machine-readable results: per-function scores, every check's outcome, and the checks that compiled long."""
     payload = {
         "score": round(sum(s.points for s in scores), 2),
         "max_score": sum(s.max_points for s in scores),
         "functions": [asdict(s) for s in scores],
         "checks": [asdict(o) for o in outcomes],
+        "slow_compiles": slow_compiles or {},
     }
     Path(path).write_text(json.dumps(payload, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
 
