@@ -90,12 +90,12 @@ def run_grade(args: argparse.Namespace) -> int:
     return 0
 
 
-def _course(folder: Path | None):
+def _course(folder: Path | None, verify_files: bool = True):
     root = find_root(folder or Path.cwd())
     if root is None:
         raise SystemExit("autograder: no course.toml here or above; run it in the course folder or pass --course")
     try:
-        return load_course(root)
+        return load_course(root, verify_files=verify_files)
     except CourseError as err:
         raise SystemExit(f"autograder: {err}") from None
 
@@ -123,7 +123,7 @@ def add_watch(subparsers) -> argparse.ArgumentParser:
     )
     parser.add_argument("module", nargs="?", metavar="MODULE")
     _course_option(parser)
-    parser.set_defaults(handler=lambda args: commands.watch(_course(args.course), args.module))
+    parser.set_defaults(handler=lambda args: commands.watch(_course(args.course, verify_files=False), args.module))
     return parser
 
 
@@ -137,7 +137,7 @@ def add_status(subparsers) -> argparse.ArgumentParser:
     )
     parser.add_argument("--run", action="store_true", help="run every module's checks now (takes minutes)")
     _course_option(parser)
-    parser.set_defaults(handler=lambda args: commands.status(_course(args.course), args.run))
+    parser.set_defaults(handler=lambda args: commands.status(_course(args.course, verify_files=False), args.run))
     return parser
 
 
@@ -152,7 +152,7 @@ def add_hint(subparsers) -> argparse.ArgumentParser:
     parser.add_argument("function", metavar="FUNCTION")
     parser.add_argument("--reveal", action="store_true", help="also show the direct hint (failed checks show it from now on)")
     _course_option(parser)
-    parser.set_defaults(handler=lambda args: commands.hint(_course(args.course), args.function, args.reveal))
+    parser.set_defaults(handler=lambda args: commands.hint(_course(args.course, verify_files=False), args.function, args.reveal))
     return parser
 
 
@@ -167,7 +167,7 @@ def add_reset(subparsers) -> argparse.ArgumentParser:
     parser.add_argument("target", metavar="MODULE[.FUNCTION]")
     parser.add_argument("--yes", action="store_true", help="do not ask")
     _course_option(parser)
-    parser.set_defaults(handler=lambda args: commands.reset_stub(_course(args.course), args.target, args.yes))
+    parser.set_defaults(handler=lambda args: commands.reset_stub(_course(args.course, verify_files=False), args.target, args.yes))
     return parser
 
 

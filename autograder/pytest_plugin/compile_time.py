@@ -52,10 +52,14 @@ class CompileClock:
                 clock.seconds += duration
 
 
+def is_slow(seconds: float) -> bool:
+    return seconds > SLOW_COMPILE_SECONDS
+
+
 def slow_compile_lines(seconds_by_check: dict[str, float]) -> list[str]:
     """One line per check that compiled for longer than :data:`SLOW_COMPILE_SECONDS`."""
     return [
         f"{check}: waited {seconds:.1f} s for JAX to compile (once per new function, shape or dtype; not your code looping)"
         for check, seconds in seconds_by_check.items()
-        if seconds > SLOW_COMPILE_SECONDS
+        if is_slow(seconds)
     ]

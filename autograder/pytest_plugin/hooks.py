@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 
 from autograder.pytest_plugin import report
-from autograder.pytest_plugin.compile_time import CompileClock, slow_compile_lines, SLOW_COMPILE_SECONDS
+from autograder.pytest_plugin.compile_time import CompileClock, is_slow, slow_compile_lines
 from autograder.student import hints
 from autograder.student import progress as local_progress
 from autograder.core.course import Course, CourseError, Function, find_root, load_course
@@ -112,7 +112,7 @@ def pytest_configure(config: pytest.Config) -> None:
     if not config.getoption("hypothesis_profile", None):
         settings.load_profile("grading" if grading else "student")
     # Grading neither reads nor writes a student's local progress.
-    own_run = source == root / "exercises" and not grading
+    own_run = not (grading or config.getoption("solutions") or config.getoption("submission"))
     config.stash[PROGRESS_KEY] = local_progress.load(root) if own_run else None
 
 
@@ -254,8 +254,8 @@ def pytest_runtest_call(item: pytest.Item):
         try:
             return (yield)
         finally:
-            if clock.seconds > SLOW_COMPILE_SECONDS:
-                item.config.stash[COMPILE_KEY][item.name] = round(clock.seconds, 1)
+            if is_slow(clock.seconds):
+                item.config.stash[COMPILE_KEY][item.name] = round(clock.seconds, 2)
 
 
 def _full_tracebacks(config: pytest.Config) -> bool:
