@@ -91,7 +91,12 @@ def _first_line(message: str) -> str:
 
 def most_common_failures(scores: list[report.FunctionScore], count: int) -> list[tuple[str, int]]:
     """The ``count`` most frequent first lines of the failure messages of one function, with how many students hit each."""
-    failures = Counter(_first_line(m) for s in scores if s.status != report.PASSED for m in dict.fromkeys(s.messages or ["(no message)"]))
+    failures = Counter(
+        line
+        for s in scores
+        if s.status != report.PASSED
+        for line in dict.fromkeys(_first_line(m) for m in s.messages or ["(no message)"])  # once per student
+    )
     return sorted(failures.items(), key=lambda kv: (-kv[1], kv[0]))[:count]
 
 

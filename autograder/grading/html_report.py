@@ -85,7 +85,7 @@ def _figure(width: float, height: float):
 
 
 def score_histogram(totals: list[float], max_score: float) -> str:
-    figure = _figure(5.5, 3.2)
+    figure = _figure(4.6, 3.0)
     axes = figure.subplots()
     bins = max(1, min(20, int(max_score) or 1))
     axes.hist(totals, bins=bins, range=(0, max_score or 1), color="#4477aa", edgecolor="white")
@@ -97,7 +97,7 @@ def score_histogram(totals: list[float], max_score: float) -> str:
 
 
 def pass_rate_chart(names: list[str], rates: list[float]) -> str:
-    figure = _figure(5.5, 0.8 + 0.28 * len(names))
+    figure = _figure(5.0, 0.8 + 0.28 * len(names))
     axes = figure.subplots()
     positions = range(len(names))
     axes.barh(positions, [100 * r for r in rates], color="#228833")
@@ -161,7 +161,7 @@ def report_html(course: Course, modules: tuple[str, ...], results: list[StudentR
 </div>
 <h2>Functions, in course order</h2>
 <table id="functions">
-<thead><tr><th>function</th><th class="num">points</th><th class="num">passed</th><th class="num">pass rate</th><th class="num">students</th><th>most common failure</th></tr></thead>
+<thead><tr><th>function</th><th class="num">points</th><th class="num">passed</th><th class="num">pass rate</th><th class="num">students hit</th><th>most common failure</th></tr></thead>
 <tbody>
 {chr(10).join(function_rows)}
 </tbody>
