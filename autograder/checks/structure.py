@@ -157,16 +157,26 @@ def jaxpr_size(fn: Callable, *args: Any, static_argnums: Sequence[int] = ()) -> 
     return _count_equations(closed.jaxpr)
 
 
-def assert_jaxpr_size_constant(fn: Callable, args_by_size: dict[int, tuple], what: str = "the batch") -> None:
-    """The traced program has the same size for every size of ``what`` (no Python loop unrolled per element)."""
-    sizes = {n: jaxpr_size(fn, *args) for n, args in args_by_size.items()}
+def assert_jaxpr_size_constant(
+    fn: Callable,
+    args_by_size: dict[int, tuple],
+    what: str = "the batch",
+    static_argnums: Sequence[int] = (),
+    advice: str = "a Python loop over the elements is unrolled into one copy of the body per element; "
+    "use jax.vmap (or a jax.lax loop) so the program stays the same size",
+) -> None:
+    """The traced program has the same size for every size of ``what`` (no Python loop unrolled per element).
+
+    ``static_argnums`` are passed to ``jax.make_jaxpr``: a loop count that the
+    function takes as a static argument stays a Python int while tracing.
+    """
+    sizes = {n: jaxpr_size(fn, *args, static_argnums=static_argnums) for n, args in args_by_size.items()}
     if len(set(sizes.values())) > 1:
         shown = ", ".join(f"{n}: {s} equations" for n, s in sizes.items())
         raise CheckFailure(
             f"{_name(fn)} traces to the same program whatever the size of {what}",
             f"the traced program of {_name(fn)} grows with the size of {what} ({shown})",
-            "a Python loop over the elements is unrolled into one copy of the body per element; "
-            "use jax.vmap (or a jax.lax loop) so the program stays the same size",
+            advice,
         )
 
 
