@@ -79,6 +79,16 @@ def test_the_numbers_on_the_page_are_those_of_grades_csv(course):
         assert numbers == [row["score"], *(row[c] for c in columns)]
 
 
+def test_the_most_common_failure_counts_each_student_once():
+    """Two checks of one function failing with the same first line (other inputs below it) are one student."""
+    from autograder.grading.class_report import most_common_failures
+
+    same_student = FunctionScore(MODULE, "f", 0.0, 1.0, FAILED, 0, 2, ["f raised ValueError: x\n  input 1", "f raised ValueError: x\n  input 2"])
+    other = FunctionScore(MODULE, "f", 0.0, 1.0, FAILED, 0, 1, ["f: result differs"])
+    assert most_common_failures([same_student, other], 3) == [("f raised ValueError: x", 1), ("f: result differs", 1)]
+    assert most_common_failures([same_student, same_student, other], 1) == [("f raised ValueError: x", 2)]
+
+
 # a real grade run, opened in Chromium ------------------------------------------------------------
 
 CHROMIUM = Path("/usr/bin/chromium")

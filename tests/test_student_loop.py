@@ -234,3 +234,31 @@ def test_a_check_that_waits_for_compilation_says_so_in_one_line(pytester, course
     monkeypatch.setattr(compile_time, "SLOW_COMPILE_SECONDS", 1e9)
     result = run_checks(pytester, course_copy, "--solutions", "-k", "set_diagonal_works_under_jit")
     assert "slow:" not in result.stdout.str()
+
+
+def test_status_run_checks_now_with_the_grading_profile_and_counts_no_attempt(course_copy, capsys):
+    toml = (course_copy / "course.toml").read_text()
+    (course_copy / "course.toml").write_text(toml[: toml.find("[[modules]]", toml.find(f'name = "{MODULE}"'))])
+    student_file(course_copy, solved=("set_diagonal",), wrong=WRONG_CLAMP)
+    assert cli.main(["status", "--run", "--course", str(course_copy)]) == 0
+    out = capsys.readouterr().out
+    assert "checked just now: every module's checks, grading profile" in out
+    assert re.search(r"✓ set_diagonal +2/2 +done", out) and re.search(r"✗ clamp_at +0/3 +started +failing", out)
+    saved = local_progress.load(course_copy)
+    assert saved.of("at_updates.clamp_at").status == "failed" and saved.of("at_updates.clamp_at").failed_runs == 0
+    assert saved.of("at_updates.clamp_at").profile == "grading"
+
+
+@pytest.mark.parametrize(
+    "paths, module",
+    [
+        (["/c/exercises/prng.py"], "prng"),
+        (["/c/exercises/test_data.py"], "data"),
+        (["/c/exercises/notes.py", "/c/exercises/at_updates.py"], "at_updates"),
+        (["/c/exercises/helpers.py"], None),
+    ],
+)
+def test_watch_follows_the_module_of_the_saved_file(paths, module):
+    from autograder.student.watch import module_of_change
+
+    assert module_of_change(load_course(ROOT), paths) == module
