@@ -1,3 +1,8 @@
+import os
+
+# The kit's own runs stay hermetic: no student compilation cache unless a test asks for one.
+os.environ.setdefault("JAX_COURSE_CACHE_DIR", "")
+
 # pytester's in-process runs drop the modules first imported during a run;
 # native libraries (jaxlib, torch) must not be imported twice, so the heavy
 # imports happen here, once, before any inner run.

@@ -29,6 +29,7 @@ from autograder.pytest_plugin import report
 from autograder.pytest_plugin.compile_time import CompileClock, is_slow, slow_compile_lines
 from autograder.student import hints
 from autograder.student import progress as local_progress
+from autograder.core import compile_cache
 from autograder.core.course import Course, CourseError, Function, find_root, load_course
 from autograder.core.failures import NotStarted
 from autograder.core.submission import SubmissionImportError, load_module, not_started, stub_functions
@@ -111,9 +112,27 @@ def pytest_configure(config: pytest.Config) -> None:
     grading = config.getoption("grading") or bool(os.environ.get("CI"))
     if not config.getoption("hypothesis_profile", None):
         settings.load_profile("grading" if grading else "student")
+    if not grading:
+        use_compile_cache(compile_cache.student_cache_dir(root))
     # Grading neither reads nor writes a student's local progress.
     own_run = not (grading or config.getoption("solutions") or config.getoption("submission"))
     config.stash[PROGRESS_KEY] = local_progress.load(root) if own_run else None
+
+
+def use_compile_cache(cache_dir: Path | None) -> None:
+    """Keep compiled programs in the student's ``.jax_cache/`` (see :mod:`autograder.core.compile_cache`).
+
+    Left alone when the process already has a cache (``grade`` sets one per run through the
+    environment) or when it is switched off.
+    """
+    if cache_dir is None:
+        return
+    import jax
+
+    if jax.config.jax_compilation_cache_dir:
+        return
+    for name, value in compile_cache.settings(cache_dir).items():
+        jax.config.update(name, value)
 
 
 def _course(config: pytest.Config) -> Course | None:

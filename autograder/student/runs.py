@@ -1,11 +1,8 @@
 """Running one module's checks in a fresh ``pytest`` process, as ``watch`` and ``status --run`` do.
 
 A new process per run means every run imports the student's code as it is
-on disk now. JAX's persistent compilation cache (in the course's git-ignored
-``.jax_cache/``, one per checkout, never shared between students) makes the
-compilations of earlier runs cheap; it does not hide retracing, which the
-checks detect from trace events, which fire whether or not the compiled
-result comes from the cache.
+on disk now. What keeps re-runs fast is the plugin's persistent compilation
+cache in the student's git-ignored ``.jax_cache/`` (``autograder.core.compile_cache``).
 """
 
 from __future__ import annotations
@@ -21,9 +18,6 @@ from pathlib import Path
 
 from autograder.core.course import Course
 from autograder.pytest_plugin.report import FAILED
-
-JAX_CACHE_FOLDER = ".jax_cache"
-
 
 @dataclass
 class FunctionResult:
@@ -53,9 +47,8 @@ class ModuleRun:
         return next((f for f in self.functions if f.status == FAILED), None)
 
 
-def checks_environment(root: Path) -> dict[str, str]:
+def checks_environment() -> dict[str, str]:
     env = dict(os.environ)
-    env.setdefault("JAX_COMPILATION_CACHE_DIR", str(Path(root) / JAX_CACHE_FOLDER))
     env.pop("CI", None)  # the profile is chosen explicitly below
     return env
 
@@ -72,7 +65,7 @@ def run_module(course: Course, module: str, *, grading: bool = False) -> ModuleR
         if grading:
             cmd.append("--grading")
         proc = subprocess.run(
-            cmd, cwd=course.root, env=checks_environment(course.root),
+            cmd, cwd=course.root, env=checks_environment(),
             stdin=subprocess.DEVNULL, capture_output=True, text=True,
         )
         payload = json.loads(results.read_text(encoding="utf-8")) if results.is_file() else {}
