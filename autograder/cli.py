@@ -116,17 +116,80 @@ def run_check_course(args: argparse.Namespace) -> int:
     return check_course(root, args.modules, references=not args.skip_references)
 
 
-def _course(folder: Path | None) -> Course:
+def _course(folder: Path | None, verify_files: bool = True) -> Course:
     root = find_root(folder or Path.cwd())
     if root is None:
         raise SystemExit("autograder: no course.toml here or above; run it in the course folder or pass --course")
     try:
-        return load_course(root)
+        return load_course(root, verify_files=verify_files)
     except CourseError as err:
         raise SystemExit(f"autograder: {err}") from None
 
 
-SUBCOMMANDS = [add_grade, add_nbgrader, add_check_course]
+def _course_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--course", type=Path, metavar="DIR", help="the course folder (default: found from here)")
+
+
+def add_watch(subparsers) -> argparse.ArgumentParser:
+    from autograder.student import commands
+
+    parser = subparsers.add_parser(
+        "watch",
+        help="re-run a module's checks every time you save a file in exercises/",
+        description="Check MODULE (default: the first one not done) and again after every save in exercises/; "
+        "saving another module's file switches to it. Ctrl-C to quit.",
+    )
+    parser.add_argument("module", nargs="?", metavar="MODULE")
+    _course_option(parser)
+    parser.set_defaults(handler=lambda args: commands.watch(_course(args.course, verify_files=False), args.module))
+    return parser
+
+
+def add_status(subparsers) -> argparse.ArgumentParser:
+    from autograder.student import commands
+
+    parser = subparsers.add_parser(
+        "status",
+        help="the whole course in one table: done, started, not started, points, what to do next",
+        description="By default from your last local runs; --run checks every module now (grading profile).",
+    )
+    parser.add_argument("--run", action="store_true", help="run every module's checks now (takes minutes)")
+    _course_option(parser)
+    parser.set_defaults(handler=lambda args: commands.status(_course(args.course, verify_files=False), args.run))
+    return parser
+
+
+def add_hint(subparsers) -> argparse.ArgumentParser:
+    from autograder.student import commands
+
+    parser = subparsers.add_parser(
+        "hint",
+        help="show a function's hint; --reveal shows the direct one",
+        description="FUNCTION is a function name (or MODULE.FUNCTION).",
+    )
+    parser.add_argument("function", metavar="FUNCTION")
+    parser.add_argument("--reveal", action="store_true", help="also show the direct hint (failed checks show it from now on)")
+    _course_option(parser)
+    parser.set_defaults(handler=lambda args: commands.hint(_course(args.course, verify_files=False), args.function, args.reveal))
+    return parser
+
+
+def add_reset(subparsers) -> argparse.ArgumentParser:
+    from autograder.student import commands
+
+    parser = subparsers.add_parser(
+        "reset",
+        help="put a module's (or one function's) stub back as released, keeping a backup of yours",
+        description="Your current file is first copied to .autograder/backups/<module>.py.<timestamp>.",
+    )
+    parser.add_argument("target", metavar="MODULE[.FUNCTION]")
+    parser.add_argument("--yes", action="store_true", help="do not ask")
+    _course_option(parser)
+    parser.set_defaults(handler=lambda args: commands.reset_stub(_course(args.course, verify_files=False), args.target, args.yes))
+    return parser
+
+
+SUBCOMMANDS = [add_grade, add_nbgrader, add_check_course, add_watch, add_status, add_hint, add_reset]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -11,6 +11,10 @@ outside a folder with a ``course.toml``. It
 - fails an untouched stub at once as "not started";
 - replaces JAX tracebacks with the student-facing message and hint;
 - prints a score table, and writes JSON results with ``--results-json``;
+- says which checks waited long for JAX to compile (``compile_time``);
+- in a student's own run on ``exercises/`` (not the grading profile), keeps
+  their local progress (``.autograder/progress.json``), which decides when a
+  failed check shows the direct hint (``autograder.student.hints``);
 - selects the hypothesis profile: ``student`` locally, ``grading`` with
   ``--grading`` or when ``CI`` is set.
 
@@ -24,6 +28,9 @@ from pathlib import Path
 
 import pytest
 
+from autograder.pytest_plugin.compile_time import CompileClock, is_slow, slow_compile_lines
+from autograder.student import hints
+from autograder.student import progress as local_progress
 from autograder.core import compile_cache
 from autograder.core.attribution import AttributionError
 from autograder.core.course import CourseError, find_root, load_course
@@ -86,6 +93,9 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[SESSION_KEY] = CourseSession(course, settings_)
     if not settings_.grading:
         use_compile_cache(compile_cache.student_cache_dir(root))
+    # Grading neither reads nor writes a student's local progress.
+    own_run = not (settings_.grading or config.getoption("solutions") or config.getoption("submission"))
+    config.stash[SESSION_KEY].progress = local_progress.load(root) if own_run else None
 
 
 def use_compile_cache(cache_dir: Path | None) -> None:
@@ -157,6 +167,19 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function):
     return None
 
 
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item):
+    """Time what JAX spends compiling during each check."""
+    if CourseSession.function_of(item) is None:
+        return (yield)
+    with CompileClock() as clock:
+        try:
+            return (yield)
+        finally:
+            if is_slow(clock.seconds):
+                session_of(item.config).slow_compiles[item.name] = round(clock.seconds, 2)
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     outcome = yield
@@ -167,7 +190,9 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     course_session = session_of(item.config)
     if rep.failed:
         exc = call.excinfo.value
-        message = report.student_message(exc, fn, [course_session.student_file(fn.module)], item.fixturenames)
+        progress = course_session.progress
+        hint = hints.hint_block(course_session.course, fn, progress) if progress is not None else None
+        message = report.student_message(exc, fn, [course_session.student_file(fn.module)], item.fixturenames, hint)
         status = status_of(exc)
         if course_session.settings.full_tracebacks:
             rep.sections.append(("what the grader says", message))
@@ -217,7 +242,11 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
         if all(score.status == Status.NOT_STARTED for score in scores):
             terminalreporter.write_line("")
             terminalreporter.write_line(course.welcome.strip())
+    for line in slow_compile_lines(course_session.slow_compiles):
+        terminalreporter.write_line(f"slow: {line}")
+    if course_session.progress is not None and scores:
+        local_progress.record_run(course.root, scores, profile="student", count_failures=True)
     path = course_session.settings.results_json
     if path:
-        payload = results_payload(scores, outcomes)
+        payload = {**results_payload(scores, outcomes), "slow_compiles": course_session.slow_compiles}
         path.write_text(json.dumps(payload, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")

@@ -17,6 +17,8 @@ Caches, and why:
 
 from __future__ import annotations
 
+from typing import Any
+
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
@@ -74,6 +76,10 @@ class CourseSession:
     course: Course
     settings: Settings
     outcomes: list[CheckOutcome] = field(default_factory=list)
+    # The student's local progress (autograder.student.progress), only in their own run on exercises/:
+    # grading, --solutions and --submission neither read nor write it.
+    progress: Any = None
+    slow_compiles: dict[str, float] = field(default_factory=dict)  # check name -> seconds spent compiling
     _students: dict[str, ModuleType | Unimportable] = field(default_factory=dict)
     _stubs: dict[str, frozenset[str]] = field(default_factory=dict)
 
