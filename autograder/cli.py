@@ -108,7 +108,35 @@ def add_nbgrader(subparsers) -> argparse.ArgumentParser:
     return parser
 
 
-SUBCOMMANDS = [add_grade, add_nbgrader]
+def add_release(subparsers) -> argparse.ArgumentParser:
+    parser = subparsers.add_parser(
+        "release",
+        help="write the student repository (stubs, checks, recorded oracle; no solutions)",
+        description="Write OUT: the student repository. The reference's answers are recorded "
+        "(both hypothesis profiles) in place of solutions/.",
+    )
+    parser.add_argument("out", type=Path, help="an empty or new folder")
+    parser.add_argument("--course", type=Path, help="the course folder (default: here or above)")
+    parser.set_defaults(handler=run_release)
+    return parser
+
+
+def run_release(args: argparse.Namespace) -> int:
+    from autograder.release.builder import ReleaseError, build_release
+
+    try:
+        release = build_release(_course(args.course), args.out)
+    except ReleaseError as err:
+        print(f"autograder release: {err}", file=sys.stderr)
+        return 1
+    print(
+        f"released {release.out} in {release.seconds:.0f} s: oracle {release.oracle_bytes / 2**20:.2f} MiB, "
+        f"everything {release.total_bytes / 2**20:.2f} MiB"
+    )
+    return 0
+
+
+SUBCOMMANDS = [add_grade, add_nbgrader, add_release]
 
 
 def build_parser() -> argparse.ArgumentParser:
