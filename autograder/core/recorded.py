@@ -163,7 +163,7 @@ class Recording:
         with np.load(folder / f"{module}.npz", allow_pickle=False) as npz:
             buffers = {name: npz[name] for name in npz.files}
         arrays = [
-            buffers[dtype][offset : offset + int(np.prod(shape, dtype=np.int64))].reshape(shape)
+            buffers[dtype][offset : offset + int(np.prod(shape, dtype=np.int64))].reshape(tuple(shape))
             for dtype, offset, shape in index["arrays"]
         ]
         return cls(module, index["calls"], arrays, index["loaders"])
@@ -176,7 +176,7 @@ class Recording:
         seen: dict[tuple, list] = {}
         table = []
         for a in self.arrays:
-            a = np.ascontiguousarray(a)
+            a = np.asarray(a, order="C")  # (np.ascontiguousarray would make a 0-d array 1-d)
             dtype = a.dtype.name
             key = (dtype, a.shape, a.tobytes())
             if key not in seen:
@@ -216,7 +216,7 @@ class RecordedOracle:
         if self.folder not in RecordedOracle._statics:
             RecordedOracle._statics[self.folder] = plain_data.Statics(_course_classes(self._given_module))
         self.statics = RecordedOracle._statics[self.folder]
-        self.functions = {entry[0] for entry in self.recording.calls.values()}
+        self.functions = {entry[0].split("|")[0] for entry in self.recording.calls.values()}
 
     def _given_module(self, module: str) -> ModuleType:
         path = self.folder / "given" / f"{module}.py"
@@ -231,7 +231,7 @@ class RecordedOracle:
     def __getattr__(self, name: str):
         if name.startswith("__"):
             raise AttributeError(name)
-        if name in self.functions:
+        if name in self.functions or name in self._contracted():
             return RecordedFunction(self, name)
         given = self._given_module(self.module_name)
         if hasattr(given, name) and name not in self._contracted():
