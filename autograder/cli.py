@@ -32,6 +32,11 @@ def add_grade(subparsers) -> argparse.ArgumentParser:
     parser.add_argument("--no-zygote", action="store_true", help="start a fresh interpreter per run (slower; for comparison)")
     parser.add_argument("--course", type=Path, metavar="DIR", help="the instructor's course folder (default: found from here)")
     parser.add_argument(
+        "--seed", type=int, metavar="N",
+        help="draw the inputs from seed N (deterministic for one N, unlike the inputs a student release "
+        "published answers for); keep N private",
+    )
+    parser.add_argument(
         "--gradebook",
         metavar="URL",
         help="also write the scores into an nbgrader gradebook (e.g. sqlite:///course/gradebook.db), "
@@ -62,6 +67,7 @@ def run_grade(args: argparse.Namespace) -> int:
         jobs=args.jobs,
         cache_dir=args.jax_cache,
         zygote=not args.no_zygote,
+        seed=args.seed,
     )
     students = grading.find_students(args.submissions)
     grader = grading.Grader(course, options)

@@ -191,6 +191,8 @@ def run(cfg: dict) -> None:
         "--grading", "-q", "--tb=no", "-p", "no:cacheprovider", "--import-mode=importlib",
         "--rootdir", str(course_root), "-c", str(course_root / "pytest.ini"),
     ]
+    if cfg.get("seed") is not None:  # `grade --seed N`: the child and the verifier draw the same inputs
+        args += ["--grading-seed", str(cfg["seed"])]
     try:
         pytest.main(args, plugins=[reporter])
     finally:

@@ -55,6 +55,7 @@ class Options:
     jobs: int
     cache_dir: Path | None = None
     zygote: bool = True  # fork grading children from a pre-imported process per worker
+    seed: int | None = None  # `grade --seed N`: inputs drawn from N (child and verifier alike), not the published ones
 
 
 @dataclass
@@ -110,6 +111,7 @@ class Grader:
             work.mkdir()
             out = scratch / "verdicts.json"
             cfg = dict(cfg, course_root=str(course_root), modules=list(self.options.modules), out=str(out), kit=str(kit))
+            cfg["seed"] = self.options.seed
             zygote = self._zygote("trusted_zygote", self.trusted_env, None) if self.options.zygote else None
             if zygote is not None:
                 cfg["target"] = "autograder.grading.verifier"
@@ -214,7 +216,7 @@ class Grader:
             work.mkdir()
             cfg = {
                 "course_root": str(course_root), "submission": str(submission), "modules": modules, "skip": skip,
-                "kit": str(kit),
+                "kit": str(kit), "seed": self.options.seed,
             }
             remaining = {self.function_of[c.id] for c in self.plan if c.module in modules}
             limits = sandbox.Limits(

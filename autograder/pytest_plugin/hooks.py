@@ -41,6 +41,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     group.addoption("--results-json", metavar="PATH", help="write per-function scores and check outcomes as JSON")
     group.addoption(
+        "--grading-seed", type=int, metavar="N",
+        help="grading profile with inputs drawn from seed N (still deterministic): `autograder grade --seed N`",
+    )
+    group.addoption(
         "--record-oracle", metavar="DIR", help="record the reference's answers into DIR (used by `autograder release`)"
     )
 
@@ -108,6 +112,22 @@ def pytest_configure(config: pytest.Config) -> None:
     if not config.getoption("hypothesis_profile", None):
         grading = config.getoption("grading") or bool(os.environ.get("CI"))
         settings.load_profile("grading" if grading else "student")
+    seed = config.getoption("grading_seed", None)
+    if seed is not None:
+        use_seed(seed)
+
+
+def use_seed(seed: int) -> None:
+    """The grading profile, drawing its inputs from ``seed`` instead of from each check's code.
+
+    Inputs stay deterministic for one seed (no database, a forced seed), but
+    differ from the published ones a release recorded answers for.
+    """
+    from hypothesis import core, settings
+
+    settings.register_profile("grading-seeded", settings.get_profile("grading"), derandomize=False)
+    settings.load_profile("grading-seeded")
+    core.global_force_seed = seed
 
 
 def _course(config: pytest.Config) -> Course | None:
