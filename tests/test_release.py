@@ -145,3 +145,16 @@ def test_the_reference_copied_in_earns_full_marks(release, tmp_path, profile):
     got, full = total.split()[1].split("/")
     assert got == full, done.stdout[-6000:]
     assert " skipped" not in done.stdout.splitlines()[-1], done.stdout[-3000:]
+
+
+def test_notebook_check_cells_answer_from_the_recorded_oracle(release):
+    """A released notebook's check cell, with the release as its kit, judges with the recording (no solutions/)."""
+    from autograder.notebooks.runtime import run_checks
+
+    namespace: dict = {}
+    exec(compile((SOLUTIONS / "at_updates.py").read_text(), "at_updates.py", "exec"), namespace)
+    right = run_checks("at_updates", "set_diagonal", namespace, root=release)
+    assert right.points == right.max_points > 0, right.messages
+    exec("def set_diagonal(x, value):\n    return x.at[0, 0].set(value)\n", namespace)
+    wrong = run_checks("at_updates", "set_diagonal", namespace, root=release)
+    assert wrong.points == 0 and "differs from the reference" in "\n".join(wrong.messages), wrong.messages

@@ -97,8 +97,17 @@ def _as_dataset(live: Any) -> RecordedDataset | None:
         return None
     if not isinstance(live, Dataset) or not hasattr(live, "__len__"):
         return None
-    attributes = {k: v for k, v in vars(live).items() if not k.startswith("_")}
+    attributes = {k: v for k, v in vars(live).items() if not k.startswith("_") and _is_data(v)}
     return RecordedDataset(attributes, [live[i] for i in range(len(live))], plain_data.class_ref(type(live)))
+
+
+def _is_data(value: Any) -> bool:
+    """Whether ``value`` is stored as data (a dataset's own generator, say, is not: it is left out)."""
+    try:
+        plain_data.encode(value, [], plain_data.Statics(lambda module, qualname: None))
+    except plain_data.Unencodable:
+        return False
+    return True
 
 
 class RecordedLoader:
