@@ -226,6 +226,7 @@ class RecordedOracle:
             RecordedOracle._statics[self.folder] = plain_data.Statics(_course_classes(self._given_module))
         self.statics = RecordedOracle._statics[self.folder]
         self.functions = {entry[0].split("|")[0] for entry in self.recording.calls.values()}
+        self._stubs: set[str] | None = None
 
     def _given_module(self, module: str) -> ModuleType:
         path = self.folder / "given" / f"{module}.py"
@@ -238,7 +239,7 @@ class RecordedOracle:
         return RecordedOracle._given[path]
 
     def __getattr__(self, name: str):
-        if name.startswith("__"):
+        if name.startswith("_"):
             raise AttributeError(name)
         if name in self.functions or name in self._contracted():
             return RecordedFunction(self, name)
@@ -250,7 +251,7 @@ class RecordedOracle:
     def _contracted(self) -> set[str]:
         from autograder.core.submission import stub_functions
 
-        if not hasattr(self, "_stubs"):
+        if self._stubs is None:
             self._stubs = stub_functions(self.folder / "given" / f"{self.module_name}.py")
         return self._stubs
 
