@@ -64,6 +64,13 @@ def misses() -> list[str]:
     return _MISSES
 
 
+def _short(args: tuple, kwargs: dict, limit: int = 120) -> str:
+    """The call's arguments in a line (for the reason a check was not judged)."""
+    text = ", ".join([repr(a) for a in args] + [f"{k}={v!r}" for k, v in kwargs.items()])
+    text = " ".join(text.split())
+    return f"({text[:limit]}{'...' if len(text) > limit else ''})"
+
+
 # Objects a recorder adds to plain data: a dataset's items and a loader's batches --------------------
 
 
@@ -114,10 +121,12 @@ class RecordedLoader:
     """A loader the reference returned: the batches of each pass over it, in order.
 
     While recording it iterates the live loader and keeps each epoch's
-    batches; replayed, epoch ``k`` yields the ``k``-th recorded epoch.
+    batches (``{"complete": bool, "batches": [...]}``: a check may stop
+    early, as ``next(iter(loader))`` does); replayed, epoch ``k`` yields the
+    ``k``-th recorded epoch, and asking for more than was recorded is not judged.
     """
 
-    def __init__(self, call: str, length: int, epochs: list[list], live: Any = None):
+    def __init__(self, call: str, length: int, epochs: list[dict], live: Any = None):
         self.call, self.length, self.epochs, self.live, self.started = call, length, epochs, live, 0
 
     def __len__(self) -> int:
@@ -126,16 +135,19 @@ class RecordedLoader:
     def __iter__(self) -> Iterator:
         epoch, self.started = self.started, self.started + 1
         if self.live is not None:
-            batches = []
-            for batch in self.live:
-                batches.append(batch)
-                yield batch
+            recorded = {"complete": False, "batches": []}
             if epoch == len(self.epochs):
-                self.epochs.append(batches)
+                self.epochs.append(recorded)
+            for batch in self.live:
+                recorded["batches"].append(batch)
+                yield batch
+            recorded["complete"] = True
             return
         if epoch >= len(self.epochs):
             not_recorded(f"epoch {epoch + 1} of a loader")
-        yield from self.epochs[epoch]
+        yield from self.epochs[epoch]["batches"]
+        if not self.epochs[epoch]["complete"]:
+            not_recorded(f"the rest of epoch {epoch + 1} of a loader")
 
     def plain_data(self, enc: Callable) -> list:
         return ["loader", self.call, self.length, self.started]
@@ -292,7 +304,10 @@ class RecordedOracle:
             return RecordedDataset(dec(tree[2]), dec(tree[3]), tree[1])
         if kind == "loader":
             call = tree[1]
-            epochs = [[dec(b) for b in epoch] for epoch in self.recording.loaders.get(call, [])]
+            epochs = [
+                {"complete": e["complete"], "batches": [dec(b) for b in e["batches"]]}
+                for e in self.recording.loaders.get(call, [])
+            ]
             return RecordedLoader(call, tree[2], epochs)
         raise plain_data.Unencodable(f"unknown kind {kind!r}")
 
@@ -326,7 +341,7 @@ class RecordedFunction:
         try:
             return self.lookup(args, kwargs)
         except NotRecorded:
-            not_recorded(f"reference.{self.__name__} on this input")
+            not_recorded(f"reference.{self.__name__}{_short(args, kwargs)}")
 
     def __repr__(self) -> str:
         return f"<recorded reference {self.name}>"
@@ -359,9 +374,13 @@ class RecordingOracle:
         written = []
         for (folder, module), recording in cls._recordings.items():
             for call, loaders in cls._loaders.get((folder, module), {}).items():
-                epochs = max((loader.epochs for loader in loaders), key=len)
+                epochs = max((loader.epochs for loader in loaders), key=_recorded_batches)
                 recording.loaders[call] = [
-                    [plain_data.encode(batch, recording.arrays, cls._statics) for batch in epoch] for epoch in epochs
+                    {
+                        "complete": epoch["complete"],
+                        "batches": [plain_data.encode(b, recording.arrays, cls._statics) for b in epoch["batches"]],
+                    }
+                    for epoch in epochs
                 ]
             recording.save(folder)
             written.append(folder / f"{module}.json")
@@ -422,6 +441,10 @@ class RecordingOracle:
 
     def __repr__(self) -> str:
         return f"<recording reference for {self.module_name}>"
+
+
+def _recorded_batches(epochs: list[dict]) -> int:
+    return sum(len(epoch["batches"]) for epoch in epochs)
 
 
 class RecordingFunction:

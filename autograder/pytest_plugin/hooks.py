@@ -287,7 +287,7 @@ def pytest_runtest_call(item: pytest.Item):
     from hypothesis.errors import FailedHealthCheck, Unsatisfiable
 
     if issubclass(excinfo[0], (Unsatisfiable, FailedHealthCheck)):
-        outcome.force_exception(pytest.skip.Exception(f"{recorded.NOT_RECORDED}: {recorded.misses()[-1]}"))
+        outcome.force_exception(pytest.skip.Exception(f"{recorded.NOT_RECORDED}: {recorded.misses()[before]}"))
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
