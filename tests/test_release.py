@@ -193,3 +193,17 @@ def test_notebook_check_cells_answer_from_the_recorded_oracle(release):
     exec("def set_diagonal(x, value):\n    return x.at[0, 0].set(value)\n", namespace)
     wrong = run_checks("at_updates", "set_diagonal", namespace, root=release)
     assert wrong.points == 0 and "differs from the reference" in "\n".join(wrong.messages), wrong.messages
+
+
+def test_recorded_and_live_reference_agree_on_gallery_variants(release):
+    """A deterministic subset (the first correct and first wrong variant of two modules); the full
+    gallery runs with ``python scripts/oracle_agreement.py OUT``."""
+    sys.path.insert(0, str(ROOT / "scripts"))
+    import oracle_agreement
+
+    variants = []
+    for module in ("at_updates", "vmap_linear"):
+        gallery = oracle_agreement.gallery(module)
+        variants += [next(v for v in gallery if v.kind == kind) for kind in ("correct", "wrong")]
+    counts = oracle_agreement.compare(release, variants)
+    assert counts.checks > 0 and not counts.disagreements, counts.disagreements
