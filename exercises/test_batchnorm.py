@@ -9,9 +9,7 @@ different numbers.
 """
 
 import functools
-from dataclasses import dataclass
 from types import SimpleNamespace
-from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -24,12 +22,14 @@ from autograder.checks import tracing
 from autograder.checks import values
 from autograder.core.failures import CheckFailure
 from autograder.checks.keys import make_key
+from autograder.checks.scenario import (
+    BATCH, EPOCHS, TRAIN_SIZE, eval_cases, evaluation_batches, full_batch_steps, sample_input, training_steps, unseen_step,
+)
 from autograder.core.oracle import sibling
 
 correctness = pytest.mark.correctness
 
 HIDDEN, LEARNING_RATE = 6, 0.3
-TRAIN_SIZE, TEST_SIZE, BATCH, EPOCHS = 100, 36, 32, 3
 STATE_FIELDS = ("step", "params", "opt_state", "batch_stats")
 
 RUNNING_AVERAGES = (
@@ -42,14 +42,6 @@ ZERO_GRADIENTS = (
     "with that argument ({'params': params, ...}), not with state.params"
 )
 SGD_ADVICE = "the optimizer must be optax.sgd(learning_rate): plain SGD with the learning rate you were given"
-
-
-@dataclass
-class Step:
-    label: str
-    state: Any
-    batch: Any
-    expected: tuple  # the reference's (new_state, loss)
 
 
 @pytest.fixture(scope="module")
@@ -77,29 +69,12 @@ def start(reference):
 
 @pytest.fixture(scope="module")
 def scenario(reference, data, start):
-    loader = data.make_loader(data.XORDataset(TRAIN_SIZE, 7), BATCH, shuffle=True, seed=3)
-    state, steps = start, []
-    for epoch in range(EPOCHS):
-        for i, batch in enumerate(loader):
-            expected = reference.train_step_bn(state, batch)
-            label = f"at step {len(steps) + 1} (epoch {epoch + 1}, batch {i + 1} of {len(loader)}, {len(batch[0])} examples)"
-            steps.append(Step(label, state, batch, expected))
-            state = expected[0]
-    return steps
+    return training_steps(reference.train_step_bn, data, start)
 
 
 @pytest.fixture(scope="module")
 def test_batches(data):
-    return list(data.make_loader(data.XORDataset(TEST_SIZE, 11), BATCH, shuffle=False))
-
-
-def unseen_step(state, i):
-    """A fresh copy of ``state`` at a step number no other check used, as in a long training run."""
-    return purity.fresh_copy(state.replace(step=state.step + 1000 * (i + 1)))
-
-
-def full_batch_steps(scenario):
-    return [s for s in scenario if len(s.batch[0]) == BATCH and int(s.state.step) > 0]
+    return evaluation_batches(data)
 
 
 def run_train_step_bn(student, step):
@@ -118,7 +93,7 @@ CREATE_CASES = [
 
 def _create(module, reference, case):
     model = reference.BNClassifier(case["hidden"], 1)
-    sample = np.linspace(-1, 1, case["n"] * 2, dtype=np.float32).reshape(case["n"], 2)
+    sample = sample_input(case["n"])
     key = make_key(case["key"][1], case["key"][0])
     return module.create_train_state_bn(key, model, case["learning_rate"], sample), model, sample
 
@@ -277,12 +252,6 @@ def test_train_step_bn_is_pure(student, scenario):
 
 
 # eval_step_bn ---------------------------------------------------------------
-
-def eval_cases(scenario, test_batches):
-    """States whose running averages differ from the test batches' statistics, so the mode shows in the accuracy."""
-    states = [scenario[0].state, scenario[len(scenario) // 2].state, scenario[-1].expected[0]]
-    return [(f"state at step {int(s.step)}, test batch of {len(b[0])}", s, b) for s in states for b in test_batches]
-
 
 @correctness
 def test_eval_step_bn_matches_reference(student, reference, scenario, test_batches):

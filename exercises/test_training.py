@@ -9,9 +9,7 @@ function's checks.
 """
 
 import functools
-from dataclasses import dataclass
 from types import SimpleNamespace
-from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -27,6 +25,9 @@ from autograder.checks import values
 from autograder.core.failures import CheckFailure
 from autograder.core.oracle import reference_helpers, sibling, transformed
 from autograder.checks.keys import make_key
+from autograder.checks.scenario import (
+    BATCH, EPOCHS, TRAIN_SIZE, eval_cases, evaluation_batches, full_batch_steps, sample_input, training_steps, unseen_step,
+)
 
 correctness = pytest.mark.correctness
 
@@ -35,16 +36,7 @@ correctness = pytest.mark.correctness
 # Neither 8 hidden units nor a rate of 0.1: a step that ignores the state's
 # model or optimizer cannot pass by luck.
 HIDDEN, LEARNING_RATE = 5, 0.3
-TRAIN_SIZE, TEST_SIZE, BATCH, EPOCHS = 100, 36, 32, 3
 STATE_FIELDS = ("step", "params", "opt_state")
-
-
-@dataclass
-class Step:
-    label: str
-    state: Any  # the input state (the reference's state after the previous step)
-    batch: Any
-    expected: tuple  # the reference's (new_state, loss, acc)
 
 
 @pytest.fixture(scope="module")
@@ -68,32 +60,12 @@ def start(reference):
 @pytest.fixture(scope="module")
 def scenario(reference, data, start):
     """Every step of the reference over several epochs of a real DataLoader."""
-    loader = data.make_loader(data.XORDataset(TRAIN_SIZE, 7), BATCH, shuffle=True, seed=3)
-    state = start
-    steps = []
-    for epoch in range(EPOCHS):
-        n_batches = len(loader)
-        for i, batch in enumerate(loader):
-            expected = reference.train_step(state, batch)
-            label = f"at step {len(steps) + 1} (epoch {epoch + 1}, batch {i + 1} of {n_batches}, {len(batch[0])} examples)"
-            steps.append(Step(label, state, batch, expected))
-            state = expected[0]
-    return steps
+    return training_steps(reference.train_step, data, start)
 
 
 @pytest.fixture(scope="module")
 def test_batches(data):
-    return list(data.make_loader(data.XORDataset(TEST_SIZE, 11), BATCH, shuffle=False))
-
-
-def unseen_step(state, i):
-    """A fresh copy of ``state`` at a step number no other check used, as in a long training run
-    (a step that passes ``int(state.step)`` as a static argument retraces for every new value)."""
-    return purity.fresh_copy(state.replace(step=state.step + 1000 * (i + 1)))
-
-
-def full_batch_steps(scenario):
-    return [s for s in scenario if len(s.batch[0]) == BATCH and int(s.state.step) > 0]
+    return evaluation_batches(data)
 
 
 ZERO_GRADIENTS = (
@@ -117,7 +89,7 @@ CREATE_CASES = [
 
 def _create(module, reference, case):
     model = reference.SimpleClassifier(case["hidden"], 1)
-    sample = np.linspace(-1, 1, case["n"] * 2, dtype=np.float32).reshape(case["n"], 2)
+    sample = sample_input(case["n"])
     state = module.create_train_state(make_key(case["key"][1], case["key"][0]), model, case["learning_rate"], sample)
     return state, model, sample
 
@@ -368,11 +340,6 @@ def test_train_step_is_pure(student, reference, scenario):
 
 
 # eval_step ------------------------------------------------------------------
-
-def eval_cases(scenario, test_batches):
-    states = [scenario[0].state, scenario[len(scenario) // 2].state, scenario[-1].expected[0]]
-    return [(f"state at step {int(s.step)}, test batch of {len(b[0])}", s, b) for s in states for b in test_batches]
-
 
 @correctness
 def test_eval_step_matches_reference(student, reference, scenario, test_batches):

@@ -100,3 +100,20 @@ def assert_rejected(result: FunctionResult, pattern: str) -> None:
     assert result.points < result.max_points
     assert re.search(pattern, result.message), result.message
     assert "hint:" in result.message
+
+
+def gallery(rows, width: int | None = None) -> list:
+    """pytest params from gallery rows ``(what the variant does, function, ...)``, with the readable id
+    ``<function>-<what the variant does>`` (e.g. ``replace_negatives-boolean-indexing``); ``width``
+    pads the values with None."""
+    import pytest
+
+    params = []
+    for what, *values in rows:
+        if width is not None:
+            values = (values + [None] * width)[:width]
+        params.append(pytest.param(*values, id=f"{values[0]}-{what}"))
+    ids = [p.id for p in params]
+    duplicates = sorted({i for i in ids if ids.count(i) > 1})
+    assert not duplicates, f"two gallery rows say the same: {duplicates}"
+    return params

@@ -4,7 +4,7 @@ mode, retrace or write into their input fail with the right message; correct ans
 
 import pytest
 
-from support import assert_accepted, assert_rejected, grade, with_function
+from support import assert_accepted, assert_rejected, gallery, grade, with_function
 
 MODULE = "batchnorm"
 IMPORTS = "import functools\nimport jax.numpy as jnp\n"
@@ -12,18 +12,18 @@ IMPORTS = "import functools\nimport jax.numpy as jnp\n"
 
 CORRECT_VARIANTS = {
     "create_train_state_bn": [
-        """
+        ("direct-constructor-with-chained-scale", """
         def create_train_state_bn(rng, model, learning_rate, sample_input):
             variables = model.init(rng, sample_input, train=False)
             tx = optax.chain(optax.scale(-learning_rate))
             params = variables["params"]
             return TrainStateBN(step=0, apply_fn=model.apply, params=params, tx=tx,
                                 opt_state=tx.init(params), batch_stats=variables["batch_stats"])
-        """,
+        """),
     ],
     "train_step_bn": [
         # manual optimizer update, state.replace, donation
-        """
+        ("manual-update-with-donation", """
         @functools.partial(jax.jit, donate_argnums=(0,))
         def train_step_bn(state, batch):
             x, labels = batch
@@ -42,9 +42,9 @@ CORRECT_VARIANTS = {
                 opt_state=opt_state, batch_stats=batch_stats,
             )
             return new_state, loss
-        """,
+        """),
         # jit by assignment, apply_gradients then replace
-        """
+        ("jit-by-assignment", """
         def _train_step_bn(state, batch):
             x, labels = batch
 
@@ -60,23 +60,23 @@ CORRECT_VARIANTS = {
             return state.apply_gradients(grads=grads).replace(batch_stats=updates["batch_stats"]), loss
 
         train_step_bn = jax.jit(_train_step_bn)
-        """,
+        """),
     ],
     "eval_step_bn": [
-        """
+        ("threshold-on-probabilities", """
         @jax.jit
         def eval_step_bn(state, batch):
             variables = {"params": state.params, "batch_stats": state.batch_stats}
             probs = jax.nn.sigmoid(state.apply_fn(variables, batch[0], train=False)[:, 0])
             return jnp.mean((probs > 0.5) == (batch[1] > 0))
-        """,
+        """),
     ],
 }
 
-CORRECT = [(fn, src) for fn, sources in CORRECT_VARIANTS.items() for src in sources]
+CORRECT = [(what, fn, src) for fn, sources in CORRECT_VARIANTS.items() for what, src in sources]
 
 
-@pytest.mark.parametrize("function, replacement", CORRECT, ids=[f"{c[0]}-{i}" for i, c in enumerate(CORRECT)])
+@pytest.mark.parametrize("function, replacement", gallery(CORRECT))
 def test_correct_variant_written_differently_passes(pytester, function, replacement):
     source = IMPORTS + with_function(MODULE, replacement)
     result = grade(pytester, MODULE, source, only=function)[function]
@@ -106,37 +106,37 @@ RETRACE_CHECKS = "train_step_bn_does_not_retrace"
 
 WRONG = [
     # (function, replacement, regex the message must match)
-    ("create_train_state_bn", """
+    ("batch-stats-none", "create_train_state_bn", """
         def create_train_state_bn(rng, model, learning_rate, sample_input):
             variables = model.init(rng, sample_input, train=False)
             return TrainStateBN.create(apply_fn=model.apply, params=variables["params"], batch_stats=None,
                                        tx=optax.sgd(learning_rate))
      """, r"state.batch_stats does not have the structure of the reference's"),
-    ("create_train_state_bn", """
+    ("sgd-with-momentum", "create_train_state_bn", """
         def create_train_state_bn(rng, model, learning_rate, sample_input):
             variables = model.init(rng, sample_input, train=False)
             return TrainStateBN.create(apply_fn=model.apply, params=variables["params"],
                                        batch_stats=variables["batch_stats"], tx=optax.sgd(learning_rate, momentum=0.9))
      """, r"after 2 optimizer step\(s\)"),
     # batch_stats dropped from the variables: Flax re-initialises them on every step
-    ("train_step_bn", step_bn(variables="{'params': params}"),
+    ("forgets-batch-stats", "train_step_bn", step_bn(variables="{'params': params}"),
      r"new_state.batch_stats\['BatchNorm_0'\]\['(mean|var)'\] differs from the reference(.*\n)*.*0.9 \* state.batch_stats"),
     # a training step in evaluation mode: running averages never move
-    ("train_step_bn", step_bn(mode="train=False, mutable=['batch_stats']"),
+    ("runs-in-eval-mode", "train_step_bn", step_bn(mode="train=False, mutable=['batch_stats']"),
      r"new_state.batch_stats\['BatchNorm_0'\]\['(mean|var)'\] did not change at all(.*\n)*.*train=True"),
     # the whole dict apply returned, stored as the batch_stats
-    ("train_step_bn", step_bn(keep="updates"),
+    ("keeps-the-whole-updates-dict", "train_step_bn", step_bn(keep="updates"),
      r"new_state.batch_stats holds the whole dict apply returned"),
     # new statistics computed but not kept
-    ("train_step_bn", step_bn(keep="state.batch_stats"),
+    ("keeps-the-old-batch-stats", "train_step_bn", step_bn(keep="state.batch_stats"),
      r"new_state.batch_stats\['BatchNorm_0'\]\['(mean|var)'\] did not change at all"),
     # the loss reads state.params: zero gradients
-    ("train_step_bn", step_bn(variables="{'params': state.params, 'batch_stats': state.batch_stats}"),
+    ("differentiates-state-params", "train_step_bn", step_bn(variables="{'params': state.params, 'batch_stats': state.batch_stats}"),
      r"new_state.params\[.*did not change at all(.*\n)*.*gradients were all zero"),
-    ("train_step_bn", step_bn().replace("        @jax.jit\n", ""),
+    ("not-jitted", "train_step_bn", step_bn().replace("        @jax.jit\n", ""),
      r"train_step_bn is not a jax.jit function"),
     # retracing: a jitted closure per call
-    ("train_step_bn", """
+    ("retraces-every-call", "train_step_bn", """
         def train_step_bn(state, batch):
             @jax.jit
             def step(params):
@@ -150,10 +150,10 @@ WRONG = [
             return state.apply_gradients(grads=grads, batch_stats=updates['batch_stats']), loss
      """, r"train_step_bn traced \d+ and compiled \d+ more time\(s\)", RETRACE_CHECKS),
     # impure: keeps the latest statistics in a module-level dict
-    ("train_step_bn", step_bn().replace("            return state.apply_gradients", "            LATEST['stats'] = updates\n            return state.apply_gradients") + "\n        LATEST = {}\n",
+    ("stores-updates-in-a-module-dict", "train_step_bn", step_bn().replace("            return state.apply_gradients", "            LATEST['stats'] = updates\n            return state.apply_gradients") + "\n        LATEST = {}\n",
      r"module-level (variable )?'LATEST'|leaked a tracer"),
     # evaluation in training mode: batch statistics instead of the running averages
-    ("eval_step_bn", """
+    ("evaluates-in-train-mode", "eval_step_bn", """
         @jax.jit
         def eval_step_bn(state, batch):
             x, labels = batch
@@ -162,7 +162,7 @@ WRONG = [
             return ((logits.squeeze(-1) > 0) == labels).mean()
      """, r"accuracy differs from the reference"),
     # evaluation that also returns the updated state
-    ("eval_step_bn", """
+    ("also-returns-the-state", "eval_step_bn", """
         @jax.jit
         def eval_step_bn(state, batch):
             x, labels = batch
@@ -172,8 +172,7 @@ WRONG = [
 ]
 
 
-@pytest.mark.parametrize("function, replacement, pattern, only", [(*w, None)[:4] for w in WRONG],
-                         ids=[f"{w[0]}-{i}" for i, w in enumerate(WRONG)])
+@pytest.mark.parametrize("function, replacement, pattern, only", gallery(WRONG, width=4))
 def test_wrong_implementation_fails_with_the_right_message(pytester, function, replacement, pattern, only):
     results = grade(pytester, MODULE, IMPORTS + with_function(MODULE, replacement), only=only or function)
     assert_rejected(results[function], pattern)

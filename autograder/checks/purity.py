@@ -25,7 +25,7 @@ import jax
 import numpy as np
 
 from autograder.core.failures import CheckFailure
-from autograder.checks.values import _name, assert_trees_close, describe, is_key
+from autograder.checks.values import function_name, assert_trees_close, describe, is_key
 
 
 def _argument_names(fn: Callable, args: tuple, kwargs: dict) -> list[tuple[str, Any]]:
@@ -84,8 +84,8 @@ def assert_arguments_unchanged(fn: Callable, *args: Any, **kwargs: Any) -> Any:
         found = _changes(snap, value, name)
         if found:
             raise CheckFailure(
-                f"{_name(fn)} leaves its arguments unchanged",
-                f"{_name(fn)} modified its argument: {found}",
+                f"{function_name(fn)} leaves its arguments unchanged",
+                f"{function_name(fn)} modified its argument: {found}",
                 "JAX functions are pure: build and return a new value instead of writing into the input "
                 "(for arrays: x.at[i].set(v) returns a new array)",
             )
@@ -100,8 +100,8 @@ def assert_deterministic(fn: Callable, *args: Any, **kwargs: Any) -> None:
         assert_trees_close(second, first, rtol=0, atol=0, name="second result")
     except CheckFailure as failure:
         raise CheckFailure(
-            f"{_name(fn)} gives the same result when called twice with the same arguments",
-            f"{_name(fn)} returned something different the second time it was called with the same arguments",
+            f"{function_name(fn)} gives the same result when called twice with the same arguments",
+            f"{function_name(fn)} returned something different the second time it was called with the same arguments",
             f"{failure.problem}\nthe function keeps hidden state between calls (a global, a counter, a cache "
             "or a random generator); make the result depend only on the arguments",
         ) from None
@@ -152,8 +152,8 @@ def assert_no_hidden_rng(fn: Callable, *args: Any, **kwargs: Any) -> None:
                 assert_trees_close(again, baseline, rtol=0, atol=0)
             except CheckFailure:
                 raise CheckFailure(
-                    f"{_name(fn)} does not depend on hidden random state",
-                    f"the result of {_name(fn)} changed when only {name} was re-seeded",
+                    f"{function_name(fn)} does not depend on hidden random state",
+                    f"the result of {function_name(fn)} changed when only {name} was re-seeded",
                     "JAX randomness is explicit: take a key argument and draw with jax.random; "
                     "never use np.random, random or torch's generator inside the function",
                 ) from None
@@ -197,24 +197,24 @@ def assert_module_state_unchanged(module: ModuleType, fn: Callable, *args: Any, 
     before = _state_snapshot(module)
     fn(*args, **kwargs)
     after = _state_snapshot(module)
-    check = f"{_name(fn)} reads and writes no module-level state"
+    check = f"{function_name(fn)} reads and writes no module-level state"
     advice = "keep everything the function needs in its arguments and everything it produces in its result"
     added = sorted(set(after) - set(before))
     if added:
-        raise CheckFailure(check, f"calling {_name(fn)} created the module-level variable {added[0]!r}", advice)
+        raise CheckFailure(check, f"calling {function_name(fn)} created the module-level variable {added[0]!r}", advice)
     for name, (ident, value, copied) in before.items():
         if name not in after:
-            raise CheckFailure(check, f"calling {_name(fn)} deleted the module-level variable {name!r}", advice)
+            raise CheckFailure(check, f"calling {function_name(fn)} deleted the module-level variable {name!r}", advice)
         new_ident, new_value, _ = after[name]
         if new_ident != ident:
             raise CheckFailure(
                 check,
-                f"calling {_name(fn)} rebound the module-level variable {name!r}: "
+                f"calling {function_name(fn)} rebound the module-level variable {name!r}: "
                 f"{describe(value)} before, {describe(new_value)} after",
                 advice,
             )
         if copied is not None and not _equal(copied, new_value):
-            raise CheckFailure(check, f"calling {_name(fn)} changed the contents of the module-level variable {name!r}", advice)
+            raise CheckFailure(check, f"calling {function_name(fn)} changed the contents of the module-level variable {name!r}", advice)
 
 
 def assert_no_leaked_tracers(
@@ -225,7 +225,7 @@ def assert_no_leaked_tracers(
     **kwargs: Any,
 ) -> None:
     """A ``jax.jit`` of ``fn`` leaks no tracer (``jax.checking_leaks``), not even into module globals."""
-    check = f"{_name(fn)} lets no traced value escape when jitted"
+    check = f"{function_name(fn)} lets no traced value escape when jitted"
     advice = (
         "a value computed inside jit is a tracer: return it instead of storing it in a global, "
         "a list outside the function or an attribute"
@@ -240,7 +240,7 @@ def assert_no_leaked_tracers(
             jitted(*args, **kwargs)
     except Exception as err:  # noqa: BLE001 - JAX reports leaks as plain exceptions
         if "leak" in str(err).lower():
-            raise CheckFailure(check, f"{_name(fn)} leaked a tracer out of jax.jit", advice) from None
+            raise CheckFailure(check, f"{function_name(fn)} leaked a tracer out of jax.jit", advice) from None
         from autograder.checks.structure import jit_error_explanation
 
         if jit_error_explanation(err) is None:
@@ -250,7 +250,7 @@ def assert_no_leaked_tracers(
         for name, value in vars(module).items():
             if not name.startswith("__") and tracer_ids(value) - before.get(name, set()):
                 raise CheckFailure(
-                    check, f"after a jitted call of {_name(fn)} the module-level {name!r} holds a tracer", advice
+                    check, f"after a jitted call of {function_name(fn)} the module-level {name!r} holds a tracer", advice
                 )
 
 
@@ -289,8 +289,8 @@ def assert_global_rngs_untouched(fn: Callable, *args: Any, **kwargs: Any) -> Any
         for name, (get, _, _) in rngs.items():
             if not _rng_states_equal(before[name], get()):
                 raise CheckFailure(
-                    f"{_name(fn)} leaves the global random generators alone",
-                    f"calling {_name(fn)} changed the state of {name}: it seeds or draws from a global generator",
+                    f"{function_name(fn)} leaves the global random generators alone",
+                    f"calling {function_name(fn)} changed the state of {name}: it seeds or draws from a global generator",
                     "use a generator of your own, made from the seed argument "
                     "(np.random.RandomState(seed), torch.Generator().manual_seed(seed)), never the global one",
                 )
@@ -358,7 +358,7 @@ def assert_pytree_arguments_unchanged(
     named = _argument_names(fn, args, kwargs)
     before = [(name, value, _leaf_snapshot(value)) for name, value in named]
     result = fn(*args, **kwargs)
-    check = f"{_name(fn)} leaves its arguments unchanged"
+    check = f"{function_name(fn)} leaves its arguments unchanged"
     advice = (
         "a train or eval step is a pure function: return a new state (state.replace(...), "
         "state.apply_gradients(...)) and never write into the one you were given"
@@ -367,17 +367,17 @@ def assert_pytree_arguments_unchanged(
         treedef_after, snap_after = _leaf_snapshot(value)
         if treedef_after != treedef:
             raise CheckFailure(
-                check, f"{_name(fn)} changed the structure of its argument {name}: {describe(value)} now", advice
+                check, f"{function_name(fn)} changed the structure of its argument {name}: {describe(value)} now", advice
             )
         for (path, leaf, copied), (_, leaf_after, _) in zip(snap, snap_after):
             where = f"{name}{path}"
             if leaf_after is not leaf:
-                raise CheckFailure(check, f"{_name(fn)} replaced {where} inside its argument", advice)
+                raise CheckFailure(check, f"{function_name(fn)} replaced {where} inside its argument", advice)
             if isinstance(leaf, jax.Array) and not isinstance(leaf, jax.core.Tracer) and leaf.is_deleted():
                 if copied is not None and not allow_donation:
                     raise CheckFailure(
                         check,
-                        f"{_name(fn)} deleted the buffer of {where}: it donates its argument {name}",
+                        f"{function_name(fn)} deleted the buffer of {where}: it donates its argument {name}",
                         "the caller still needs this argument after the call (evaluating must not consume the "
                         "training state): remove donate_argnums",
                     )
@@ -385,7 +385,7 @@ def assert_pytree_arguments_unchanged(
             if copied is not None:
                 now = np.asarray(jax.random.key_data(leaf) if is_key(leaf) else leaf)
                 if not np.array_equal(copied, now, equal_nan=copied.dtype.kind in "fc"):
-                    raise CheckFailure(check, f"{_name(fn)} modified {where} in place", advice)
+                    raise CheckFailure(check, f"{function_name(fn)} modified {where} in place", advice)
     return result
 
 

@@ -16,7 +16,7 @@ import jax
 import numpy as np
 
 from autograder.core.failures import CheckFailure
-from autograder.checks.values import _name, assert_trees_close
+from autograder.checks.values import function_name, assert_trees_close
 
 _TRACE_ERRORS = {
     jax.errors.NonConcreteBooleanIndexError: (
@@ -66,7 +66,7 @@ def assert_works_under_jit(
     Pass ``jitted`` to reuse one ``jax.jit(fn)`` across hypothesis examples
     (a new jit per example would compile per example).
     """
-    name = _name(fn)
+    name = function_name(fn)
     check = f"{name} works under jax.jit"
     jitted = jitted or jit_once(fn, static_argnums)
     try:
@@ -157,16 +157,26 @@ def jaxpr_size(fn: Callable, *args: Any, static_argnums: Sequence[int] = ()) -> 
     return _count_equations(closed.jaxpr)
 
 
-def assert_jaxpr_size_constant(fn: Callable, args_by_size: dict[int, tuple], what: str = "the batch") -> None:
-    """The traced program has the same size for every size of ``what`` (no Python loop unrolled per element)."""
-    sizes = {n: jaxpr_size(fn, *args) for n, args in args_by_size.items()}
+def assert_jaxpr_size_constant(
+    fn: Callable,
+    args_by_size: dict[int, tuple],
+    what: str = "the batch",
+    static_argnums: Sequence[int] = (),
+    advice: str = "a Python loop over the elements is unrolled into one copy of the body per element; "
+    "use jax.vmap (or a jax.lax loop) so the program stays the same size",
+) -> None:
+    """The traced program has the same size for every size of ``what`` (no Python loop unrolled per element).
+
+    ``static_argnums`` are passed to ``jax.make_jaxpr``: a loop count that the
+    function takes as a static argument stays a Python int while tracing.
+    """
+    sizes = {n: jaxpr_size(fn, *args, static_argnums=static_argnums) for n, args in args_by_size.items()}
     if len(set(sizes.values())) > 1:
         shown = ", ".join(f"{n}: {s} equations" for n, s in sizes.items())
         raise CheckFailure(
-            f"{_name(fn)} traces to the same program whatever the size of {what}",
-            f"the traced program of {_name(fn)} grows with the size of {what} ({shown})",
-            "a Python loop over the elements is unrolled into one copy of the body per element; "
-            "use jax.vmap (or a jax.lax loop) so the program stays the same size",
+            f"{function_name(fn)} traces to the same program whatever the size of {what}",
+            f"the traced program of {function_name(fn)} grows with the size of {what} ({shown})",
+            advice,
         )
 
 
@@ -212,7 +222,7 @@ def assert_built_with_vmap(
     or ``lax.map``/``lax.scan``), several vmapped calls, and batching an
     argument that should be shared (``in_axes`` other than ``mapped``).
     """
-    helper = _name(target)
+    helper = function_name(target)
     check = f"{caller} is built from {helper} with one jax.vmap"
     with jax.disable_jit():
         result, calls = record_calls(target, run)

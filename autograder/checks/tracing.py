@@ -20,7 +20,7 @@ import jax
 import jax.monitoring
 
 from autograder.core.failures import CheckFailure
-from autograder.checks.values import _name
+from autograder.checks.values import function_name
 
 TRACE_EVENT = "/jax/core/compile/jaxpr_trace_duration"
 COMPILE_EVENT = "/jax/core/compile/backend_compile_duration"
@@ -62,7 +62,7 @@ def is_jitted(fn: Any) -> bool:
 
 def assert_is_jitted(fn: Any, name: str | None = None) -> None:
     """``fn`` is itself a ``jax.jit`` function (decorated, or assigned from ``jax.jit(...)``)."""
-    name = name or _name(fn)
+    name = name or function_name(fn)
     if not is_jitted(fn):
         raise CheckFailure(
             f"{name} is compiled with jax.jit",
@@ -110,7 +110,7 @@ def assert_no_retrace(
     gets new values of the same shapes and dtypes. Arguments are built
     outside the counted region.
     """
-    name = name or _name(fn)
+    name = name or function_name(fn)
     result = None
     for i in range(warmup):
         result = fn(*make_args(i))
@@ -123,15 +123,52 @@ def assert_no_retrace(
         traces += counter.traces
         compiles += counter.compiles
     if traces or compiles:
-        args = make_args(warmup + calls)
-        with explain_cache_misses() as log:
-            jax.block_until_ready(fn(*args))
-        why = _tidy(log.getvalue()) or "(JAX gave no explanation: a function is probably created anew on every call)"
-        raise CheckFailure(
-            f"{name} does not trace or compile again on same-shaped inputs once warm",
-            f"{name} traced {traces} and compiled {compiles} more time(s) in {calls} calls with same-shaped "
-            "inputs after warming up",
-            "every retrace costs a full compilation. Common causes: jax.jit(...), a lambda, an optimizer or a model "
-            "created inside the function on every call; Python numbers passed as static arguments; values computed "
-            "on the host from traced state.\nJAX explains the cache miss:\n" + why,
-        )
+        _raise_retraced(fn, make_args(warmup + calls), name, traces, compiles, calls)
+
+
+def assert_no_retrace_in_loop(
+    fn: Callable,
+    first_args: tuple,
+    next_args: Callable[[Any, int], tuple],
+    *,
+    warmup: int = 2,
+    calls: int = 3,
+    name: str | None = None,
+) -> None:
+    """Like :func:`assert_no_retrace`, in a loop that feeds each result back, as training does.
+
+    Call 0 gets ``first_args``; call ``i`` gets ``next_args(result of call i - 1, i)``.
+    A result can differ from a fresh input in what jit caches on (a committed
+    array, a sharding, a weak type, a Python int step that became an array),
+    so a function may trace once for fresh inputs and once for its own
+    outputs: ``warmup`` covers both (2 by default), then ``calls`` more calls
+    must trace and compile nothing.
+    """
+    name = name or function_name(fn)
+    result = fn(*first_args)
+    for i in range(1, warmup):
+        result = fn(*next_args(result, i))
+    jax.block_until_ready(result)
+    traces = compiles = 0
+    for i in range(warmup, warmup + calls):
+        args = next_args(result, i)
+        with TraceCounter() as counter:
+            result = jax.block_until_ready(fn(*args))
+        traces += counter.traces
+        compiles += counter.compiles
+    if traces or compiles:
+        _raise_retraced(fn, next_args(result, warmup + calls), name, traces, compiles, calls)
+
+
+def _raise_retraced(fn: Callable, args: tuple, name: str, traces: int, compiles: int, calls: int) -> None:
+    with explain_cache_misses() as log:
+        jax.block_until_ready(fn(*args))
+    why = _tidy(log.getvalue()) or "(JAX gave no explanation: a function is probably created anew on every call)"
+    raise CheckFailure(
+        f"{name} does not trace or compile again on same-shaped inputs once warm",
+        f"{name} traced {traces} and compiled {compiles} more time(s) in {calls} calls with same-shaped "
+        "inputs after warming up",
+        "every retrace costs a full compilation. Common causes: jax.jit(...), a lambda, an optimizer or a model "
+        "created inside the function on every call; Python numbers passed as static arguments; values computed "
+        "on the host from traced state.\nJAX explains the cache miss:\n" + why,
+    )

@@ -15,6 +15,10 @@
   limit, when its resident memory exceeds the limit, or when it floods the
   channel. It returns the events and, if the run did not finish, a
   :class:`Fault` saying where and why.
+- Every wait polls a *stop* event (set when ``grade`` is interrupted): the
+  process is killed and :class:`Interrupted` raised within a fraction of a
+  second. Every started process holds the grader's lifeline
+  (:mod:`autograder.grading.lifeline`), so none outlives a killed grader.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,6 +45,16 @@ MAX_FILE_BYTES = 1 * 2**30
 # at most this many times as much wall-clock time (waiting, sleeping, or a
 # machine so busy that the process is not scheduled is not the student's fault).
 WALL_FACTOR = 3
+POLL = 0.1  # seconds between checks of the stop event
+
+
+class Interrupted(Exception):
+    """Grading was stopped (Ctrl-C, SIGTERM) while this process ran; it was killed."""
+
+
+def check(stop: threading.Event | None) -> None:
+    if stop is not None and stop.is_set():
+        raise Interrupted()
 
 
 @dataclass
@@ -132,8 +147,12 @@ def run_python(
     stderr_path: Path,
     pass_fds: tuple[int, ...] = (),
     stdout=subprocess.DEVNULL,
+    lifeline: int | None = None,
 ) -> subprocess.Popen:
     """Start ``module.main()`` from the copied kit in a new session, with limits, config on stdin."""
+    cfg = dict(cfg, parent=os.getpid(), lifeline=lifeline)
+    if lifeline is not None:
+        pass_fds = (*pass_fds, lifeline)
     with open(stderr_path, "wb") as err:
         proc = subprocess.Popen(
             [sys.executable, "-I", "-c", BOOT.format(module=module), str(kit)],
@@ -168,6 +187,22 @@ def kill_group(proc: subprocess.Popen) -> None:
     except (ProcessLookupError, PermissionError):
         pass
     proc.wait()
+
+
+def wait_or_stop(proc: subprocess.Popen, timeout: float, stop: threading.Event | None) -> None:
+    """Wait for ``proc`` up to ``timeout`` seconds (then kill its group); kill it and raise :class:`Interrupted` on stop."""
+    deadline = time.monotonic() + timeout
+    while proc.poll() is None:
+        if stop is not None and stop.is_set():
+            kill_group(proc)
+            raise Interrupted()
+        if time.monotonic() > deadline:
+            kill_group(proc)
+            return
+        try:
+            proc.wait(timeout=POLL)
+        except subprocess.TimeoutExpired:
+            pass
 
 
 def cpu_seconds(pid: int) -> float:
@@ -208,19 +243,26 @@ class PopenHandle:
         self.returncode = self.proc.returncode
 
 
-def start_direct(module: str, kit: Path, env: dict[str, str], memory_mb: int | None):
+def start_direct(module: str, kit: Path, env: dict[str, str], memory_mb: int | None, lifeline: int | None = None):
     """A starter for :func:`supervise`: a fresh interpreter per run (no zygote)."""
 
     def start(cwd: Path, cfg: dict, event_fd: int, stderr_path: Path) -> PopenHandle:
         return PopenHandle(
-            run_python(module, kit, cwd, cfg, memory_mb=memory_mb, env=env, stderr_path=stderr_path, pass_fds=(event_fd,))
+            run_python(
+                module, kit, cwd, cfg, memory_mb=memory_mb, env=env, stderr_path=stderr_path, pass_fds=(event_fd,),
+                lifeline=lifeline,
+            )
         )
 
     return start
 
 
-def supervise(start, cwd: Path, cfg: dict, limits: Limits, function_of: dict[str, str]) -> RunResult:
-    """Start the grading child with ``start(cwd, cfg, event_fd, stderr_path)`` and watch it (module docstring)."""
+def supervise(
+    start, cwd: Path, cfg: dict, limits: Limits, function_of: dict[str, str], stop: threading.Event | None = None
+) -> RunResult:
+    """Start the grading child with ``start(cwd, cfg, event_fd, stderr_path)`` and watch it (module docstring).
+
+    Raises :class:`Interrupted` (after killing the child) when ``stop`` is set."""
     nonce = secrets.token_hex(16)
     read_end, write_end = os.pipe()
     cfg = dict(cfg, nonce=nonce)
@@ -246,7 +288,8 @@ def supervise(start, cwd: Path, cfg: dict, limits: Limits, function_of: dict[str
     open_pipe = True
     try:
         while open_pipe:
-            for _key, _ in selector.select(timeout=0.1):
+            check(stop)
+            for _key, _ in selector.select(timeout=POLL):
                 chunk = os.read(read_end, 1 << 16)
                 if not chunk:
                     open_pipe = False
@@ -303,8 +346,9 @@ def supervise(start, cwd: Path, cfg: dict, limits: Limits, function_of: dict[str
         selector.close()
         os.close(read_end)
         proc.kill()
+    check(stop)
     result.returncode = proc.returncode
-    result.stderr_tail = _tail(stderr_path)
+    result.stderr_tail = file_tail(stderr_path)
     if result.fault is None and not done:
         result.fault = Fault("crash", current and current[0], importing and importing[0], _how_it_ended(result))
     return result
@@ -322,7 +366,8 @@ def _parse(line: bytes, nonce: str) -> dict | None:
     return event
 
 
-def _tail(path: Path, size: int = 4000) -> str:
+def file_tail(path: Path, size: int = 4000) -> str:
+    """The last ``size`` bytes of a file (a process's stderr), as text; "" when it cannot be read."""
     try:
         with open(path, "rb") as f:
             f.seek(0, os.SEEK_END)
@@ -350,19 +395,29 @@ def _how_it_ended(result: RunResult) -> str:
 class Zygote:
     """One pre-imported process per worker that forks the grading children (:mod:`autograder.grading.zygote`)."""
 
-    def __init__(self, kit: Path, cwd: Path, env: dict[str, str], memory_mb: int | None):
+    def __init__(
+        self, kit: Path, cwd: Path, env: dict[str, str], memory_mb: int | None,
+        lifeline: int | None = None, stop: threading.Event | None = None,
+    ):
         import socket
 
+        self.stop = stop
         self.sock, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:
             self.proc = run_python(
                 "autograder.grading.zygote", kit, cwd, {"sock": theirs.fileno()}, memory_mb=memory_mb, env=env,
-                stderr_path=cwd / "zygote-stderr.txt", pass_fds=(theirs.fileno(),),
+                stderr_path=cwd / "zygote-stderr.txt", pass_fds=(theirs.fileno(),), lifeline=lifeline,
             )
         finally:
             theirs.close()
         self.exits: dict[int, int] = {}
-        message = self._receive(timeout=300)
+        deadline = time.monotonic() + 300
+        message = None
+        while message is None and time.monotonic() < deadline and self.alive():
+            if stop is not None and stop.is_set():
+                self.close()
+                raise Interrupted()
+            message = self._receive(timeout=POLL)
         if not message or not message.get("ready"):
             self.close()
             raise RuntimeError("the grading zygote did not start")
@@ -393,7 +448,8 @@ class Zygote:
             socket.send_fds(self.sock, [request], [event_fd, err.fileno()])
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
-            message = self._receive(timeout=1)
+            check(self.stop)
+            message = self._receive(timeout=POLL)
             if message is None and not self.alive():
                 break
             if message and "pid" in message:
@@ -439,6 +495,9 @@ def run_to_end(zygote: Zygote, cwd: Path, cfg: dict, stderr_path: Path, timeout:
         handle = zygote.start(cwd, cfg, sink.fileno(), stderr_path)
     deadline = time.monotonic() + timeout
     while handle.poll() is None:
+        if zygote.stop is not None and zygote.stop.is_set():
+            handle.kill()
+            raise Interrupted()
         if time.monotonic() > deadline:
             handle.kill()
             return None

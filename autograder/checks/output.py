@@ -1,0 +1,48 @@
+"""Output: what a function prints, including what JAX prints later from compiled code.
+
+``jax.debug.print`` inside a jitted function does not print while the call
+runs in Python: the compiled program hands the values to a host callback,
+which writes to ``sys.stdout`` when the device gets there. So the output is
+captured only after the result is ready and JAX's pending side effects have
+run (``jax.effects_barrier()``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+from typing import Iterator
+
+import jax
+
+
+class Captured:
+    """The text printed inside a :func:`captured_stdout` block (``.text``, ``.lines``), once the block ends."""
+
+    def __init__(self) -> None:
+        self.text = ""
+
+    @property
+    def lines(self) -> list[str]:
+        return self.text.splitlines()
+
+
+@contextlib.contextmanager
+def captured_stdout() -> Iterator[Captured]:
+    """Capture ``sys.stdout`` inside the block, JAX's debug callbacks included.
+
+    The block should end with the results it waits for ready
+    (``jax.block_until_ready``); this waits for JAX's effects before it stops
+    capturing, so nothing printed by the block arrives after it.
+    """
+    captured = Captured()
+    buffer = io.StringIO()
+    jax.effects_barrier()  # what earlier code printed is not the block's
+    try:
+        with contextlib.redirect_stdout(buffer):
+            try:
+                yield captured
+            finally:
+                jax.effects_barrier()
+    finally:
+        captured.text = buffer.getvalue()

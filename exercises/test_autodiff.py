@@ -1,0 +1,386 @@
+"""Checks for module 7, ``autodiff``: run ``pytest exercises/test_autodiff.py``.
+
+Every check is named after the function it judges; its points and hint come
+from ``course.toml``.
+
+- Every function receives ``f``, one of the pure JAX functions below. Values
+  are compared with the reference at rtol 1e-5 (``hvp``: 1e-4, since the
+  different orders of differentiation round differently), after the type and
+  shape of the result.
+- ``f`` is handed over wrapped in a counter (``calls.CountedFunction``): a
+  transformation calls it once to trace it, so the count is the number of
+  forward passes the code asks for.
+- The size checks trace (never run) the function at n = m = 1024 with
+  ``jax.make_jaxpr`` and look at every array the program builds, nested
+  programs included: an (m, n) Jacobian or an (n, n) Hessian has a million
+  elements there.
+- "Works under jit" means ``jax.jit(lambda x, v: fn(f, x, v))`` with ``f``
+  closed over, as the course's conventions say.
+"""
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from autograder.checks import calls
+from autograder.checks import jaxprs
+from autograder.checks import purity
+from autograder.checks import structure
+from autograder.checks import values
+from autograder.checks.strategies import float32_arrays
+from autograder.core.failures import CheckFailure
+
+correctness = pytest.mark.correctness
+
+HVP_RTOL = 1e-4
+LARGE = 1024  # n = m for the size checks: a Jacobian or Hessian there has LARGE ** 2 elements
+
+
+# The functions to differentiate ----------------------------------------------
+# No formula can be worked out for them by hand, and none builds a large array itself.
+
+def half_squared_norm(x):
+    """The tutorial's f(x) = x . x / 2, whose gradient is x."""
+    return jnp.vdot(x, x) / 2.0
+
+
+def sin_times_square(x):
+    return jnp.sum(jnp.sin(x) * x**2)
+
+
+def log_sum_exp(x):
+    return jnp.log(jnp.sum(jnp.exp(x)))
+
+
+def tanh_of_running_sum(x):
+    return jnp.sum(jnp.tanh(jnp.cumsum(jnp.ravel(x))) ** 2)
+
+
+SCALAR_FUNCTIONS = (half_squared_norm, sin_times_square, log_sum_exp, tanh_of_running_sum)
+
+
+def sin_times_running_sum(x):
+    """R^n -> R^n with a dense (lower-triangular) Jacobian."""
+    return jnp.sin(x) * jnp.cumsum(x)
+
+
+def neighbour_products(x):
+    """R^n -> R^(n-1): m != n, so a transposed Jacobian has the wrong shape."""
+    return jnp.tanh(x[1:] * x[:-1]) + x[1:]
+
+
+def squares_and_total(x):
+    """R^n -> R^(n+1)."""
+    return jnp.concatenate([x**2 / 2, jnp.sum(jnp.sin(x), keepdims=True)])
+
+
+VECTOR_FUNCTIONS = (sin_times_running_sum, neighbour_products, squares_and_total)
+
+
+def outer_with_cosine(x):
+    """R^n -> R^(n x n): f(x) may have any shape."""
+    return jnp.outer(x, jnp.cos(x))
+
+
+def rows_times_columns(x):
+    """R^(2 x 3) -> R^(2 x 2)."""
+    return jnp.tanh(x @ x.T)
+
+
+# (f, the shape of x it takes): vector and matrix inputs; scalar, vector and matrix outputs.
+ANY_SHAPE_CASES = (
+    (outer_with_cosine, (5,)),
+    (rows_times_columns, (2, 3)),
+    (sin_times_square, (2, 3)),
+    (sin_times_running_sum, (5,)),
+)
+
+
+def functions(options):
+    return st.sampled_from(options)
+
+
+VECTOR_SHAPES = ((5,),)
+VECTOR_OR_MATRIX_SHAPES = ((5,), (2, 3))
+
+
+def vectors(shapes=VECTOR_SHAPES):
+    return float32_arrays(shapes, min_value=-2.0, max_value=2.0)
+
+
+def any_shape_cases():
+    """``(f, x)`` for one of ANY_SHAPE_CASES."""
+    return st.sampled_from(ANY_SHAPE_CASES).flatmap(lambda case: st.tuples(st.just(case[0]), vectors((case[1],))))
+
+
+def large(seed=0):
+    rng = np.random.RandomState(seed)
+    return rng.normal(size=LARGE).astype(np.float32)
+
+
+@functools.lru_cache(maxsize=None)
+def jitted(fn, f):
+    """One ``jax.jit`` with ``f`` closed over per (function, f): it compiles once per shape."""
+    return jax.jit(lambda *args: fn(f, *args))
+
+
+def named(fn, name):
+    """``fn`` under the name the messages should show."""
+    fn.__name__ = fn.__qualname__ = name
+    return fn
+
+
+def assert_result_is_an_array(got, expected, function, check):
+    """The contract's result is one array, not a tuple (np.allclose((a,), a) would say True)."""
+    if isinstance(got, (tuple, list)):
+        raise CheckFailure(
+            check,
+            f"{function} returned a {type(got).__name__} of {len(got)} values, not one array of shape {np.shape(expected)}",
+            "jax.jvp and jax.vjp return pairs: (f(x), tangent) and (f(x), pullback), and a pullback returns a "
+            "tuple with one entry per argument; return only the array the docstring asks for",
+        )
+
+
+# value_and_gradient ---------------------------------------------------------
+
+VALUE_AND_GRAD_ONCE = (
+    "jax.value_and_grad(f)(x) gives (f(x), gradient) from one forward and one backward pass. Calling f(x) "
+    "and then jax.grad(f)(x) runs the forward pass twice; finite differences call f once per entry of x, plus one."
+)
+
+
+@correctness
+@settings(max_examples=8)
+@given(f=functions(SCALAR_FUNCTIONS), x=vectors(VECTOR_OR_MATRIX_SHAPES))
+def test_value_and_gradient_matches_reference(student, reference, f, x):
+    check = "value_and_gradient(f, x) returns (f(x), the gradient of f at x), the gradient with x's shape and dtype"
+    got = values.assert_returns_tuple(
+        student.value_and_gradient(f, x), ("value", "gradient"), function="value_and_gradient", check=check
+    )
+    expected = reference.value_and_gradient(f, x)
+    values.assert_trees_close(got, expected, name="(value, gradient)", check=check)
+
+
+@pytest.mark.parametrize("shape", VECTOR_OR_MATRIX_SHAPES, ids=["1-D", "2-D"])
+def test_value_and_gradient_calls_f_once(student, shape):
+    x = jnp.linspace(-1.0, 1.0, int(np.prod(shape)), dtype=jnp.float32).reshape(shape)
+    calls.assert_called_once(
+        sin_times_square,
+        lambda f: jax.make_jaxpr(lambda x: student.value_and_gradient(f, x))(x),
+        caller="value_and_gradient",
+        advice=VALUE_AND_GRAD_ONCE,
+    )
+
+
+@settings(max_examples=3)
+@given(f=functions((log_sum_exp,)), x=vectors(((2, 3),)))
+def test_value_and_gradient_works_under_jit(student, reference, f, x):
+    structure.assert_works_under_jit(
+        student.value_and_gradient, functools.partial(reference.value_and_gradient, f), x,
+        jitted=jitted(student.value_and_gradient, f),
+    )
+
+
+def test_value_and_gradient_is_pure(student):
+    x = np.linspace(-1.0, 1.0, 6, dtype=np.float32).reshape(2, 3)
+    purity.assert_pure(student.value_and_gradient, log_sum_exp, x, module=student)
+
+
+# directional_derivative -----------------------------------------------------
+
+JVP_ADVICE = (
+    "jax.jvp(f, (x,), (v,)) pushes the one direction v through f alongside the forward pass and returns "
+    "(f(x), J v): the size of one evaluation of f, never the (m, n) Jacobian that jax.jacfwd or jax.jacobian build."
+)
+
+
+@correctness
+@settings(max_examples=8)
+@given(case=any_shape_cases(), seed=st.integers(0, 2**16))
+def test_directional_derivative_matches_reference(student, reference, case, seed):
+    f, x = case
+    v = np.random.RandomState(seed).normal(size=x.shape).astype(np.float32)
+    check = "directional_derivative(f, x, v) returns J_f(x) v, with the shape of f(x)"
+    expected = reference.directional_derivative(f, x, v)
+    got = student.directional_derivative(f, x, v)
+    assert_result_is_an_array(got, expected, "directional_derivative", check)
+    values.assert_trees_close(got, expected, name="tangent", check=check)
+
+
+def test_directional_derivative_returns_only_the_tangent(student):
+    x = np.linspace(-1.0, 1.0, 5, dtype=np.float32)
+    check = "directional_derivative returns only the tangent J v, not the pair (f(x), J v)"
+    got = student.directional_derivative(sin_times_running_sum, x, np.ones_like(x))
+    assert_result_is_an_array(got, sin_times_running_sum(x), "directional_derivative", check)
+
+
+def test_directional_derivative_calls_f_once(student):
+    x, v = large(1)[:8], large(2)[:8]
+    calls.assert_called_once(
+        sin_times_running_sum,
+        lambda f: jax.make_jaxpr(lambda x, v: student.directional_derivative(f, x, v))(x, v),
+        caller="directional_derivative",
+        advice=JVP_ADVICE,
+    )
+
+
+def test_directional_derivative_builds_no_jacobian(student):
+    jaxprs.assert_no_intermediate_of_size(
+        lambda x, v: student.directional_derivative(sin_times_running_sum, x, v),
+        large(1), large(2),
+        limit=LARGE * LARGE,
+        check=f"directional_derivative builds no array of n * m elements (n = m = {LARGE})",
+        problem=f"directional_derivative builds the whole Jacobian (or something as large) for n = m = {LARGE}",
+        advice=JVP_ADVICE,
+    )
+
+
+@settings(max_examples=3)
+@given(f=functions((squares_and_total,)), x=vectors(), seed=st.integers(0, 2**16))
+def test_directional_derivative_works_under_jit(student, reference, f, x, seed):
+    v = np.random.RandomState(seed).normal(size=x.shape).astype(np.float32)
+    structure.assert_works_under_jit(
+        student.directional_derivative, functools.partial(reference.directional_derivative, f), x, v,
+        jitted=jitted(student.directional_derivative, f),
+    )
+
+
+# vjp_rows -------------------------------------------------------------------
+
+VJP_ADVICE = (
+    "one jax.vjp(f, x) runs the forward pass once and returns the pullback c -> c^T J as a function; "
+    "jax.vmap of the pullback (take element 0 of what it returns) applies it to every row of cotangents "
+    "in one program: no Python loop, no Jacobian"
+)
+
+
+def cotangents_for(f, x, k, seed):
+    m = jax.eval_shape(f, x).shape[0]
+    return np.random.RandomState(seed).normal(size=(k, m)).astype(np.float32)
+
+
+@correctness
+@settings(max_examples=8)
+@given(f=functions(VECTOR_FUNCTIONS), x=vectors(), k=st.sampled_from([1, 3]), seed=st.integers(0, 2**16))
+def test_vjp_rows_matches_reference(student, reference, f, x, k, seed):
+    cotangents = cotangents_for(f, x, k, seed)
+    check = "vjp_rows(f, x, cotangents) returns (k, n): row i is cotangents[i] @ J_f(x)"
+    expected = reference.vjp_rows(f, x, cotangents)
+    got = student.vjp_rows(f, x, cotangents)
+    assert_result_is_an_array(got, expected, "vjp_rows", check)
+    values.assert_trees_close(got, expected, name="rows", check=check)
+
+
+@pytest.mark.parametrize("k", [2, 5])
+def test_vjp_rows_calls_f_once_whatever_k(student, k):
+    x = large(1)[:6]
+    cotangents = cotangents_for(neighbour_products, x, k, 0)
+    calls.assert_called_once(
+        neighbour_products,
+        lambda f: jax.make_jaxpr(lambda x, c: student.vjp_rows(f, x, c))(x, cotangents),
+        caller=f"vjp_rows (with k = {k} rows)",
+        advice="a Python loop of jax.vjp calls f once per row; " + VJP_ADVICE,
+    )
+
+
+def test_vjp_rows_program_does_not_grow_with_k(student):
+    x = large(1)[:6]
+    run = named(lambda x, c: student.vjp_rows(neighbour_products, x, c), "vjp_rows")
+    structure.assert_jaxpr_size_constant(
+        run, {k: (x, cotangents_for(neighbour_products, x, k, k)) for k in (2, 5)}, what="cotangents (k rows)"
+    )
+
+
+def test_vjp_rows_builds_no_jacobian(student):
+    cotangents = np.random.RandomState(0).normal(size=(2, LARGE)).astype(np.float32)
+    jaxprs.assert_no_intermediate_of_size(
+        lambda x, c: student.vjp_rows(sin_times_running_sum, x, c),
+        large(1), cotangents,
+        limit=LARGE * LARGE,
+        check=f"vjp_rows builds no (m, n) array for k = 2 rows (n = m = {LARGE})",
+        problem=f"vjp_rows builds the whole Jacobian (or something as large) for k = 2 rows and n = m = {LARGE}",
+        advice="cotangents @ jax.jacrev(f)(x) computes all m rows of the Jacobian to use k of them; " + VJP_ADVICE,
+    )
+
+
+@settings(max_examples=3)
+@given(f=functions((neighbour_products,)), x=vectors(), seed=st.integers(0, 2**16))
+def test_vjp_rows_works_under_jit(student, reference, f, x, seed):
+    cotangents = cotangents_for(f, x, 3, seed)
+    structure.assert_works_under_jit(
+        student.vjp_rows, functools.partial(reference.vjp_rows, f), x, cotangents,
+        jitted=jitted(student.vjp_rows, f),
+    )
+
+
+# hvp ------------------------------------------------------------------------
+
+HVP_ADVICE = (
+    "jax.jvp(jax.grad(f), (x,), (v,))[1] differentiates the gradient along v (forward-over-reverse) and "
+    "never forms the Hessian; jax.hessian(f) and jax.jacfwd(jax.jacrev(f)) build all n * n entries"
+)
+HVP_FUNCTIONS = (sin_times_square, log_sum_exp, tanh_of_running_sum)
+
+
+@correctness
+@settings(max_examples=8)
+@given(f=functions(HVP_FUNCTIONS), x=vectors(), seed=st.integers(0, 2**16))
+def test_hvp_matches_reference(student, reference, f, x, seed):
+    v = np.random.RandomState(seed).normal(size=x.shape).astype(np.float32)
+    check = "hvp(f, x, v) returns the Hessian-vector product H_f(x) @ v"
+    expected = reference.hvp(f, x, v)
+    got = student.hvp(f, x, v)
+    assert_result_is_an_array(got, expected, "hvp", check)
+    values.assert_trees_close(got, expected, rtol=HVP_RTOL, name="H @ v", check=check)
+
+
+def test_hvp_builds_no_hessian(student):
+    jaxprs.assert_no_intermediate_of_size(
+        lambda x, v: student.hvp(tanh_of_running_sum, x, v),
+        large(1), large(2),
+        limit=LARGE * LARGE,
+        check=f"hvp builds no array of n * n elements (n = {LARGE})",
+        problem=f"hvp builds the whole Hessian (or something as large) for n = {LARGE}",
+        advice=HVP_ADVICE,
+    )
+
+
+def test_hvp_calls_f_once(student):
+    x, v = large(1)[:8], large(2)[:8]
+    calls.assert_called_once(
+        tanh_of_running_sum,
+        lambda f: jax.make_jaxpr(lambda x, v: student.hvp(f, x, v))(x, v),
+        caller="hvp",
+        advice=HVP_ADVICE,
+    )
+
+
+@settings(max_examples=3)
+@given(f=functions((tanh_of_running_sum,)), x=vectors(), seed=st.integers(0, 2**16))
+def test_hvp_works_under_jit(student, reference, f, x, seed):
+    v = np.random.RandomState(seed).normal(size=x.shape).astype(np.float32)
+    structure.assert_works_under_jit(
+        student.hvp, functools.partial(reference.hvp, f), x, v, rtol=HVP_RTOL, jitted=jitted(student.hvp, f)
+    )
+
+
+@settings(max_examples=3)
+@given(f=functions((sin_times_square,)), x=vectors(), seed=st.integers(0, 2**16))
+def test_hvp_works_under_vmap_over_v(student, reference, f, x, seed):
+    directions = np.random.RandomState(seed).normal(size=(3,) + x.shape).astype(np.float32)
+    check = "jax.vmap(lambda v: hvp(f, x, v))(V) has row i equal to H_f(x) @ V[i]"
+    try:
+        got = jax.vmap(lambda v: student.hvp(f, x, v))(directions)
+    except Exception as err:  # noqa: BLE001 - classified below
+        explanation = structure.jit_error_explanation(err)
+        if explanation is None:
+            raise
+        raise CheckFailure(check, f"hvp cannot be vmapped over v: {explanation[0]}", explanation[1]) from None
+    expected = jax.vmap(lambda v: reference.hvp(f, x, v))(directions)
+    assert_result_is_an_array(got, expected, "jax.vmap of hvp", check)
+    values.assert_trees_close(got, expected, rtol=HVP_RTOL, name="rows", check=check)

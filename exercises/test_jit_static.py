@@ -1,0 +1,381 @@
+"""Checks for module 8, ``jit_static``: run ``pytest exercises/test_jit_static.py``.
+
+Every check is named after the function it judges; its points and hint come
+from ``course.toml``.
+
+- Every function here is itself a ``jax.jit`` function, and the checks call
+  it as it is. Traces are counted two ways: JAX's own trace events
+  (``tracing.TraceCounter``: nothing at all may trace once warm) and runs of
+  the function's Python body (``structure.record_calls``: how many times the
+  function itself was traced for a new static argument).
+- ``pad_to_multiple`` is called with ``multiple`` by position and by
+  keyword; each style has its own cache entry in ``jax.jit``, so both are
+  warmed before anything is counted.
+- ``clip_by_norm``'s gradient is taken at ``x = 0``, alone and under
+  ``jax.vmap`` over a batch with zero rows, where a single ``jnp.where``
+  gives NaN.
+- ``standardize_logged``'s output is captured after the result is ready and
+  JAX's pending effects have run (``jax.effects_barrier()``), since
+  ``jax.debug.print`` prints from a host callback.
+"""
+
+import functools
+import re
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+
+from autograder.checks import output
+from autograder.checks import purity
+from autograder.checks import structure
+from autograder.checks import tracing
+from autograder.checks import values
+from autograder.checks.strategies import float32_arrays
+from autograder.core.failures import CheckFailure
+
+correctness = pytest.mark.correctness
+
+
+def named(fn, name):
+    fn.__name__ = fn.__qualname__ = name
+    return fn
+
+
+def body_runs(fn, run):
+    """How many times ``run()`` executed ``fn``'s Python body (each run is one trace of a jitted ``fn``)."""
+    _, runs = structure.record_calls(fn, run)
+    return len(runs)
+
+
+# pad_to_multiple ------------------------------------------------------------
+
+PAD_SHAPES = ((1,), (5,), (6, 2))
+PAD_MULTIPLES = (1, 3)
+# Used by test_pad_to_multiple_traces_once_per_new_multiple only (which clears the cache first anyway).
+FRESH_SHAPE, FRESH_MULTIPLES = (9, 2), (4, 7)
+
+STATIC_ADVICE = (
+    "multiple decides the shape of the result, so jax.jit must see it as a Python int: declare it static "
+    "(functools.partial(jax.jit, static_argnames=('multiple',)) works for both call styles), and compute N "
+    "with Python integers (-(-n // multiple) * multiple or math.ceil), never with jnp"
+)
+
+
+def pad_inputs():
+    shapes = st.sampled_from(PAD_SHAPES)
+    dtypes = st.sampled_from([np.float32, np.int32])
+    return st.tuples(shapes, dtypes, st.integers(0, 2**16)).map(lambda t: make_pad_input(*t))
+
+
+def make_pad_input(shape, dtype, seed):
+    rng = np.random.RandomState(seed)
+    return (rng.normal(size=shape) * 10).astype(dtype)
+
+
+def call_pad(student, x, multiple, style):
+    if style == "keyword":
+        return student.pad_to_multiple(x, multiple=multiple)
+    return student.pad_to_multiple(x, multiple)
+
+
+@correctness
+@settings(max_examples=10)
+@given(x=pad_inputs(), multiple=st.sampled_from(PAD_MULTIPLES))
+def test_pad_to_multiple_matches_reference(student, reference, x, multiple):
+    check = "pad_to_multiple(x, multiple) returns (x padded with zero rows to a multiple of `multiple`, mask)"
+    got = values.assert_returns_tuple(
+        student.pad_to_multiple(x, multiple), ("padded", "mask"), function="pad_to_multiple", check=check
+    )
+    values.assert_trees_close(got, reference.pad_to_multiple(x, multiple), name="(padded, mask)", check=check)
+
+
+def test_pad_to_multiple_is_jitted(student):
+    tracing.assert_is_jitted(student.pad_to_multiple, "pad_to_multiple")
+
+
+@pytest.mark.parametrize("style", ["position", "keyword"])
+def test_pad_to_multiple_takes_multiple_as_static_by_position_and_keyword(student, reference, style):
+    x = make_pad_input((5,), np.float32, 1)
+    call = "pad_to_multiple(x, 3)" if style == "position" else "pad_to_multiple(x, multiple=3)"
+    check = f"{call} works: multiple is static when passed by {style}"
+    try:
+        got = call_pad(student, x, 3, style)
+    except Exception as err:  # noqa: BLE001 - any failure here is reported with the error's first line
+        first_line = (str(err).strip().splitlines() or [""])[0]
+        raise CheckFailure(check, f"{call} raised {type(err).__name__}: {first_line}", STATIC_ADVICE) from None
+    values.assert_trees_close(got, reference.pad_to_multiple(x, 3), name="(padded, mask)", check=check)
+
+
+def test_pad_to_multiple_does_not_retrace_once_warm(student):
+    rng = np.random.RandomState(0)
+    for style in ("position", "keyword"):
+        tracing.assert_no_retrace(
+            named(lambda x, style=style: call_pad(student, x, 3, style), "pad_to_multiple"),
+            lambda i: (rng.normal(size=(5,)).astype(np.float32),),
+        )
+
+
+def test_pad_to_multiple_traces_once_per_new_multiple(student):
+    fn = purity.cold(student.pad_to_multiple)  # whatever ran before in this process
+    first, second = FRESH_MULTIPLES
+    x = make_pad_input(FRESH_SHAPE, np.float32, 2)
+    for style in ("position", "keyword"):  # warm both call styles with the first multiple
+        jax.block_until_ready(call_pad(student, x, first, style))
+    runs = body_runs(fn, lambda: jax.block_until_ready(call_pad(student, x, second, "position")))
+    if runs != 1:
+        raise CheckFailure(
+            "pad_to_multiple traces exactly once for a new multiple",
+            f"pad_to_multiple's body ran {runs} times for the first call with multiple={second}",
+            "a new static value is a new program: jax.jit traces the function once and caches it. "
+            + ("Nothing traced: is multiple static, and the result's shape computed from it?" if runs == 0 else
+               "Every call traced again: is pad_to_multiple itself the jax.jit function (not a wrapper that calls jax.jit)?"),
+        )
+    for multiple, style in ((second, "position"), (first, "position"), (first, "keyword")):
+        runs = body_runs(fn, lambda: jax.block_until_ready(call_pad(student, x, multiple, style)))
+        if runs:
+            call = f"pad_to_multiple(x, {'multiple=' if style == 'keyword' else ''}{multiple})"
+            raise CheckFailure(
+                "pad_to_multiple traces nothing for a multiple it has seen before",
+                f"{call} traced pad_to_multiple again ({runs} time(s)), although it was called with the same "
+                "shape and multiple before",
+                "jax.jit caches one program per static value: define pad_to_multiple once, at module level, "
+                "with static_argnames, and create no jax.jit or function inside it",
+            )
+
+
+def test_pad_to_multiple_is_pure(student):
+    x = make_pad_input((5,), np.int32, 3)
+    purity.assert_pure(student.pad_to_multiple, x, 3)
+    purity.assert_module_state_unchanged(student, purity.cold(student.pad_to_multiple), x, 3)
+
+
+# clip_by_norm ---------------------------------------------------------------
+
+CLIP_SHAPES = ((3,), (2, 3))
+DOUBLE_WHERE = (
+    "at x = 0 the norm is sqrt(0), whose derivative is infinite; even in the branch jnp.where does not pick, "
+    "0 * inf = NaN flows back. Take the square root of a safe value, safe = jnp.where(sq > max_norm ** 2, sq, 1.0) "
+    "with sq = sum(x ** 2), and pick the result with a second jnp.where (or put the square root inside a lax.cond branch)"
+)
+
+
+def max_norms():
+    return st.sampled_from([0.5, 1.0, 4.0]).flatmap(
+        lambda m: st.sampled_from([m, np.float32(m), jnp.float32(m)])
+    )
+
+
+@correctness
+@settings(max_examples=10)
+@given(x=float32_arrays(CLIP_SHAPES, min_value=-3.0, max_value=3.0), max_norm=max_norms())
+@example(x=np.zeros(3, np.float32), max_norm=1.0)
+def test_clip_by_norm_matches_reference(student, reference, x, max_norm):
+    values.assert_matches_reference(student.clip_by_norm, reference.clip_by_norm, x, max_norm)
+
+
+def test_clip_by_norm_is_jitted(student):
+    tracing.assert_is_jitted(student.clip_by_norm, "clip_by_norm")
+
+
+@pytest.mark.parametrize("kind", ["python-float", "0-d-array"])
+def test_clip_by_norm_max_norm_is_traced(student, kind):
+    x = np.linspace(-2.0, 2.0, 6, dtype=np.float32).reshape(2, 3)
+    make = float if kind == "python-float" else jnp.float32
+    norms = [make(m) for m in (1.0, 2.5, 0.75, 3.25, 1.5)]
+    jax.block_until_ready(student.clip_by_norm(x, norms[0]))
+    for max_norm in norms[1:]:
+        with tracing.TraceCounter() as counter:
+            jax.block_until_ready(student.clip_by_norm(x, max_norm))
+        if counter.traces:
+            raise CheckFailure(
+                "clip_by_norm does not trace again for a new max_norm",
+                f"clip_by_norm traced again for max_norm={float(max_norm)} (a {type(max_norm).__name__}): "
+                "max_norm is a static argument, so every new value compiles a new program",
+                "max_norm is only used in arithmetic, so it can stay a traced value: remove it from "
+                "static_argnums/static_argnames",
+            )
+
+
+def grad_of_sum(clip):
+    return jax.grad(lambda x: jnp.sum(clip(x, 1.0)))
+
+
+def test_clip_by_norm_gradient_is_finite_at_zero(student):
+    check = "the gradient of sum(clip_by_norm(x, 1.0)) is finite at x = 0, alone and under jax.vmap"
+    grad = grad_of_sum(student.clip_by_norm)
+    at_zero = np.asarray(grad(jnp.zeros(3, jnp.float32)))
+    if not np.isfinite(at_zero).all():
+        raise CheckFailure(check, f"the gradient at x = 0 is {at_zero}, not finite", DOUBLE_WHERE)
+    batch = jnp.asarray([[0.0, 0.0, 0.0], [3.0, 4.0, 0.0], [0.1, 0.2, 0.0], [0.0, 0.0, 0.0]], jnp.float32)
+    batched = np.asarray(jax.vmap(grad)(batch))
+    bad = [i for i in range(len(batch)) if not np.isfinite(batched[i]).all()]
+    if bad:
+        raise CheckFailure(
+            check,
+            f"under jax.vmap over a batch with zero rows, the gradient of row {bad[0]} "
+            f"(x = {np.asarray(batch[bad[0]]).tolist()}) is {batched[bad[0]]}",
+            "under vmap a lax.cond with a batched predicate computes both branches; " + DOUBLE_WHERE,
+        )
+
+
+@settings(max_examples=8)
+@given(x=float32_arrays(((3,),), min_value=-3.0, max_value=3.0))
+def test_clip_by_norm_gradients_match_reference(student, reference, x):
+    got = grad_of_sum(student.clip_by_norm)(x)
+    values.assert_trees_close(
+        got, grad_of_sum(reference.clip_by_norm)(x), rtol=1e-4, atol=1e-5, name="gradient",
+        check="the gradient of sum(clip_by_norm(x, 1.0)) equals the reference's",
+    )
+
+
+def test_clip_by_norm_is_pure(student):
+    x = np.linspace(-2.0, 2.0, 6, dtype=np.float32).reshape(2, 3)
+    purity.assert_pure(student.clip_by_norm, x, 1.0)
+    purity.assert_module_state_unchanged(student, purity.cold(student.clip_by_norm), x, 1.0)
+
+
+# newton_sqrt ----------------------------------------------------------------
+
+NEWTON_SIZE = 4
+NEWTON_STEPS = (1, 3, 8)
+
+
+def positive_vectors(size=NEWTON_SIZE):
+    exponents = st.lists(st.floats(-3.0, 3.0), min_size=size, max_size=size)
+    return exponents.map(lambda e: (10.0 ** np.asarray(e)).astype(np.float32))
+
+
+@correctness
+@settings(max_examples=10)
+@given(a=positive_vectors(), n_steps=st.sampled_from(NEWTON_STEPS))
+def test_newton_sqrt_matches_reference(student, reference, a, n_steps):
+    check = "newton_sqrt(a, n_steps) returns (x_n, history) with history[i] = x_(i+1)"
+    got = values.assert_returns_tuple(
+        student.newton_sqrt(a, n_steps), ("x_n", "history"), function="newton_sqrt", check=check
+    )
+    values.assert_trees_close(got, reference.newton_sqrt(a, n_steps), name="(x_n, history)", check=check)
+
+
+def test_newton_sqrt_is_jitted_with_static_n_steps(student):
+    fn = student.newton_sqrt
+    tracing.assert_is_jitted(fn, "newton_sqrt")
+    purity.cold(fn)  # whatever ran before in this process
+    a = np.linspace(1.0, 2.0, 5, dtype=np.float32)  # a shape no other check uses
+    jax.block_until_ready(fn(a, 2))
+    runs = body_runs(fn, lambda: jax.block_until_ready(fn(a, 5)))
+    if runs != 1:
+        raise CheckFailure(
+            "newton_sqrt traces exactly once for a new n_steps",
+            f"newton_sqrt's body ran {runs} times for the first call with n_steps=5",
+            "n_steps decides the shape of history, so it must be static: "
+            "functools.partial(jax.jit, static_argnames=('n_steps',))",
+        )
+    tracing.assert_no_retrace(fn, lambda i: (a + np.float32(i + 1), 5), name="newton_sqrt")
+
+
+def test_newton_sqrt_program_does_not_grow_with_n_steps(student):
+    a = np.linspace(1.0, 2.0, NEWTON_SIZE, dtype=np.float32)
+    structure.assert_jaxpr_size_constant(
+        student.newton_sqrt, {n: (a, n) for n in (3, 30)}, what="n_steps", static_argnums=(1,),
+        advice="a Python for loop under jit is unrolled: n_steps copies of the step in the program, compiled "
+        "for every n_steps. jax.lax.scan (or jax.lax.fori_loop writing into an array) keeps one copy of the step",
+    )
+
+
+def test_newton_sqrt_writes_no_module_state_and_leaks_no_tracer(student):
+    a = np.linspace(1.0, 2.0, NEWTON_SIZE, dtype=np.float32)
+    fn = purity.cold(student.newton_sqrt)
+    purity.assert_module_state_unchanged(student, fn, a, 4)
+    purity.assert_no_leaked_tracers(purity.cold(fn), a, 6, module=student)
+
+
+def test_newton_sqrt_converges_in_20_steps(student):
+    a = np.logspace(-3, 3, 13).astype(np.float32)
+    x_n, _ = student.newton_sqrt(a, 20)
+    values.assert_trees_close(
+        x_n, np.sqrt(a.astype(np.float64)).astype(np.float32), rtol=1e-6, atol=0, name="x_n",
+        check="newton_sqrt(a, 20) is within 1e-6 (relative) of sqrt(a) for a in [1e-3, 1e3]",
+    )
+
+
+# standardize_logged ---------------------------------------------------------
+
+LOG_LINE = re.compile(r"^mean=(\S+) std=(\S+)$")
+PRINT_ADVICE = (
+    "under jax.jit a Python print runs only while tracing (once, showing tracers); "
+    'jax.debug.print("mean={m} std={s}", m=mean, s=std) is part of the compiled program and prints on every call'
+)
+
+
+def logged_inputs(n=6, calls=3, seed=0):
+    rng = np.random.RandomState(seed)
+    return [(rng.normal(size=n) * (i + 1) + 2.0 * (i + 1)).astype(np.float32) for i in range(calls)]
+
+
+@correctness
+@settings(max_examples=8)
+@given(x=float32_arrays(((6,),), min_value=-5.0, max_value=5.0).filter(lambda x: np.ptp(x) > 0.1))
+def test_standardize_logged_matches_reference(student, reference, x):
+    with output.captured_stdout():
+        values.assert_matches_reference(student.standardize_logged, reference.standardize_logged, x)
+
+
+def test_standardize_logged_is_jitted(student):
+    tracing.assert_is_jitted(student.standardize_logged, "standardize_logged")
+
+
+def printed_lines(fn, x):
+    with output.captured_stdout() as out:
+        jax.block_until_ready(fn(x))
+    return out.lines
+
+
+def test_standardize_logged_prints_one_line_per_call(student):
+    fn = student.standardize_logged
+    printed_lines(fn, logged_inputs(seed=1)[0])  # warm up
+    for i, x in enumerate(logged_inputs(seed=2)):
+        lines = printed_lines(fn, x)
+        if len(lines) != 1:
+            raise CheckFailure(
+                "standardize_logged prints exactly one line on every call",
+                f"warm call {i + 1} of 3 printed {len(lines)} lines" + (f": {lines[:3]}" if lines else ""),
+                PRINT_ADVICE,
+            )
+
+
+def test_standardize_logged_prints_the_mean_and_std(student):
+    check = "standardize_logged prints `mean=<mean> std=<std>` with the mean and the population std of x"
+    fn = student.standardize_logged
+    printed_lines(fn, logged_inputs(seed=3)[0])  # warm up
+    for x in logged_inputs(seed=4):
+        lines = printed_lines(fn, x)
+        if len(lines) != 1:
+            raise CheckFailure(check, f"a warm call printed {len(lines)} lines instead of one", PRINT_ADVICE)
+        found = LOG_LINE.match(lines[0].strip())
+        try:
+            numbers = (float(found.group(1)), float(found.group(2))) if found else None
+        except ValueError:
+            numbers = None
+        if numbers is None:
+            raise CheckFailure(
+                check, f"the printed line {lines[0]!r} is not `mean=<number> std=<number>`",
+                'print with jax.debug.print("mean={m} std={s}", m=mean, s=std): exactly this text, two numbers',
+            )
+        expected = (float(np.mean(x, dtype=np.float64)), float(np.std(x, dtype=np.float64)))
+        for label, got, want in zip(("mean", "std"), numbers, expected):
+            if not np.isclose(got, want, rtol=1e-5, atol=1e-6):
+                raise CheckFailure(
+                    check,
+                    f"for x = {x.tolist()} the printed {label} is {got!r}, expected {want:.7g}",
+                    "std is the population standard deviation, jnp.std(x) (ddof=0)" if label == "std" else "",
+                )
+
+
+def test_standardize_logged_does_not_retrace(student):
+    inputs = logged_inputs(calls=8, seed=5)
+    with output.captured_stdout():
+        tracing.assert_no_retrace(student.standardize_logged, lambda i: (inputs[i],), name="standardize_logged")
