@@ -41,6 +41,11 @@ def add_grade(subparsers) -> argparse.ArgumentParser:
     )
     parser.add_argument("--course", type=Path, metavar="DIR", help="the instructor's course folder (default: found from here)")
     parser.add_argument(
+        "--seed", type=int, metavar="N",
+        help="draw the inputs from seed N (deterministic for one N, unlike the inputs a student release "
+        "published answers for); keep N private",
+    )
+    parser.add_argument(
         "--gradebook",
         metavar="URL",
         help="also write the scores into an nbgrader gradebook (e.g. sqlite:///course/gradebook.db), "
@@ -62,6 +67,7 @@ def run_grade(args: argparse.Namespace) -> int:
         jobs=args.jobs,
         cache_dir=args.jax_cache,
         zygote=not args.no_zygote,
+        seed=args.seed,
     )
     code = api.grade(course, args.submissions, args.out, options, gradebook=args.gradebook, resume=args.resume)
     args.interrupted = code in api.INTERRUPTED
@@ -189,7 +195,35 @@ def add_reset(subparsers) -> argparse.ArgumentParser:
     return parser
 
 
-SUBCOMMANDS = [add_grade, add_nbgrader, add_check_course, add_watch, add_status, add_hint, add_reset]
+def add_release(subparsers) -> argparse.ArgumentParser:
+    parser = subparsers.add_parser(
+        "release",
+        help="write the student repository (stubs, checks, recorded oracle; no solutions)",
+        description="Write OUT: the student repository. The reference's answers are recorded "
+        "(both hypothesis profiles) in place of solutions/.",
+    )
+    parser.add_argument("out", type=Path, help="an empty or new folder")
+    parser.add_argument("--course", type=Path, help="the course folder (default: here or above)")
+    parser.set_defaults(handler=run_release)
+    return parser
+
+
+def run_release(args: argparse.Namespace) -> int:
+    from autograder.release.builder import ReleaseError, build_release
+
+    try:
+        release = build_release(_course(args.course), args.out)
+    except ReleaseError as err:
+        print(f"autograder release: {err}", file=sys.stderr)
+        return 1
+    print(
+        f"released {release.out} in {release.seconds:.0f} s: oracle {release.oracle_bytes / 2**20:.2f} MiB, "
+        f"everything {release.total_bytes / 2**20:.2f} MiB"
+    )
+    return 0
+
+
+SUBCOMMANDS = [add_grade, add_nbgrader, add_check_course, add_release, add_watch, add_status, add_hint, add_reset]
 
 
 def build_parser() -> argparse.ArgumentParser:
