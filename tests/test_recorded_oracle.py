@@ -184,3 +184,18 @@ def test_what_cannot_be_recorded_is_listed_and_skipped_with_its_reason(tmp_path)
         oracle.make_opaque(1)
     with pytest.raises(pytest.skip.Exception, match="cannot record reference.use_opaque: its arguments hold a Opaque"):
         oracle.use_opaque(Opaque(), 1)
+
+
+def test_a_recording_reference_function_in_a_module_is_not_its_state(tmp_path):
+    """The release records while a student module holds a reference function (``numpy_collate`` swapped in):
+    the recording grows, the module's state does not change."""
+    import types
+
+    recorded.RecordingOracle.reset()
+    module = types.ModuleType("student_like")
+    module.double = recorded.RecordingOracle(LiveModule(), tmp_path, {"double"}).double
+    module.counts = []
+    purity.assert_module_state_unchanged(module, lambda: module.double(3))
+    with pytest.raises(Exception, match="changed the contents of the module-level variable 'counts'"):
+        purity.assert_module_state_unchanged(module, lambda: module.counts.append(1))
+    recorded.RecordingOracle.reset()

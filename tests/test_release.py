@@ -214,3 +214,17 @@ def test_recorded_and_live_reference_agree_on_gallery_variants(release):
         variants += [next(v for v in gallery if v.kind == kind) for kind in ("correct", "wrong")]
     counts = oracle_agreement.compare(release, variants)
     assert counts.checks > 0 and not counts.disagreements, counts.disagreements
+
+
+def test_a_release_of_part_of_the_course_lists_only_those_modules():
+    from autograder.release import hidden
+
+    text = (ROOT / "course.toml").read_text()
+    kept = hidden.keep_modules(text, {"prng", "checkpointing"})
+    import tomllib
+
+    data = tomllib.loads(kept)
+    assert [m["name"] for m in data["modules"]] == ["prng", "checkpointing"]
+    assert data["grading"] == tomllib.loads(text)["grading"]  # everything before the modules is kept
+    full = tomllib.loads(text)["modules"]
+    assert data["modules"][1] == next(m for m in full if m["name"] == "checkpointing")

@@ -325,6 +325,8 @@ class RecordedOracle:
 class RecordedFunction:
     """One reference function answered from the recording. ``jax.jit`` of it is itself (see ``jit_once``)."""
 
+    reference_function = True  # a function to the checks (see oracle.is_reference_function)
+
     def __init__(self, oracle: RecordedOracle, name: str):
         self.oracle, self.name = oracle, name
         self.__name__ = self.__qualname__ = name.split("|")[0]
@@ -477,6 +479,8 @@ def _recorded_batches(epochs: list[dict]) -> int:
 
 class RecordingFunction:
     """A live reference function that records its concrete calls (calls under a JAX transformation pass through)."""
+
+    reference_function = True  # a function to the checks (see oracle.is_reference_function)
 
     def __init__(self, oracle: RecordingOracle, name: str, live: Callable):
         self.oracle, self.name, self.live = oracle, name, live
