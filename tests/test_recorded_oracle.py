@@ -177,10 +177,11 @@ def test_what_cannot_be_recorded_is_listed_and_skipped_with_its_reason(tmp_path)
 
     listed = unrecordable(tmp_path)
     assert set(listed) == {"m.make_opaque", "m.use_opaque"}, listed
-    assert "Opaque" in listed["m.make_opaque"] and "Opaque" in listed["m.use_opaque"]
+    assert listed["m.make_opaque"].startswith("some calls: it returns") and "Opaque" in listed["m.make_opaque"]
+    assert "Opaque" in listed["m.use_opaque"]
     oracle = recorded.RecordedOracle(tmp_path, "m")
     assert oracle.double(2) == 4
-    with pytest.raises(pytest.skip.Exception, match="cannot record reference.make_opaque: it returns .*Opaque"):
+    with pytest.raises(pytest.skip.Exception, match=r"cannot record reference.make_opaque\(1\): it returns .*Opaque"):
         oracle.make_opaque(1)
     with pytest.raises(pytest.skip.Exception, match="cannot record reference.use_opaque: its arguments hold a Opaque"):
         oracle.use_opaque(Opaque(), 1)

@@ -4,9 +4,9 @@ One release is built per session, of a representative subset of the course
 (:data:`RELEASED`: plain arrays, loaders, train states, functions passed as
 arguments, checkpoints the release cannot record). It records the
 reference's answers by running every check of those modules in both
-profiles. The whole course is released by ``scripts/release_benchmark.py``
-(time and oracle size) or with ``AUTOGRADER_TEST_RELEASE=OUT`` pointing these
-tests at a full release.
+profiles. ``autograder release OUT`` releases the whole course and prints its
+build time, oracle size and what it could not record; point these tests at
+such a release with ``AUTOGRADER_TEST_RELEASE=OUT``.
 """
 
 from __future__ import annotations

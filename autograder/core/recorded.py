@@ -27,6 +27,7 @@ from autograder.core import plain_data
 from autograder.core.submission import load_module
 
 FORMAT = 1
+UNRECORDABLE = "unrecordable"  # a call whose output is not plain data: [UNRECORDABLE, why]
 NOT_RECORDED = (
     "not judged: the course's recorded answers do not cover this input "
     "(the release recorded the inputs of the student and grading profiles only)"
@@ -339,6 +340,8 @@ class RecordedFunction:
         entry = self.oracle.recording.calls.get(key)
         if entry is None:
             raise NotRecorded(self.name)
+        if entry[1][0] == UNRECORDABLE:
+            not_recorded(f"the release cannot record reference.{self.__name__}{_short(args, kwargs)}: {entry[1][1]}")
         return self.oracle.decode(entry[1])
 
     def __call__(self, *args, **kwargs):
@@ -453,8 +456,7 @@ class RecordingOracle:
             tree = plain_data.encode(output, arrays, self.statics, hints)
         except plain_data.Unencodable as err:
             del arrays[start:]
-            self.recording.unrecordable.setdefault(name, f"it returns {err}")
-            return output
+            tree = [UNRECORDABLE, f"it returns {err}"]  # this call only: the function's other calls are recorded
         if key in self.recording.calls:
             del arrays[start:]  # the same call again: keep the first recording
         else:

@@ -78,10 +78,16 @@ def build_release(course: Course, out: Path, only: list[str] | None = None) -> R
 
 def unrecordable(oracle: Path) -> dict[str, str]:
     """What the recording could not store (its checks skip in the release), as ``module.function -> why``."""
+    from autograder.core.recorded import UNRECORDABLE
+
     out = {}
     for index in sorted(oracle.glob("*.json")):
-        for function, why in json.loads(index.read_text()).get("unrecordable", {}).items():
+        recording = json.loads(index.read_text())
+        for function, why in recording.get("unrecordable", {}).items():
             out[f"{index.stem}.{function}"] = why
+        for function, output in sorted(recording["calls"].values(), key=lambda entry: entry[0]):
+            if output[0] == UNRECORDABLE:
+                out.setdefault(f"{index.stem}.{function}", f"some calls: {output[1]}")
     return out
 
 
