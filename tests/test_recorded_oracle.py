@@ -105,6 +105,12 @@ def test_an_unrecorded_input_is_skipped_not_judged():
         recorded.not_recorded("reference.f on this input")
 
 
+def test_a_state_whose_optimizer_is_not_described_cannot_be_looked_up():
+    s = statics()
+    state = a_train_state(s).replace(tx=optax.adam(0.01))  # never recorded with its learning rate
+    assert "GradientTransformation" in plain_data.unknown_parts("f", (state,), {}, s)
+
+
 def test_nothing_is_pickled(tmp_path):
     round_trip({"a": np.ones(3), "k": jax.random.key(1)}, tmp_path=tmp_path)
     with np.load(tmp_path / "m.npz", allow_pickle=False) as npz:

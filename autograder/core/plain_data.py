@@ -325,6 +325,9 @@ def unknown_parts(name: str, args: tuple, kwargs: dict, statics: Statics) -> str
             else:
                 for x in t:
                     walk(x)
+        elif isinstance(t, dict):  # a struct's static fields
+            for x in t.values():
+                walk(x)
 
     walk(encode([name, list(args), kwargs], None, statics))
     return f"a {', a '.join(sorted(set(found)))} (no value to look it up by)" if found else None
