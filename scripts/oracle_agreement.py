@@ -13,6 +13,7 @@ counts as a disagreement. Prints the counts; exits 1 on any disagreement.
 from __future__ import annotations
 
 import argparse
+import os
 import importlib
 import sys
 import tempfile
@@ -68,11 +69,22 @@ def judge(course: Path, variant: Variant, folder: Path) -> dict[str, str]:
 
     (folder / f"{variant.module}.py").write_text(textwrap.dedent(variant.source), encoding="utf-8")
     verdicts = Verdicts()
+    here = os.getcwd()
+    os.chdir(course)  # the plugin takes the course from where pytest runs
+    try:
+        run(course, variant, folder, verdicts)
+    finally:
+        os.chdir(here)
+    return verdicts.outcomes
+
+
+def run(course: Path, variant: Variant, folder: Path, verdicts: Verdicts) -> None:
+    import pytest
+
     args = [str(course / "exercises" / f"test_{variant.module}.py"), "--submission", str(folder), "--grading",
             "-q", "-p", "no:cacheprovider", "-p", "no:randomly", "--import-mode=importlib", "-k", variant.function,
             f"--rootdir={course}"]
     pytest.main(args, plugins=[verdicts])
-    return verdicts.outcomes
 
 
 @dataclass
