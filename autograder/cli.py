@@ -32,6 +32,17 @@ def add_grade(subparsers) -> argparse.ArgumentParser:
     parser.add_argument("--no-zygote", action="store_true", help="start a fresh interpreter per run (slower; for comparison)")
     parser.add_argument("--course", type=Path, metavar="DIR", help="the instructor's course folder (default: found from here)")
     parser.add_argument(
+        "--run-as",
+        metavar="USER",
+        help="run the students' code as this unprivileged user (grade itself runs as root; the trusted side stays root)",
+    )
+    parser.add_argument(
+        "--cluster",
+        metavar="ADDRESS",
+        help="grade on an existing Dask scheduler (e.g. tcp://scheduler:8786): one task per submission, "
+        "same limits and outputs as a local run",
+    )
+    parser.add_argument(
         "--gradebook",
         metavar="URL",
         help="also write the scores into an nbgrader gradebook (e.g. sqlite:///course/gradebook.db), "
@@ -46,12 +57,7 @@ def run_grade(args: argparse.Namespace) -> int:
     from autograder.grading import grader as grading
 
     course = _course(args.course)
-    names = [m.name for m in course.modules]
-    modules = tuple(args.only or names)
-    unknown = [m for m in modules if m not in names]
-    if unknown:
-        raise SystemExit(f"autograder grade: unknown module(s) {unknown}; course.toml has {names}")
-    modules = tuple(m for m in names if m in modules)
+    modules = _modules(course, args.only, "grade")
     if not args.submissions.is_dir():
         raise SystemExit(f"autograder grade: {args.submissions} is not a folder")
     out = args.out.resolve()
@@ -62,9 +68,18 @@ def run_grade(args: argparse.Namespace) -> int:
         jobs=args.jobs,
         cache_dir=args.jax_cache,
         zygote=not args.no_zygote,
+        run_as=args.run_as,
     )
     students = grading.find_students(args.submissions)
-    grader = grading.Grader(course, options)
+    try:
+        if args.cluster:
+            from autograder.grading import cluster
+
+            grader = cluster.ClusterGrader(course, options, args.cluster)
+        else:
+            grader = grading.Grader(course, options)
+    except ValueError as err:
+        raise SystemExit(f"autograder grade: {err}") from None
     weak = grader.unconfirmable_functions()
     if weak:
         print(
@@ -90,6 +105,15 @@ def run_grade(args: argparse.Namespace) -> int:
     return 0
 
 
+def _modules(course, only: list[str] | None, command: str) -> tuple[str, ...]:
+    """The modules ``--only`` names (all by default), in course order."""
+    names = [m.name for m in course.modules]
+    unknown = [m for m in only or () if m not in names]
+    if unknown:
+        raise SystemExit(f"autograder {command}: unknown module(s) {unknown}; course.toml has {names}")
+    return tuple(m for m in names if not only or m in only)
+
+
 def _course(folder: Path | None):
     root = find_root(folder or Path.cwd())
     if root is None:
@@ -108,7 +132,30 @@ def add_nbgrader(subparsers) -> argparse.ArgumentParser:
     return parser
 
 
-SUBCOMMANDS = [add_grade, add_nbgrader]
+def add_gradescope(subparsers) -> argparse.ArgumentParser:
+    parser = subparsers.add_parser(
+        "gradescope",
+        help="write a Gradescope autograder bundle (autograder.zip)",
+        description="Write OUT.zip for Gradescope's 'Zip file upload': setup.sh, run_autograder, the course with its "
+        "live reference (keep the zip private) and the kit.",
+    )
+    parser.add_argument("out", type=Path, metavar="OUT.zip")
+    parser.add_argument("--only", action="append", metavar="MODULE", help="this assignment grades only this module (repeatable)")
+    parser.add_argument("--course", type=Path, metavar="DIR", help="the instructor's course folder (default: found from here)")
+    parser.set_defaults(handler=run_gradescope)
+    return parser
+
+
+def run_gradescope(args: argparse.Namespace) -> int:
+    from autograder.platforms import gradescope
+
+    course = _course(args.course)
+    out = gradescope.build_bundle(course.root, args.out, _modules(course, args.only, "gradescope"))
+    print(f"wrote {out} ({out.stat().st_size / 2**20:.2f} MiB): upload it as the assignment's autograder; keep it private")
+    return 0
+
+
+SUBCOMMANDS = [add_grade, add_nbgrader, add_gradescope]
 
 
 def build_parser() -> argparse.ArgumentParser:

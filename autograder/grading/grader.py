@@ -55,6 +55,7 @@ class Options:
     jobs: int
     cache_dir: Path | None = None
     zygote: bool = True  # fork grading children from a pre-imported process per worker
+    run_as: str | None = None  # start untrusted processes as this unprivileged user (grader runs as root)
 
 
 @dataclass
@@ -68,13 +69,17 @@ class StudentResult:
 class Grader:
     """Everything shared by the runs of one ``grade`` command."""
 
-    def __init__(self, course: Course, options: Options):
+    def __init__(self, course: Course, options: Options, snapshot: sandbox.Snapshot | None = None):
         self.course = course
         self.options = options
-        self.snapshot = sandbox.Snapshot.take(course.root)
+        self.snapshot = snapshot or sandbox.Snapshot.take(course.root)
+        self.run_as = sandbox.RunAs.lookup(options.run_as) if options.run_as else None
         self._own_cache = options.cache_dir is None
         self.cache_dir = sandbox.scratch_dir() if self._own_cache else Path(options.cache_dir)
         self.env = sandbox.child_env(_cache_env(self.cache_dir))
+        if self.run_as:
+            self.run_as.give(self.cache_dir)
+            self.env["HOME"] = str(self.cache_dir)
         # The trusted side has its own compilation cache, whose path no student process is given.
         self.trusted_cache_dir = sandbox.scratch_dir()
         self.trusted_env = sandbox.child_env(_cache_env(self.trusted_cache_dir))
@@ -87,7 +92,7 @@ class Grader:
     def _starter(self, kit: Path):
         """How this worker thread starts a grading child: its zygote, or a fresh interpreter."""
         if not self.options.zygote:
-            return sandbox.start_direct("autograder.grading.child", kit, self.env, self.options.memory_mb)
+            return sandbox.start_direct("autograder.grading.child", kit, self.env, self.options.memory_mb, self.run_as)
         return self._zygote("zygote", self.env, self.options.memory_mb).start
 
     def close(self) -> None:
@@ -134,7 +139,10 @@ class Grader:
         if zygote is None or not zygote.alive():
             scratch = sandbox.scratch_dir()
             _, kit = self.snapshot.materialize(scratch, solutions=False)
-            zygote = sandbox.Zygote(kit, scratch, env, memory_mb)
+            run_as = self.run_as if slot == "zygote" else None  # the trusted zygote stays with the caller
+            if run_as:
+                run_as.give(scratch)
+            zygote = sandbox.Zygote(kit, scratch, env, memory_mb, run_as)
             setattr(self._local, slot, zygote)
             with self._lock:
                 self._zygotes.append((zygote, scratch))
@@ -163,10 +171,13 @@ class Grader:
 
     # -- one submission ---------------------------------------------------
     def grade_submission(self, student: str, folder: Path) -> StudentResult:
+        return self.grade_files(student, *read_submission(folder, self.options.modules))
+
+    def grade_files(self, student: str, files: dict[str, bytes], missing: dict[str, str]) -> StudentResult:
+        """Grade a submission already read by :func:`read_submission` (files, and why others are missing)."""
         verdicts: dict[str, tuple[str, str]] = {}  # check id -> (outcome, message)
         transcripts: dict[str, dict] = {}
         timings = {"runs": 0, "run_seconds": 0.0, "verify_seconds": 0.0}
-        files, missing = read_submission(folder, self.options.modules)
         for check in self.plan:
             if check.module in missing:
                 verdicts[check.id] = (report.FAILED, missing[check.module])
@@ -212,6 +223,8 @@ class Grader:
                 (submission / f"{module}.py").write_bytes(data)
             work = scratch / "work"
             work.mkdir()
+            if self.run_as:
+                self.run_as.give(scratch)
             cfg = {
                 "course_root": str(course_root), "submission": str(submission), "modules": modules, "skip": skip,
                 "kit": str(kit),
