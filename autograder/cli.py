@@ -155,7 +155,15 @@ def run_gradescope(args: argparse.Namespace) -> int:
     return 0
 
 
-SUBCOMMANDS = [add_grade, add_nbgrader, add_gradescope]
+def add_actions_report(subparsers) -> argparse.ArgumentParser:
+    from autograder.platforms import github_actions
+
+    parser = github_actions.add_parser(subparsers)
+    parser.set_defaults(handler=lambda args: github_actions.run(_course(args.course), args))
+    return parser
+
+
+SUBCOMMANDS = [add_grade, add_nbgrader, add_gradescope, add_actions_report]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -157,7 +157,7 @@ def graded(bundle, unprivileged_python):
         shutil.rmtree(root, ignore_errors=True)
 
 
-def tests_by_name(results: dict) -> dict[str, dict]:
+def by_name(results: dict) -> dict[str, dict]:
     return {t["name"]: t for t in results["tests"]}
 
 
@@ -212,7 +212,7 @@ def test_reference_gets_full_marks_with_its_code_run_unprivileged(graded):
 def test_hidden_checks_are_their_own_tests_shown_after_the_due_date(graded):
     course = load_course(ROOT)
     results = graded["reference"][0]
-    tests = tests_by_name(results)
+    tests = by_name(results)
     for fn in course.module(MODULE).functions:
         visible = tests[fn.qualname]
         assert visible["visibility"] == "visible"
@@ -232,7 +232,7 @@ def test_stubs_get_zero_and_not_started(graded):
 
 
 def test_a_crashing_submission_costs_only_what_crashed(graded):
-    tests = tests_by_name(graded["crashing"][0])
+    tests = by_name(graded["crashing"][0])
     assert tests[f"{MODULE}.{FUNCTIONS[0]}"]["score"] == 0
     assert re.search(r"stopped while checking this function: it crashed the Python interpreter \(SIGKILL\)", tests[f"{MODULE}.{FUNCTIONS[0]}"]["output"])
     assert re.search(r"SIGSEGV", tests[f"{MODULE}.{FUNCTIONS[1]}"]["output"])
