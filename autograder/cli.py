@@ -163,7 +163,39 @@ def add_actions_report(subparsers) -> argparse.ArgumentParser:
     return parser
 
 
-SUBCOMMANDS = [add_grade, add_nbgrader, add_gradescope, add_actions_report]
+def add_classroom50(subparsers) -> argparse.ArgumentParser:
+    parser = subparsers.add_parser(
+        "classroom50",
+        help="write an assignment's autograder folder for Classroom 50 (public: no reference)",
+        description="Write OUT (CLASSROOM/autograders/SLUG/ of a Classroom 50 configuration repository) from a "
+        "student release: autograder.py, the checks, the kit and the recorded oracle.",
+    )
+    parser.add_argument("out", type=Path, metavar="OUT")
+    parser.add_argument("--slug", required=True, help="the assignment's slug")
+    parser.add_argument("--only", action="append", metavar="MODULE", help="this assignment grades only this module (repeatable)")
+    parser.add_argument("--release", type=Path, metavar="DIR", help="an existing student release (default: build one)")
+    parser.add_argument("--course", type=Path, metavar="DIR", help="the instructor's course folder (default: found from here)")
+    parser.set_defaults(handler=run_classroom50)
+    return parser
+
+
+def run_classroom50(args: argparse.Namespace) -> int:
+    from autograder.platforms import classroom50, gradescope
+
+    course = _course(args.course)
+    modules = _modules(course, args.only, "classroom50")
+    if args.release is None:
+        raise SystemExit("autograder classroom50: pass --release DIR (a folder written by `autograder release`)")
+    requirements = gradescope.requirements(gradescope.pyproject_of(course.root))
+    try:
+        out = classroom50.build(args.release, args.out, args.slug, course, modules, requirements)
+    except ValueError as err:
+        raise SystemExit(f"autograder classroom50: {err}") from None
+    print(f"wrote {out}: commit it as CLASSROOM/autograders/{args.slug}/ in the classroom's configuration repository")
+    return 0
+
+
+SUBCOMMANDS = [add_grade, add_nbgrader, add_gradescope, add_actions_report, add_classroom50]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -98,7 +98,7 @@ def bundle_files(course_root: Path, modules: tuple[str, ...]) -> dict[str, bytes
         SETTINGS: json.dumps({"modules": list(modules)}, indent=2).encode() + b"\n",
         "setup.sh": SETUP_SH.encode(),
         "run_autograder": RUN_AUTOGRADER.encode(),
-        "requirements.txt": requirements(_pyproject(course_root)).encode(),
+        "requirements.txt": requirements(pyproject_of(course_root)).encode(),
         "course.toml": (course_root / "course.toml").read_bytes(),
     }
     for pattern in ("conftest.py", "exercises/*.py", "solutions/*.py"):
@@ -110,7 +110,7 @@ def bundle_files(course_root: Path, modules: tuple[str, ...]) -> dict[str, bytes
     return files
 
 
-def _pyproject(course_root: Path) -> Path:
+def pyproject_of(course_root: Path) -> Path:
     """The course's ``pyproject.toml``, else the one of the kit's own checkout."""
     for folder in (course_root, Path(__file__).resolve().parents[2]):
         if (folder / "pyproject.toml").is_file():
