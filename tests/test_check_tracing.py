@@ -10,7 +10,7 @@ import pytest
 from flax.training import train_state
 
 from autograder.core.failures import CheckFailure
-from autograder.checks.tracing import TraceCounter, assert_is_jitted, assert_no_retrace
+from autograder.checks.tracing import TraceCounter, assert_is_jitted, assert_no_retrace, assert_no_retrace_in_loop
 
 
 def vectors(i):
@@ -109,3 +109,36 @@ def test_is_jitted_accepts_decorated_and_partial_jit_and_rejects_plain_functions
 
     with pytest.raises(CheckFailure, match=r"train_step is not a jax.jit function(.|\n)*@jax.jit"):
         assert_is_jitted(train_step)
+
+
+# assert_no_retrace_in_loop: outputs fed back, as in a training loop ------------
+
+@functools.partial(jax.pmap, axis_name="d", in_axes=(0, None))
+def _pmapped_scale(x, lr):
+    return jax.lax.pmean(x, "d") * lr
+
+
+def test_a_loop_passes_when_fresh_inputs_and_fed_back_outputs_each_trace_once():
+    """A pmap traces once for a fresh NumPy input and once for its own committed output; two warm-up calls
+    cover both, and a new traced learning rate on every call traces nothing."""
+    n = jax.local_device_count()
+    first = (np.ones((n, 3), np.float32), 0.5)
+    assert_no_retrace_in_loop(_pmapped_scale, first, lambda out, i: (out, 0.5 + i))
+
+
+def test_a_loop_with_a_static_learning_rate_is_caught_with_the_value():
+    scale = jax.pmap(lambda x, lr: x * lr, in_axes=(0, None), static_broadcasted_argnums=1)
+    n = jax.local_device_count()
+    with pytest.raises(CheckFailure, match=r"traced 3 and compiled 3 more time\(s\) in 3 calls"):
+        assert_no_retrace_in_loop(scale, (np.ones((n, 3), np.float32), 0.5), lambda out, i: (out, 0.5 + i))
+
+
+def test_a_loop_feeds_each_result_into_the_next_call():
+    seen = []
+
+    def f(x):
+        seen.append(float(x))
+        return x + 1
+
+    assert_no_retrace_in_loop(f, (0.0,), lambda out, i: (out * 10,), warmup=2, calls=2)
+    assert seen[:4] == [0.0, 10.0, 110.0, 1110.0]

@@ -29,7 +29,6 @@ import torch.utils.data as tud
 from autograder.core.failures import CheckFailure
 from autograder.checks.values import assert_trees_close
 
-_JAX_ARRAY = type(jnp.zeros(()))
 WORKER_TIMEOUT = 15.0  # seconds a DataLoader waits for one batch from its workers
 
 

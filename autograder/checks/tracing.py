@@ -123,15 +123,52 @@ def assert_no_retrace(
         traces += counter.traces
         compiles += counter.compiles
     if traces or compiles:
-        args = make_args(warmup + calls)
-        with explain_cache_misses() as log:
-            jax.block_until_ready(fn(*args))
-        why = _tidy(log.getvalue()) or "(JAX gave no explanation: a function is probably created anew on every call)"
-        raise CheckFailure(
-            f"{name} does not trace or compile again on same-shaped inputs once warm",
-            f"{name} traced {traces} and compiled {compiles} more time(s) in {calls} calls with same-shaped "
-            "inputs after warming up",
-            "every retrace costs a full compilation. Common causes: jax.jit(...), a lambda, an optimizer or a model "
-            "created inside the function on every call; Python numbers passed as static arguments; values computed "
-            "on the host from traced state.\nJAX explains the cache miss:\n" + why,
-        )
+        _raise_retraced(fn, make_args(warmup + calls), name, traces, compiles, calls)
+
+
+def assert_no_retrace_in_loop(
+    fn: Callable,
+    first_args: tuple,
+    next_args: Callable[[Any, int], tuple],
+    *,
+    warmup: int = 2,
+    calls: int = 3,
+    name: str | None = None,
+) -> None:
+    """Like :func:`assert_no_retrace`, in a loop that feeds each result back, as training does.
+
+    Call 0 gets ``first_args``; call ``i`` gets ``next_args(result of call i - 1, i)``.
+    A result can differ from a fresh input in what jit caches on (a committed
+    array, a sharding, a weak type, a Python int step that became an array),
+    so a function may trace once for fresh inputs and once for its own
+    outputs: ``warmup`` covers both (2 by default), then ``calls`` more calls
+    must trace and compile nothing.
+    """
+    name = name or _name(fn)
+    result = fn(*first_args)
+    for i in range(1, warmup):
+        result = fn(*next_args(result, i))
+    jax.block_until_ready(result)
+    traces = compiles = 0
+    for i in range(warmup, warmup + calls):
+        args = next_args(result, i)
+        with TraceCounter() as counter:
+            result = jax.block_until_ready(fn(*args))
+        traces += counter.traces
+        compiles += counter.compiles
+    if traces or compiles:
+        _raise_retraced(fn, next_args(result, warmup + calls), name, traces, compiles, calls)
+
+
+def _raise_retraced(fn: Callable, args: tuple, name: str, traces: int, compiles: int, calls: int) -> None:
+    with explain_cache_misses() as log:
+        jax.block_until_ready(fn(*args))
+    why = _tidy(log.getvalue()) or "(JAX gave no explanation: a function is probably created anew on every call)"
+    raise CheckFailure(
+        f"{name} does not trace or compile again on same-shaped inputs once warm",
+        f"{name} traced {traces} and compiled {compiles} more time(s) in {calls} calls with same-shaped "
+        "inputs after warming up",
+        "every retrace costs a full compilation. Common causes: jax.jit(...), a lambda, an optimizer or a model "
+        "created inside the function on every call; Python numbers passed as static arguments; values computed "
+        "on the host from traced state.\nJAX explains the cache miss:\n" + why,
+    )

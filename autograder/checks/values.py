@@ -10,6 +10,7 @@ scalar) and is converted with NumPy before it is compared, so an object whose
 from __future__ import annotations
 
 import contextlib
+import functools
 from typing import Any, Callable, Iterator
 
 import jax
@@ -18,10 +19,15 @@ import numpy as np
 
 from autograder.core.failures import CheckFailure
 
-_JAX_ARRAY = type(jnp.zeros(()))
-_KEY_ARRAY = type(jax.random.key(0))
 _PY_SCALARS = (bool, int, float)
 _MAX_SHOWN = 5
+
+
+@functools.cache
+def array_types() -> tuple[type, type]:
+    """The exact types of a JAX array and of a typed key array. Made on first use, not at import:
+    making an array starts JAX's backend, which must wait for the course's device setting."""
+    return type(jnp.zeros(())), type(jax.random.key(0))
 
 
 def describe(tree: Any) -> str:
@@ -79,9 +85,10 @@ def _as_numpy(leaf: Any, where: str, check: str) -> np.ndarray:
         return np.asarray(leaf)
     if kind is np.ndarray:
         return np.array(leaf, copy=True)
-    if kind is _KEY_ARRAY:
+    jax_array, key_array = array_types()
+    if kind is key_array:
         return np.asarray(jax.random.key_data(leaf))
-    if kind is _JAX_ARRAY:
+    if kind is jax_array:
         return np.asarray(jax.device_get(leaf))
     if isinstance(leaf, jax.core.Tracer):
         raise CheckFailure(
@@ -108,7 +115,7 @@ def _first_differences(expected: np.ndarray, got: np.ndarray, close: np.ndarray)
 
 
 def _compare_leaf(where: str, expected: Any, got: Any, rtol: float, atol: float, check: str) -> None:
-    exp_is_key, got_is_key = is_key(expected), type(got) is _KEY_ARRAY
+    exp_is_key, got_is_key = is_key(expected), type(got) is array_types()[1]
     if exp_is_key != got_is_key:
         kinds = ("a typed key (jax.random.key)", "a legacy uint32 key (jax.random.PRNGKey)")
         raise CheckFailure(
@@ -262,7 +269,7 @@ def assert_entries_among(
 def _is_counter(x: Any) -> bool:
     if type(x) is int:
         return True
-    return type(x) in (_JAX_ARRAY, np.ndarray) and x.shape == () and np.dtype(x.dtype).kind in "iu"
+    return type(x) in (array_types()[0], np.ndarray) and x.shape == () and np.dtype(x.dtype).kind in "iu"
 
 
 def assert_fields_close(

@@ -33,6 +33,7 @@ from typing import Callable
 
 from autograder.pytest_plugin import report
 from autograder.grading import sandbox
+from autograder.core import compile_cache
 from autograder.core.course import Course
 
 MAX_FILE_BYTES = 1_000_000
@@ -313,13 +314,7 @@ class Grader:
 
 
 def _cache_env(cache_dir: Path | None) -> dict[str, str]:
-    if cache_dir is None:
-        return {}
-    return {
-        "JAX_COMPILATION_CACHE_DIR": str(cache_dir),
-        "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",
-        "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES": "0",
-    }
+    return compile_cache.environment(cache_dir)
 
 
 def find_students(submissions: Path) -> list[tuple[str, Path]]:

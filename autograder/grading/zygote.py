@@ -26,7 +26,7 @@ import sys
 
 PRELOAD = (
     "numpy", "jax", "jax.numpy", "hypothesis", "hypothesis.extra.numpy", "pytest",
-    "torch", "torch.utils.data", "flax.linen", "optax", "chex",
+    "torch", "torch.utils.data", "flax.linen", "optax", "chex", "orbax.checkpoint",
 )
 # Only kit modules that do not start JAX's backend at import (forking after
 # that deadlocks the child); the others are imported by each child from its
@@ -36,7 +36,11 @@ KIT = ("autograder.core.course", "autograder.core.failures", "autograder.core.su
 
 def preload() -> None:
     """Import the libraries every grading process starts with (the same set, forked or not, so that
-    a student's process and the trusted verifier generate the same inputs)."""
+    a student's process and the trusted verifier generate the same inputs), with the course's
+    8 CPU devices set before JAX is imported (a forked child starts JAX's backend with them)."""
+    from autograder.core.devices import use_course_devices
+
+    use_course_devices()
     for name in PRELOAD + KIT:
         try:
             importlib.import_module(name)

@@ -54,6 +54,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from autograder.core.course import Course, Function, find_root, load_course
+from autograder.core.devices import use_course_devices  # noqa: F401  (the setup cell calls it)
 
 ROOT_ENV = "JAX_COURSE_ROOT"
 

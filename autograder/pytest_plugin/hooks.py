@@ -22,7 +22,9 @@ from pathlib import Path
 import pytest
 
 from autograder.pytest_plugin import report
+from autograder.core import compile_cache
 from autograder.core.course import Course, CourseError, Function, find_root, load_course
+from autograder.core.devices import use_course_devices
 from autograder.core.failures import NotStarted
 from autograder.core.submission import SubmissionImportError, load_module, not_started, stub_functions
 
@@ -72,12 +74,27 @@ def register_profiles() -> None:
     settings.register_profile("grading", max_examples=30, derandomize=True, database=None, print_blob=False, **common)
 
 
+def course_root_of(invocation_dir: Path, args: list[str]) -> Path | None:
+    """The course kit a pytest run is about: at or above where it runs, or above one of its paths."""
+    root = find_root(Path(invocation_dir))
+    for arg in args:
+        if root is None and not arg.startswith("-"):
+            path = Path(arg.split("::")[0])
+            root = find_root(path if path.is_dir() else path.parent)
+    return root if root is not None and (root / "exercises").is_dir() else None
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Parser, args: list[str]) -> None:
+    """The earliest hook of a plugin: the course's 8 CPU devices, before any conftest imports JAX."""
+    if course_root_of(early_config.invocation_params.dir, args) is not None:
+        use_course_devices()
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "correctness: a values check; while it fails the function earns nothing")
-    root = find_root(Path(config.invocation_params.dir))
-    for arg in config.args:
-        root = root or find_root(Path(arg) if Path(arg).is_dir() else Path(arg).parent)
-    if root is None or not (root / "exercises").is_dir():
+    root = course_root_of(config.invocation_params.dir, config.args)
+    if root is None:
         return
     try:
         # The student's files are not validated here: a syntax error or a renamed
@@ -101,6 +118,24 @@ def pytest_configure(config: pytest.Config) -> None:
     if not config.getoption("hypothesis_profile", None):
         grading = config.getoption("grading") or bool(os.environ.get("CI"))
         settings.load_profile("grading" if grading else "student")
+    if not (config.getoption("grading") or os.environ.get("CI")):
+        use_compile_cache(compile_cache.student_cache_dir(root))
+
+
+def use_compile_cache(cache_dir: Path | None) -> None:
+    """Keep compiled programs in the student's ``.jax_cache/`` (see :mod:`autograder.core.compile_cache`).
+
+    Left alone when the process already has a cache (``grade`` sets one per run through the
+    environment) or when it is switched off.
+    """
+    if cache_dir is None:
+        return
+    import jax
+
+    if jax.config.jax_compilation_cache_dir:
+        return
+    for name, value in compile_cache.settings(cache_dir).items():
+        jax.config.update(name, value)
 
 
 def _course(config: pytest.Config) -> Course | None:

@@ -1,0 +1,46 @@
+"""JAX's persistent compilation cache: where it lives and how it is switched on.
+
+A student re-runs the same module dozens of times; every run compiles the same
+programs again unless XLA's executables are kept on disk. Locally the cache is
+a git-ignored folder of the student's own repository (``.jax_cache/``): on by
+default, safe to delete, never shared between students. ``grade`` gives every
+run its own folder (and the trusted side another one), so one submission can
+never hand compiled code to another run.
+
+``JAX_COURSE_CACHE_DIR`` overrides the folder (benchmarks, tests); set it to
+the empty string to switch the cache off. This module only computes settings:
+it imports nothing heavy, so both the pytest plugin and the grader use it.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+FOLDER = ".jax_cache"
+OVERRIDE = "JAX_COURSE_CACHE_DIR"
+
+
+def settings(cache_dir: Path) -> dict[str, str | int]:
+    """JAX config options (lower-case names) that keep every compiled program in ``cache_dir``."""
+    return {
+        "jax_compilation_cache_dir": str(cache_dir),
+        # Cache everything: the course's programs are small, and small ones are most of the wait.
+        "jax_persistent_cache_min_compile_time_secs": 0,
+        "jax_persistent_cache_min_entry_size_bytes": 0,
+    }
+
+
+def environment(cache_dir: Path | None) -> dict[str, str]:
+    """The same settings as environment variables, for a process that has not imported JAX yet."""
+    if cache_dir is None:
+        return {}
+    return {name.upper(): str(value) for name, value in settings(cache_dir).items()}
+
+
+def student_cache_dir(course_root: Path) -> Path | None:
+    """The student's cache folder, or ``None`` when switched off with ``JAX_COURSE_CACHE_DIR=``."""
+    override = os.environ.get(OVERRIDE)
+    if override is not None:
+        return Path(override) if override else None
+    return Path(course_root) / FOLDER

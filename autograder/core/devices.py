@@ -1,0 +1,51 @@
+"""The course's JAX devices: 8 CPU devices wherever checks run.
+
+Module 11 (``parallel``) spreads a batch over several devices, so every
+process that runs checks (``pytest exercises/``, the kit's own tests, the
+grading zygote and its children, the trusted verifier, an nbgrader kernel)
+asks JAX for :data:`COURSE_CPU_DEVICES` CPU devices. JAX reads the setting
+when its backend starts, at the first operation, and never again: this must
+run before anything computes with JAX. Code that runs on one device is not
+affected (it runs on device 0).
+
+This module does not import JAX: it sets ``JAX_NUM_CPU_DEVICES`` (read when
+JAX is imported later, also by child processes) and, when JAX is already
+imported, updates ``jax_num_cpu_devices`` directly.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+COURSE_CPU_DEVICES = 8
+ENV_VAR = "JAX_NUM_CPU_DEVICES"
+
+
+def use_course_devices() -> bool:
+    """Ask JAX for the course's CPU devices. False when JAX's backend already started with another count.
+
+    Safe to call any number of times, before or after ``import jax``; it
+    only has an effect before JAX's first operation.
+    """
+    os.environ[ENV_VAR] = str(COURSE_CPU_DEVICES)
+    jax = sys.modules.get("jax")
+    config = getattr(jax, "config", None)
+    if config is None:
+        return True  # JAX reads the environment variable when it is imported
+    try:
+        config.update("jax_num_cpu_devices", COURSE_CPU_DEVICES)
+    except RuntimeError:  # "should be updated before backends are initialized"
+        return False
+    return True
+
+
+def wrong_device_count_advice(found: int) -> str:
+    """What to tell a student whose JAX started with ``found`` devices instead of the course's."""
+    return (
+        f"JAX is running with {found} device(s), but the course's checks need {COURSE_CPU_DEVICES} CPU devices, "
+        "and JAX fixes the number when it runs its first operation. Something computed with JAX before the "
+        "course could set it: in a notebook, restart the kernel and run the setup cell first; in a script or a "
+        f"shell, set {ENV_VAR}={COURSE_CPU_DEVICES} (or XLA_FLAGS=--xla_force_host_platform_device_count="
+        f"{COURSE_CPU_DEVICES}) before starting Python."
+    )

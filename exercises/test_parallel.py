@@ -1,0 +1,440 @@
+"""Checks for module 11, ``parallel``: run ``pytest exercises/test_parallel.py``.
+
+Every check is named after the function it judges; its points and hint come
+from ``course.toml``. The checks run with 8 CPU devices. A parallel step is
+judged against the single-device step on the whole batch, which the
+reference computes on one device; where the results live (how many devices,
+replicated or split) is judged from each array's ``sharding``. Steps run in
+a loop that feeds their outputs back, as training does, and once warm they
+must not trace again, not even for a new learning rate.
+"""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from jax.sharding import NamedSharding
+from jax.sharding import PartitionSpec as P
+
+from autograder.checks import purity
+from autograder.checks import tracing
+from autograder.checks import values
+from autograder.core.devices import COURSE_CPU_DEVICES, wrong_device_count_advice
+from autograder.core.failures import CheckFailure
+
+correctness = pytest.mark.correctness
+
+X_DIM, Y_DIM = 3, 2
+ROWS_PER_DEVICE = 2
+LEARNING_RATES = (0.05, 0.3)
+DEVICE_COUNTS = (COURSE_CPU_DEVICES, COURSE_CPU_DEVICES // 2)  # never only the number of devices: no hard-coded 8
+
+
+@pytest.fixture(scope="module", autouse=True)
+def devices():
+    """Every check here needs the course's CPU devices; without them, say why at once."""
+    if jax.device_count() != COURSE_CPU_DEVICES:
+        raise CheckFailure(
+            f"the checks run with {COURSE_CPU_DEVICES} CPU devices", wrong_device_count_advice(jax.device_count())
+        )
+    return jax.devices()
+
+
+def regression(seed, n_rows):
+    """``(params, x, y)`` for the linear model, as float32 NumPy arrays."""
+    rng = np.random.RandomState(seed)
+    params = {
+        "W": rng.normal(size=(X_DIM, Y_DIM)).astype(np.float32),
+        "b": rng.normal(size=(Y_DIM,)).astype(np.float32),
+    }
+    x = rng.normal(size=(n_rows, X_DIM)).astype(np.float32)
+    y = rng.normal(size=(n_rows, Y_DIM)).astype(np.float32)
+    return params, x, y
+
+
+def replicate(tree, n):
+    """Every leaf with a leading device axis of n identical copies (what pmap's params look like)."""
+    return jax.tree.map(lambda p: np.broadcast_to(np.asarray(p), (n,) + np.shape(p)).copy(), tree)
+
+
+def split_rows(a, n):
+    return np.asarray(a).reshape((n, -1) + np.shape(a)[1:])
+
+
+def as_jax(tree, use_jax):
+    return jax.tree.map(jnp.asarray, tree) if use_jax else tree
+
+
+def assert_on_devices(tree, n, *, name, check, advice):
+    """Every leaf of ``tree`` is a JAX array whose sharding spans exactly ``n`` devices."""
+    for path, leaf in jax.tree_util.tree_leaves_with_path(tree):
+        where = name + jax.tree_util.keystr(path)
+        if not isinstance(leaf, jax.Array):
+            raise CheckFailure(check, f"{where} is a {type(leaf).__name__}, not a JAX array on the devices", advice)
+        found = len(leaf.sharding.device_set)
+        if found != n:
+            raise CheckFailure(check, f"{where} lives on {found} device(s), expected {n}", advice)
+
+
+def assert_replicated(tree, mesh, *, name, check, advice):
+    """Every leaf is a JAX array with a full copy on every device of ``mesh``."""
+    assert_on_devices(tree, mesh.size, name=name, check=check, advice=advice)
+    for path, leaf in jax.tree_util.tree_leaves_with_path(tree):
+        if not leaf.sharding.is_fully_replicated:
+            where = name + jax.tree_util.keystr(path)
+            raise CheckFailure(
+                check, f"{where} is spread over the devices in pieces ({leaf.sharding.spec}), not copied whole to each", advice
+            )
+
+
+# shard_batch ----------------------------------------------------------------
+
+def batches(counts=(1, 4, 8), rows=(1, 3)):
+    return st.fixed_dictionaries(
+        {"n": st.sampled_from(counts), "rows": st.sampled_from(rows), "seed": st.integers(0, 2**16), "use_jax": st.booleans()}
+    )
+
+
+def xy_batch(case):
+    """``(x, labels)``: float32 (B, 3) and int32 (B,), with B = n * rows and every row different."""
+    B = case["n"] * case["rows"]
+    rng = np.random.RandomState(case["seed"])
+    x = (np.arange(B * X_DIM, dtype=np.float32).reshape(B, X_DIM) + rng.uniform(size=(B, X_DIM)).astype(np.float32))
+    labels = np.arange(B, dtype=np.int32)
+    return as_jax((x, labels), case["use_jax"])
+
+
+def strided(tree, n):
+    """Device i gets rows i, i + n, i + 2n, ...: what reshape((b, n, ...)) then swapping the axes gives."""
+    return jax.tree.map(lambda a: np.swapaxes(np.asarray(a).reshape((-1, n) + np.shape(a)[1:]), 0, 1), tree)
+
+
+@correctness
+@settings(max_examples=8)
+@given(case=batches())
+def test_shard_batch_matches_reference(student, reference, case):
+    batch, n = xy_batch(case), case["n"]
+    check = f"shard_batch((x, labels), {n}) gives device i the rows i*b:(i+1)*b, with values and dtypes unchanged"
+    got = student.shard_batch(batch, n)
+    expected = reference.shard_batch(batch, n)
+    try:
+        values.assert_trees_close(got, expected, rtol=0, atol=0, check=check)
+    except CheckFailure:
+        try:
+            values.assert_trees_close(got, strided(batch, n), rtol=0, atol=0, check=check)
+        except CheckFailure:
+            raise
+        raise CheckFailure(
+            check,
+            f"device i got the rows i, i+{n}, i+{2 * n}, ... (every {n}th row), not a block of consecutive rows",
+            "reshape (B, ...) directly to (n_devices, B // n_devices, ...): row-major order puts rows 0..b-1 on "
+            "device 0. Reshaping to (b, n_devices, ...) and swapping the axes deals the rows out like cards.",
+        ) from None
+
+
+def test_shard_batch_works_on_any_pytree(student, reference):
+    rng = np.random.RandomState(3)
+    B, n = 8, 4
+    trees = {
+        "a dict": {"x": rng.normal(size=(B, X_DIM)).astype(np.float32), "y": np.arange(B, dtype=np.int32)},
+        "nested lists and tuples": [
+            (rng.normal(size=(B, 2, 2)).astype(np.float32),),
+            jnp.arange(B, dtype=jnp.float32),
+            {"mask": np.arange(B) % 2 == 0},
+        ],
+    }
+    for what, tree in trees.items():
+        check = f"shard_batch works on any pytree ({what}), leaf by leaf"
+        values.assert_trees_close(
+            student.shard_batch(tree, n), reference.shard_batch(tree, n), rtol=0, atol=0, check=check
+        )
+
+
+def test_shard_batch_leaves_inputs_unchanged(student):
+    rng = np.random.RandomState(5)
+    tree = [rng.normal(size=(8, X_DIM)).astype(np.float32), {"labels": np.arange(8, dtype=np.int32)}]
+    purity.assert_pure(student.shard_batch, tree, 4, module=student)
+
+
+# all_device_mean ------------------------------------------------------------
+
+def slices(n, seed, tail=(5,)):
+    return np.random.RandomState(seed).normal(size=(n,) + tail).astype(np.float32)
+
+
+@correctness
+@settings(max_examples=8)
+@given(n=st.sampled_from(DEVICE_COUNTS), seed=st.integers(0, 2**16), use_jax=st.booleans())
+def test_all_device_mean_matches_reference(student, reference, n, seed, use_jax):
+    xs = as_jax(slices(n, seed), use_jax)
+    values.assert_matches_reference(student.all_device_mean, reference.all_device_mean, xs)
+
+
+ON_N_DEVICES = (
+    "make all_device_mean a jax.pmap function (@functools.partial(jax.pmap, axis_name=...)) and average with "
+    "jax.lax.pmean inside: pmap runs slice i on device i, and the result stays spread over those devices. "
+    "A jnp.mean on one device, broadcast back to (n, ...), computes the right numbers on a single device."
+)
+
+
+def test_all_device_mean_result_lives_on_n_devices(student):
+    for n in DEVICE_COUNTS:
+        result = student.all_device_mean(slices(n, n))
+        assert_on_devices(
+            result, n, name="result",
+            check=f"all_device_mean of {n} slices returns a result spread over {n} devices", advice=ON_N_DEVICES,
+        )
+
+
+def test_all_device_mean_does_not_retrace(student):
+    tracing.assert_no_retrace_in_loop(
+        student.all_device_mean, (slices(COURSE_CPU_DEVICES, 0),), lambda out, i: (out * 0.5 + i,),
+        name="all_device_mean",
+    )
+
+
+# pmap_sgd_step --------------------------------------------------------------
+
+def pmap_inputs(n, seed, use_jax=False):
+    """Replicated params and the sharded batch for ``pmap_sgd_step``, and the whole batch for the reference."""
+    params, x, y = regression(seed, n * ROWS_PER_DEVICE)
+    inputs = (replicate(params, n), split_rows(x, n), split_rows(y, n))
+    return as_jax(inputs, use_jax), (params, x, y)
+
+
+def run_pmap_step(student, inputs, learning_rate):
+    check = "pmap_sgd_step(params, xs, ys, learning_rate) returns (new_params, loss)"
+    result = student.pmap_sgd_step(*purity.fresh_copy(inputs), learning_rate)
+    return values.assert_returns_tuple(result, ("new_params", "loss"), function="pmap_sgd_step", check=check)
+
+
+def diagnose_pmap_step(reference, got, whole, n, learning_rate):
+    """What a wrong parallel step did instead, if it is one of the usual mistakes (else None)."""
+    params, x, y = whole
+    new_params, loss = got
+
+    def same(a, b):
+        try:
+            values.assert_trees_close(a, b, rtol=1e-5, atol=1e-6)
+            return True
+        except CheckFailure:
+            return False
+
+    too_large = reference.sharded_sgd_step(params, x, y, learning_rate * n)[0]
+    if same(new_params, replicate(too_large, n)):
+        return (
+            f"the step is {n} times too large: the gradients of the {n} devices were added (jax.lax.psum), not averaged",
+            "each device's gradient is already a mean over its own rows; average them with jax.lax.pmean",
+        )
+    own = [reference.sharded_sgd_step(params, x_i, y_i, learning_rate) for x_i, y_i in zip(split_rows(x, n), split_rows(y, n))]
+    own_params = jax.tree.map(lambda *leaves: np.stack(leaves), *[o[0] for o in own])
+    if same(new_params, own_params):
+        return (
+            "every device took its own step with the gradient of its own slice: the devices' params are no longer equal",
+            "average the gradients across devices with jax.lax.pmean(grads, axis_name) before the update",
+        )
+    if same(new_params, replicate(reference.sharded_sgd_step(params, x, y, learning_rate)[0], n)):
+        own_loss = np.array([float(o[1]) for o in own], np.float32)
+        if same(loss, own_loss):
+            return (
+                "the params are right, but every device returned the loss of its own slice",
+                "average the loss across devices too: jax.lax.pmean(loss, axis_name)",
+            )
+    return None
+
+
+@correctness
+@settings(max_examples=4)
+@given(n=st.sampled_from(DEVICE_COUNTS), seed=st.integers(0, 2**16), learning_rate=st.sampled_from(LEARNING_RATES),
+       use_jax=st.booleans())
+def test_pmap_sgd_step_equals_the_single_device_step(student, reference, n, seed, learning_rate, use_jax):
+    inputs, whole = pmap_inputs(n, seed, use_jax)
+    params, x, y = whole
+    check = (
+        f"on every one of {n} devices, pmap_sgd_step equals one SGD step (and the loss) on the whole batch of "
+        f"{len(x)} rows on one device"
+    )
+    got = run_pmap_step(student, inputs, learning_rate)
+    expected_params, expected_loss = reference.sharded_sgd_step(params, x, y, learning_rate)
+    expected = (replicate(expected_params, n), np.full((n,), expected_loss, np.float32))
+    try:
+        values.assert_trees_close(got, expected, rtol=1e-5, atol=1e-6, name="(new_params, loss)", check=check)
+    except CheckFailure as failure:
+        diagnosis = diagnose_pmap_step(reference, got, whole, n, learning_rate)
+        if diagnosis is None:
+            raise
+        raise CheckFailure(check, *diagnosis) from failure
+
+
+def test_pmap_sgd_step_outputs_are_spread_over_the_devices(student):
+    for n in DEVICE_COUNTS:
+        inputs, _ = pmap_inputs(n, 1)
+        got = run_pmap_step(student, inputs, 0.1)
+        assert_on_devices(
+            got, n, name="(new_params, loss)",
+            check=f"pmap_sgd_step on {n} devices returns params and loss spread over {n} devices",
+            advice="make pmap_sgd_step a jax.pmap function: every device computes its own copy of the results",
+        )
+
+
+def pmap_loop(student, new_learning_rate):
+    n = COURSE_CPU_DEVICES
+    first, _ = pmap_inputs(n, 2)
+
+    def next_args(out, i):
+        (_, xs, ys), _ = pmap_inputs(n, 10 + i)
+        return (out[0], xs, ys, 0.1 * (i + 1) if new_learning_rate else 0.1)
+
+    tracing.assert_no_retrace_in_loop(student.pmap_sgd_step, (*first, 0.1), next_args, name="pmap_sgd_step")
+
+
+def test_pmap_sgd_step_does_not_retrace(student):
+    """A loop of steps on new batches, each step's params fed to the next."""
+    pmap_loop(student, new_learning_rate=False)
+
+
+def test_pmap_sgd_step_new_learning_rate_does_not_retrace(student):
+    """learning_rate is broadcast with in_axes None and traced: a schedule must not compile every step."""
+    pmap_loop(student, new_learning_rate=True)
+
+
+# distribute -----------------------------------------------------------------
+
+BATCH_ROWS = COURSE_CPU_DEVICES * ROWS_PER_DEVICE
+
+
+@pytest.fixture(scope="module")
+def mesh(reference):
+    return reference.make_data_mesh()
+
+
+def distribute_inputs(seed, use_jax=False):
+    params, x, y = regression(seed, BATCH_ROWS)
+    labels = np.arange(BATCH_ROWS, dtype=np.int32)
+    return as_jax(params, use_jax), as_jax((x, y, labels), use_jax)
+
+
+def run_distribute(student, params, batch, mesh):
+    check = "distribute(params, batch, mesh) returns (params, batch)"
+    result = student.distribute(params, batch, mesh)
+    return values.assert_returns_tuple(result, ("params", "batch"), function="distribute", check=check)
+
+
+@correctness
+@settings(max_examples=4)
+@given(seed=st.integers(0, 2**16), use_jax=st.booleans())
+def test_distribute_keeps_values_and_inputs(student, mesh, seed, use_jax):
+    params, batch = distribute_inputs(seed, use_jax)
+    expected = purity.fresh_copy((params, batch))
+    got = purity.assert_arguments_unchanged(student.distribute, params, batch, mesh)
+    values.assert_trees_close(
+        got, expected, rtol=0, atol=0, name="(params, batch)",
+        check="distribute returns the params and the batch with their values, shapes and dtypes unchanged",
+    )
+
+
+def test_distribute_replicates_params_on_every_device(student, mesh):
+    params, batch = distribute_inputs(0)
+    got_params, _ = run_distribute(student, params, batch, mesh)
+    assert_replicated(
+        got_params, mesh, name="params",
+        check=f"distribute copies every param leaf whole to all {mesh.size} devices of the mesh",
+        advice="jax.device_put(params, NamedSharding(mesh, P())): an empty PartitionSpec splits no axis, so every "
+        "device holds the whole array. jax.device_put without a sharding puts it on one device only.",
+    )
+
+
+def test_distribute_splits_the_batch_rows_over_the_mesh(student, mesh):
+    params, batch = distribute_inputs(1)
+    _, got_batch = run_distribute(student, params, batch, mesh)
+    rows = BATCH_ROWS // mesh.size
+    check = f"distribute splits every batch leaf along axis 0 over the mesh axis 'batch': {rows} rows on each device"
+    advice = (
+        "jax.device_put(batch, NamedSharding(mesh, P('batch'))) splits axis 0 of every leaf over the mesh axis "
+        "named 'batch'; P() would copy the whole batch to every device"
+    )
+    assert_on_devices(got_batch, mesh.size, name="batch", check=check, advice=advice)
+    wanted = NamedSharding(mesh, P("batch"))
+    for path, leaf in jax.tree_util.tree_leaves_with_path(got_batch):
+        where = "batch" + jax.tree_util.keystr(path)
+        shard_rows = sorted({shard.data.shape[0] for shard in leaf.addressable_shards})
+        if not leaf.sharding.is_equivalent_to(wanted, leaf.ndim) or shard_rows != [rows]:
+            held = "the whole batch" if leaf.sharding.is_fully_replicated else f"{shard_rows} rows"
+            raise CheckFailure(
+                check, f"{where} is sharded as {leaf.sharding.spec}: each device holds {held}, expected {rows} rows", advice
+            )
+
+
+# sharded_sgd_step -----------------------------------------------------------
+
+def test_sharded_sgd_step_is_jitted(student):
+    tracing.assert_is_jitted(student.sharded_sgd_step, "sharded_sgd_step")
+
+
+def sharded_inputs(reference, mesh, seed):
+    params, x, y = regression(seed, BATCH_ROWS)
+    placed_params, (placed_x, placed_y) = reference.distribute(params, (x, y), mesh)
+    return (placed_params, placed_x, placed_y), (params, x, y)
+
+
+def run_sharded_step(student, args, learning_rate):
+    check = "sharded_sgd_step(params, x, y, learning_rate) returns (new_params, loss)"
+    result = student.sharded_sgd_step(*args, learning_rate)
+    return values.assert_returns_tuple(result, ("new_params", "loss"), function="sharded_sgd_step", check=check)
+
+
+@correctness
+@settings(max_examples=5)
+@given(seed=st.integers(0, 2**16), learning_rate=st.sampled_from(LEARNING_RATES))
+def test_sharded_sgd_step_equals_the_single_device_step(student, reference, mesh, seed, learning_rate):
+    placed, (params, x, y) = sharded_inputs(reference, mesh, seed)
+    got = run_sharded_step(student, placed, learning_rate)
+    values.assert_trees_close(
+        got, reference.sharded_sgd_step(params, x, y, learning_rate), rtol=1e-5, atol=1e-6,
+        name="(new_params, loss)",
+        check=f"sharded_sgd_step on a batch split over {mesh.size} devices equals one SGD step on one device",
+    )
+
+
+def test_sharded_sgd_step_results_are_replicated_on_all_devices(student, reference, mesh):
+    placed, _ = sharded_inputs(reference, mesh, 1)
+    got = run_sharded_step(student, placed, 0.1)
+    assert_replicated(
+        got, mesh, name="(new_params, loss)",
+        check=f"sharded_sgd_step's new params and loss are copied whole to all {mesh.size} devices",
+        advice="write the plain single-device step and let jax.jit partition it: the gradient of replicated params "
+        "is summed over the devices, so the results are replicated. Do not move data to one device.",
+    )
+
+
+def test_sharded_sgd_step_compiles_to_an_all_reduce(student, reference, mesh):
+    placed, _ = sharded_inputs(reference, mesh, 2)
+    fn = student.sharded_sgd_step
+    jitted = fn if tracing.is_jitted(fn) else jax.jit(fn)
+    hlo = jitted.lower(*placed, 0.1).compile().as_text()
+    if "all-reduce" not in hlo:
+        raise CheckFailure(
+            "sharded_sgd_step, compiled for a batch split over the mesh, combines the devices' gradients with an all-reduce",
+            "the compiled program has no all-reduce: the devices never sum their partial gradients",
+            "each device should work on its own rows and the compiler should add the cross-device sum. Gathering the "
+            "whole batch onto every device (a replicating sharding constraint, a device_put inside) makes every "
+            "device redo all the work instead.",
+        )
+
+
+def test_sharded_sgd_step_new_learning_rate_does_not_retrace(student, reference, mesh):
+    first, _ = sharded_inputs(reference, mesh, 3)
+
+    def next_args(out, i):
+        (_, x, y), _ = sharded_inputs(reference, mesh, 20 + i)
+        return (out[0], x, y, 0.1 * (i + 1))
+
+    tracing.assert_no_retrace_in_loop(student.sharded_sgd_step, (*first, 0.1), next_args, name="sharded_sgd_step")
+
+
+def test_sharded_sgd_step_is_pure(student, reference, mesh):
+    placed, _ = sharded_inputs(reference, mesh, 4)
+    purity.assert_pure(student.sharded_sgd_step, *placed, 0.1, module=student)
+    purity.assert_no_leaked_tracers(purity.cold(student.sharded_sgd_step), *placed, 0.1, module=student)

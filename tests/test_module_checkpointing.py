@@ -1,0 +1,156 @@
+"""The checkpointing checks judge right: checkpoints that are incomplete on return, in another format, restored
+without a target, written beside the path, or saved at the wrong step fail with a message naming what was
+detected; correct code written differently (explicit waits, the legacy flax.training.checkpoints, ...) passes."""
+
+import pytest
+
+from support import assert_accepted, assert_rejected, grade, with_function
+
+MODULE = "checkpointing"
+IMPORTS = "import os\nimport pickle\n"
+
+CORRECT = [
+    ("save_checkpoint", "explicit-wait-and-close", """
+        def save_checkpoint(path, state):
+            checkpointer = ocp.StandardCheckpointer()
+            checkpointer.save(path, state)
+            checkpointer.wait_until_finished()
+            checkpointer.close()
+    """),
+    ("save_checkpoint", "checkpointer-with-standard-save-args", """
+        def save_checkpoint(path, state):
+            with ocp.Checkpointer(ocp.StandardCheckpointHandler()) as checkpointer:
+                checkpointer.save(path, args=ocp.args.StandardSave(state))
+    """),
+    ("restore_checkpoint", "tree-util-shape-dtype-structs", """
+        def restore_checkpoint(path, target):
+            abstract = jax.tree_util.tree_map(ocp.utils.to_shape_dtype_struct, target)
+            checkpointer = ocp.StandardCheckpointer()
+            restored = checkpointer.restore(path, abstract)
+            checkpointer.close()
+            return restored
+    """),
+    ("make_manager", "keyword-arguments", """
+        def make_manager(directory, max_to_keep):
+            return ocp.CheckpointManager(
+                directory=directory, options=ocp.CheckpointManagerOptions(create=True, max_to_keep=max_to_keep)
+            )
+    """),
+    ("save_to_manager", "step-read-with-jax-device-get", """
+        def save_to_manager(manager, state):
+            step = int(jax.device_get(state.step))
+            result = manager.save(step, args=ocp.args.StandardSave(state))
+            manager.wait_until_finished()
+            return bool(result)
+    """),
+    ("restore_latest", "delegates-to-restore-with-abstract-pytree", """
+        def restore_latest(manager, target):
+            if manager.latest_step() is None:
+                return target
+            abstract = jax.tree.map(ocp.utils.to_shape_dtype_struct, target)
+            return manager.restore(manager.latest_step(), args=ocp.args.StandardRestore(abstract))
+    """),
+]
+
+
+@pytest.mark.parametrize("function, replacement", [(f, src) for f, _, src in CORRECT], ids=[i for _, i, _ in CORRECT])
+def test_correct_variant_written_differently_passes(pytester, function, replacement):
+    source = IMPORTS + with_function(MODULE, replacement)
+    assert_accepted(grade(pytester, MODULE, source, only=function)[function])
+
+
+WRONG = [
+    ("save_checkpoint", "no-wait-until-finished", """
+        _checkpointer = ocp.StandardCheckpointer()
+
+        def save_checkpoint(path, state):
+            _checkpointer.save(path, state)
+    """, r"save_checkpoint returned while .*\.orbax-checkpoint-tmp was still being written"),
+    ("save_checkpoint", "pickle", """
+        def save_checkpoint(path, state):
+            os.makedirs(path)
+            with open(os.path.join(path, "state.pkl"), "wb") as f:
+                pickle.dump(jax.device_get((state.step, state.params, state.opt_state)), f)
+    """, r"the reference could not read the checkpoint .*(.*\n)*.*not pickle, msgpack"),
+    ("save_checkpoint", "flax-msgpack-bytes", """
+        from flax import serialization
+
+        def save_checkpoint(path, state):
+            os.makedirs(path)
+            with open(os.path.join(path, "state.msgpack"), "wb") as f:
+                f.write(serialization.to_bytes(state))
+    """, r"the reference could not read the checkpoint"),
+    ("save_checkpoint", "sidecar-file-beside-path", """
+        def save_checkpoint(path, state):
+            with ocp.StandardCheckpointer() as checkpointer:
+                checkpointer.save(path, state)
+            with open(str(path) + ".step", "w") as f:
+                f.write(str(int(state.step)))
+    """, r"save_checkpoint wrote outside 'ckpt': ckpt\.step"),
+    ("save_checkpoint", "relative-path-in-working-directory", """
+        def save_checkpoint(path, state):
+            with ocp.StandardCheckpointer() as checkpointer:
+                checkpointer.save(os.path.abspath(os.path.basename(path)), state)
+    """, r"is not a directory|could not read|wrote outside"),
+    ("restore_checkpoint", "restore-without-target", """
+        def restore_checkpoint(path, target):
+            with ocp.StandardCheckpointer() as checkpointer:
+                return checkpointer.restore(path)
+    """, r"restored is a builtins.dict, not a TrainState(.*\n)*.*without a target Orbax returns plain dicts"),
+    ("restore_checkpoint", "params-only-into-target", """
+        def restore_checkpoint(path, target):
+            with ocp.StandardCheckpointer() as checkpointer:
+                restored = checkpointer.restore(path)
+            return target.replace(params=restored["params"])
+    """, r"restored.step differs from the reference: expected 3, got 0"),
+    ("restore_checkpoint", "numpy-leaves", """
+        def restore_checkpoint(path, target):
+            abstract = jax.tree.map(ocp.utils.to_shape_dtype_struct, target)
+            with ocp.StandardCheckpointer() as checkpointer:
+                restored = checkpointer.restore(path, abstract)
+            return jax.device_get(restored)
+    """, r"is a ndarray, expected a jax.Array like the target's"),
+    ("make_manager", "without-max-to-keep", """
+        def make_manager(directory, max_to_keep):
+            return ocp.CheckpointManager(directory, options=ocp.CheckpointManagerOptions(create=True))
+    """, r"manager.all_steps\(\) is \[1, 2, 3, 4, 5\], expected \[4, 5\]"),
+    ("save_to_manager", "counter-instead-of-state-step", """
+        def save_to_manager(manager, state):
+            step = len(manager.all_steps())
+            saved = manager.save(step, args=ocp.args.StandardSave(state))
+            manager.wait_until_finished()
+            return saved
+    """, r"there is no step directory 3(.*\n)*.*save at int\(state.step\)"),
+    ("save_to_manager", "no-wait", """
+        def save_to_manager(manager, state):
+            return manager.save(int(state.step), args=ocp.args.StandardSave(state))
+    """, r"returned while .*orbax-checkpoint-tmp was still being written|no step directory"),
+    ("save_to_manager", "returns-nothing", """
+        def save_to_manager(manager, state):
+            manager.save(int(state.step), args=ocp.args.StandardSave(state))
+            manager.wait_until_finished()
+    """, r"save_to_manager returned None, expected True"),
+    ("restore_latest", "new-object-when-empty", """
+        def restore_latest(manager, target):
+            step = manager.latest_step()
+            if step is None:
+                return target.replace()
+            abstract = jax.tree.map(ocp.utils.to_shape_dtype_struct, target)
+            return manager.restore(step, args=ocp.args.StandardRestore(abstract))
+    """, r"not the very target it was given"),
+    ("restore_latest", "oldest-step", """
+        def restore_latest(manager, target):
+            steps = manager.all_steps()
+            if not steps:
+                return target
+            abstract = jax.tree.map(ocp.utils.to_shape_dtype_struct, target)
+            return manager.restore(min(steps), args=ocp.args.StandardRestore(abstract))
+    """, r"restored.step differs from the reference: expected 6, got 3"),
+]
+
+
+@pytest.mark.parametrize("function, replacement, pattern", [(w[0], w[2], w[3]) for w in WRONG],
+                         ids=[f"{w[0]}-{w[1]}" for w in WRONG])
+def test_wrong_implementation_fails_with_the_right_message(pytester, function, replacement, pattern):
+    results = grade(pytester, MODULE, IMPORTS + with_function(MODULE, replacement), only=function)
+    assert_rejected(results[function], pattern)
