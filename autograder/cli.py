@@ -1,8 +1,11 @@
-"""The ``autograder`` command (also ``python -m autograder``).
+"""The ``autograder`` command (also ``python -m autograder``): argument parsing only.
 
-Each subcommand is a function ``add_<name>(subparsers)`` that declares its
-arguments and sets ``handler``; ``main`` dispatches. To add a subcommand, add
-an ``add_...`` function and list it in ``SUBCOMMANDS``.
+Each verb declares its arguments in ``add_<verb>(subparsers)`` and hands the
+parsed values to the small api of its subpackage:
+
+- ``grade``         -> :func:`autograder.grading.api.grade`
+- ``nbgrader``      -> :func:`autograder.notebooks.api.build`
+- ``check-course``  -> :func:`autograder.authoring.check.check_course`
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ import os
 import sys
 from pathlib import Path
 
-from autograder.core.course import CourseError, find_root, load_course
+from autograder.core.course import Course, CourseError, find_root, load_course
 
 
 def add_grade(subparsers) -> argparse.ArgumentParser:
@@ -30,6 +33,12 @@ def add_grade(subparsers) -> argparse.ArgumentParser:
     parser.add_argument("--only", action="append", metavar="MODULE", help="grade only this module (repeatable)")
     parser.add_argument("--jax-cache", type=Path, metavar="DIR", help="keep JAX's compilation cache of the grading processes here (default: a temporary folder per run)")
     parser.add_argument("--no-zygote", action="store_true", help="start a fresh interpreter per run (slower; for comparison)")
+    parser.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue an interrupted run into the same OUT: students it finished are not graded again "
+        "(refused when the kit, course, options or libraries changed)",
+    )
     parser.add_argument("--course", type=Path, metavar="DIR", help="the instructor's course folder (default: found from here)")
     parser.add_argument(
         "--run-as",
@@ -53,16 +62,19 @@ def add_grade(subparsers) -> argparse.ArgumentParser:
 
 
 def run_grade(args: argparse.Namespace) -> int:
-    from autograder.grading import class_report
-    from autograder.grading import grader as grading
+    from autograder.grading import api
+    from autograder.grading.grader import Options
 
     course = _course(args.course)
-    modules = _modules(course, args.only, "grade")
-    if not args.submissions.is_dir():
-        raise SystemExit(f"autograder grade: {args.submissions} is not a folder")
-    out = args.out.resolve()
-    options = grading.Options(
-        modules=modules,
+    if args.run_as:
+        from autograder.grading.sandbox import RunAs
+
+        try:
+            RunAs.lookup(args.run_as)
+        except ValueError as err:
+            raise SystemExit(f"autograder grade: {err}") from None
+    options = Options(
+        modules=api.select_modules(course, args.only),
         timeout_per_function=args.timeout or course.grading.timeout_per_function,
         memory_mb=args.memory or course.grading.memory_limit_mb,
         jobs=args.jobs,
@@ -70,51 +82,62 @@ def run_grade(args: argparse.Namespace) -> int:
         zygote=not args.no_zygote,
         run_as=args.run_as,
     )
-    students = grading.find_students(args.submissions)
-    try:
-        if args.cluster:
-            from autograder.grading import cluster
-
-            grader = cluster.ClusterGrader(course, options, args.cluster)
-        else:
-            grader = grading.Grader(course, options)
-    except ValueError as err:
-        raise SystemExit(f"autograder grade: {err}") from None
-    weak = grader.unconfirmable_functions()
-    if weak:
-        print(
-            f"autograder grade: warning: {', '.join(weak)} have no @pytest.mark.correctness check; "
-            "their passes are taken from the student's process without confirmation",
-            file=sys.stderr,
-        )
-    progress = grading.Progress()
-    progress(0, len(students))
-    try:
-        results = grader.grade_class(students, progress)
-    finally:
-        grader.close()
-    progress.finish()
-    class_report.write_all(out, course, modules, results)
-    if args.gradebook:
-        from autograder.notebooks.builder import write_gradebook
-
-        written = write_gradebook(class_report.points_by_student(results), args.gradebook, course)
-        print(f"wrote {written} grades into the gradebook {args.gradebook}")
-    total = sum(fn.points for fn in course.functions if fn.module in modules)
-    print(f"graded {len(results)} students ({', '.join(modules)}; max {total:g} points): {out / 'grades.csv'}")
-    return 0
+    code = api.grade(
+        course, args.submissions, args.out, options, gradebook=args.gradebook, resume=args.resume, cluster=args.cluster
+    )
+    args.interrupted = code in api.INTERRUPTED
+    return code
 
 
-def _modules(course, only: list[str] | None, command: str) -> tuple[str, ...]:
-    """The modules ``--only`` names (all by default), in course order."""
-    names = [m.name for m in course.modules]
-    unknown = [m for m in only or () if m not in names]
-    if unknown:
-        raise SystemExit(f"autograder {command}: unknown module(s) {unknown}; course.toml has {names}")
-    return tuple(m for m in names if not only or m in only)
+def add_nbgrader(subparsers) -> argparse.ArgumentParser:
+    parser = subparsers.add_parser(
+        "nbgrader",
+        help="build or update an nbgrader course directory from course.toml",
+        description=(
+            "Write nbgrader_config.py and source/<module>/<module>.ipynb for every module: teaching text, "
+            "one solution cell per function (the reference inside BEGIN/END SOLUTION) and one autograded "
+            "check cell per function worth its course.toml points. Then run `nbgrader generate_assignment "
+            "<module>` in COURSE_DIR."
+        ),
+    )
+    parser.add_argument("course_dir", metavar="COURSE_DIR", help="the nbgrader course directory to build or update")
+    parser.add_argument("--kit", default=None, help="the kit folder with course.toml (default: found from here)")
+    parser.add_argument("--module", action="append", dest="modules", help="only this module (repeatable)")
+    parser.set_defaults(handler=run_nbgrader)
+    return parser
 
 
-def _course(folder: Path | None):
+def run_nbgrader(args: argparse.Namespace) -> int:
+    from autograder.notebooks import api
+
+    return api.build(args.course_dir, args.kit, args.modules)
+
+
+def add_check_course(subparsers) -> argparse.ArgumentParser:
+    parser = subparsers.add_parser(
+        "check-course",
+        help="check every rule the kit relies on (for course authors)",
+        description="Check course.toml against the contract, the stubs, the checks' names and markers and the "
+        "hidden checks, then run every check on solutions/. Each problem says how to fix it; the exit status "
+        "is 1 when there is any.",
+    )
+    parser.add_argument("--course", type=Path, metavar="DIR", help="the course folder (default: found from here)")
+    parser.add_argument("--module", action="append", dest="modules", metavar="MODULE", help="only this module (repeatable)")
+    parser.add_argument("--skip-references", action="store_true", help="only the static rules (fast): do not run the references")
+    parser.set_defaults(handler=run_check_course)
+    return parser
+
+
+def run_check_course(args: argparse.Namespace) -> int:
+    from autograder.authoring.check import check_course
+
+    root = find_root(args.course or Path.cwd())
+    if root is None:
+        raise SystemExit("autograder: no course.toml here or above; run it in the course folder or pass --course")
+    return check_course(root, args.modules, references=not args.skip_references)
+
+
+def _course(folder: Path | None) -> Course:
     root = find_root(folder or Path.cwd())
     if root is None:
         raise SystemExit("autograder: no course.toml here or above; run it in the course folder or pass --course")
@@ -122,14 +145,6 @@ def _course(folder: Path | None):
         return load_course(root)
     except CourseError as err:
         raise SystemExit(f"autograder: {err}") from None
-
-
-def add_nbgrader(subparsers) -> argparse.ArgumentParser:
-    from autograder.notebooks import command as cli_nbgrader
-
-    parser = cli_nbgrader.add_parser(subparsers)
-    parser.set_defaults(handler=cli_nbgrader.run)
-    return parser
 
 
 def add_gradescope(subparsers) -> argparse.ArgumentParser:
@@ -147,10 +162,11 @@ def add_gradescope(subparsers) -> argparse.ArgumentParser:
 
 
 def run_gradescope(args: argparse.Namespace) -> int:
+    from autograder.grading import api
     from autograder.platforms import gradescope
 
     course = _course(args.course)
-    out = gradescope.build_bundle(course.root, args.out, _modules(course, args.only, "gradescope"))
+    out = gradescope.build_bundle(course.root, args.out, api.select_modules(course, args.only))
     print(f"wrote {out} ({out.stat().st_size / 2**20:.2f} MiB): upload it as the assignment's autograder; keep it private")
     return 0
 
@@ -173,29 +189,27 @@ def add_classroom50(subparsers) -> argparse.ArgumentParser:
     parser.add_argument("out", type=Path, metavar="OUT")
     parser.add_argument("--slug", required=True, help="the assignment's slug")
     parser.add_argument("--only", action="append", metavar="MODULE", help="this assignment grades only this module (repeatable)")
-    parser.add_argument("--release", type=Path, metavar="DIR", help="an existing student release (default: build one)")
+    parser.add_argument("--release", type=Path, metavar="DIR", required=True, help="a student release (`autograder release`)")
     parser.add_argument("--course", type=Path, metavar="DIR", help="the instructor's course folder (default: found from here)")
     parser.set_defaults(handler=run_classroom50)
     return parser
 
 
 def run_classroom50(args: argparse.Namespace) -> int:
+    from autograder.grading import api
     from autograder.platforms import classroom50, gradescope
 
     course = _course(args.course)
-    modules = _modules(course, args.only, "classroom50")
-    if args.release is None:
-        raise SystemExit("autograder classroom50: pass --release DIR (a folder written by `autograder release`)")
     requirements = gradescope.requirements(gradescope.pyproject_of(course.root))
     try:
-        out = classroom50.build(args.release, args.out, args.slug, course, modules, requirements)
+        out = classroom50.build(args.release, args.out, args.slug, course, api.select_modules(course, args.only), requirements)
     except ValueError as err:
         raise SystemExit(f"autograder classroom50: {err}") from None
     print(f"wrote {out}: commit it as CLASSROOM/autograders/{args.slug}/ in the classroom's configuration repository")
     return 0
 
 
-SUBCOMMANDS = [add_grade, add_nbgrader, add_gradescope, add_actions_report, add_classroom50]
+SUBCOMMANDS = [add_grade, add_nbgrader, add_check_course, add_gradescope, add_actions_report, add_classroom50]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -208,7 +222,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    return args.handler(args)
+    code = args.handler(args)
+    if getattr(args, "interrupted", False) and argv is None:
+        # Everything is written and every process ended: exit now rather than spend seconds
+        # tearing down the interpreter (JAX and NumPy are loaded), which a Ctrl-C should not wait for.
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    return code
 
 
 if __name__ == "__main__":

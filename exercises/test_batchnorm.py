@@ -9,9 +9,7 @@ different numbers.
 """
 
 import functools
-from dataclasses import dataclass
 from types import SimpleNamespace
-from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -20,16 +18,23 @@ import pytest
 from flax.training import train_state
 
 from autograder.checks import purity
+from autograder.checks import structure
 from autograder.checks import tracing
 from autograder.checks import values
 from autograder.core.failures import CheckFailure
 from autograder.checks.keys import make_key
+from autograder.checks.scenario import (
+    BATCH, EPOCHS, TRAIN_SIZE, Step, eval_cases, evaluation_batches, full_batch_steps, sample_input, training_steps,
+    unseen_step,
+)
 from autograder.core.oracle import sibling
 
 correctness = pytest.mark.correctness
 
 HIDDEN, LEARNING_RATE = 6, 0.3
-TRAIN_SIZE, TEST_SIZE, BATCH, EPOCHS = 100, 36, 32, 3
+# A second model size for the value checks: no one model kept at module level matches both, so only
+# state.apply_fn passes.
+OTHER_HIDDEN = 7
 STATE_FIELDS = ("step", "params", "opt_state", "batch_stats")
 
 RUNNING_AVERAGES = (
@@ -44,62 +49,51 @@ ZERO_GRADIENTS = (
 SGD_ADVICE = "the optimizer must be optax.sgd(learning_rate): plain SGD with the learning rate you were given"
 
 
-@dataclass
-class Step:
-    label: str
-    state: Any
-    batch: Any
-    expected: tuple  # the reference's (new_state, loss)
-
-
 @pytest.fixture(scope="module")
 def data(reference):
     return sibling(reference, "data")
 
 
-@pytest.fixture(scope="module")
-def start(reference):
-    """A state whose running averages are far from (0, 1) and from the data's statistics.
-
-    Every check starts from this object (its apply_fn and tx are static for
-    jax.jit: a new TrainStateBN.create would compile again).
-    """
-    model = reference.BNClassifier(HIDDEN, 1)
-    state = reference.create_train_state_bn(jax.random.PRNGKey(0), model, LEARNING_RATE, np.zeros((4, 2), np.float32))
+def far_state(reference, hidden=HIDDEN, seed=0):
+    """A state of a BNClassifier(hidden, 1) whose running averages are far from (0, 1) and from the data's statistics."""
+    model = reference.BNClassifier(hidden, 1)
+    state = reference.create_train_state_bn(jax.random.PRNGKey(seed), model, LEARNING_RATE, np.zeros((4, 2), np.float32))
     stats = state.batch_stats["BatchNorm_0"]
     far = {
-        "mean": jnp.linspace(2.0, -2.0, HIDDEN, dtype=jnp.float32),
-        "var": jnp.linspace(3.0, 6.0, HIDDEN, dtype=jnp.float32),
+        "mean": jnp.linspace(2.0, -2.0, hidden, dtype=jnp.float32),
+        "var": jnp.linspace(3.0, 6.0, hidden, dtype=jnp.float32),
     }
     assert jax.tree_util.tree_structure(far) == jax.tree_util.tree_structure(dict(stats))
     return state.replace(batch_stats={"BatchNorm_0": far})
 
 
 @pytest.fixture(scope="module")
+def start(reference):
+    """The scenario's first state. Every check starts from this object (its apply_fn and tx are static for
+    jax.jit: a new TrainStateBN.create would compile again)."""
+    return far_state(reference)
+
+
+@pytest.fixture(scope="module")
 def scenario(reference, data, start):
-    loader = data.make_loader(data.XORDataset(TRAIN_SIZE, 7), BATCH, shuffle=True, seed=3)
-    state, steps = start, []
-    for epoch in range(EPOCHS):
-        for i, batch in enumerate(loader):
-            expected = reference.train_step_bn(state, batch)
-            label = f"at step {len(steps) + 1} (epoch {epoch + 1}, batch {i + 1} of {len(loader)}, {len(batch[0])} examples)"
-            steps.append(Step(label, state, batch, expected))
-            state = expected[0]
+    return training_steps(reference.train_step_bn, data, start, model=f"BNClassifier({HIDDEN}, 1)")
+
+
+@pytest.fixture(scope="module")
+def other_model_steps(reference, scenario):
+    """Two reference steps of a BNClassifier(OTHER_HIDDEN, 1): a step must run the state's model."""
+    state, steps = far_state(reference, OTHER_HIDDEN, seed=2), []
+    model = f"BNClassifier({OTHER_HIDDEN}, 1)"
+    for i, step in enumerate(scenario[:2]):
+        expected = reference.train_step_bn(state, step.batch)
+        steps.append(Step(f"with a {model} state, at step {i + 1}", state, step.batch, expected, model))
+        state = expected[0]
     return steps
 
 
 @pytest.fixture(scope="module")
 def test_batches(data):
-    return list(data.make_loader(data.XORDataset(TEST_SIZE, 11), BATCH, shuffle=False))
-
-
-def unseen_step(state, i):
-    """A fresh copy of ``state`` at a step number no other check used, as in a long training run."""
-    return purity.fresh_copy(state.replace(step=state.step + 1000 * (i + 1)))
-
-
-def full_batch_steps(scenario):
-    return [s for s in scenario if len(s.batch[0]) == BATCH and int(s.state.step) > 0]
+    return evaluation_batches(data)
 
 
 def run_train_step_bn(student, step):
@@ -118,7 +112,7 @@ CREATE_CASES = [
 
 def _create(module, reference, case):
     model = reference.BNClassifier(case["hidden"], 1)
-    sample = np.linspace(-1, 1, case["n"] * 2, dtype=np.float32).reshape(case["n"], 2)
+    sample = sample_input(case["n"])
     key = make_key(case["key"][1], case["key"][0])
     return module.create_train_state_bn(key, model, case["learning_rate"], sample), model, sample
 
@@ -187,14 +181,15 @@ def test_create_train_state_bn_is_pure(student, reference):
 # train_step_bn --------------------------------------------------------------
 
 @correctness
-def test_train_step_bn_matches_reference_at_every_step(student, scenario):
+def test_train_step_bn_matches_reference_at_every_step(student, scenario, other_model_steps):
     check = (
         f"train_step_bn equals the reference at every step of {EPOCHS} epochs of a DataLoader "
         f"({len(scenario)} steps, batches of {BATCH} and a last batch of {TRAIN_SIZE % BATCH}), "
-        "starting from running averages far from their initial values"
+        f"starting from running averages far from their initial values, and on states of a BNClassifier({OTHER_HIDDEN}, 1)"
     )
-    for step in scenario:
-        new_state, loss = run_train_step_bn(student, step)
+    for step in scenario + other_model_steps:
+        with structure.runs_the_states_model("train_step_bn", step.model):
+            new_state, loss = run_train_step_bn(student, step)
         expected_state, expected_loss = step.expected
         with values.located(step.label):
             values.assert_fields_close(
@@ -258,11 +253,10 @@ def test_train_step_bn_is_jitted(student):
 
 
 def test_train_step_bn_does_not_retrace(student, scenario):
+    """A training loop: each step is given the state the previous one returned, from an unseen step number."""
     steps = full_batch_steps(scenario)
-    tracing.assert_no_retrace(
-        student.train_step_bn,
-        lambda i: (unseen_step(steps[i % len(steps)].state, i), purity.fresh_copy(steps[i % len(steps)].batch)),
-        name="train_step_bn",
+    tracing.assert_chained_steps_do_not_retrace(
+        student.train_step_bn, unseen_step(steps[0].state, 0), [s.batch for s in steps], name="train_step_bn"
     )
 
 
@@ -278,17 +272,14 @@ def test_train_step_bn_is_pure(student, scenario):
 
 # eval_step_bn ---------------------------------------------------------------
 
-def eval_cases(scenario, test_batches):
-    """States whose running averages differ from the test batches' statistics, so the mode shows in the accuracy."""
-    states = [scenario[0].state, scenario[len(scenario) // 2].state, scenario[-1].expected[0]]
-    return [(f"state at step {int(s.step)}, test batch of {len(b[0])}", s, b) for s in states for b in test_batches]
-
-
 @correctness
-def test_eval_step_bn_matches_reference(student, reference, scenario, test_batches):
+def test_eval_step_bn_matches_reference(student, reference, scenario, other_model_steps, test_batches):
     check = "eval_step_bn(state, batch) is the accuracy in evaluation mode (train=False: running averages)"
-    for label, state, batch in eval_cases(scenario, test_batches):
-        got = student.eval_step_bn(purity.fresh_copy(state), purity.fresh_copy(batch))
+    cases = [(label, state, batch, f"BNClassifier({HIDDEN}, 1)") for label, state, batch in eval_cases(scenario, test_batches)]
+    cases += [(f"{s.label}, test batch of {len(b[0])}", s.state, b, s.model) for s in other_model_steps for b in test_batches]
+    for label, state, batch, model in cases:
+        with structure.runs_the_states_model("eval_step_bn", model):
+            got = student.eval_step_bn(purity.fresh_copy(state), purity.fresh_copy(batch))
         with values.located(label):
             values.assert_trees_close(got, reference.eval_step_bn(state, batch), name="accuracy", check=check)
 
@@ -304,11 +295,14 @@ def test_eval_step_bn_is_jitted(student):
     tracing.assert_is_jitted(student.eval_step_bn, "eval_step_bn")
 
 
-def test_eval_step_bn_does_not_retrace(student, scenario, test_batches):
+def test_eval_step_bn_does_not_retrace(student, reference, scenario, test_batches):
+    """Evaluation inside a training loop: the state of each call is the reference's next training step."""
     steps = full_batch_steps(scenario)
-    tracing.assert_no_retrace(
+    tracing.assert_chained_steps_do_not_retrace(
         student.eval_step_bn,
-        lambda i: (unseen_step(steps[i % len(steps)].state, i), purity.fresh_copy(test_batches[0])),
+        unseen_step(steps[0].state, 1),
+        [test_batches[0]],
+        next_state=lambda state, _: reference.train_step_bn(state, steps[0].batch)[0],
         name="eval_step_bn",
     )
 

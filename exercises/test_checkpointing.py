@@ -286,6 +286,7 @@ def test_make_manager_returns_a_checkpoint_manager(student, workdir):
         getattr(manager, "close", lambda: None)()
 
 
+@correctness
 def test_make_manager_keeps_the_newest_steps(student, reference, trained, workdir):
     directory = workdir / "run"
     check = "a manager from make_manager(directory, 2), after steps 1 to 5 are saved, keeps steps 4 and 5 only"
@@ -305,6 +306,7 @@ def test_make_manager_keeps_the_newest_steps(student, reference, trained, workdi
 
 # save_to_manager ------------------------------------------------------------
 
+@correctness
 def test_save_to_manager_saves_state_step_completely_and_keeps_the_newest(student, reference, trained, workdir):
     directory = workdir / "run"
     manager = reference.make_manager(directory, 2)

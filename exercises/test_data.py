@@ -4,6 +4,8 @@ Every check is named after the function it judges; its points and hint come
 from ``course.toml``. The loaders are real ``torch.utils.data.DataLoader``s.
 """
 
+import functools
+
 import numpy as np
 import pytest
 import torch
@@ -121,6 +123,31 @@ def test_XORDataset_items_are_data_label_pairs(student, reference, size, seed, s
     )
 
 
+@given(size=st.sampled_from([1, 7, 64]), seed=seeds, std=stds)
+def test_XORDataset_items_are_numpy(student, size, seed, std):
+    """``ds[i]`` is built in DataLoader worker processes: NumPy only, never jax.Array or torch.Tensor."""
+    ds = student.XORDataset(size, seed, std)
+    for i in sorted({0, size // 2, size - 1}):
+        loaders.assert_numpy_sample(ds[i], name=f"ds[{i}]", dataset="XORDataset")
+
+
+@pytest.mark.timeout(120)
+def test_XORDataset_works_in_a_dataloader_with_workers(student, reference):
+    """A real DataLoader with two forked worker processes iterates the student's dataset (deadlocks fail, not hang)."""
+    size, seed, batch_size = 40, 5, 16
+    batches = loaders.load_batches(
+        student.XORDataset(size, seed), reference.numpy_collate, batch_size=batch_size, num_workers=2,
+        fn_name="XORDataset", role="dataset",
+    )
+    expected = reference.XORDataset(size, seed)
+    check = "XORDataset works as the dataset of a DataLoader with num_workers=2"
+    starts = range(0, size, batch_size)
+    loaders.assert_batch_count(batches, len(starts), check=check)
+    for j, start in enumerate(starts):
+        chunk = [expected[i] for i in range(start, min(start + batch_size, size))]
+        loaders.assert_numpy_batch(batches[j], reference.numpy_collate(chunk), name=f"batches[{j}]", check=check)
+
+
 @given(size=st.sampled_from([7, 64]), seed=seeds)
 def test_XORDataset_uses_its_own_generator(student, reference, size, seed):
     """``np.random.seed(seed)`` + ``np.random.randint`` reproduces the numbers but changes everyone's RNG."""
@@ -191,6 +218,40 @@ def test_make_loader_same_seed_same_order_whatever_the_global_rng(loader_module,
 def test_make_loader_order_depends_on_seed(loader_module):
     orders = [epoch_of(loader_module, 64, 8, True, seed=seed) for seed in (0, 1, 2)]
     loaders.assert_seed_changes_order(orders, seeds=(0, 1, 2), fn_name="make_loader")
+
+
+@pytest.mark.parametrize("seeds", [(0, 0), (0, 5)], ids=["same-seed", "other-seeds"])
+def test_make_loader_loaders_made_together_keep_their_own_order(loader_module, seeds):
+    """Loaders made before either is iterated, iterated in turn (a training and a validation loader), each give
+    the order their seed gives alone: no generator is shared between calls."""
+    def make(seed):
+        loader = loader_module.make_loader(SampleDataset(indexed_samples(64)), 8, True, seed=seed)
+        loaders.assert_is_dataloader(loader, "make_loader")
+        return loader
+
+    alone = [loaders.epoch(make(seed), "make_loader") for seed in seeds]
+    together = loaders.interleaved_epochs([make(seed) for seed in seeds], "make_loader")
+    for which, (seed, order, expected) in enumerate(zip(seeds, together, alone)):
+        loaders.assert_same_order(
+            expected,
+            order,
+            check="loaders made by make_loader each keep the order of their own seed, however they are interleaved",
+            problem=f"of two loaders made with seeds {seeds[0]} and {seeds[1]} before either was iterated, loader "
+            f"#{which + 1} (seed={seed}) shuffled differently than a loader made alone with seed={seed}",
+            advice="the loaders share one random generator (a module-level torch.Generator re-seeded on every call): "
+            "create a new generator in every call, torch.Generator().manual_seed(seed)",
+        )
+
+
+def test_make_loader_keeps_no_module_state(loader_module):
+    """Making a loader and iterating it changes nothing at module level (a shared generator, a list of loaders)."""
+    @functools.wraps(loader_module.make_loader)
+    def make_loader_and_iterate(*args, **kwargs):
+        return loaders.epoch(loader_module.make_loader(*args, **kwargs), "make_loader")
+
+    purity.assert_module_state_unchanged(
+        loader_module, make_loader_and_iterate, SampleDataset(indexed_samples(16)), 4, True, seed=2024
+    )
 
 
 def test_make_loader_leaves_global_rngs_untouched(loader_module):

@@ -9,9 +9,7 @@ function's checks.
 """
 
 import functools
-from dataclasses import dataclass
 from types import SimpleNamespace
-from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -22,11 +20,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from autograder.checks import purity
+from autograder.checks import structure
 from autograder.checks import tracing
 from autograder.checks import values
 from autograder.core.failures import CheckFailure
 from autograder.core.oracle import reference_helpers, sibling
 from autograder.checks.keys import make_key
+from autograder.checks.scenario import (
+    BATCH, EPOCHS, TRAIN_SIZE, Step, eval_cases, evaluation_batches, full_batch_steps, sample_input, training_steps,
+    unseen_step,
+)
 
 correctness = pytest.mark.correctness
 
@@ -35,16 +38,10 @@ correctness = pytest.mark.correctness
 # Neither 8 hidden units nor a rate of 0.1: a step that ignores the state's
 # model or optimizer cannot pass by luck.
 HIDDEN, LEARNING_RATE = 5, 0.3
-TRAIN_SIZE, TEST_SIZE, BATCH, EPOCHS = 100, 36, 32, 3
+# A second model size for the value checks: the tutorial's demo is SimpleClassifier(8, 1), and no one
+# model kept at module level can match both 5 and 7 hidden units, so only state.apply_fn passes.
+OTHER_HIDDEN = 7
 STATE_FIELDS = ("step", "params", "opt_state")
-
-
-@dataclass
-class Step:
-    label: str
-    state: Any  # the input state (the reference's state after the previous step)
-    batch: Any
-    expected: tuple  # the reference's (new_state, loss, acc)
 
 
 @pytest.fixture(scope="module")
@@ -68,32 +65,24 @@ def start(reference):
 @pytest.fixture(scope="module")
 def scenario(reference, data, start):
     """Every step of the reference over several epochs of a real DataLoader."""
-    loader = data.make_loader(data.XORDataset(TRAIN_SIZE, 7), BATCH, shuffle=True, seed=3)
-    state = start
-    steps = []
-    for epoch in range(EPOCHS):
-        n_batches = len(loader)
-        for i, batch in enumerate(loader):
-            expected = reference.train_step(state, batch)
-            label = f"at step {len(steps) + 1} (epoch {epoch + 1}, batch {i + 1} of {n_batches}, {len(batch[0])} examples)"
-            steps.append(Step(label, state, batch, expected))
-            state = expected[0]
+    return training_steps(reference.train_step, data, start, model=f"SimpleClassifier({HIDDEN}, 1)")
+
+
+@pytest.fixture(scope="module")
+def other_model_steps(reference, scenario):
+    """Two reference steps of a SimpleClassifier(OTHER_HIDDEN, 1): a step must run the state's model."""
+    state, steps = initial_state(reference, seed=2, hidden=OTHER_HIDDEN), []
+    for i, step in enumerate(scenario[:2]):
+        expected = reference.train_step(state, step.batch)
+        model = f"SimpleClassifier({OTHER_HIDDEN}, 1)"
+        steps.append(Step(f"with a {model} state, at step {i + 1}", state, step.batch, expected, model))
+        state = expected[0]
     return steps
 
 
 @pytest.fixture(scope="module")
 def test_batches(data):
-    return list(data.make_loader(data.XORDataset(TEST_SIZE, 11), BATCH, shuffle=False))
-
-
-def unseen_step(state, i):
-    """A fresh copy of ``state`` at a step number no other check used, as in a long training run
-    (a step that passes ``int(state.step)`` as a static argument retraces for every new value)."""
-    return purity.fresh_copy(state.replace(step=state.step + 1000 * (i + 1)))
-
-
-def full_batch_steps(scenario):
-    return [s for s in scenario if len(s.batch[0]) == BATCH and int(s.state.step) > 0]
+    return evaluation_batches(data)
 
 
 ZERO_GRADIENTS = (
@@ -117,7 +106,7 @@ CREATE_CASES = [
 
 def _create(module, reference, case):
     model = reference.SimpleClassifier(case["hidden"], 1)
-    sample = np.linspace(-1, 1, case["n"] * 2, dtype=np.float32).reshape(case["n"], 2)
+    sample = sample_input(case["n"])
     state = module.create_train_state(make_key(case["key"][1], case["key"][0]), model, case["learning_rate"], sample)
     return state, model, sample
 
@@ -191,14 +180,16 @@ def loss_inputs(sizes=(4, BATCH), containers=(list, tuple)):
             "n": st.sampled_from(sizes),
             "container": st.sampled_from(containers),
             "arrays": st.sampled_from(["numpy", "jax"]),
+            "hidden": st.sampled_from([HIDDEN, OTHER_HIDDEN]),
         }
     )
 
 
 @pytest.fixture(scope="module")
-def loss_state(reference):
-    """One state for every loss case: its static fields (apply_fn, tx) stay the same, so jit compiles once per shape."""
-    return initial_state(reference, seed=1, hidden=8)
+def loss_states(reference):
+    """One state per model size (neither the tutorial's 8): static fields (apply_fn, tx) stay the same, so jit
+    compiles once per model and shape."""
+    return {hidden: initial_state(reference, seed=1, hidden=hidden) for hidden in (HIDDEN, OTHER_HIDDEN)}
 
 
 @pytest.fixture(scope="module")
@@ -212,8 +203,9 @@ def reference_loss_and_grad(reference):
     return jax.jit(jax.value_and_grad(reference.calculate_loss_acc, argnums=1, has_aux=True))
 
 
-def loss_case(data, loss_state, inputs):
+def loss_case(data, loss_states, inputs):
     """A state, params that are *not* the state's, and a batch from a real loader."""
+    loss_state = loss_states[inputs["hidden"]]
     loader = data.make_loader(data.XORDataset(inputs["n"], inputs["data_seed"]), inputs["n"], shuffle=False)
     x, labels = next(iter(loader))
     if inputs["arrays"] == "jax":
@@ -231,25 +223,23 @@ def loss_case(data, loss_state, inputs):
 @correctness
 @settings(max_examples=15)
 @given(inputs=loss_inputs())
-def test_calculate_loss_acc_matches_reference(student, reference, data, loss_state, inputs):
-    state, params, batch = loss_case(data, loss_state, inputs)
+def test_calculate_loss_acc_matches_reference(student, reference, data, loss_states, inputs):
+    state, params, batch = loss_case(data, loss_states, inputs)
     check = "calculate_loss_acc(state, params, batch) returns (mean sigmoid BCE of the logits, accuracy)"
     expected = reference.calculate_loss_acc(state, params, batch)
-    got = values.assert_returns_tuple(
-        student.calculate_loss_acc(state, params, purity.fresh_copy(batch)),
-        ("loss", "acc"),
-        function="calculate_loss_acc",
-        check=check,
-    )
+    with structure.runs_the_states_model("calculate_loss_acc", f"SimpleClassifier({inputs['hidden']}, 1)"):
+        result = student.calculate_loss_acc(state, params, purity.fresh_copy(batch))
+    got = values.assert_returns_tuple(result, ("loss", "acc"), function="calculate_loss_acc", check=check)
     values.assert_trees_close(got, expected, name="(loss, acc)", check=check)
 
 
 @settings(max_examples=10)
 @given(inputs=loss_inputs())
-def test_calculate_loss_acc_uses_the_params_argument(student, reference, data, loss_state, inputs):
-    state, params, batch = loss_case(data, loss_state, inputs)
+def test_calculate_loss_acc_uses_the_params_argument(student, reference, data, loss_states, inputs):
+    state, params, batch = loss_case(data, loss_states, inputs)
     check = "calculate_loss_acc runs the model with its params argument, not with state.params"
-    got = student.calculate_loss_acc(state, params, purity.fresh_copy(batch))
+    with structure.runs_the_states_model("calculate_loss_acc", f"SimpleClassifier({inputs['hidden']}, 1)"):
+        got = student.calculate_loss_acc(state, params, purity.fresh_copy(batch))
     with_state_params = reference.calculate_loss_acc(state, state.params, batch)
     try:
         values.assert_trees_close(got, with_state_params, check=check)
@@ -265,10 +255,11 @@ def test_calculate_loss_acc_uses_the_params_argument(student, reference, data, l
 
 
 @given(inputs=loss_inputs(sizes=[BATCH], containers=[tuple]))  # one shape: one compilation
-def test_calculate_loss_acc_gradients_match_reference(data, loss_state, loss_and_grad, reference_loss_and_grad, inputs):
+def test_calculate_loss_acc_gradients_match_reference(data, loss_states, loss_and_grad, reference_loss_and_grad, inputs):
     """jax.jit(jax.value_and_grad(..., argnums=1, has_aux=True)) works and gives the reference's gradients."""
-    state, params, batch = loss_case(data, loss_state, inputs)
-    (_, _), grads = loss_and_grad(state, params, batch)
+    state, params, batch = loss_case(data, loss_states, inputs)
+    with structure.runs_the_states_model("calculate_loss_acc", f"SimpleClassifier({inputs['hidden']}, 1)"):
+        (_, _), grads = loss_and_grad(state, params, batch)
     (_, _), expected = reference_loss_and_grad(state, params, batch)
     values.assert_trees_close(
         grads,
@@ -282,8 +273,8 @@ def test_calculate_loss_acc_gradients_match_reference(data, loss_state, loss_and
 
 @settings(max_examples=3)
 @given(inputs=loss_inputs())
-def test_calculate_loss_acc_is_pure(student, reference, data, loss_state, inputs):
-    state, params, batch = loss_case(data, loss_state, inputs)
+def test_calculate_loss_acc_is_pure(student, reference, data, loss_states, inputs):
+    state, params, batch = loss_case(data, loss_states, inputs)
     purity.assert_pure(student.calculate_loss_acc, state, params, batch, module=student)
     purity.assert_no_leaked_tracers(student.calculate_loss_acc, state, params, batch, module=student)
 
@@ -298,14 +289,16 @@ def run_train_step(student, step):
 
 
 @correctness
-def test_train_step_matches_reference_at_every_step(student, reference, scenario):
+def test_train_step_matches_reference_at_every_step(student, reference, scenario, other_model_steps):
     check = (
         f"train_step equals the reference at every step of {EPOCHS} epochs of a DataLoader "
-        f"({len(scenario)} steps, batches of {BATCH} and a last batch of {TRAIN_SIZE % BATCH})"
+        f"({len(scenario)} steps, batches of {BATCH} and a last batch of {TRAIN_SIZE % BATCH}), "
+        f"and on states of a SimpleClassifier({OTHER_HIDDEN}, 1)"
     )
     with reference_helpers(student, reference, "calculate_loss_acc"):
-        for step in scenario:
-            new_state, loss, acc = run_train_step(student, step)
+        for step in scenario + other_model_steps:
+            with structure.runs_the_states_model("train_step", step.model):
+                new_state, loss, acc = run_train_step(student, step)
             expected_state, expected_loss, expected_acc = step.expected
             with values.located(step.label):
                 values.assert_leaves_moved(
@@ -342,12 +335,12 @@ def test_train_step_is_jitted(student):
 
 
 def test_train_step_does_not_retrace(student, reference, scenario):
+    """A training loop: each step is given the state the previous one returned, from a step number no
+    other check used (a step number passed as a static argument retraces for every new value)."""
     steps = full_batch_steps(scenario)
     with reference_helpers(student, reference, "calculate_loss_acc"):
-        tracing.assert_no_retrace(
-            student.train_step,
-            lambda i: (unseen_step(steps[i % len(steps)].state, i), purity.fresh_copy(steps[i % len(steps)].batch)),
-            name="train_step",
+        tracing.assert_chained_steps_do_not_retrace(
+            student.train_step, unseen_step(steps[0].state, 0), [s.batch for s in steps], name="train_step"
         )
 
 
@@ -364,17 +357,15 @@ def test_train_step_is_pure(student, reference, scenario):
 
 # eval_step ------------------------------------------------------------------
 
-def eval_cases(scenario, test_batches):
-    states = [scenario[0].state, scenario[len(scenario) // 2].state, scenario[-1].expected[0]]
-    return [(f"state at step {int(s.step)}, test batch of {len(b[0])}", s, b) for s in states for b in test_batches]
-
-
 @correctness
-def test_eval_step_matches_reference(student, reference, scenario, test_batches):
+def test_eval_step_matches_reference(student, reference, scenario, other_model_steps, test_batches):
     check = "eval_step(state, batch) is the accuracy of state.params on the batch"
+    cases = [(label, state, batch, f"SimpleClassifier({HIDDEN}, 1)") for label, state, batch in eval_cases(scenario, test_batches)]
+    cases += [(f"{s.label}, test batch of {len(b[0])}", s.state, b, s.model) for s in other_model_steps[1:] for b in test_batches]
     with reference_helpers(student, reference, "calculate_loss_acc"):
-        for label, state, batch in eval_cases(scenario, test_batches):
-            got = student.eval_step(purity.fresh_copy(state), purity.fresh_copy(batch))
+        for label, state, batch, model in cases:
+            with structure.runs_the_states_model("eval_step", model):
+                got = student.eval_step(purity.fresh_copy(state), purity.fresh_copy(batch))
             with values.located(label):
                 values.assert_trees_close(got, reference.eval_step(state, batch), name="accuracy", check=check)
 
@@ -392,11 +383,14 @@ def test_eval_step_is_jitted(student):
 
 
 def test_eval_step_does_not_retrace(student, reference, scenario, test_batches):
+    """Evaluation inside a training loop: the state of each call is the reference's next training step."""
     steps = full_batch_steps(scenario)
     with reference_helpers(student, reference, "calculate_loss_acc"):
-        tracing.assert_no_retrace(
+        tracing.assert_chained_steps_do_not_retrace(
             student.eval_step,
-            lambda i: (unseen_step(steps[i % len(steps)].state, i), purity.fresh_copy(test_batches[0])),
+            unseen_step(steps[0].state, 1),
+            [test_batches[0]],
+            next_state=lambda state, _: reference.train_step(state, steps[0].batch)[0],
             name="eval_step",
         )
 

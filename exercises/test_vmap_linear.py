@@ -6,8 +6,10 @@ arrays arrive as NumPy or JAX arrays.
 
 - ``batched_linear`` must be *built from your* ``linear`` by one ``jax.vmap``:
   the check spies on ``linear`` and looks at how it was called.
-- ``per_example_grads`` must give one gradient per example, without a
-  Python loop (the traced program may not grow with the batch).
+- ``per_example_grads`` must give one gradient per example as ``vmap`` of
+  ``grad`` does: in work proportional to the batch (no Jacobian of the batch
+  of losses, whose work is quadratic) and in a traced program that does not
+  grow with the batch (no Python loop).
 - Called again with same-shaped inputs, nothing may trace or compile again.
 """
 
@@ -151,12 +153,24 @@ def test_per_example_grads_has_one_gradient_per_example(student, shape):
         )
 
 
-def test_per_example_grads_has_no_python_loop(student):
+VMAP_OF_GRAD = (
+    "the contract is jax.vmap(jax.grad(loss), in_axes=(None, 0, 0))(params, xs, ys): the gradient of ONE "
+    "example's loss, mapped over the batch, which costs B gradients, not B x B"
+)
+
+
+def test_per_example_grads_scales_linearly_with_the_batch(student):
+    """One gradient per example, as vmap of grad computes it: the work grows like B and the program not at all."""
     by_size = {}
-    for batch in (1, 4, 9):
+    for batch in (1, 4, 8, 32):
         xs, W, b, ys = problem((batch, 3, 2))
         by_size[batch] = (params_of(W, b), xs, ys)
-    structure.assert_jaxpr_size_constant(student.per_example_grads, by_size, what="the batch")
+    structure.assert_work_linear_in_batch(
+        student.per_example_grads, (8, by_size[8]), (32, by_size[32]), contract=VMAP_OF_GRAD
+    )
+    structure.assert_jaxpr_size_constant(
+        student.per_example_grads, {n: by_size[n] for n in (1, 4, 8)}, what="the batch"
+    )
 
 
 @given(arrays=linear_problems())

@@ -226,3 +226,71 @@ def build_class(dest: Path, module: str, *, out: Path, course: Path) -> dict[str
     (dest / "empty").mkdir()
     expected["empty"] = {fn: (ZERO, rf"{module}\.py is missing from your submission") for fn in fns}
     return expected
+
+
+# Tampering with the grader from one module's file (issue 10, isolation). Each variant's
+# functions are all wrong, and the file changes the grader so that they would pass.
+TAMPERING = {
+    "tamper_pytest_outcome": """
+import _pytest.reports
+_pytest.reports.BaseReport.failed = property(lambda self: False)
+_pytest.reports.BaseReport.passed = property(lambda self: True)
+""",
+    "tamper_replaces_check": """
+import autograder.checks.values
+autograder.checks.values.assert_matches_reference = lambda *args, **kwargs: None
+""",
+    "tamper_rewrites_check_code": """
+import autograder.checks.values
+for _name in dir(autograder.checks.values):
+    _f = getattr(autograder.checks.values, _name)
+    if _name.startswith("assert_") and hasattr(_f, "__code__") and not _f.__code__.co_freevars:
+        _f.__code__ = (lambda *args, **kwargs: None).__code__
+""",
+    "tamper_hypothesis_given": """
+import hypothesis, hypothesis.core
+def _given(*strategies, **kw_strategies):
+    return lambda test: test
+hypothesis.given = hypothesis.core.given = _given
+hypothesis.core.StateForActualGivenExecution.execute_once = lambda self, *args, **kwargs: None
+""",
+    "tamper_numpy_testing": """
+import numpy, numpy.testing
+numpy.testing.assert_allclose = lambda *args, **kwargs: None
+numpy.testing.assert_array_equal = lambda *args, **kwargs: None
+numpy.allclose = lambda *args, **kwargs: True
+numpy.array_equal = lambda *args, **kwargs: True
+""",
+}
+# ... and one that waits until the grader calls it, then patches the checks.
+TAMPER_WHILE_RUNNING = """
+import autograder.checks.values
+autograder.checks.values.assert_matches_reference = lambda *args, **kwargs: None
+"""
+
+
+def build_tamper_class(dest: Path, module: str, other: str) -> dict[str, dict[str, tuple[str, str]]]:
+    """Students whose ``module`` tampers with the grader while their ``other`` module is the reference.
+
+    Returns ``{student: {"<module>.<function>": (FULL or ZERO, message regex)}}``: the other module
+    keeps full marks, the tampering one earns nothing and its results say tampering was detected.
+    """
+    course = load_course(ROOT)
+    fns = [f.name for f in course.module(module).functions]
+    wrong = replace(reference_source(module), {fn: WRONG for fn in fns})
+    sources = {student: wrong + code for student, code in TAMPERING.items()}
+    sources["tamper_while_running"] = replace(
+        reference_source(module), {fns[0]: TAMPER_WHILE_RUNNING + "\n" + WRONG, **{fn: WRONG for fn in fns[1:]}}
+    )
+    detected = rf"tampering detected: importing or running {module}\.py changed the grader's own code"
+    expected = {}
+    for student, source in sources.items():
+        folder = dest / student
+        folder.mkdir(parents=True)
+        (folder / f"{module}.py").write_text(source, encoding="utf-8")
+        (folder / f"{other}.py").write_text(reference_source(other), encoding="utf-8")
+        expected[student] = {
+            **{f"{module}.{fn}": (ZERO, detected) for fn in fns},
+            **{fn.qualname: (FULL, "") for fn in course.module(other).functions},
+        }
+    return expected

@@ -100,3 +100,32 @@ def assert_rejected(result: FunctionResult, pattern: str) -> None:
     assert result.points < result.max_points
     assert re.search(pattern, result.message), result.message
     assert "hint:" in result.message
+
+
+def COURSE_FUNCTIONS():
+    from autograder.core.course import load_course
+
+    return load_course(ROOT).functions
+
+
+def gallery(rows, width: int | None = None) -> list:
+    """pytest params from gallery rows ``(what the variant does, function, ...)``, with the readable id
+    ``<function>-<what the variant does>`` (e.g. ``replace_negatives-boolean-indexing``); ``width``
+    pads the values with None."""
+    import pytest
+
+    params = []
+    functions = {fn.name for fn in COURSE_FUNCTIONS()}
+    for row in rows:
+        assert isinstance(row, tuple) and len(row) >= 3, f"a gallery row needs (what it does, function, source, ...): {row!r:.120}"
+        what, *values = row
+        assert values[0] in functions and what not in functions and what.replace("-", "").replace(".", "").isalnum(), (
+            f"gallery row ids say what the variant does, in kebab-case, then name its function: got {row[:2]!r}"
+        )
+        if width is not None:
+            values = (values + [None] * width)[:width]
+        params.append(pytest.param(*values, id=f"{values[0]}-{what}"))
+    ids = [p.id for p in params]
+    duplicates = sorted({i for i in ids if ids.count(i) > 1})
+    assert not duplicates, f"two gallery rows say the same: {duplicates}"
+    return params

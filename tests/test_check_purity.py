@@ -116,3 +116,81 @@ def test_a_function_that_cannot_be_jitted_is_left_to_the_jit_check():
         return x[x > 0]
 
     purity.assert_no_leaked_tracers(boolean_mask, jnp.ones(3))
+
+
+DEMO_OBJECTS = """
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+import torch
+import torch.utils.data as tud
+from flax.training import train_state
+
+
+class Toy(tud.Dataset):
+    def __init__(self, n):
+        self.rng = np.random.RandomState(0)
+        self.data = self.rng.normal(size=(n, 2)).astype(np.float32)
+
+    def __len__(self):
+        return len(self.data)
+
+    def __getitem__(self, i):
+        return self.data[i]
+
+
+class MLP(nn.Module):
+    hidden: int
+
+    @nn.compact
+    def __call__(self, x):
+        return nn.Dense(1)(nn.tanh(nn.Dense(self.hidden)(x)))
+
+
+dataset = Toy(16)
+loader = tud.DataLoader(dataset, batch_size=4, shuffle=True, generator=torch.Generator().manual_seed(0))
+model = MLP(8)
+optimizer = optax.adam(1e-3)
+params = model.init(jax.random.PRNGKey(0), jnp.ones((1, 2)))
+state = train_state.TrainState.create(apply_fn=model.apply, params=params, tx=optimizer)
+rng = jax.random.key(0)
+LEARNING_RATE = 0.1
+helper = jax.jit(lambda x: x * 2)
+lock = __import__("threading").Lock()
+"""
+
+
+@pytest.mark.parametrize("call", [
+    "f = lambda x: helper(x) + LEARNING_RATE",
+    "f = lambda x: model.apply(params, jnp.ones((1, 2))) * x",
+    "f = lambda x: optimizer.update({'a': x}, optimizer.init({'a': x}))[0]['a']",
+    "f = lambda x: x + dataset[0].sum() + len(list(iter(tud.DataLoader(dataset, batch_size=4))))",
+    "f = lambda x: state.apply_fn(state.params, jnp.ones((1, 2))) + x",
+])
+def test_demo_objects_a_call_leaves_alone_are_not_module_state_changes(call):
+    """Objects without structural equality (a dataset, a Flax model, an optax optimizer) are judged by contents."""
+    module = module_from(DEMO_OBJECTS + call)
+    purity.assert_module_state_unchanged(module, module.f, jnp.ones(1))
+
+
+@pytest.mark.parametrize(
+    "call, pattern",
+    [
+        ("def f(x):\n    LOG.append(1)\n    return x", r"contents of the module-level variable 'LOG'"),
+        ("def f(x):\n    ARR[0] = 5.0\n    return x", r"contents of the module-level variable 'ARR'\n"),
+        ("def f(x):\n    TABLE['b']['c'] = 1\n    return x", r"'TABLE' \(at TABLE\['b'\]\['c'\]\)"),
+        ("def f(x):\n    global rng\n    rng, _ = jax.random.split(rng)\n    return x", r"rebound the module-level variable 'rng'"),
+        ("def f(x):\n    dataset.data *= 2\n    return x", r"'dataset' \(at dataset\.data\)"),
+        ("def f(x):\n    dataset.seen = True\n    return x", r"'dataset' \(at dataset\.seen\)"),
+        ("def f(x):\n    dataset.rng.normal()\n    return x", r"'dataset' \(at dataset\.rng\)"),
+        ("G = torch.Generator()\ndef f(x):\n    G.manual_seed(3)\n    return x", r"contents of the module-level variable 'G'"),
+        ("def f(x):\n    next(iter(loader))\n    return x", r"'loader' \(at loader\.(sampler\.)?generator\)"),
+        ("def f(x):\n    global LEARNING_RATE\n    LEARNING_RATE *= 0.5\n    return x", r"rebound .*'LEARNING_RATE'"),
+    ],
+)
+def test_real_writes_to_demo_objects_and_globals_are_caught(call, pattern):
+    module = module_from(DEMO_OBJECTS + "LOG = []\nARR = np.zeros(3)\nTABLE = {'a': 1, 'b': {}}\n" + call)
+    with pytest.raises(CheckFailure, match=pattern):
+        purity.assert_module_state_unchanged(module, module.f, jnp.ones(1))

@@ -77,3 +77,29 @@ def test_jit_once_reuses_one_wrapper_per_function():
 
     assert structure.jit_once(f) is structure.jit_once(f)
     assert structure.jit_once(f) is not structure.jit_once(f, static_argnums=(0,))
+
+
+def _per_example_args(batch):
+    return ({"W": jnp.ones((3, 2)), "b": jnp.zeros(2)}, jnp.ones((batch, 3)), jnp.ones((batch, 2)))
+
+
+def _loss(p, x, y):
+    return 0.5 * jnp.sum((x @ p["W"] + p["b"] - y) ** 2)
+
+
+def test_work_linear_in_batch_accepts_vmap_of_grad_and_rejects_the_jacobian_of_the_batch():
+    vmapped = jax.vmap(jax.grad(_loss), in_axes=(None, 0, 0))
+    jacobian = lambda p, xs, ys: jax.jacrev(lambda q: jax.vmap(_loss, in_axes=(None, 0, 0))(q, xs, ys))(p)  # noqa: E731
+    small, large = (8, _per_example_args(8)), (32, _per_example_args(32))
+    structure.assert_work_linear_in_batch(vmapped, small, large, contract="vmap of grad")
+    with pytest.raises(CheckFailure, match=r"grows quadratically with the batch(.*\n)*.*largest one is \(32, 32"):
+        structure.assert_work_linear_in_batch(jacobian, small, large, contract="vmap of grad")
+
+
+def test_runs_the_states_model_reports_flax_shape_errors():
+    import flax.linen as nn
+
+    params = nn.Dense(5).init(jax.random.PRNGKey(0), jnp.ones((1, 2)))
+    with pytest.raises(CheckFailure, match=r"given a state of Dense\(5\), step ran another model: Flax said"):
+        with structure.runs_the_states_model("step", "Dense(5)"):
+            nn.Dense(8).apply(params, jnp.ones((1, 2)))

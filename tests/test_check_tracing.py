@@ -10,7 +10,13 @@ import pytest
 from flax.training import train_state
 
 from autograder.core.failures import CheckFailure
-from autograder.checks.tracing import TraceCounter, assert_is_jitted, assert_no_retrace, assert_no_retrace_in_loop
+from autograder.checks.tracing import (
+    TraceCounter,
+    assert_chained_steps_do_not_retrace,
+    assert_is_jitted,
+    assert_no_retrace,
+    assert_no_retrace_in_loop,
+)
 
 
 def vectors(i):
@@ -142,3 +148,65 @@ def test_a_loop_feeds_each_result_into_the_next_call():
 
     assert_no_retrace_in_loop(f, (0.0,), lambda out, i: (out * 10,), warmup=2, calls=2)
     assert seen[:4] == [0.0, 10.0, 110.0, 1110.0]
+
+
+# assert_chained_steps_do_not_retrace: a (state, batch) step fed the state it returned ---------
+
+def _sgd(state, batch):
+    grads = jax.grad(lambda p: jnp.sum((p["w"] * batch) ** 2))(state.params)
+    return state.apply_gradients(grads=grads), jnp.sum(batch)
+
+
+class StaticStepState(train_state.TrainState):
+    step: int = train_state.struct.field(pytree_node=False)
+
+
+def _with_static_step(jitted):
+    def step(state, batch):
+        new, loss = jitted(state, batch)
+        return StaticStepState(step=int(new.step), apply_fn=new.apply_fn, params=new.params, tx=new.tx,
+                               opt_state=new.opt_state), loss
+    return step
+
+
+@pytest.fixture
+def start():
+    return train_state.TrainState.create(apply_fn=jnp.tanh, params={"w": jnp.ones(3)}, tx=optax.sgd(0.1))
+
+
+BATCHES = [jnp.full(3, float(i)) for i in range(4)]
+
+
+def test_a_chained_canonical_loop_passes(start):
+    assert_chained_steps_do_not_retrace(jax.jit(_sgd), start, BATCHES)
+
+
+def test_a_chained_evaluation_loop_passes(start):
+    train = jax.jit(_sgd)
+    evaluate = jax.jit(lambda state, batch: jnp.sum(state.params["w"] * batch))
+    assert_chained_steps_do_not_retrace(
+        evaluate, start, BATCHES, next_state=lambda state, result: train(state, BATCHES[0])[0]
+    )
+
+
+@pytest.mark.parametrize(
+    "make_step, pattern",
+    [
+        # a new apply_fn object in every returned state: each step's input is a new static structure
+        (lambda: jax.jit(lambda s, b: (lambda n, l: (n.replace(apply_fn=functools.partial(s.apply_fn)), l))(*_sgd(s, b))),
+         r"state.apply_fn is a static field \(part of the compiled signature\) and the returned state holds a new partial object"),
+        # a new optimizer object per step
+        (lambda: jax.jit(lambda s, b: (lambda n, l: (n.replace(tx=optax.sgd(0.1)), l))(*_sgd(s, b))),
+         r"state.tx is a static field"),
+        # the step counter made static (a Python int field): every step number is a new signature
+        (lambda: _with_static_step(jax.jit(_sgd)),
+         r"state is a StaticStepState, it was a TrainState|state.step is a static field"),
+    ],
+    ids=["new-apply_fn", "new-tx", "static-step"],
+)
+def test_a_step_whose_returned_state_retraces_the_next_call_is_caught(start, make_step, pattern):
+    step = make_step()
+    assert_no_retrace(step, lambda i: (start.replace(step=jnp.asarray(i)), BATCHES[i % 4]))  # fresh inputs: no retrace
+    with pytest.raises(CheckFailure, match=r"traced \d+ and compiled \d+ more time\(s\) in a loop of \d+ chained steps") as info:
+        assert_chained_steps_do_not_retrace(step, start, BATCHES, name="train_step")
+    assert __import__("re").search(pattern, str(info.value)), str(info.value)

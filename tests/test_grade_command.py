@@ -5,6 +5,8 @@ failure the issue lists (each costing only the functions it affects, with
 the right message), and hostile ones that must not gain a single point.
 Graded with ``--only`` one module and a short timeout to keep this to a few
 minutes; the module is ``GRADE_TEST_MODULE`` (default ``at_updates``).
+A second class tampers with the grader from that module's file while its
+other module (``GRADE_TEST_OTHER_MODULE``, default ``vmap_linear``) is correct.
 """
 
 from __future__ import annotations
@@ -21,10 +23,11 @@ from pathlib import Path
 import pytest
 
 from autograder.core.course import load_course
-from grade_fixtures import FULL, build_class
+from grade_fixtures import FULL, TAMPERING, build_class, build_tamper_class
 from support import ROOT
 
 MODULE = os.environ.get("GRADE_TEST_MODULE", "at_updates")
+OTHER = os.environ.get("GRADE_TEST_OTHER_MODULE", "vmap_linear")
 TIMEOUT = os.environ.get("GRADE_TEST_TIMEOUT", "15")
 
 
@@ -36,10 +39,12 @@ def copy_course(dest: Path) -> Path:
     return dest
 
 
-def run_grade(submissions: Path, out: Path, course: Path, *extra: str) -> subprocess.CompletedProcess:
+def run_grade(submissions: Path, out: Path, course: Path, *extra: str, modules=(MODULE,)) -> subprocess.CompletedProcess:
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     env.pop("CI", None)
-    cmd = [sys.executable, "-m", "autograder", "grade", str(submissions), "--out", str(out), "--only", MODULE]
+    cmd = [sys.executable, "-m", "autograder", "grade", str(submissions), "--out", str(out)]
+    for module in modules:
+        cmd += ["--only", module]
     cmd += ["--timeout", TIMEOUT, "--course", str(course), *extra]
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=1800)
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -119,6 +124,34 @@ def test_a_failure_costs_only_the_functions_it_affects(graded, student):
 def test_hostile_submissions_gain_nothing(graded, student):
     _check_student(graded, student)
     assert float(graded.rows[student]["score"]) == 0
+
+
+@pytest.fixture(scope="module")
+def tampering(tmp_path_factory) -> Graded:
+    base = tmp_path_factory.mktemp("tamper")
+    course = copy_course(base / "course")
+    expected = build_tamper_class(base / "class", MODULE, OTHER)
+    run_grade(base / "class", base / "out", course, "--jobs", "2", modules=(MODULE, OTHER))
+    return Graded(base / "out", expected)
+
+
+@pytest.mark.parametrize("student", [*TAMPERING, "tamper_while_running"])
+def test_tampering_from_one_module_costs_only_that_module_and_is_reported(tampering, student):
+    """Issue 10 (isolation): each module is graded in its own process, and a module that
+    changes the grader earns nothing, with a message saying so; the other module keeps full marks."""
+    results = tampering.results(student)
+    tests = {t["name"]: t for t in results["tests"]}
+    assert set(tests) == set(tampering.expected[student])
+    for name, (expect, pattern) in tampering.expected[student].items():
+        test = tests[name]
+        assert float(tampering.rows[student][name]) == test["score"]
+        if expect == FULL:
+            assert test["score"] == test["max_score"], f"{student}: {name} lost points: {test['output']}"
+        else:
+            assert test["score"] == 0, f"{student}: {name} should earn nothing: {test}"
+            assert re.search(pattern, test["output"]), f"{student}.{name}: {pattern!r} not in\n{test['output']}"
+    summary = (tampering.out / "summary.md").read_text(encoding="utf-8")
+    assert "tampering detected" in summary
 
 
 def test_files_written_by_a_student_are_overwritten(graded):

@@ -104,3 +104,27 @@ def test_own_generators_are_fine():
         return random.Random(2).random()
 
     assert purity.assert_global_rngs_untouched(own) == random.Random(2).random()
+
+
+def test_numpy_sample_accepts_numpy_and_names_the_first_other_leaf():
+    import jax.numpy as jnp
+
+    loaders.assert_numpy_sample((np.zeros(2, np.float32), np.int32(1)), name="ds[0]", dataset="Toy")
+    with pytest.raises(CheckFailure, match=r"ds\[0\]\[1\] is a jax\.Array(.*\n)*.*forked worker processes"):
+        loaders.assert_numpy_sample((np.zeros(2), jnp.int32(1)), name="ds[0]", dataset="Toy")
+    with pytest.raises(CheckFailure, match=r"ds\[3\]\[0\] is a torch\.Tensor"):
+        loaders.assert_numpy_sample((torch.zeros(2), np.int32(1)), name="ds[3]", dataset="Toy")
+
+
+def test_interleaved_epochs_expose_a_generator_shared_between_loaders():
+    dataset = loaders.SampleDataset(loaders.indexed_samples(32))
+    shared = torch.Generator()
+
+    def make(seed, generator=None):
+        generator = generator or torch.Generator()
+        return tud.DataLoader(dataset, batch_size=4, shuffle=True, generator=generator.manual_seed(seed))
+
+    alone = loaders.epoch(make(0), "make")
+    assert loaders.interleaved_epochs([make(0), make(0)], "make") == [alone, alone]
+    first, second = loaders.interleaved_epochs([make(0, shared), make(0, shared)], "make")
+    assert first != alone or second != alone

@@ -3,7 +3,7 @@
 
 import pytest
 
-from support import assert_accepted, assert_rejected, grade, with_function
+from support import assert_accepted, assert_rejected, gallery, grade, with_function
 
 MODULE = "at_updates"
 
@@ -40,47 +40,47 @@ def test_correct_variant_written_differently_passes(pytester, function):
 
 WRONG = [
     # (function, replacement, regex the message must match)
-    ("set_diagonal", """
+    ("sets-only-the-first-entry", "set_diagonal", """
         def set_diagonal(x, value):
             return x.at[0, 0].set(value)
      """, r"set_diagonal: result differs from the reference at \d+ of \d+ entries"),
-    ("set_diagonal", """
+    ("casts-to-int32", "set_diagonal", """
         def set_diagonal(x, value):
             return x.at[jnp.arange(x.shape[0]), jnp.arange(x.shape[0])].set(value).astype(jnp.float64 if False else jnp.int32)
      """, r"result has dtype int32, expected float32"),
-    ("scatter_add", """
+    ("set-instead-of-add-drops-repeats", "scatter_add", """
         def scatter_add(x, indices, updates):
             return x.at[indices].set(x[indices] + updates)
      """, r"scatter_add: result differs from the reference.*\n(.*\n)*  smallest failing input:"),
-    ("clamp_at", """
+    ("clamps-every-entry", "clamp_at", """
         def clamp_at(x, indices, lo, hi):
             return jnp.clip(x, lo, hi)
      """, r"clamp_at: result differs from the reference"),
-    ("replace_negatives", """
+    ("boolean-indexing", "replace_negatives", """
         def replace_negatives(x, value):
             return x.at[x < 0].set(value)
      """, r"cannot be compiled with jax.jit: it uses boolean indexing"),
-    ("replace_negatives", """
+    ("converts-to-numpy", "replace_negatives", """
         import numpy as onp
         def replace_negatives(x, value):
             out = onp.array(x)
             out[out < 0] = value
             return out
      """, r"cannot be compiled with jax.jit: it converts a traced array to NumPy"),
-    ("replace_negatives", """
+    ("appends-to-a-module-list", "replace_negatives", """
         CALLS = []
         def replace_negatives(x, value):
             CALLS.append(1)
             return jnp.where(x < 0, value, x)
      """, r"changed the contents of the module-level variable 'CALLS'"),
-    ("set_diagonal", """
+    ("keeps-inputs-in-a-module-list", "set_diagonal", """
         _seen = []
         def set_diagonal(x, value):
             n = x.shape[0]
             _seen.append(x)
             return x.at[jnp.arange(n), jnp.arange(n)].set(value)
      """, r"module-level (variable )?'_seen'"),
-    ("scatter_add", """
+    ("adds-numpy-global-noise", "scatter_add", """
         import numpy as onp
         def scatter_add(x, indices, updates):
             return x.at[indices].add(updates) + onp.random.uniform(0, 1e-3)
@@ -88,7 +88,7 @@ WRONG = [
 ]
 
 
-@pytest.mark.parametrize("function, replacement, pattern", WRONG, ids=[f"{w[0]}-{i}" for i, w in enumerate(WRONG)])
+@pytest.mark.parametrize("function, replacement, pattern", gallery(WRONG))
 def test_wrong_implementation_fails_with_the_right_message(pytester, function, replacement, pattern):
     results = grade(pytester, MODULE, with_function(MODULE, replacement), only=function)
     assert_rejected(results[function], pattern)

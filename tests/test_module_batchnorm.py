@@ -4,7 +4,7 @@ mode, retrace or write into their input fail with the right message; correct ans
 
 import pytest
 
-from support import assert_accepted, assert_rejected, grade, with_function
+from support import assert_accepted, assert_rejected, gallery, grade, with_function
 
 MODULE = "batchnorm"
 IMPORTS = "import functools\nimport jax.numpy as jnp\n"
@@ -12,18 +12,18 @@ IMPORTS = "import functools\nimport jax.numpy as jnp\n"
 
 CORRECT_VARIANTS = {
     "create_train_state_bn": [
-        """
+        ("direct-constructor-with-chained-scale", """
         def create_train_state_bn(rng, model, learning_rate, sample_input):
             variables = model.init(rng, sample_input, train=False)
             tx = optax.chain(optax.scale(-learning_rate))
             params = variables["params"]
             return TrainStateBN(step=0, apply_fn=model.apply, params=params, tx=tx,
                                 opt_state=tx.init(params), batch_stats=variables["batch_stats"])
-        """,
+        """),
     ],
     "train_step_bn": [
         # manual optimizer update, state.replace, donation
-        """
+        ("manual-update-with-donation", """
         @functools.partial(jax.jit, donate_argnums=(0,))
         def train_step_bn(state, batch):
             x, labels = batch
@@ -42,9 +42,9 @@ CORRECT_VARIANTS = {
                 opt_state=opt_state, batch_stats=batch_stats,
             )
             return new_state, loss
-        """,
+        """),
         # jit by assignment, apply_gradients then replace
-        """
+        ("jit-by-assignment", """
         def _train_step_bn(state, batch):
             x, labels = batch
 
@@ -60,23 +60,39 @@ CORRECT_VARIANTS = {
             return state.apply_gradients(grads=grads).replace(batch_stats=updates["batch_stats"]), loss
 
         train_step_bn = jax.jit(_train_step_bn)
-        """,
+        """),
     ],
     "eval_step_bn": [
-        """
+        ("threshold-on-probabilities", """
         @jax.jit
         def eval_step_bn(state, batch):
             variables = {"params": state.params, "batch_stats": state.batch_stats}
             probs = jax.nn.sigmoid(state.apply_fn(variables, batch[0], train=False)[:, 0])
             return jnp.mean((probs > 0.5) == (batch[1] > 0))
-        """,
+        """),
     ],
 }
 
-CORRECT = [(fn, src) for fn, sources in CORRECT_VARIANTS.items() for src in sources]
+CORRECT = [(what, fn, src) for fn, sources in CORRECT_VARIANTS.items() for what, src in sources]
+
+# Demo objects kept at module level, never changed by a function (issue 10).
+DEMO_OBJECTS = """
+model = BNClassifier(num_hidden=8, num_outputs=1)
+optimizer = optax.sgd(0.1)
+demo_state = create_train_state_bn(jax.random.PRNGKey(0), model, 0.1, jnp.ones((8, 2)))
+demo_logits = jax.jit(lambda state, x: state.apply_fn({"params": state.params, "batch_stats": state.batch_stats}, x,
+                                                      train=False))
+"""
 
 
-@pytest.mark.parametrize("function, replacement", CORRECT, ids=[f"{c[0]}-{i}" for i, c in enumerate(CORRECT)])
+def test_demo_objects_at_module_level_keep_every_function_pure(pytester):
+    results = grade(pytester, MODULE, IMPORTS + with_function(MODULE, "") + DEMO_OBJECTS, only="is_pure")
+    assert set(results) == {"create_train_state_bn", "train_step_bn", "eval_step_bn"}
+    for result in results.values():
+        assert_accepted(result)
+
+
+@pytest.mark.parametrize("function, replacement", gallery(CORRECT))
 def test_correct_variant_written_differently_passes(pytester, function, replacement):
     source = IMPORTS + with_function(MODULE, replacement)
     result = grade(pytester, MODULE, source, only=function)[function]
@@ -103,40 +119,45 @@ def step_bn(variables="{'params': params, 'batch_stats': state.batch_stats}",
 
 # a function that retraces on every call is slow to grade: only its retrace check runs
 RETRACE_CHECKS = "train_step_bn_does_not_retrace"
+IN_A_LOOP = (
+    r"train_step_bn traced \d+ and compiled \d+ more time\(s\) in a loop of \d+ chained steps(.*\n)*"
+    r".*what changed between steps: "
+)
+OWN_MODEL = r"given a state of BNClassifier\(7, 1\), {function} ran another model(.*\n)*.*state.apply_fn"
 
 WRONG = [
     # (function, replacement, regex the message must match)
-    ("create_train_state_bn", """
+    ("batch-stats-none", "create_train_state_bn", """
         def create_train_state_bn(rng, model, learning_rate, sample_input):
             variables = model.init(rng, sample_input, train=False)
             return TrainStateBN.create(apply_fn=model.apply, params=variables["params"], batch_stats=None,
                                        tx=optax.sgd(learning_rate))
      """, r"state.batch_stats does not have the structure of the reference's"),
-    ("create_train_state_bn", """
+    ("sgd-with-momentum", "create_train_state_bn", """
         def create_train_state_bn(rng, model, learning_rate, sample_input):
             variables = model.init(rng, sample_input, train=False)
             return TrainStateBN.create(apply_fn=model.apply, params=variables["params"],
                                        batch_stats=variables["batch_stats"], tx=optax.sgd(learning_rate, momentum=0.9))
      """, r"after 2 optimizer step\(s\)"),
     # batch_stats dropped from the variables: Flax re-initialises them on every step
-    ("train_step_bn", step_bn(variables="{'params': params}"),
+    ("forgets-batch-stats", "train_step_bn", step_bn(variables="{'params': params}"),
      r"new_state.batch_stats\['BatchNorm_0'\]\['(mean|var)'\] differs from the reference(.*\n)*.*0.9 \* state.batch_stats"),
     # a training step in evaluation mode: running averages never move
-    ("train_step_bn", step_bn(mode="train=False, mutable=['batch_stats']"),
+    ("runs-in-eval-mode", "train_step_bn", step_bn(mode="train=False, mutable=['batch_stats']"),
      r"new_state.batch_stats\['BatchNorm_0'\]\['(mean|var)'\] did not change at all(.*\n)*.*train=True"),
     # the whole dict apply returned, stored as the batch_stats
-    ("train_step_bn", step_bn(keep="updates"),
+    ("keeps-the-whole-updates-dict", "train_step_bn", step_bn(keep="updates"),
      r"new_state.batch_stats holds the whole dict apply returned"),
     # new statistics computed but not kept
-    ("train_step_bn", step_bn(keep="state.batch_stats"),
+    ("keeps-the-old-batch-stats", "train_step_bn", step_bn(keep="state.batch_stats"),
      r"new_state.batch_stats\['BatchNorm_0'\]\['(mean|var)'\] did not change at all"),
     # the loss reads state.params: zero gradients
-    ("train_step_bn", step_bn(variables="{'params': state.params, 'batch_stats': state.batch_stats}"),
+    ("differentiates-state-params", "train_step_bn", step_bn(variables="{'params': state.params, 'batch_stats': state.batch_stats}"),
      r"new_state.params\[.*did not change at all(.*\n)*.*gradients were all zero"),
-    ("train_step_bn", step_bn().replace("        @jax.jit\n", ""),
+    ("not-jitted", "train_step_bn", step_bn().replace("        @jax.jit\n", ""),
      r"train_step_bn is not a jax.jit function"),
     # retracing: a jitted closure per call
-    ("train_step_bn", """
+    ("retraces-every-call", "train_step_bn", """
         def train_step_bn(state, batch):
             @jax.jit
             def step(params):
@@ -149,11 +170,28 @@ WRONG = [
             (loss, updates), grads = step(state.params)
             return state.apply_gradients(grads=grads, batch_stats=updates['batch_stats']), loss
      """, r"train_step_bn traced \d+ and compiled \d+ more time\(s\)", RETRACE_CHECKS),
+    # retracing in a loop (issue 10): a new apply_fn, a new optimizer in every returned state
+    ("new-apply-fn-each-step", "train_step_bn", step_bn(keep="updates['batch_stats'], apply_fn=functools.partial(state.apply_fn)"),
+     IN_A_LOOP + r"state.apply_fn is a static field", RETRACE_CHECKS),
+    ("new-optimizer-each-step", "train_step_bn", step_bn(keep="updates['batch_stats'], tx=optax.sgd(0.3)"),
+     IN_A_LOOP + r"state.tx is a static field", RETRACE_CHECKS),
+    # a module-level model of the scenario's size instead of the state's (issue 10)
+    ("module-level-model", "train_step_bn", step_bn().replace("state.apply_fn(", "MODEL.apply(") + "\n        MODEL = BNClassifier(6, 1)\n",
+     OWN_MODEL.format(function="train_step_bn"), "train_step_bn_matches"),
+    ("module-level-model", "eval_step_bn", """
+        model = BNClassifier(num_hidden=6, num_outputs=1)
+
+        @jax.jit
+        def eval_step_bn(state, batch):
+            x, labels = batch
+            logits = model.apply({'params': state.params, 'batch_stats': state.batch_stats}, x, train=False)
+            return ((logits.squeeze(-1) > 0) == labels).mean()
+     """, OWN_MODEL.format(function="eval_step_bn"), "eval_step_bn_matches"),
     # impure: keeps the latest statistics in a module-level dict
-    ("train_step_bn", step_bn().replace("            return state.apply_gradients", "            LATEST['stats'] = updates\n            return state.apply_gradients") + "\n        LATEST = {}\n",
+    ("stores-updates-in-a-module-dict", "train_step_bn", step_bn().replace("            return state.apply_gradients", "            LATEST['stats'] = updates\n            return state.apply_gradients") + "\n        LATEST = {}\n",
      r"module-level (variable )?'LATEST'|leaked a tracer"),
     # evaluation in training mode: batch statistics instead of the running averages
-    ("eval_step_bn", """
+    ("evaluates-in-train-mode", "eval_step_bn", """
         @jax.jit
         def eval_step_bn(state, batch):
             x, labels = batch
@@ -162,7 +200,7 @@ WRONG = [
             return ((logits.squeeze(-1) > 0) == labels).mean()
      """, r"accuracy differs from the reference"),
     # evaluation that also returns the updated state
-    ("eval_step_bn", """
+    ("also-returns-the-state", "eval_step_bn", """
         @jax.jit
         def eval_step_bn(state, batch):
             x, labels = batch
@@ -172,8 +210,7 @@ WRONG = [
 ]
 
 
-@pytest.mark.parametrize("function, replacement, pattern, only", [(*w, None)[:4] for w in WRONG],
-                         ids=[f"{w[0]}-{i}" for i, w in enumerate(WRONG)])
+@pytest.mark.parametrize("function, replacement, pattern, only", gallery(WRONG, width=4))
 def test_wrong_implementation_fails_with_the_right_message(pytester, function, replacement, pattern, only):
     results = grade(pytester, MODULE, IMPORTS + with_function(MODULE, replacement), only=only or function)
     assert_rejected(results[function], pattern)

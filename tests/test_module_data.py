@@ -3,14 +3,14 @@
 
 import pytest
 
-from support import assert_accepted, assert_rejected, grade, with_function
+from support import assert_accepted, assert_rejected, gallery, grade, with_function
 
 MODULE = "data"
 
 
 CORRECT_VARIANTS = [
     # other branch order, np.asarray + np.stack for every leaf, map over zip
-    ("numpy_collate", """
+    ("recursion-with-map", "numpy_collate", """
         def numpy_collate(batch):
             first = batch[0]
             if isinstance(first, dict):
@@ -20,7 +20,7 @@ CORRECT_VARIANTS = [
             return np.stack([np.asarray(sample) for sample in batch])
      """),
     # structural pattern matching, np.array for arrays too, explicit loops
-    ("numpy_collate", """
+    ("match-statement", "numpy_collate", """
         def numpy_collate(batch):
             match batch[0]:
                 case dict():
@@ -37,7 +37,7 @@ CORRECT_VARIANTS = [
                     return np.array(batch)
      """),
     # noise drawn with randn * std, labels by comparing the coordinates, no super().__init__()
-    ("XORDataset", """
+    ("xor-by-inequality", "XORDataset", """
         class XORDataset(data.Dataset):
             def __init__(self, size, seed, std=0.1):
                 rng = np.random.RandomState(seed)
@@ -52,7 +52,7 @@ CORRECT_VARIANTS = [
                 return self.data[i], self.label[i]
      """),
     # noise added row by row (the same stream of normals), a generator attribute
-    ("XORDataset", """
+    ("stores-its-rng", "XORDataset", """
         class XORDataset(data.Dataset):
             def __init__(self, size, seed, std=0.1):
                 super().__init__()
@@ -69,15 +69,47 @@ CORRECT_VARIANTS = [
                 return (self.data[i], self.label[i])
      """),
     # the generator on the sampler, an explicit BatchSampler
-    ("make_loader", """
+    ("batch-sampler", "make_loader", """
         def make_loader(dataset, batch_size, shuffle, seed=0, drop_last=False):
             g = torch.Generator().manual_seed(seed)
             sampler = data.RandomSampler(dataset, generator=g) if shuffle else data.SequentialSampler(dataset)
             batches = data.BatchSampler(sampler, batch_size=batch_size, drop_last=drop_last)
             return data.DataLoader(dataset, batch_sampler=batches, collate_fn=numpy_collate)
      """),
+    # demo objects kept at module level, left alone by make_loader: a dataset, its loader, a constant (issue 10)
+    ("demo-objects-at-module-level", "make_loader", """
+        DEFAULT_BATCH = 32
+
+        def make_loader(dataset, batch_size, shuffle, seed=0, drop_last=False):
+            g = torch.Generator()
+            g.manual_seed(seed)
+            return data.DataLoader(dataset, batch_size=batch_size, shuffle=shuffle, drop_last=drop_last,
+                                   collate_fn=numpy_collate, generator=g)
+
+        demo_dataset = XORDataset(200, 42)
+        demo_loader = make_loader(demo_dataset, DEFAULT_BATCH, True, seed=1)
+        demo_batch = next(iter(demo_loader))
+     """),
+    # items converted with np.asarray on the way out (still NumPy), the dataset kept as a demo at module level
+    ("np-asarray-items", "XORDataset", """
+        class XORDataset(data.Dataset):
+            def __init__(self, size, seed, std=0.1):
+                super().__init__()
+                rng = np.random.RandomState(seed)
+                self.data = rng.randint(0, 2, (size, 2)).astype(np.float32)
+                self.label = (self.data.sum(axis=1) == 1).astype(np.int32)
+                self.data += rng.normal(0, std, self.data.shape)
+
+            def __len__(self):
+                return len(self.data)
+
+            def __getitem__(self, i):
+                return np.asarray(self.data[i]), self.label[i]
+
+        demo = XORDataset(size=200, seed=42)
+     """),
     # positional arguments, a lambda collate, another seed-to-generator mapping
-    ("make_loader", """
+    ("offset-seed-generator", "make_loader", """
         def make_loader(dataset, batch_size, shuffle, seed=0, drop_last=False):
             return data.DataLoader(dataset, batch_size, shuffle, collate_fn=lambda b: numpy_collate(b),
                                    drop_last=drop_last, generator=torch.Generator().manual_seed(10_000 + seed))
@@ -85,22 +117,41 @@ CORRECT_VARIANTS = [
 ]
 
 
-@pytest.mark.parametrize(
-    "function, replacement", CORRECT_VARIANTS, ids=[f"{c[0]}-{i}" for i, c in enumerate(CORRECT_VARIANTS)]
-)
+@pytest.mark.parametrize("function, replacement", gallery(CORRECT_VARIANTS))
 def test_correct_variant_written_differently_passes(pytester, function, replacement):
     result = grade(pytester, MODULE, with_function(MODULE, replacement), only=function)[function]
     assert_accepted(result)
 
 
+def xor_dataset_returning(item):
+    """The reference's XORDataset (NumPy data and label) whose ``ds[i]`` is ``item``."""
+    return """
+        class XORDataset(data.Dataset):
+            def __init__(self, size, seed, std=0.1):
+                rng = np.random.RandomState(seed)
+                self.data = rng.randint(0, 2, (size, 2)).astype(np.float32)
+                self.label = (self.data.sum(axis=1) == 1).astype(np.int32)
+                self.data += rng.normal(0, std, self.data.shape)
+            def __len__(self):
+                return len(self.data)
+            def __getitem__(self, i):
+                return {item}
+""".format(item=item)
+
+
+JAX_ITEM = r"ds\[0\]\[0\] is a jax\.Array, expected a NumPy array or scalar(.*\n)*.*forked worker processes"
+SHARED_GENERATOR = (
+    r"loader #\d \(seed=\d\) shuffled differently than a loader made alone with seed=\d(.*\n)*.*share one random generator"
+)
+
 WRONG = [
     # (function, replacement, regex the message must match)
     # --- numpy_collate
-    ("numpy_collate", """
+    ("torch-default-collate", "numpy_collate", """
         def numpy_collate(batch):
             return data.default_collate(batch)
      """, r"is a torch\.Tensor, expected a np\.ndarray.*\n(.*\n)*.*default collate"),
-    ("numpy_collate", """
+    ("returns-jax-arrays", "numpy_collate", """
         import jax.numpy as jnp
         def numpy_collate(batch):
             first = batch[0]
@@ -110,12 +161,12 @@ WRONG = [
                 return {k: numpy_collate([s[k] for s in batch]) for k in first}
             return jnp.stack([jnp.asarray(s) for s in batch])
      """, r"(?s)is a jax\.Array, expected a np\.ndarray.*worker processes.*deadlocks"),
-    ("numpy_collate", """
+    ("tree-map-returns-tuples", "numpy_collate", """
         import jax
         def numpy_collate(batch):
             return jax.tree_util.tree_map(lambda *xs: np.stack(xs), *batch)
      """, r"is a tuple, expected a list of \d+\n(.*\n)*.*tuple and list samples both collate to a list"),
-    ("numpy_collate", """
+    ("mutates-the-batch", "numpy_collate", """
         def numpy_collate(batch):
             first = batch[0]
             if isinstance(first, np.ndarray):
@@ -126,7 +177,7 @@ WRONG = [
                 return {k: numpy_collate([s.pop(k) for s in batch]) for k in list(first)}
             return np.array(batch)
      """, r"numpy_collate modified its argument: batch\[0\] changed keys"),
-    ("numpy_collate", """
+    ("keeps-scalars-as-a-list", "numpy_collate", """
         def numpy_collate(batch):
             first = batch[0]
             if isinstance(first, np.ndarray):
@@ -137,7 +188,7 @@ WRONG = [
                 return {k: numpy_collate([s[k] for s in batch]) for k in first}
             return list(batch)
      """, r"is a list of \d+ items, expected a np\.ndarray"),
-    ("numpy_collate", """
+    ("casts-to-float32", "numpy_collate", """
         def numpy_collate(batch):
             first = batch[0]
             if isinstance(first, np.ndarray):
@@ -148,7 +199,7 @@ WRONG = [
                 return {k: numpy_collate([s[k] for s in batch]) for k in first}
             return np.array(batch, dtype=np.float32)
      """, r"has dtype float32, expected (int|uint|bool|float64)"),
-    ("numpy_collate", """
+    ("concatenates-instead-of-stacking", "numpy_collate", """
         def numpy_collate(batch):
             first = batch[0]
             if isinstance(first, np.ndarray):
@@ -159,7 +210,7 @@ WRONG = [
                 return {k: numpy_collate([s[k] for s in batch]) for k in first}
             return np.array(batch)
      """, r"has shape \(.*\), expected \(.*\)"),
-    ("numpy_collate", """
+    ("dicts-become-lists", "numpy_collate", """
         def numpy_collate(batch):
             first = batch[0]
             if isinstance(first, np.ndarray):
@@ -171,7 +222,7 @@ WRONG = [
             return np.array(batch)
      """, r"is a list, expected a dict with keys"),
     # --- XORDataset
-    ("XORDataset", """
+    ("noise-drawn-before-the-corners", "XORDataset", """
         class XORDataset(data.Dataset):
             def __init__(self, size, seed, std=0.1):
                 rng = np.random.RandomState(seed)
@@ -184,7 +235,7 @@ WRONG = [
             def __getitem__(self, i):
                 return self.data[i], self.label[i]
      """, r"ds\.(data|label) differs from the reference"),
-    ("XORDataset", """
+    ("labels-from-noisy-data", "XORDataset", """
         class XORDataset(data.Dataset):
             def __init__(self, size, seed, std=0.1):
                 rng = np.random.RandomState(seed)
@@ -196,7 +247,7 @@ WRONG = [
             def __getitem__(self, i):
                 return self.data[i], self.label[i]
      """, r"ds\.label differs from the reference"),
-    ("XORDataset", """
+    ("float64-data", "XORDataset", """
         class XORDataset(data.Dataset):
             def __init__(self, size, seed, std=0.1):
                 rng = np.random.RandomState(seed)
@@ -208,7 +259,7 @@ WRONG = [
             def __getitem__(self, i):
                 return self.data[i], self.label[i]
      """, r"ds\.data has dtype float64, expected float32"),
-    ("XORDataset", """
+    ("int64-labels", "XORDataset", """
         class XORDataset(data.Dataset):
             def __init__(self, size, seed, std=0.1):
                 rng = np.random.RandomState(seed)
@@ -220,7 +271,7 @@ WRONG = [
             def __getitem__(self, i):
                 return self.data[i], self.label[i]
      """, r"ds\.label has dtype int64, expected int32"),
-    ("XORDataset", """
+    ("seeds-numpy-globally", "XORDataset", """
         class XORDataset(data.Dataset):
             def __init__(self, size, seed, std=0.1):
                 np.random.seed(seed)
@@ -232,7 +283,7 @@ WRONG = [
             def __getitem__(self, i):
                 return self.data[i], self.label[i]
      """, r"changed the state of NumPy's global RNG"),
-    ("XORDataset", """
+    ("ignores-std", "XORDataset", """
         class XORDataset(data.Dataset):
             def __init__(self, size, seed, std=0.1):
                 rng = np.random.RandomState(seed)
@@ -244,7 +295,7 @@ WRONG = [
             def __getitem__(self, i):
                 return self.data[i], self.label[i]
      """, r"ds\.data differs from the reference"),
-    ("XORDataset", """
+    ("items-not-a-pair", "XORDataset", """
         class XORDataset(data.Dataset):
             def __init__(self, size, seed, std=0.1):
                 rng = np.random.RandomState(seed)
@@ -256,7 +307,7 @@ WRONG = [
             def __getitem__(self, i):
                 return [self.data[i], int(self.label[i])]
      """, r"ds\[0\] does not have the structure of the reference's"),
-    ("XORDataset", """
+    ("not-a-torch-dataset", "XORDataset", """
         class XORDataset:
             def __init__(self, size, seed, std=0.1):
                 rng = np.random.RandomState(seed)
@@ -268,7 +319,7 @@ WRONG = [
             def __getitem__(self, i):
                 return self.data[i], self.label[i]
      """, r"not a torch\.utils\.data\.Dataset"),
-    ("XORDataset", """
+    ("jax-arrays", "XORDataset", """
         import jax.numpy as jnp
         class XORDataset(data.Dataset):
             def __init__(self, size, seed, std=0.1):
@@ -281,48 +332,86 @@ WRONG = [
             def __getitem__(self, i):
                 return self.data[i], self.label[i]
      """, r"ds\.data is a jax\S*ArrayImpl; it must be a numpy\.ndarray"),
+    # items that are JAX arrays although data and label are NumPy (issue 10): they deadlock or fail in workers
+    ("jnp-asarray-items", "XORDataset", """
+        import jax.numpy as jnp""" + xor_dataset_returning("jnp.asarray(self.data[i]), jnp.asarray(self.label[i])") + """
+     """, JAX_ITEM),
+    ("device-put-items", "XORDataset", """
+        import jax""" + xor_dataset_returning("jax.device_put((self.data[i], self.label[i]))") + """
+     """, JAX_ITEM),
+    ("jnp-int32-label", "XORDataset", """
+        import jax.numpy as jnp""" + xor_dataset_returning("self.data[i], jnp.int32(self.label[i])") + """
+     """, r"ds\[0\]\[1\] is a jax\.Array, expected a NumPy array or scalar"),
     # --- make_loader
-    ("make_loader", """
+    # one module-level generator, re-seeded on every call: loaders made together share it (issue 10)
+    ("module-generator-reseeded", "make_loader", """
+        GENERATOR = torch.Generator()
+
+        def make_loader(dataset, batch_size, shuffle, seed=0, drop_last=False):
+            GENERATOR.manual_seed(seed)
+            return data.DataLoader(dataset, batch_size=batch_size, shuffle=shuffle, drop_last=drop_last,
+                                   collate_fn=numpy_collate, generator=GENERATOR)
+     """, SHARED_GENERATOR + r"(.*\n)*.*changed the contents of the module-level variable 'GENERATOR'"),
+    # one generator per seed, cached at module level: two loaders with one seed share it
+    ("generator-cache-per-seed", "make_loader", """
+        _generators = {}
+
+        def make_loader(dataset, batch_size, shuffle, seed=0, drop_last=False):
+            if seed not in _generators:
+                _generators[seed] = torch.Generator().manual_seed(seed)
+            return data.DataLoader(dataset, batch_size=batch_size, shuffle=shuffle, drop_last=drop_last,
+                                   collate_fn=numpy_collate, generator=_generators[seed])
+     """, r"module-level variable '_generators'"),
+    # a module-level generator used through a sampler made per call
+    ("module-generator-in-sampler", "make_loader", """
+        _rng = torch.Generator()
+
+        def make_loader(dataset, batch_size, shuffle, seed=0, drop_last=False):
+            sampler = data.RandomSampler(dataset, generator=_rng.manual_seed(seed)) if shuffle else None
+            return data.DataLoader(dataset, batch_size=batch_size, sampler=sampler, drop_last=drop_last,
+                                   collate_fn=numpy_collate)
+     """, SHARED_GENERATOR),
+    ("no-collate-fn", "make_loader", """
         def make_loader(dataset, batch_size, shuffle, seed=0, drop_last=False):
             g = torch.Generator().manual_seed(seed)
             return data.DataLoader(dataset, batch_size=batch_size, shuffle=shuffle, drop_last=drop_last, generator=g)
      """, r"is a torch\.Tensor, expected a np\.ndarray"),
-    ("make_loader", """
+    ("ignores-the-seed", "make_loader", """
         def make_loader(dataset, batch_size, shuffle, seed=0, drop_last=False):
             g = torch.Generator().manual_seed(0)
             return data.DataLoader(dataset, batch_size=batch_size, shuffle=shuffle, drop_last=drop_last,
                                    collate_fn=numpy_collate, generator=g)
      """, r"seeds 0, 1, 2 all give the same order: the seed argument is ignored"),
-    ("make_loader", """
+    ("unseeded-shuffle", "make_loader", """
         def make_loader(dataset, batch_size, shuffle, seed=0, drop_last=False):
             return data.DataLoader(dataset, batch_size=batch_size, shuffle=shuffle, drop_last=drop_last,
                                    collate_fn=numpy_collate)
      """, r"shuffled differently after torch\.manual_seed changed\n(.*\n)*.*its own\s+generator"),
-    ("make_loader", """
+    ("seeds-torch-globally", "make_loader", """
         def make_loader(dataset, batch_size, shuffle, seed=0, drop_last=False):
             torch.manual_seed(seed)
             return data.DataLoader(dataset, batch_size=batch_size, shuffle=shuffle, drop_last=drop_last,
                                    collate_fn=numpy_collate)
      """, r"(?s)shuffled differently.*changed the state of torch's global RNG"),
-    ("make_loader", """
+    ("ignores-drop-last", "make_loader", """
         def make_loader(dataset, batch_size, shuffle, seed=0, drop_last=False):
             g = torch.Generator().manual_seed(seed)
             return data.DataLoader(dataset, batch_size=batch_size, shuffle=shuffle,
                                    collate_fn=numpy_collate, generator=g)
      """, r"drop_last=True the batch sizes are \[.*\], expected \[.*\]\n(.*\n)*.*incomplete batch must be dropped"),
-    ("make_loader", """
+    ("always-shuffles", "make_loader", """
         def make_loader(dataset, batch_size, shuffle, seed=0, drop_last=False):
             g = torch.Generator().manual_seed(seed)
             return data.DataLoader(dataset, batch_size=batch_size, shuffle=True, drop_last=drop_last,
                                    collate_fn=numpy_collate, generator=g)
      """, r"shuffle=False, drop_last=\w+ the samples come in the order \[.*\]\.\.\., expected 0, 1, 2"),
-    ("make_loader", """
+    ("never-shuffles", "make_loader", """
         def make_loader(dataset, batch_size, shuffle, seed=0, drop_last=False):
             g = torch.Generator().manual_seed(seed)
             return data.DataLoader(dataset, batch_size=batch_size, drop_last=drop_last,
                                    collate_fn=numpy_collate, generator=g)
      """, r"shuffle=True, drop_last=\w+ the samples come in the dataset's order: nothing was shuffled"),
-    ("make_loader", """
+    ("returns-a-list", "make_loader", """
         def make_loader(dataset, batch_size, shuffle, seed=0, drop_last=False):
             g = torch.Generator().manual_seed(seed)
             loader = data.DataLoader(dataset, batch_size=batch_size, shuffle=shuffle, drop_last=drop_last,
@@ -332,7 +421,7 @@ WRONG = [
 ]
 
 
-@pytest.mark.parametrize("function, replacement, pattern", WRONG, ids=[f"{w[0]}-{i}" for i, w in enumerate(WRONG)])
+@pytest.mark.parametrize("function, replacement, pattern", gallery(WRONG))
 def test_wrong_implementation_fails_with_the_right_message(pytester, function, replacement, pattern):
     results = grade(pytester, MODULE, with_function(MODULE, replacement), only=function)
     assert_rejected(results[function], pattern)

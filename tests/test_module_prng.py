@@ -4,28 +4,28 @@ other correct answers (other APIs, other loop constructs, other order of operati
 
 import pytest
 
-from support import assert_accepted, assert_rejected, grade, with_function
+from support import assert_accepted, assert_rejected, gallery, grade, with_function
 
 MODULE = "prng"
 PRELUDE = "import functools\nimport math\nimport random\n\nimport numpy as np\nimport torch\n"
 
 
 CORRECT_VARIANTS = [
-    ("two_normals", """
+    ("indexed-split", "two_normals", """
         def two_normals(key):
             keys = jax.random.split(key, num=3)
             a = jax.random.normal(keys[1], (), dtype=jnp.float32)
             b = jax.random.normal(keys[2], shape=())
             return keys[0], a, b
     """),
-    ("two_normals", """
+    ("star-unpacked-split", "two_normals", """
         @jax.jit
         def two_normals(key):
             new_key, *subkeys = jax.random.split(key, 3)
             a, b = (jax.random.normal(k) for k in subkeys)
             return new_key, a, b
     """),
-    ("init_mlp", """
+    ("python-loop-with-math-sqrt", "init_mlp", """
         def init_mlp(key, sizes):
             layers = []
             for k, (m, n) in zip(jax.random.split(key, len(sizes) - 1), zip(sizes[:-1], sizes[1:])):
@@ -33,7 +33,7 @@ CORRECT_VARIANTS = [
                 layers.append({"b": jnp.zeros((n,), jnp.float32), "W": scale * jax.random.normal(k, (m, n))})
             return layers
     """),
-    ("init_mlp", """
+    ("comprehension-divides-by-sqrt", "init_mlp", """
         @functools.partial(jax.jit, static_argnums=1)
         def init_mlp(key, sizes):
             keys = jax.random.split(key, len(sizes) - 1)
@@ -43,19 +43,19 @@ CORRECT_VARIANTS = [
                 for i in range(len(keys))
             ]
     """),
-    ("dropout", """
+    ("lax-select-and-rate-zero-shortcut", "dropout", """
         def dropout(key, x, rate):
             if rate == 0:
                 return x
             keep = jax.random.bernoulli(key, p=1.0 - rate, shape=jnp.shape(x))
             return jax.lax.select(keep, x * (1.0 / (1.0 - rate)), jnp.zeros_like(x))
     """),
-    ("dropout", """
+    ("float-mask-multiply", "dropout", """
         def dropout(key, x, rate):
             mask = jax.random.bernoulli(key, 1 - rate, x.shape).astype(x.dtype)
             return mask * x / (1 - rate)
     """),
-    ("random_walk", """
+    ("python-loop", "random_walk", """
         def random_walk(key, n_steps):
             total, walk = 0.0, []
             for _ in range(n_steps):
@@ -64,7 +64,7 @@ CORRECT_VARIANTS = [
                 walk.append(total)
             return jnp.stack(walk)
     """),
-    ("random_walk", """
+    ("fori-loop", "random_walk", """
         @functools.partial(jax.jit, static_argnums=1)
         def random_walk(key, n_steps):
             def body(i, carry):
@@ -74,7 +74,7 @@ CORRECT_VARIANTS = [
             _, steps = jax.lax.fori_loop(0, n_steps, body, (key, jnp.zeros(n_steps)))
             return jnp.cumsum(steps)
     """),
-    ("random_walk", """
+    ("lax-scan", "random_walk", """
         def random_walk(key, n_steps):
             def step(carry, _):
                 key, total = carry
@@ -86,9 +86,7 @@ CORRECT_VARIANTS = [
 ]
 
 
-@pytest.mark.parametrize(
-    "function, replacement", CORRECT_VARIANTS, ids=[f"{c[0]}-{i}" for i, c in enumerate(CORRECT_VARIANTS)]
-)
+@pytest.mark.parametrize("function, replacement", gallery(CORRECT_VARIANTS))
 def test_correct_variant_written_differently_passes(pytester, function, replacement):
     source = PRELUDE + with_function(MODULE, replacement)
     result = grade(pytester, MODULE, source, only=function)[function]
@@ -98,25 +96,25 @@ def test_correct_variant_written_differently_passes(pytester, function, replacem
 WRONG = [
     # (function, replacement, regex the message must match, -k expression of the checks to run)
     # key reuse: two draws from one key
-    ("two_normals", """
+    ("draws-twice-from-one-subkey", "two_normals", """
         def two_normals(key):
             key, sub = jax.random.split(key)
             return key, jax.random.normal(sub), jax.random.normal(sub)
      """, r"used the key `sub` a second time.*at line \d+: return key, jax.random.normal\(sub\)(.*\n)*.*jax.random.split\(key, 3\)", "two_normals and uses_each_key"),
     # key reuse: the parent used after split
-    ("two_normals", """
+    ("reuses-the-input-key", "two_normals", """
         def two_normals(key):
             new_key, k1 = jax.random.split(key)
             return new_key, jax.random.normal(k1), jax.random.normal(key)
      """, r"used the key `key` a second time", "two_normals and uses_each_key"),
     # the parent returned after split
-    ("two_normals", """
+    ("returns-the-input-key", "two_normals", """
         def two_normals(key):
             _, k1, k2 = jax.random.split(key, 3)
             return key, jax.random.normal(k1), jax.random.normal(k2)
      """, r"the returned key\[0\] was already used inside two_normals(.*\n)*.*return the new key that jax.random.split gave you", "two_normals and uses_each_key"),
     # the key kind converted
-    ("two_normals", """
+    ("returns-a-legacy-key-for-a-typed-one", "two_normals", """
         def two_normals(key):
             key, k1, k2 = jax.random.split(key, 3)
             if jnp.issubdtype(key.dtype, jax.dtypes.prng_key):
@@ -124,27 +122,27 @@ WRONG = [
             return key, jax.random.normal(k1), jax.random.normal(k2)
      """, r"legacy (uint32 )?key.*typed key", "two_normals and kind"),
     # wrong split pattern
-    ("two_normals", """
+    ("splits-a-used-key-for-the-new-key", "two_normals", """
         def two_normals(key):
             k1, k2 = jax.random.split(key)
             key, _ = jax.random.split(k2)
             return key, jax.random.normal(k1), jax.random.normal(k2)
      """, r"two_normals: result\[0\] differs from the reference", "two_normals and matches_reference"),
     # key reuse: the same key for every layer
-    ("init_mlp", """
+    ("one-key-for-every-layer", "init_mlp", """
         def init_mlp(key, sizes):
             return [{"W": jax.random.normal(key, (m, n)) * jnp.sqrt(2.0 / m), "b": jnp.zeros(n)}
                     for m, n in zip(sizes[:-1], sizes[1:])]
      """, r"used the key `key` a second time.*line \d+", "init_mlp and uses_each_key"),
     # a hard-coded key ignores the argument
-    ("init_mlp", """
+    ("hard-coded-key", "init_mlp", """
         def init_mlp(key, sizes):
             keys = jax.random.split(jax.random.PRNGKey(0), len(sizes) - 1)
             return [{"W": jax.random.normal(keys[i], (sizes[i], sizes[i + 1])) * jnp.sqrt(2.0 / sizes[i]),
                      "b": jnp.zeros(sizes[i + 1])} for i in range(len(sizes) - 1)]
      """, r"returned the same result for two different keys(.*\n)*.*hard-coded key", "init_mlp and randomness"),
     # NumPy's global RNG
-    ("init_mlp", """
+    ("adds-numpy-global-noise", "init_mlp", """
         def init_mlp(key, sizes):
             keys = jax.random.split(key, len(sizes) - 1)
             return [{"W": jax.random.normal(keys[i], (sizes[i], sizes[i + 1])) * np.sqrt(2.0 / sizes[i])
@@ -152,7 +150,7 @@ WRONG = [
                      "b": jnp.zeros(sizes[i + 1])} for i in range(len(sizes) - 1)]
      """, r"changed when only NumPy's global RNG \(np.random\) was re-seeded", "init_mlp and randomness"),
     # a sequential split per layer is another pattern
-    ("init_mlp", """
+    ("splits-in-a-chain", "init_mlp", """
         def init_mlp(key, sizes):
             layers = []
             for m, n in zip(sizes[:-1], sizes[1:]):
@@ -161,25 +159,25 @@ WRONG = [
             return layers
      """, r"init_mlp: result\[0\]\['W'\] differs from the reference", "init_mlp and matches_reference"),
     # no rescaling
-    ("dropout", """
+    ("forgets-to-rescale", "dropout", """
         def dropout(key, x, rate):
             keep = jax.random.bernoulli(key, 1 - rate, x.shape)
             return jnp.where(keep, x, 0)
      """, r"none of the allowed values \(0 = 0, x / \(1 - rate\) = [\d.]+\)(.*\n)*.*inverted dropout", "dropout and rescales"),
     # keep probability and drop probability swapped
-    ("dropout", """
+    ("keeps-with-probability-rate", "dropout", """
         def dropout(key, x, rate):
             keep = jax.random.bernoulli(key, rate, x.shape)
             return jnp.where(keep, x / (1 - rate), 0)
      """, r"dropout\(key, x, 0.0\) returns x unchanged", "dropout and rate_zero"),
     # torch's global RNG
-    ("dropout", """
+    ("draws-from-torch", "dropout", """
         def dropout(key, x, rate):
             keep = jnp.asarray((torch.rand(x.shape) >= rate).numpy())
             return jnp.where(keep, x / (1 - rate), 0)
      """, r"same result for two different keys", "dropout and randomness"),
     # Python control flow on a traced value
-    ("dropout", """
+    ("python-if-on-a-traced-value", "dropout", """
         def dropout(key, x, rate):
             keep = jax.random.bernoulli(key, 1 - rate, x.shape)
             if keep.all():
@@ -187,7 +185,7 @@ WRONG = [
             return jnp.where(keep, x / (1 - rate), 0)
      """, r"cannot be (traced by JAX|compiled with jax.jit): it uses a traced value in Python control flow", "dropout and works_under_jit"),
     # key reuse: the same subkey on every step of a scan
-    ("random_walk", """
+    ("reuses-the-subkey-in-scan", "random_walk", """
         def random_walk(key, n_steps):
             key, sub = jax.random.split(key)
             def step(total, _):
@@ -196,7 +194,7 @@ WRONG = [
             return jax.lax.scan(step, 0.0, None, length=n_steps)[1]
      """, r"used the key `sub` a second time.*at line \d+: total = total \+ jax.random.normal\(sub\)", "random_walk and uses_each_key"),
     # key reuse: drawing with the carried key instead of the subkey
-    ("random_walk", """
+    ("draws-from-the-carried-key", "random_walk", """
         def random_walk(key, n_steps):
             steps = []
             for _ in range(n_steps):
@@ -205,13 +203,13 @@ WRONG = [
             return jnp.cumsum(jnp.stack(steps))
      """, r"used the key `key` a second time", "random_walk and uses_each_key"),
     # all keys split up front is another pattern
-    ("random_walk", """
+    ("splits-into-n-keys-at-once", "random_walk", """
         def random_walk(key, n_steps):
             keys = jax.random.split(key, n_steps)
             return jnp.cumsum(jax.vmap(jax.random.normal)(keys))
      """, r"random_walk: result differs from the reference", "random_walk and matches_reference"),
     # Python's random module
-    ("random_walk", """
+    ("adds-python-random-noise", "random_walk", """
         def random_walk(key, n_steps):
             def step(key, _):
                 key, sub = jax.random.split(key)
@@ -222,9 +220,7 @@ WRONG = [
 ]
 
 
-@pytest.mark.parametrize(
-    "function, replacement, pattern, checks", WRONG, ids=[f"{w[0]}-{i}" for i, w in enumerate(WRONG)]
-)
+@pytest.mark.parametrize("function, replacement, pattern, checks", gallery(WRONG))
 def test_wrong_implementation_fails_with_the_right_message(pytester, function, replacement, pattern, checks):
     results = grade(pytester, MODULE, PRELUDE + with_function(MODULE, replacement), only=checks)
     assert_rejected(results[function], pattern)

@@ -15,7 +15,7 @@ import jax
 import jax.numpy as jnp
 
 from autograder.core.failures import CheckFailure
-from autograder.checks.values import _name, assert_trees_close, is_key
+from autograder.checks.values import function_name, assert_trees_close, is_key
 
 KINDS = ("typed", "legacy")
 
@@ -51,7 +51,7 @@ def assert_no_key_reuse(fn: Callable, *args: Any, **kwargs: Any) -> Any:
     except jax.errors.KeyReuseError as err:
         problem, advice = describe_key_reuse(err, fn)
         raise CheckFailure(
-            f"{_name(fn)} uses every PRNG key at most once",
+            f"{function_name(fn)} uses every PRNG key at most once",
             problem,
             f"JAX says: {str(err).splitlines()[0]}\n{advice}",
         ) from None
@@ -68,8 +68,8 @@ def assert_key_changes_result(fn: Callable, make_args: Callable[[jax.Array], tup
     except CheckFailure:
         return
     raise CheckFailure(
-        f"{_name(fn)} gives different results for different keys",
-        f"{_name(fn)} returned the same result for two different keys ({kind} keys 0 and 1)",
+        f"{function_name(fn)} gives different results for different keys",
+        f"{function_name(fn)} returned the same result for two different keys ({kind} keys 0 and 1)",
         "the randomness must come from the key argument: a hard-coded key such as jax.random.PRNGKey(0) "
         "inside the function ignores the key you were given",
     )
@@ -83,8 +83,8 @@ def assert_same_key_same_result(fn: Callable, make_args: Callable[[jax.Array], t
         assert_trees_close(second, first, rtol=0, atol=0, name="second result")
     except CheckFailure as failure:
         raise CheckFailure(
-            f"{_name(fn)} gives the same result for the same key",
-            f"{_name(fn)} returned different results for the same key",
+            f"{function_name(fn)} gives the same result for the same key",
+            f"{function_name(fn)} returned different results for the same key",
             failure.problem + "\nall randomness must come from the key argument",
         ) from None
 
@@ -138,7 +138,7 @@ def describe_key_reuse(err: BaseException, fn: Callable) -> tuple[str, str]:
     """
     import re
 
-    name = _name(fn)
+    name = function_name(fn)
     frames = _student_frames(err, fn)
     line = ""
     keys: list[str] = []
@@ -169,8 +169,8 @@ def assert_returned_keys_unconsumed(fn: Callable, result: Any) -> None:
         if _consumed(leaf):
             where = "the returned key" + jax.tree_util.keystr(path)
             raise CheckFailure(
-                f"{_name(fn)} uses every PRNG key at most once",
-                f"{where} was already used inside {_name(fn)} (by a split or a draw)",
+                f"{function_name(fn)} uses every PRNG key at most once",
+                f"{where} was already used inside {function_name(fn)} (by a split or a draw)",
                 "return the new key that jax.random.split gave you, not the key you split:\n"
                 "    key, k1, k2 = jax.random.split(key, 3)   # return this `key`, draw with k1 and k2",
             )

@@ -10,6 +10,8 @@ Checks for the ``data`` module, run against real ``DataLoader``s:
 - :func:`assert_is_dataloader`        a function returned a ``torch.utils.data.DataLoader``
 - :func:`assert_epoch_batches`        one epoch has the right batch sizes, count, and sample order
 - :func:`assert_same_order`           two epochs visit the samples in the same order
+- :func:`interleaved_epochs`          one epoch of several loaders, all made first, iterated batch by batch in turn
+- :func:`assert_numpy_sample`         a dataset item holds NumPy arrays and scalars only (what workers may build)
 
 :class:`SampleDataset` is a plain map-style dataset over a list of samples.
 """
@@ -151,14 +153,21 @@ def load_batches(
     num_workers: int = 0,
     timeout: float = WORKER_TIMEOUT,
     fn_name: str = "the collate function",
+    role: str = "collate_fn",
 ) -> list[Any]:
     """All batches of a real ``DataLoader(dataset, batch_size, collate_fn=..., num_workers=...)`` in order.
 
     With workers, JAX is running in this process first (as in a training
     script) and the loader waits at most ``timeout`` seconds for each batch:
-    workers that deadlock fail the check instead of hanging it.
+    workers that deadlock fail the check instead of hanging it. ``role``
+    (``"collate_fn"`` or ``"dataset"``) says which of the two is judged.
     """
-    check = f"{fn_name} works as the collate_fn of a DataLoader with num_workers={num_workers}"
+    check = f"{fn_name} works as the {role} of a DataLoader with num_workers={num_workers}"
+    culprit = (
+        "a dataset whose items are jax.Arrays (jnp.asarray in __init__ or __getitem__, indexing a jax.Array)"
+        if role == "dataset"
+        else "a collate function that creates jax.Arrays (jnp.stack, jnp.asarray, jax.device_put)"
+    )
     if num_workers:
         jax.block_until_ready(jnp.zeros(()) + 1)  # JAX's threads are running, as during training
     loader = tud.DataLoader(
@@ -181,9 +190,8 @@ def load_batches(
             raise CheckFailure(
                 check,
                 f"the DataLoader's worker processes produced no batch within {timeout:g} s: they are stuck",
-                "a collate function that creates jax.Arrays (jnp.stack, jnp.asarray, jax.device_put) deadlocks "
-                "forked DataLoader workers once JAX is running in the main process, because JAX is "
-                "multithreaded; build batches with NumPy only",
+                f"{culprit} deadlocks forked DataLoader workers once JAX is running in the main process, "
+                "because JAX is multithreaded; use NumPy only",
             ) from None
         if not num_workers:
             raise  # the student's own error, reported with the line it came from
@@ -327,3 +335,58 @@ def assert_batch_count(batches: Sequence[Any], expected: int, *, check: str) -> 
     """A loader gave ``expected`` batches."""
     if len(batches) != expected:
         raise CheckFailure(check, f"the DataLoader gave {len(batches)} batches, expected {expected}")
+
+
+def interleaved_epochs(
+    loaders: Sequence[Any], fn_name: str, index: Callable[[Any], Any] = lambda batch: batch[1]
+) -> list[list[list[int]]]:
+    """One epoch of each loader, iterated in turn (a batch of the first, of the second, ...), all made beforehand.
+
+    What a training loop with a validation loader does: loaders that share a
+    random generator behind the scenes give other orders than each alone.
+    """
+    check = f"{fn_name}'s DataLoaders can be iterated"
+    try:
+        iterators = [iter(loader) for loader in loaders]
+        orders: list[list[list[int]]] = [[] for _ in loaders]
+        active = set(range(len(loaders)))
+        while active:
+            for i in sorted(active):
+                try:
+                    batch = next(iterators[i])
+                except StopIteration:
+                    active.discard(i)
+                    continue
+                orders[i].append([int(j) for j in np.asarray(index(batch)).reshape(-1)])
+    except Exception as err:  # noqa: BLE001 - the student's loader failed
+        raise CheckFailure(check, f"iterating the DataLoaders failed: {type(err).__name__}: {err}") from None
+    return orders
+
+
+def assert_numpy_sample(sample: Any, *, name: str, dataset: str) -> None:
+    """Every leaf of a dataset item is a NumPy array or a NumPy scalar.
+
+    A DataLoader's worker processes call ``dataset[i]``: an item holding a
+    jax.Array (or a torch tensor) starts JAX (or torch's collation) in a forked
+    worker, which deadlocks or fails. The check names the first such leaf.
+    """
+    check = f"{dataset}'s items hold NumPy arrays and NumPy scalars only"
+    for path, leaf in jax.tree_util.tree_flatten_with_path(sample)[0]:
+        if isinstance(leaf, (np.ndarray, np.generic)):
+            continue
+        where = f"{name}{jax.tree_util.keystr(path)}"
+        if isinstance(leaf, jax.Array):
+            raise CheckFailure(
+                check,
+                f"{where} is a jax.Array, expected a NumPy array or scalar",
+                "a DataLoader with workers calls dataset[i] in forked worker processes; a jax.Array there runs "
+                "JAX in a forked copy of a multithreaded process, which deadlocks. Keep data and label as NumPy "
+                "arrays and return (self.data[i], self.label[i]): JAX takes NumPy batches as they are",
+            )
+        if isinstance(leaf, torch.Tensor):
+            raise CheckFailure(
+                check,
+                f"{where} is a torch.Tensor, expected a NumPy array or scalar",
+                "keep data and label as NumPy arrays: the batches go to JAX, not to torch",
+            )
+        raise CheckFailure(check, f"{where} is a {_kind(leaf)}, expected a NumPy array or scalar")

@@ -14,7 +14,7 @@ Each check is its own function with its own message:
 from __future__ import annotations
 
 import contextlib
-import copy
+import dataclasses
 import inspect
 import random
 import sys
@@ -25,7 +25,7 @@ import jax
 import numpy as np
 
 from autograder.core.failures import CheckFailure
-from autograder.checks.values import _name, assert_trees_close, describe, is_key
+from autograder.checks.values import function_name, assert_trees_close, describe, is_key
 
 
 def _argument_names(fn: Callable, args: tuple, kwargs: dict) -> list[tuple[str, Any]]:
@@ -84,8 +84,8 @@ def assert_arguments_unchanged(fn: Callable, *args: Any, **kwargs: Any) -> Any:
         found = _changes(snap, value, name)
         if found:
             raise CheckFailure(
-                f"{_name(fn)} leaves its arguments unchanged",
-                f"{_name(fn)} modified its argument: {found}",
+                f"{function_name(fn)} leaves its arguments unchanged",
+                f"{function_name(fn)} modified its argument: {found}",
                 "JAX functions are pure: build and return a new value instead of writing into the input "
                 "(for arrays: x.at[i].set(v) returns a new array)",
             )
@@ -100,8 +100,8 @@ def assert_deterministic(fn: Callable, *args: Any, **kwargs: Any) -> None:
         assert_trees_close(second, first, rtol=0, atol=0, name="second result")
     except CheckFailure as failure:
         raise CheckFailure(
-            f"{_name(fn)} gives the same result when called twice with the same arguments",
-            f"{_name(fn)} returned something different the second time it was called with the same arguments",
+            f"{function_name(fn)} gives the same result when called twice with the same arguments",
+            f"{function_name(fn)} returned something different the second time it was called with the same arguments",
             f"{failure.problem}\nthe function keeps hidden state between calls (a global, a counter, a cache "
             "or a random generator); make the result depend only on the arguments",
         ) from None
@@ -152,69 +152,163 @@ def assert_no_hidden_rng(fn: Callable, *args: Any, **kwargs: Any) -> None:
                 assert_trees_close(again, baseline, rtol=0, atol=0)
             except CheckFailure:
                 raise CheckFailure(
-                    f"{_name(fn)} does not depend on hidden random state",
-                    f"the result of {_name(fn)} changed when only {name} was re-seeded",
+                    f"{function_name(fn)} does not depend on hidden random state",
+                    f"the result of {function_name(fn)} changed when only {name} was re-seeded",
                     "JAX randomness is explicit: take a key argument and draw with jax.random; "
                     "never use np.random, random or torch's generator inside the function",
                 ) from None
 
 
-def _state_snapshot(module: ModuleType) -> dict[str, Any]:
-    snap = {}
+class _Opaque:
+    """Stands for a value whose contents cannot be read or compared: never evidence of a change."""
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Opaque)
+
+    def __hash__(self) -> int:
+        return 0
+
+
+_OPAQUE = _Opaque()
+_PICTURE_DEPTH = 8
+_PICTURE_NODES = 20_000
+
+
+def _array_picture(kind: str, a: np.ndarray) -> tuple:
+    return (kind, a.dtype.str, a.shape, a.tobytes() if a.dtype != object else tuple(map(id, a.ravel())))
+
+
+def _generator_state(value: Any) -> Any:
+    """The state of a random generator object (torch, NumPy), or None if ``value`` is not one."""
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(value, torch.Generator):
+        return bytes(value.get_state().numpy().tobytes())
+    if isinstance(value, np.random.RandomState):
+        kind, keys, pos, has_gauss, gauss = value.get_state()
+        return (kind, keys.tobytes(), pos, has_gauss, gauss)
+    if isinstance(value, np.random.Generator):
+        return repr(value.bit_generator.state)
+    if isinstance(value, random.Random):
+        return value.getstate()
+    return None
+
+
+def _picture(value: Any, depth: int = 0, path: frozenset = frozenset(), budget: list | None = None) -> Any:
+    """A comparable picture of what ``value`` holds: equal pictures, same contents.
+
+    Arrays (NumPy, JAX, torch) by dtype, shape and bytes; PRNG keys by their
+    key data; random generators by their state; lists, tuples, dicts and sets
+    item by item; dataclasses (a Flax model, a TrainState) field by field;
+    plain objects (a dataset) by their ``__dict__``; functions, classes and
+    modules by identity. What cannot be read (a C object, too deep, a cycle)
+    is opaque: it compares equal to itself, so it never counts as a change.
+    """
+    budget = [_PICTURE_NODES] if budget is None else budget
+    budget[0] -= 1
+    if budget[0] < 0 or depth > _PICTURE_DEPTH or id(value) in path:
+        return _OPAQUE
+    if value is None or type(value) in (bool, int, str, bytes, complex):
+        return (type(value).__name__, value)
+    if type(value) is float:
+        return ("float", repr(value))
+    if isinstance(value, jax.core.Tracer):
+        return ("tracer", id(value))
+    if isinstance(value, jax.Array):
+        if value.is_deleted():
+            return ("deleted array", id(value))
+        if is_key(value):
+            return _array_picture("key", np.asarray(jax.random.key_data(value)))
+        return _array_picture("jax.Array", np.asarray(value))
+    if isinstance(value, (np.ndarray, np.generic)):
+        return _array_picture(type(value).__name__, np.asarray(value))
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(value, torch.Tensor):
+        return _array_picture("torch.Tensor", value.detach().cpu().numpy())
+    state = _generator_state(value)
+    if state is not None:
+        return (type(value).__qualname__, state)
+    if inspect.ismodule(value) or inspect.isroutine(value) or inspect.isclass(value):
+        return ("object", id(value))
+    inner = path | {id(value)}
+
+    def sub(v: Any) -> Any:
+        return _picture(v, depth + 1, inner, budget)
+
+    kind = type(value).__qualname__
+    if isinstance(value, (list, tuple)):
+        return ("items", kind, tuple((f"[{i}]", sub(v)) for i, v in enumerate(value)))
+    if isinstance(value, dict):
+        return ("items", kind, tuple((f"[{k!r}]", sub(k), sub(v)) for k, v in value.items()))
+    if isinstance(value, (set, frozenset)):
+        return ("set", kind, frozenset(sub(v) for v in value))
+    if dataclasses.is_dataclass(value):
+        return ("items", kind, tuple((f".{f.name}", sub(getattr(value, f.name, None))) for f in dataclasses.fields(value)))
+    attributes = getattr(value, "__dict__", None)
+    if type(attributes) is dict:
+        return ("items", kind, tuple((f".{k}", sub(v)) for k, v in attributes.items()))
+    return _OPAQUE
+
+
+def _first_difference(before: Any, after: Any, where: str) -> str:
+    """Where two different pictures first differ: ``where`` extended with the index, key or attribute."""
+    if not (isinstance(before, tuple) and isinstance(after, tuple) and before[:2] == after[:2] == ("items", before[1])):
+        return where
+    labels_before = [item[0] for item in before[2]]
+    labels_after = [item[0] for item in after[2]]
+    if labels_before != labels_after:
+        new = [label for label in labels_after if label not in labels_before]
+        return f"{where}{new[0]}" if new else where
+    for b, a in zip(before[2], after[2]):
+        if b != a:
+            return _first_difference(b[-1], a[-1], where + b[0])
+    return where
+
+
+def _module_state(module: ModuleType) -> dict[str, tuple[int, Any, Any]]:
+    """name -> (identity, value, picture) of every module-level variable (functions, classes, modules left out)."""
+    state = {}
     for name, value in vars(module).items():
         if name.startswith("__") or inspect.ismodule(value) or inspect.isroutine(value) or inspect.isclass(value):
             continue
-        try:
-            copied = copy.deepcopy(value)
-        except Exception:  # noqa: BLE001 - not deep-copyable (e.g. holds a tracer): copy one level
-            copied = type(value)(value) if type(value) in (list, dict, set) else None
-        snap[name] = (id(value), value, copied)
-    return snap
-
-
-def _equal(a: Any, b: Any) -> bool:
-    if isinstance(a, jax.Array) and not isinstance(a, jax.core.Tracer):
-        if not isinstance(b, jax.Array) or isinstance(b, jax.core.Tracer):
-            return False
-        if is_key(a) or is_key(b):
-            return is_key(a) and is_key(b) and np.array_equal(jax.random.key_data(a), jax.random.key_data(b))
-        return a.shape == b.shape and a.dtype == b.dtype and np.array_equal(np.asarray(a), np.asarray(b))
-    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
-        return isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and np.array_equal(a, b)
-    if type(a) in (list, tuple):
-        return type(a) is type(b) and len(a) == len(b) and all(x is y or _equal(x, y) for x, y in zip(a, b))
-    if type(a) is dict:
-        return type(b) is dict and a.keys() == b.keys() and all(a[k] is b[k] or _equal(a[k], b[k]) for k in a)
-    if type(a) is set:
-        return type(b) is set and a == b
-    if type(a) in (int, float, str, bool, bytes, type(None)):
-        return type(a) is type(b) and a == b
-    return a is b
+        state[name] = (id(value), value, _picture(value))
+    return state
 
 
 def assert_module_state_unchanged(module: ModuleType, fn: Callable, *args: Any, **kwargs: Any) -> None:
-    """Calling ``fn`` adds, rebinds or mutates no module-level variable of ``module``."""
-    before = _state_snapshot(module)
+    """Calling ``fn`` adds, rebinds or changes the contents of no module-level variable of ``module``.
+
+    Judged by what the call changes: the same objects must be bound to the
+    same names, and hold what they held (compared as :func:`_picture` reads
+    them). Demo objects the functions leave alone (a dataset, a Flax model,
+    an optax optimizer) pass, whatever their type.
+    """
+    before = _module_state(module)
     fn(*args, **kwargs)
-    after = _state_snapshot(module)
-    check = f"{_name(fn)} reads and writes no module-level state"
+    after = _module_state(module)
+    check = f"{function_name(fn)} reads and writes no module-level state"
     advice = "keep everything the function needs in its arguments and everything it produces in its result"
     added = sorted(set(after) - set(before))
     if added:
-        raise CheckFailure(check, f"calling {_name(fn)} created the module-level variable {added[0]!r}", advice)
-    for name, (ident, value, copied) in before.items():
+        raise CheckFailure(check, f"calling {function_name(fn)} created the module-level variable {added[0]!r}", advice)
+    for name, (ident, value, picture) in before.items():
         if name not in after:
-            raise CheckFailure(check, f"calling {_name(fn)} deleted the module-level variable {name!r}", advice)
-        new_ident, new_value, _ = after[name]
+            raise CheckFailure(check, f"calling {function_name(fn)} deleted the module-level variable {name!r}", advice)
+        new_ident, new_value, new_picture = after[name]
         if new_ident != ident:
             raise CheckFailure(
                 check,
-                f"calling {_name(fn)} rebound the module-level variable {name!r}: "
+                f"calling {function_name(fn)} rebound the module-level variable {name!r}: "
                 f"{describe(value)} before, {describe(new_value)} after",
                 advice,
             )
-        if copied is not None and not _equal(copied, new_value):
-            raise CheckFailure(check, f"calling {_name(fn)} changed the contents of the module-level variable {name!r}", advice)
+        if new_picture != picture:
+            where = _first_difference(picture, new_picture, name)
+            raise CheckFailure(
+                check,
+                f"calling {function_name(fn)} changed the contents of the module-level variable {name!r}"
+                + (f" (at {where})" if where != name else ""),
+                advice,
+            )
 
 
 def assert_no_leaked_tracers(
@@ -225,7 +319,7 @@ def assert_no_leaked_tracers(
     **kwargs: Any,
 ) -> None:
     """A ``jax.jit`` of ``fn`` leaks no tracer (``jax.checking_leaks``), not even into module globals."""
-    check = f"{_name(fn)} lets no traced value escape when jitted"
+    check = f"{function_name(fn)} lets no traced value escape when jitted"
     advice = (
         "a value computed inside jit is a tracer: return it instead of storing it in a global, "
         "a list outside the function or an attribute"
@@ -240,7 +334,7 @@ def assert_no_leaked_tracers(
             jitted(*args, **kwargs)
     except Exception as err:  # noqa: BLE001 - JAX reports leaks as plain exceptions
         if "leak" in str(err).lower():
-            raise CheckFailure(check, f"{_name(fn)} leaked a tracer out of jax.jit", advice) from None
+            raise CheckFailure(check, f"{function_name(fn)} leaked a tracer out of jax.jit", advice) from None
         from autograder.checks.structure import jit_error_explanation
 
         if jit_error_explanation(err) is None:
@@ -250,7 +344,7 @@ def assert_no_leaked_tracers(
         for name, value in vars(module).items():
             if not name.startswith("__") and tracer_ids(value) - before.get(name, set()):
                 raise CheckFailure(
-                    check, f"after a jitted call of {_name(fn)} the module-level {name!r} holds a tracer", advice
+                    check, f"after a jitted call of {function_name(fn)} the module-level {name!r} holds a tracer", advice
                 )
 
 
@@ -289,8 +383,8 @@ def assert_global_rngs_untouched(fn: Callable, *args: Any, **kwargs: Any) -> Any
         for name, (get, _, _) in rngs.items():
             if not _rng_states_equal(before[name], get()):
                 raise CheckFailure(
-                    f"{_name(fn)} leaves the global random generators alone",
-                    f"calling {_name(fn)} changed the state of {name}: it seeds or draws from a global generator",
+                    f"{function_name(fn)} leaves the global random generators alone",
+                    f"calling {function_name(fn)} changed the state of {name}: it seeds or draws from a global generator",
                     "use a generator of your own, made from the seed argument "
                     "(np.random.RandomState(seed), torch.Generator().manual_seed(seed)), never the global one",
                 )
@@ -358,7 +452,7 @@ def assert_pytree_arguments_unchanged(
     named = _argument_names(fn, args, kwargs)
     before = [(name, value, _leaf_snapshot(value)) for name, value in named]
     result = fn(*args, **kwargs)
-    check = f"{_name(fn)} leaves its arguments unchanged"
+    check = f"{function_name(fn)} leaves its arguments unchanged"
     advice = (
         "a train or eval step is a pure function: return a new state (state.replace(...), "
         "state.apply_gradients(...)) and never write into the one you were given"
@@ -367,17 +461,17 @@ def assert_pytree_arguments_unchanged(
         treedef_after, snap_after = _leaf_snapshot(value)
         if treedef_after != treedef:
             raise CheckFailure(
-                check, f"{_name(fn)} changed the structure of its argument {name}: {describe(value)} now", advice
+                check, f"{function_name(fn)} changed the structure of its argument {name}: {describe(value)} now", advice
             )
         for (path, leaf, copied), (_, leaf_after, _) in zip(snap, snap_after):
             where = f"{name}{path}"
             if leaf_after is not leaf:
-                raise CheckFailure(check, f"{_name(fn)} replaced {where} inside its argument", advice)
+                raise CheckFailure(check, f"{function_name(fn)} replaced {where} inside its argument", advice)
             if isinstance(leaf, jax.Array) and not isinstance(leaf, jax.core.Tracer) and leaf.is_deleted():
                 if copied is not None and not allow_donation:
                     raise CheckFailure(
                         check,
-                        f"{_name(fn)} deleted the buffer of {where}: it donates its argument {name}",
+                        f"{function_name(fn)} deleted the buffer of {where}: it donates its argument {name}",
                         "the caller still needs this argument after the call (evaluating must not consume the "
                         "training state): remove donate_argnums",
                     )
@@ -385,7 +479,7 @@ def assert_pytree_arguments_unchanged(
             if copied is not None:
                 now = np.asarray(jax.random.key_data(leaf) if is_key(leaf) else leaf)
                 if not np.array_equal(copied, now, equal_nan=copied.dtype.kind in "fc"):
-                    raise CheckFailure(check, f"{_name(fn)} modified {where} in place", advice)
+                    raise CheckFailure(check, f"{function_name(fn)} modified {where} in place", advice)
     return result
 
 

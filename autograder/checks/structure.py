@@ -4,19 +4,22 @@
 - :func:`record_calls`             which calls a helper (e.g. the student's ``linear``) received, and with what
 - :func:`jaxpr_size`               how many equations a function traces to (nested jaxprs included)
 - :func:`assert_jaxpr_size_constant` the program does not grow with the batch (no unrolled Python loop)
+- :func:`assert_work_linear_in_batch` no intermediate grows faster than the batch (no B x B Jacobian)
+- :func:`runs_the_states_model`      a step given a state of an unexpected model runs that model, not its own
 """
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 import jax
 import numpy as np
 
 from autograder.core.failures import CheckFailure
-from autograder.checks.values import _name, assert_trees_close
+from autograder.checks.values import function_name, assert_trees_close
 
 _TRACE_ERRORS = {
     jax.errors.NonConcreteBooleanIndexError: (
@@ -66,7 +69,7 @@ def assert_works_under_jit(
     Pass ``jitted`` to reuse one ``jax.jit(fn)`` across hypothesis examples
     (a new jit per example would compile per example).
     """
-    name = _name(fn)
+    name = function_name(fn)
     check = f"{name} works under jax.jit"
     jitted = jitted or jit_once(fn, static_argnums)
     try:
@@ -174,9 +177,59 @@ def assert_jaxpr_size_constant(
     if len(set(sizes.values())) > 1:
         shown = ", ".join(f"{n}: {s} equations" for n, s in sizes.items())
         raise CheckFailure(
-            f"{_name(fn)} traces to the same program whatever the size of {what}",
-            f"the traced program of {_name(fn)} grows with the size of {what} ({shown})",
+            f"{function_name(fn)} traces to the same program whatever the size of {what}",
+            f"the traced program of {function_name(fn)} grows with the size of {what} ({shown})",
             advice,
+        )
+
+
+def _intermediates(jaxpr) -> list[tuple[int, tuple[int, ...], str]]:
+    """(size, shape, primitive) of every value computed in ``jaxpr``, nested jaxprs included."""
+    found = []
+    for eqn in jaxpr.eqns:
+        for var in eqn.outvars:
+            shape = tuple(getattr(var.aval, "shape", ()))
+            found.append((int(np.prod(shape, dtype=np.int64)), shape, eqn.primitive.name))
+        for param in eqn.params.values():
+            for sub in param if isinstance(param, (list, tuple)) else (param,):
+                inner = getattr(sub, "jaxpr", sub)
+                if hasattr(inner, "eqns"):
+                    found += _intermediates(inner)
+    return found
+
+
+def assert_work_linear_in_batch(
+    fn: Callable, small: tuple[int, tuple], large: tuple[int, tuple], *, contract: str
+) -> None:
+    """No value ``fn`` computes grows faster than the batch: no B x B intermediate (a Jacobian of B outputs).
+
+    ``small`` and ``large`` are ``(batch size, args)``. The largest value
+    computed for the large batch, and the total size of all computed values,
+    may grow at most linearly from the small batch (with slack for
+    constants); a quadratic growth means every example's output is
+    differentiated against every other example's (a Jacobian of the batch of
+    outputs), B times the work of one gradient per example.
+    """
+    (n_small, args_small), (n_large, args_large) = small, large
+    computed = {
+        n: _intermediates(jax.make_jaxpr(fn)(*args).jaxpr) for n, args in ((n_small, args_small), (n_large, args_large))
+    }
+    linear = n_large / n_small
+    biggest = {n: max(values, default=(0, (), "")) for n, values in computed.items()}
+    total = {n: sum(size for size, _, _ in values) for n, values in computed.items()}
+    largest_growth = biggest[n_large][0] / max(biggest[n_small][0], 1)
+    total_growth = total[n_large] / max(total[n_small], 1)
+    if max(largest_growth, total_growth) > 1.5 * linear:
+        size, shape, primitive = biggest[n_large]
+        raise CheckFailure(
+            f"{_name(fn)} does work proportional to the batch (one gradient per example)",
+            f"the work of {_name(fn)} grows quadratically with the batch: from a batch of {n_small} to {n_large} "
+            f"({linear:g} times more examples) the values it computes grow {total_growth:.0f} times in total, and "
+            f"its largest one is {shape} ({primitive}), {largest_growth:.0f} times larger. A value of batch x batch "
+            "entries is what a Jacobian of the vector of all B losses builds (jax.jacrev / jax.jacobian, or a vjp mapped "
+            "over the rows of an identity matrix): each example's loss is differentiated against every other example, which is B times "
+            "the work, almost all of it zeros",
+            contract,
         )
 
 
@@ -217,7 +270,7 @@ def assert_built_with_vmap(
     or ``lax.map``/``lax.scan``), several vmapped calls, and batching an
     argument that should be shared (``in_axes`` other than ``mapped``).
     """
-    helper = _name(target)
+    helper = function_name(target)
     check = f"{caller} is built from {helper} with one jax.vmap"
     with jax.disable_jit():
         result, calls = record_calls(target, run)
@@ -287,3 +340,26 @@ def eagerly(fn: Callable) -> Callable:
             return fn(*args, **kwargs)
 
     return run
+
+
+@contextlib.contextmanager
+def runs_the_states_model(function: str, model: str) -> Iterator[None]:
+    """Turn Flax's complaint about parameters of the wrong shape or name into a failure naming the cause.
+
+    The checks give ``function`` states of a model the student's module cannot
+    know in advance (``model``, e.g. ``SimpleClassifier(7, 1)``). Running a
+    model of its own (a module-level ``model.apply``) instead of
+    ``state.apply_fn`` meets parameters of another shape, and Flax raises.
+    """
+    import flax.errors
+
+    try:
+        yield
+    except flax.errors.FlaxError as err:
+        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise CheckFailure(
+            f"{function} runs the state's own model (state.apply_fn), whatever model the state was made with",
+            f"given a state of {model}, {function} ran another model: Flax said {type(err).__name__}: {first}",
+            "the state carries its model: call state.apply_fn(...). A model built at module level is not the "
+            "model of the state being trained (it may have another size)",
+        ) from None

@@ -223,12 +223,13 @@ def assert_matches_reference(
         expected,
         rtol=rtol,
         atol=atol,
-        check=f"{_name(fn)}(...) equals the reference on generated inputs",
+        check=f"{function_name(fn)}(...) equals the reference on generated inputs",
     )
     return got
 
 
-def _name(fn: Callable) -> str:
+def function_name(fn: Callable) -> str:
+    """The name to show for ``fn`` in a message (through wrappers such as ``jax.jit``)."""
     return getattr(fn, "__name__", None) or getattr(getattr(fn, "__wrapped__", None), "__name__", "the function")
 
 

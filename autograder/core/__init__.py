@@ -1,2 +1,13 @@
-"""The course model and the plumbing every side shares: ``course.toml``, failures, loading a
-submission, the oracle seam. Imports neither JAX nor pytest."""
+"""The course model and the plumbing every side shares, importing neither JAX nor pytest:
+
+- :mod:`~autograder.core.course`       ``course.toml``: modules, functions, points, hints
+- :mod:`~autograder.core.status`       :class:`Status`, the one vocabulary of verdicts
+- :mod:`~autograder.core.outcomes`     check id, check outcome, function score, student result; scoring
+- :mod:`~autograder.core.attribution`  which function a check judges (``test_<function>_...``)
+- :mod:`~autograder.core.failures`     :class:`CheckFailure`, "not started"
+- :mod:`~autograder.core.submission`   loading a student's module, telling a stub from an attempt
+- :mod:`~autograder.core.oracle`       the reference seam and the process's reference cache
+- :mod:`~autograder.core.preload`      the libraries every grading process imports first (names only)
+- :mod:`~autograder.core.devices`      the course's 8 CPU devices, set before JAX starts
+- :mod:`~autograder.core.compile_cache` JAX's persistent compilation cache settings (students, grade)
+"""

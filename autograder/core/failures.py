@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from autograder.core.status import Status
+
 
 class CheckFailure(AssertionError):
     """A check found something wrong with the student's function.
@@ -26,3 +28,10 @@ class CheckFailure(AssertionError):
 
 class NotStarted(Exception):
     """The student's function is still the stub."""
+
+
+def status_of(exc: BaseException) -> Status:
+    """The status a check that raised ``exc`` gets: the one place "not started" is recognised."""
+    if isinstance(exc, (NotStarted, NotImplementedError)):
+        return Status.NOT_STARTED
+    return Status.FAILED

@@ -20,28 +20,56 @@ class Oracle:
 
     Attribute access returns the reference's function or class. The module is
     imported under a private name that student code cannot ``import``.
+    Get one with :func:`load_reference` (cached), not by constructing it.
     """
 
-    _loaded: dict[str, tuple[int, ModuleType]] = {}
-
-    def __init__(self, solutions_dir: Path, module: str):
-        self.module_name = module
-        path = (Path(solutions_dir) / f"{module}.py").resolve()
-        # One import per file version and process: the reference's jitted functions stay warm
-        # across pytest sessions run in one process (the kit's own tests grade many submissions).
-        # A file that is gone keeps its loaded version: the grader loads every reference, then
-        # removes solutions/ before student code runs.
-        version = path.stat().st_mtime_ns if path.is_file() else None
-        cached = Oracle._loaded.get(str(path))
-        if cached is None or (version is not None and cached[0] != version):
-            cached = Oracle._loaded[str(path)] = (version, load_module(path, f"_course_reference_.{module}"))
-        self._module: ModuleType = cached[1]
+    def __init__(self, module_name: str, module: ModuleType, solutions_dir: Path):
+        self.module_name = module_name
+        self.solutions_dir = solutions_dir
+        self._module = module
 
     def __getattr__(self, name: str):
         return getattr(self._module, name)
 
     def __repr__(self) -> str:
         return f"<reference for {self.module_name}>"
+
+
+class ReferenceCache:
+    """Every reference this process loaded: one import per file version.
+
+    Why the cache is per process and outlives a pytest session:
+
+    - *warm*: a reference's jitted functions stay compiled across the pytest
+      sessions run in one process (the kit's own tests grade many submissions
+      in-process; a notebook calls the checks once per cell);
+    - *loaded before removal*: ``grade`` loads every module's reference before
+      any student code runs, then removes ``solutions/`` from the sandbox. A
+      file that is gone keeps its loaded version, and later modules still build
+      their scenarios with earlier references (training's loaders are data's).
+
+    A file whose modification time changed is imported again.
+    """
+
+    def __init__(self) -> None:
+        self._loaded: dict[Path, tuple[int | None, Oracle]] = {}
+
+    def load(self, solutions_dir: Path | str, module: str) -> Oracle:
+        path = (Path(solutions_dir) / f"{module}.py").resolve()
+        version = path.stat().st_mtime_ns if path.is_file() else None
+        cached = self._loaded.get(path)
+        if cached is None or (version is not None and cached[0] != version):
+            loaded = load_module(path, f"_course_reference_.{module}")
+            cached = self._loaded[path] = (version, Oracle(module, loaded, path.parent))
+        return cached[1]
+
+
+REFERENCES = ReferenceCache()
+
+
+def load_reference(solutions_dir: Path | str, module: str) -> Oracle:
+    """The reference of ``module`` in ``solutions_dir``, from the process's :data:`REFERENCES`."""
+    return REFERENCES.load(solutions_dir, module)
 
 
 def sibling(reference: Oracle, module: str) -> Oracle:
@@ -51,7 +79,7 @@ def sibling(reference: Oracle, module: str) -> Oracle:
     (training's loaders come from ``data.make_loader``), never with the
     student's version of it, so a bug there fails only that module's checks.
     """
-    return Oracle(Path(reference._module.__file__).parent, module)
+    return load_reference(reference.solutions_dir, module)
 
 
 @contextlib.contextmanager

@@ -11,7 +11,13 @@ line per event, each carrying the per-run nonce:
 - ``begin`` / ``end``: one check; ``end`` has its outcome, message and, for a
   passed correctness check, a *transcript* (the student's outputs by argument
   digest) that the trusted verifier replays;
+- ``tampered``: the student's module changed the grader's own functions
+  (:mod:`autograder.grading.tamper`; compared right after the import and
+  when the checks are done), with the changed names;
 - ``done``: every check ran.
+
+A grading process grades one module of a submission (the grader starts one
+per module), so whatever a module changes reaches no other module's checks.
 
 Nothing here is trusted by the parent: the events are claims. Failures are
 taken as they are (a student gains nothing by failing); passes of
@@ -29,23 +35,27 @@ from pathlib import Path
 
 import pytest
 
+from autograder.grading.requests import ChildRequest
+from autograder.grading import tamper
+
 MAX_TRANSCRIPT_CHARS = 20_000_000
 
 
 class ChildReporter:
     """A pytest plugin streaming check events to the parent."""
 
-    def __init__(self, cfg: dict):
-        self.fd = int(cfg["fd"])
-        self.nonce = str(cfg["nonce"])
-        self.skip = set(cfg.get("skip", []))
-        self.modules = set(cfg["modules"])
-        self.record = bool(cfg.get("record", True))
+    def __init__(self, request: ChildRequest):
+        self.fd = request.fd
+        self.nonce = request.nonce
+        self.skip = set(request.skip)
+        self.modules = set(request.modules)
+        self.record = request.record
         self.ids: dict[str, tuple[str, object]] = {}
         self.imported: set[str] = set()
         self.calls: dict[str, dict] = {}
         self.size = 0
         self.outcome_index = 0
+        self.before: dict | None = None  # the grader's identities before the student's import
 
     def emit(self, **event) -> None:
         event["nonce"] = self.nonce
@@ -53,18 +63,21 @@ class ChildReporter:
         while data:
             try:
                 written = os.write(self.fd, data)
+            except BrokenPipeError:  # the grader is gone: nobody will read what follows
+                os._exit(0)
             except OSError:
                 return
             data = data[written:]
 
     @pytest.hookimpl(trylast=True)
     def pytest_collection_modifyitems(self, session, config, items) -> None:
-        from autograder.pytest_plugin import hooks as plugin
+        from autograder.core.outcomes import CheckId
+        from autograder.pytest_plugin.session import CourseSession, session_of
 
         keep, dropped = [], []
         for item in items:
-            fn = item.stash.get(plugin.FUNCTION_KEY, None)
-            cid = f"{fn.module}::{item.name}" if fn is not None else None
+            fn = CourseSession.function_of(item)
+            cid = str(CheckId(fn.module, item.name)) if fn is not None else None
             if fn is None or fn.module not in self.modules or cid in self.skip:
                 dropped.append(item)
                 continue
@@ -75,19 +88,16 @@ class ChildReporter:
             config.hook.pytest_deselected(items=dropped)
         # The references are loaded before any student code runs; then their
         # files leave the sandbox, so the student's code cannot read them.
-        # Every module's reference, not only the graded ones: later modules build their
-        # scenarios with earlier references (training's loaders come from data's).
-        course = plugin._course(config)
-        for module in course.modules:
-            plugin.load_reference(course, module.name)
-        shutil.rmtree(course.root / "solutions", ignore_errors=True)
+        course_session = session_of(config)
+        course_session.load_all_references()
+        shutil.rmtree(course_session.course.root / "solutions", ignore_errors=True)
 
     def pytest_runtest_logstart(self, nodeid, location) -> None:
         if nodeid in self.ids:
             self.emit(event="begin", check=self.ids[nodeid][0])
 
     def pytest_runtest_setup(self, item) -> None:
-        from autograder.pytest_plugin import hooks as plugin
+        from autograder.pytest_plugin.session import session_of
 
         entry = self.ids.get(item.nodeid)
         if entry is None:
@@ -96,12 +106,24 @@ class ChildReporter:
         if module in self.imported:
             return
         self.imported.add(module)
+        if self.before is None:
+            self.before = tamper.snapshot()
         self.emit(event="import_begin", module=module)
         try:
-            plugin._load_student(item.config, module)
+            session_of(item.config).student(module)
         except Exception:  # noqa: BLE001 - the fixture reports it, check by check
             pass
         self.emit(event="import_end", module=module)
+        if self.report_tampering():
+            self.emit(event="done")
+            os._exit(0)
+
+    def report_tampering(self) -> bool:
+        """Emit ``tampered`` if the grader's functions changed since the import began."""
+        what = tamper.changed(self.before) if self.before is not None else []
+        if what:
+            self.emit(event="tampered", modules=sorted(self.modules), what=what[:20])
+        return bool(what)
 
     @pytest.hookimpl(wrapper=True)
     def pytest_pyfunc_call(self, pyfuncitem):
@@ -129,33 +151,35 @@ class ChildReporter:
             setattr(student, fn.name, original)
 
     def pytest_runtest_logfinish(self, nodeid, location) -> None:
-        from autograder.pytest_plugin import hooks as plugin
-        from autograder.pytest_plugin import report
+        from autograder.core.status import Status
+        from autograder.pytest_plugin.session import session_of
 
         entry = self.ids.get(nodeid)
         if entry is None:
             return
         cid, _ = entry
-        outcomes = self._config.stash[plugin.OUTCOMES_KEY]
+        outcomes = session_of(self._config).outcomes
         new = outcomes[self.outcome_index:]
         self.outcome_index = len(outcomes)
-        failed = [o for o in new if o.outcome != report.PASSED]
+        failed = [o for o in new if o.status != Status.PASSED]
         if failed:
-            outcome, message = failed[0].outcome, failed[0].message
+            outcome, message = str(failed[0].status), failed[0].message
         elif new:
-            outcome, message = report.PASSED, ""
+            outcome, message = str(Status.PASSED), ""
         else:
             outcome, message = "skipped", ""
         event = {"event": "end", "check": cid, "outcome": outcome, "message": message}
-        if outcome == report.PASSED and cid in self.calls:
+        if outcome == Status.PASSED and cid in self.calls:
             event["transcript"] = self.calls.pop(cid)
         self.emit(**event)
 
     def pytest_configure(self, config) -> None:
         self._config = config
 
+    @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session, exitstatus) -> None:
-        self.emit(event="done")
+        # Before pytest's own teardown, which legitimately restores patched pytest classes.
+        self.report_tampering()
 
 
 def _record(reporter: ChildReporter, calls: dict, name: str, args: tuple, kwargs: dict, out) -> None:
@@ -175,24 +199,30 @@ def _record(reporter: ChildReporter, calls: dict, name: str, args: tuple, kwargs
 def main() -> None:
     cfg = json.loads(sys.stdin.read())
     sys.stdin.close()
+    from autograder.grading import lifeline
     from autograder.grading.zygote import preload
 
+    lifeline.die_with_parent(cfg.get("parent"))
+    lifeline.watch(cfg.get("lifeline"))
     preload()
     run(cfg)
 
 
 def run(cfg: dict) -> None:
-    """Grade ``cfg["modules"]`` of ``cfg["submission"]`` with the checks in ``cfg["course_root"]``; never returns."""
-    reporter = ChildReporter(cfg)
-    course_root = Path(cfg["course_root"])
-    args = [str(course_root / "exercises" / f"test_{m}.py") for m in cfg["modules"]]
+    """Grade what the :class:`ChildRequest` ``cfg`` asks; never returns."""
+    request = ChildRequest.from_wire(cfg)
+    reporter = ChildReporter(request)
+    course_root = Path(request.course_root)
+    args = [str(course_root / "exercises" / f"test_{m}.py") for m in request.modules]
     args += [
-        "--submission", cfg["submission"],
+        "--submission", request.submission,
         "--grading", "-q", "--tb=no", "-p", "no:cacheprovider", "--import-mode=importlib",
         "--rootdir", str(course_root), "-c", str(course_root / "pytest.ini"),
     ]
+    emit = reporter.emit  # bound before any student code runs
     try:
         pytest.main(args, plugins=[reporter])
+        emit(event="done")
     finally:
         sys.stdout.flush()
         os._exit(0)

@@ -3,6 +3,10 @@
 Everything is written by the grader from its own verdicts, in a fixed order
 and format (no timings, no paths, no addresses), so grading the same folder
 twice gives byte-identical files.
+
+After an interruption the class files cover the students finished so far
+and say so: ``incomplete`` is a note written as the last line of
+``grades.csv`` (a ``#`` line) and the first line of ``summary.md``.
 """
 
 from __future__ import annotations
@@ -13,9 +17,9 @@ import json
 from collections import Counter
 from pathlib import Path
 
-from autograder.pytest_plugin import report
 from autograder.core.course import Course
-from autograder.grading.grader import StudentResult
+from autograder.core.outcomes import FunctionScore, StudentResult
+from autograder.core.status import Status
 
 
 def points(value: float) -> str:
@@ -28,46 +32,48 @@ def function_columns(course: Course, modules: tuple[str, ...]) -> list[str]:
 
 def points_by_student(results: list[StudentResult]) -> dict[str, dict[str, float]]:
     """``{student: {"<module>.<function>": points}}``, e.g. for an nbgrader gradebook."""
-    return {r.student: {f"{s.module}.{s.function}": s.points for s in r.scores} for r in results}
+    return {r.student: r.points_by_function() for r in results}
 
 
-def grades_csv(course: Course, modules: tuple[str, ...], results: list[StudentResult]) -> str:
+def grades_csv(course: Course, modules: tuple[str, ...], results: list[StudentResult], incomplete: str | None = None) -> str:
     columns = function_columns(course, modules)
     max_score = sum(fn.points for fn in course.functions if fn.module in modules)
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(["student", "score", "max_score", *columns])
     for result in sorted(results, key=lambda r: r.student):
-        earned = {f"{s.module}.{s.function}": s.points for s in result.scores}
+        earned = result.points_by_function()
         total = sum(earned.get(c, 0.0) for c in columns)
         writer.writerow([result.student, points(total), points(max_score), *(points(earned.get(c, 0.0)) for c in columns)])
+    if incomplete:
+        buffer.write(f"# INCOMPLETE: {incomplete}\n")
     return buffer.getvalue()
 
 
-def function_output(score: report.FunctionScore) -> str:
-    if score.status == report.PASSED:
+def function_output(score: FunctionScore) -> str:
+    if score.status == Status.PASSED:
         return f"all {score.total} checks pass"
     unique = list(dict.fromkeys(m.strip() for m in score.messages if m.strip()))
-    head = f"{score.passed}/{score.total} checks pass" if score.status != report.NOT_STARTED else "not started"
+    head = f"{score.passed}/{score.total} checks pass" if score.status != Status.NOT_STARTED else "not started"
     return "\n\n".join([head, *unique[:3]])
 
 
 def results_json(course: Course, modules: tuple[str, ...], result: StudentResult) -> str:
     """Gradescope's schema: one test per function; ``output`` is what the student reads."""
-    by_name = {f"{s.module}.{s.function}": s for s in result.scores}
+    by_name = {s.qualname: s for s in result.scores}
     tests = []
     for fn in course.functions:
         if fn.module not in modules:
             continue
         score = by_name.get(fn.qualname)
         if score is None:
-            score = report.FunctionScore(fn.module, fn.name, 0.0, fn.points, report.FAILED, 0, 0, ["not graded"])
+            score = FunctionScore(fn.module, fn.name, 0.0, fn.points, Status.FAILED, 0, 0, ["not graded"])
         tests.append(
             {
                 "name": fn.qualname,
                 "score": round(score.points, 2),
                 "max_score": fn.points,
-                "status": "passed" if score.status == report.PASSED else "failed",
+                "status": str(Status.PASSED if score.status == Status.PASSED else Status.FAILED),  # Gradescope knows these two
                 "output": function_output(score),
                 "visibility": "visible",
             }
@@ -89,18 +95,19 @@ def _first_line(message: str) -> str:
     return line if len(line) <= 160 else line[:157] + "..."
 
 
-def summary_md(course: Course, modules: tuple[str, ...], results: list[StudentResult]) -> str:
+def summary_md(course: Course, modules: tuple[str, ...], results: list[StudentResult], incomplete: str | None = None) -> str:
     n = len(results)
-    lines = [f"# {course.title}: class summary", "", f"{n} students graded.", ""]
+    note = [f"> **INCOMPLETE:** {incomplete}", ""] if incomplete else []
+    lines = [*note, f"# {course.title}: class summary", "", f"{n} students graded.", ""]
     for module in course.modules:
         if module.name not in modules:
             continue
         lines += [f"## {module.name} — {module.topic}", "", "| function | passed | mean points | most common failures |", "|---|---|---|---|"]
         for fn in module.functions:
             scores = [s for r in results for s in r.scores if s.module == fn.module and s.function == fn.name]
-            passed = sum(s.status == report.PASSED for s in scores)
+            passed = sum(s.status == Status.PASSED for s in scores)
             mean = sum(s.points for s in scores) / n if n else 0.0
-            failures = Counter(_first_line(m) for s in scores if s.status != report.PASSED for m in dict.fromkeys(s.messages or ["(no message)"]))
+            failures = Counter(_first_line(m) for s in scores if s.status != Status.PASSED for m in dict.fromkeys(s.messages or ["(no message)"]))
             common = sorted(failures.items(), key=lambda kv: (-kv[1], kv[0]))[:3]
             text = "<br>".join(f"{count}× {_md(msg)}" for msg, count in common) or "—"
             lines.append(f"| {fn.name} | {passed}/{n} | {mean:.2f}/{points(fn.points)} | {text} |")
@@ -112,15 +119,21 @@ def _md(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def write_all(out: Path, course: Course, modules: tuple[str, ...], results: list[StudentResult]) -> None:
+def write_student(out: Path, course: Course, modules: tuple[str, ...], result: StudentResult) -> None:
+    folder = Path(out) / result.student
+    folder.mkdir(parents=True, exist_ok=True)
+    _write(folder / "results.json", results_json(course, modules, result))
+
+
+def write_all(
+    out: Path, course: Course, modules: tuple[str, ...], results: list[StudentResult], incomplete: str | None = None
+) -> None:
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     for result in results:
-        folder = out / result.student
-        folder.mkdir(parents=True, exist_ok=True)
-        _write(folder / "results.json", results_json(course, modules, result))
-    _write(out / "summary.md", summary_md(course, modules, results))
-    _write(out / "grades.csv", grades_csv(course, modules, results))
+        write_student(out, course, modules, result)
+    _write(out / "summary.md", summary_md(course, modules, results, incomplete))
+    _write(out / "grades.csv", grades_csv(course, modules, results, incomplete))
 
 
 def _write(path: Path, text: str) -> None:

@@ -32,9 +32,10 @@ from pathlib import Path
 from typing import Callable
 
 from autograder.core.course import Course, load_course
+from autograder.core.outcomes import CheckOutcome, score_functions
+from autograder.core.status import Status
 from autograder.grading import sandbox
 from autograder.grading.grader import Check, Grader, Options, StudentResult, read_submission
-from autograder.pytest_plugin import report
 
 RESUBMISSIONS = 1  # after a KilledWorker (the scheduler already retried on other workers)
 
@@ -49,7 +50,7 @@ def _worker_grader(snapshot: sandbox.Snapshot, options: Options) -> Grader:
         if key not in _graders:
             scratch = sandbox.scratch_dir()
             course_root, _ = snapshot.materialize(scratch)
-            _graders[key] = (Grader(load_course(course_root), options, snapshot), scratch)
+            _graders[key] = (Grader(load_course(course_root), options, snapshot=snapshot), scratch)
         return _graders[key][0]
 
 
@@ -80,14 +81,18 @@ def grade_task(
 class ClusterGrader:
     """The part of :class:`~autograder.grading.grader.Grader` that ``grade`` uses, on a Dask cluster."""
 
-    def __init__(self, course: Course, options: Options, address: str):
+    def __init__(
+        self, course: Course, options: Options, address: str, stop: threading.Event | None = None,
+        snapshot: sandbox.Snapshot | None = None,
+    ):
         from distributed import Client
 
         self.course = course
+        self.stop = stop if stop is not None else threading.Event()
         # Worker-local paths: each worker has its own compilation cache.
         self.options = replace(options, cache_dir=None, jobs=1)
         self.client = Client(address)
-        snapshot = sandbox.Snapshot.take(course.root)
+        snapshot = snapshot or sandbox.Snapshot.take(course.root)
         self.snapshot = self.client.scatter(snapshot, broadcast=True, hash=False)
         plan = self.client.submit(plan_task, self.snapshot, self.options, pure=False)
         self.plan, self._unconfirmable = plan.result()
@@ -96,38 +101,55 @@ class ClusterGrader:
         return list(self._unconfirmable)
 
     def grade_class(
-        self, students: list[tuple[str, Path]], progress: Callable[[int, int], None] | None = None
+        self,
+        students: list[tuple[str, Path]],
+        progress: Callable[[int, int], None] | None = None,
+        *,
+        finished: dict[str, StudentResult] | None = None,
+        on_result: Callable[[StudentResult], None] | None = None,
     ) -> list[StudentResult]:
-        from distributed import as_completed
+        """As :meth:`Grader.grade_class <autograder.grading.grader.Grader.grade_class>`, on the cluster."""
+        from distributed import wait
 
-        results: dict[str, StudentResult] = {}
-        inputs = {name: read_submission(folder, self.options.modules) for name, folder in students}
+        results = {name: finished[name] for name, _ in students if finished and name in finished}
+        inputs = {name: read_submission(folder, self.options.modules) for name, folder in students if name not in results}
         attempts = dict.fromkeys(inputs, 0)
-        futures = {self._submit(name, inputs[name]): name for name in inputs}
-        pending = as_completed(list(futures))
-        for future in pending:
-            name = futures.pop(future)
-            try:
-                results[name] = future.result()
-            except Exception as err:  # noqa: BLE001 - a lost worker or a grader bug must not lose a row
-                if _killed_worker(err) and attempts[name] < RESUBMISSIONS:
-                    attempts[name] += 1
-                    retry = self._submit(name, inputs[name])
-                    futures[retry] = name
-                    pending.add(retry)
+        pending = {self._submit(name, inputs[name]): name for name in inputs}
+        if progress:
+            progress(len(results), len(students))
+        try:
+            while pending and not self.stop.is_set():
+                try:
+                    done, _ = wait(list(pending), timeout=sandbox.POLL, return_when="FIRST_COMPLETED")
+                except TimeoutError:
                     continue
-                results[name] = self.failed_result(name, f"the grader failed on this submission: {type(err).__name__}: {err}")
-            if progress:
-                progress(len(results), len(students))
-        return [results[name] for name, _ in sorted(students)]
+                for future in done:
+                    name = pending.pop(future)
+                    try:
+                        result = future.result()
+                    except Exception as err:  # noqa: BLE001 - a lost worker or a grader bug must not lose a row
+                        if _killed_worker(err) and attempts[name] < RESUBMISSIONS:
+                            attempts[name] += 1
+                            pending[self._submit(name, inputs[name])] = name
+                            continue
+                        result = self.failed_result(name, f"the grader failed on this submission: {type(err).__name__}: {err}")
+                    results[name] = result
+                    if on_result:
+                        on_result(result)
+                    if progress:
+                        progress(len(results), len(students))
+        finally:
+            if pending:
+                self.client.cancel(list(pending))
+        return [results[name] for name, _ in sorted(students) if name in results]
 
     def _submit(self, name: str, submission: tuple[dict[str, bytes], dict[str, str]]):
         files, missing = submission
         return self.client.submit(grade_task, self.snapshot, self.options, name, files, missing, pure=False)
 
     def failed_result(self, student: str, message: str) -> StudentResult:
-        outcomes = [report.CheckOutcome(c.module, c.function, c.id, report.FAILED, c.correctness, message) for c in self.plan]
-        return StudentResult(student, report.score_functions(self.course, outcomes), outcomes)
+        outcomes = [CheckOutcome(c.module, c.function, c.test, Status.ERROR, c.correctness, message) for c in self.plan]
+        return StudentResult(student, score_functions(self.course, outcomes), outcomes)
 
     def close(self) -> None:
         self.client.close()

@@ -5,16 +5,22 @@ For one submission (:func:`grade_submission`):
 1. the student's ``<module>.py`` files are read (regular files only, at most
    1 MB; nothing else of the folder is used) into a fresh scratch folder next
    to a private copy of the course and the kit (:mod:`autograder.grading.sandbox`);
-2. a grading process runs the checks and streams claims; when it hangs,
-   crashes, exits or blows its memory, the function (or the module import) it
-   was in gets a clear failure, and a new process grades what is left;
+2. each module gets its own grading process (so what one module's code does
+   to the grader reaches no other module), which runs the checks and streams
+   claims; when it hangs, crashes, exits or blows its memory, the function (or
+   the module import) it was in gets a clear failure, and a new process grades
+   what is left; a module found changing the grader's own functions earns
+   nothing, and its results say so;
 3. the correctness checks it claims to pass are re-run on the trusted side
    (:mod:`autograder.grading.verifier`); a pass that is not confirmed is a failure;
-4. the outcomes become points with :func:`autograder.pytest_plugin.report.score_functions`.
+4. the outcomes become points with :func:`autograder.core.outcomes.score_functions`.
 
 :func:`grade_class` runs that over a thread pool (one supervised process per
 worker at a time), shows a progress line on a terminal, and never lets an
-error lose a student's row.
+error lose a student's row. Setting :attr:`Grader.stop` (``grade`` does on
+Ctrl-C and SIGTERM) ends it within a fraction of a second: running processes
+are killed, unfinished students are left out, and :meth:`Grader.close` ends
+the zygotes and removes every scratch folder.
 """
 
 from __future__ import annotations
@@ -22,19 +28,22 @@ from __future__ import annotations
 import json
 import re
 import shutil
-import subprocess
 import sys
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor, as_completed
-from dataclasses import dataclass, field
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable
 
-from autograder.pytest_plugin import report
-from autograder.grading import sandbox
 from autograder.core import compile_cache
+from autograder.grading.lifeline import Lifeline
 from autograder.core.course import Course
+from autograder.core.outcomes import CheckId, CheckOutcome, StudentResult, score_functions
+from autograder.core.status import Status
+from autograder.grading import sandbox
+from autograder.grading.requests import CHILD, ChildRequest, VerifierRequest
+from autograder.pytest_plugin.report import strip_ansi
 
 MAX_FILE_BYTES = 1_000_000
 VERIFY_TIMEOUT = 600.0
@@ -42,10 +51,16 @@ VERIFY_TIMEOUT = 600.0
 
 @dataclass(frozen=True)
 class Check:
+    """One check of the plan: its id (``str(CheckId)``, the key on the wire), the function it judges."""
+
     id: str  # "<module>::<test name>"
     module: str
     function: str
     correctness: bool
+
+    @property
+    def test(self) -> str:
+        return CheckId.parse(self.id).test
 
 
 @dataclass
@@ -59,98 +74,116 @@ class Options:
     run_as: str | None = None  # start untrusted processes as this unprivileged user (grader runs as root)
 
 
-@dataclass
-class StudentResult:
-    student: str
-    scores: list[report.FunctionScore]
-    outcomes: list[report.CheckOutcome] = field(default_factory=list)
-    timings: dict[str, float] = field(default_factory=dict)  # for benchmarks; never written to the outputs
-
-
 class Grader:
     """Everything shared by the runs of one ``grade`` command."""
 
-    def __init__(self, course: Course, options: Options, snapshot: sandbox.Snapshot | None = None):
+    def __init__(
+        self, course: Course, options: Options, stop: threading.Event | None = None,
+        snapshot: sandbox.Snapshot | None = None,
+    ):
         self.course = course
         self.options = options
-        self.snapshot = snapshot or sandbox.Snapshot.take(course.root)
-        self.run_as = sandbox.RunAs.lookup(options.run_as) if options.run_as else None
-        self._own_cache = options.cache_dir is None
-        self.cache_dir = sandbox.scratch_dir() if self._own_cache else Path(options.cache_dir)
-        self.env = sandbox.child_env(_cache_env(self.cache_dir))
-        if self.run_as:
-            self.run_as.give(self.cache_dir)
-            self.env["HOME"] = str(self.cache_dir)
-        # The trusted side has its own compilation cache, whose path no student process is given.
-        self.trusted_cache_dir = sandbox.scratch_dir()
-        self.trusted_env = sandbox.child_env(_cache_env(self.trusted_cache_dir))
+        self.stop = stop if stop is not None else threading.Event()
+        self.lifeline = Lifeline()
+        self._lock = threading.Lock()
+        self._scratch: set[Path] = set()
         self._local = threading.local()
         self._zygotes: list[tuple[sandbox.Zygote, Path]] = []
-        self._lock = threading.Lock()
-        self.plan = self._plan()
+        try:
+            self.snapshot = snapshot or sandbox.Snapshot.take(course.root)
+            self._own_cache = options.cache_dir is None
+            self.cache_dir = self._scratch_dir() if self._own_cache else Path(options.cache_dir)
+            self.env = sandbox.child_env(_cache_env(self.cache_dir))
+            self.run_as = sandbox.RunAs.lookup(options.run_as) if options.run_as else None
+            if self.run_as:
+                self.run_as.give(self.cache_dir)
+                self.env["HOME"] = str(self.cache_dir)
+            # The trusted side has its own compilation cache, whose path no student process is given.
+            self.trusted_cache_dir = self._scratch_dir()
+            self.trusted_env = sandbox.child_env(_cache_env(self.trusted_cache_dir))
+            self.plan = self._plan()
+        except BaseException:
+            self.close()
+            raise
         self.function_of = {c.id: f"{c.module}.{c.function}" for c in self.plan}
+
+    def _scratch_dir(self) -> Path:
+        """A new scratch folder, removed by :meth:`_remove` or at the latest by :meth:`close`."""
+        with self._lock:
+            sandbox.check(self.stop)
+            path = sandbox.scratch_dir()
+            self._scratch.add(path)
+        return path
+
+    def _remove(self, path: Path) -> None:
+        shutil.rmtree(path, ignore_errors=True)
+        with self._lock:
+            self._scratch.discard(path)
 
     def _starter(self, kit: Path):
         """How this worker thread starts a grading child: its zygote, or a fresh interpreter."""
         if not self.options.zygote:
-            return sandbox.start_direct("autograder.grading.child", kit, self.env, self.options.memory_mb, self.run_as)
+            return sandbox.start_direct(CHILD, kit, self.env, self.options.memory_mb, self.lifeline.fd, self.run_as)
         return self._zygote("zygote", self.env, self.options.memory_mb).start
 
     def close(self) -> None:
+        """End every zygote and remove every scratch folder (also after an interruption)."""
         with self._lock:
-            for zygote, scratch in self._zygotes:
+            for zygote, _scratch in self._zygotes:
                 zygote.close()
-                shutil.rmtree(scratch, ignore_errors=True)
             self._zygotes.clear()
-        if self._own_cache:
-            shutil.rmtree(self.cache_dir, ignore_errors=True)
-        shutil.rmtree(self.trusted_cache_dir, ignore_errors=True)
+            for path in self._scratch:
+                shutil.rmtree(path, ignore_errors=True)
+            self._scratch.clear()
+        self.lifeline.close()
 
     # -- trusted side -----------------------------------------------------
-    def _trusted(self, cfg: dict, timeout: float) -> dict:
+    def _trusted(self, request: VerifierRequest, timeout: float) -> dict:
         """Run :mod:`autograder.grading.verifier` (never student code) on a fresh private copy of the course."""
-        scratch = sandbox.scratch_dir()
+        scratch = self._scratch_dir()
         try:
             course_root, kit = self.snapshot.materialize(scratch)
             work = scratch / "work"
             work.mkdir()
             out = scratch / "verdicts.json"
-            cfg = dict(cfg, course_root=str(course_root), modules=list(self.options.modules), out=str(out), kit=str(kit))
+            cfg = replace(
+                request, course_root=str(course_root), modules=list(self.options.modules), out=str(out), kit=str(kit)
+            ).to_wire()
             zygote = self._zygote("trusted_zygote", self.trusted_env, None) if self.options.zygote else None
             if zygote is not None:
-                cfg["target"] = "autograder.grading.verifier"
                 sandbox.run_to_end(zygote, work, cfg, scratch / "stderr.txt", timeout)
             else:
                 proc = sandbox.run_python(
-                    "autograder.grading.verifier", kit, work, cfg, memory_mb=None, env=self.trusted_env, stderr_path=scratch / "stderr.txt"
+                    request.target, kit, work, cfg, memory_mb=None, env=self.trusted_env,
+                    stderr_path=scratch / "stderr.txt", lifeline=self.lifeline.fd,
                 )
-                try:
-                    proc.wait(timeout=timeout)
-                except subprocess.TimeoutExpired:
-                    sandbox.kill_group(proc)
+                sandbox.wait_or_stop(proc, timeout, self.stop)
             if not out.is_file():
-                raise RuntimeError(f"the trusted grader failed:\n{sandbox._tail(scratch / 'stderr.txt')}")
+                raise RuntimeError(f"the trusted grader failed:\n{sandbox.file_tail(scratch / 'stderr.txt')}")
             return json.loads(out.read_text(encoding="utf-8"))
         finally:
-            shutil.rmtree(scratch, ignore_errors=True)
+            self._remove(scratch)
 
     def _zygote(self, slot: str, env: dict[str, str], memory_mb: int | None) -> sandbox.Zygote:
         """This worker thread's zygote for ``slot`` (started on first use, restarted if it died)."""
         zygote = getattr(self._local, slot, None)
         if zygote is None or not zygote.alive():
-            scratch = sandbox.scratch_dir()
+            scratch = self._scratch_dir()
             _, kit = self.snapshot.materialize(scratch, solutions=False)
             run_as = self.run_as if slot == "zygote" else None  # the trusted zygote stays with the caller
             if run_as:
                 run_as.give(scratch)
-            zygote = sandbox.Zygote(kit, scratch, env, memory_mb, run_as)
+            zygote = sandbox.Zygote(kit, scratch, env, memory_mb, self.lifeline.fd, self.stop, run_as)
             setattr(self._local, slot, zygote)
             with self._lock:
                 self._zygotes.append((zygote, scratch))
+                if self.stop.is_set():  # close() may have run while this one started
+                    zygote.close()
+                    raise sandbox.Interrupted()
         return zygote
 
     def _plan(self) -> list[Check]:
-        data = self._trusted({"mode": "plan"}, VERIFY_TIMEOUT)
+        data = self._trusted(VerifierRequest("plan"), VERIFY_TIMEOUT)
         checks = [Check(c["check"], c["module"], c["function"], bool(c["correctness"])) for c in data["plan"]]
         if not checks:
             raise RuntimeError("the course has no checks for the selected modules")
@@ -167,7 +200,7 @@ class Grader:
     def verify(self, claims: list[str], transcripts: dict) -> dict[str, dict]:
         if not claims:
             return {}
-        data = self._trusted({"mode": "verify", "checks": claims, "transcripts": transcripts}, VERIFY_TIMEOUT)
+        data = self._trusted(VerifierRequest("verify", checks=claims, transcripts=transcripts), VERIFY_TIMEOUT)
         return data["verdicts"]
 
     # -- one submission ---------------------------------------------------
@@ -175,74 +208,101 @@ class Grader:
         return self.grade_files(student, *read_submission(folder, self.options.modules))
 
     def grade_files(self, student: str, files: dict[str, bytes], missing: dict[str, str]) -> StudentResult:
-        """Grade a submission already read by :func:`read_submission` (files, and why others are missing)."""
-        verdicts: dict[str, tuple[str, str]] = {}  # check id -> (outcome, message)
+        """Grade one student's files as read by :func:`read_submission`, each module in its own processes;
+        raises :class:`sandbox.Interrupted` on stop."""
+        verdicts: dict[str, tuple[Status, str]] = {}  # check id -> (status, message)
         transcripts: dict[str, dict] = {}
         timings = {"runs": 0, "run_seconds": 0.0, "verify_seconds": 0.0}
+        for module in self.options.modules:
+            checks = [c for c in self.plan if c.module == module]
+            if module in missing:
+                for check in checks:
+                    verdicts[check.id] = (Status.FAILED, missing[module])
+            elif checks:
+                self._grade_module(module, checks, files[module], verdicts, transcripts, timings)
         for check in self.plan:
-            if check.module in missing:
-                verdicts[check.id] = (report.FAILED, missing[check.module])
-        for _attempt in range(len(self.plan) + 1):
-            todo = [c for c in self.plan if c.id not in verdicts]
-            if not todo:
-                break
-            started = time.monotonic()
-            run = self._run_child(files, sorted({c.module for c in todo}), [c.id for c in self.plan if c.id in verdicts])
-            timings["runs"] += 1
-            timings["run_seconds"] += time.monotonic() - started
-            for event in run.events:
-                check = event.get("check")
-                if event.get("event") == "end" and check in self.function_of and check not in verdicts:
-                    outcome = event.get("outcome")
-                    if outcome not in (report.PASSED, report.FAILED, report.NOT_STARTED):
-                        outcome = report.FAILED
-                    message = event.get("message") if isinstance(event.get("message"), str) else ""
-                    verdicts[check] = (outcome, clean_message(message))
-                    if outcome == report.PASSED and isinstance(event.get("transcript"), dict):
-                        transcripts[check] = event["transcript"]
-            if run.fault is None:
-                break
-            self._blame(run.fault, verdicts, todo)
-        for check in self.plan:
-            verdicts.setdefault(check.id, (report.FAILED, "this check could not be run on your submission"))
+            verdicts.setdefault(check.id, (Status.ERROR, "this check could not be run on your submission"))
         started = time.monotonic()
         self._confirm(verdicts, transcripts)
         timings["verify_seconds"] = time.monotonic() - started
+        sandbox.check(self.stop)  # a run killed by the stop must not become a result
         outcomes = [
-            report.CheckOutcome(c.module, c.function, c.id.split("::", 1)[1], verdicts[c.id][0], c.correctness, verdicts[c.id][1])
+            CheckOutcome(c.module, c.function, c.test, verdicts[c.id][0], c.correctness, verdicts[c.id][1])
             for c in self.plan
         ]
-        return StudentResult(student, report.score_functions(self.course, outcomes), outcomes, timings)
+        return StudentResult(student, score_functions(self.course, outcomes), outcomes, timings)
 
-    def _run_child(self, files: dict[str, bytes], modules: list[str], skip: list[str]) -> sandbox.RunResult:
-        scratch = sandbox.scratch_dir()
+    def _grade_module(
+        self, module: str, checks: list[Check], source: bytes, verdicts: dict, transcripts: dict, timings: dict
+    ) -> None:
+        """Run ``module``'s checks in fresh processes until each has a verdict (a fault costs only what it hit)."""
+        for _attempt in range(len(checks) + 1):
+            todo = [c for c in checks if c.id not in verdicts]
+            if not todo:
+                break
+            started = time.monotonic()
+            run = self._run_child(module, source, [c.id for c in checks if c.id in verdicts])
+            timings["runs"] += 1
+            timings["run_seconds"] += time.monotonic() - started
+            tampered: list[str] | None = None
+            for event in run.events:
+                check = event.get("check")
+                if event.get("event") == "tampered":
+                    what = event.get("what")
+                    tampered = [str(w) for w in what] if isinstance(what, list) else []
+                if event.get("event") == "end" and check in self.function_of and check not in verdicts:
+                    outcome = event.get("outcome")  # a claim: only these three are taken from the student's side
+                    if outcome not in (Status.PASSED, Status.FAILED, Status.NOT_STARTED):
+                        outcome = Status.FAILED
+                    message = event.get("message") if isinstance(event.get("message"), str) else ""
+                    verdicts[check] = (Status(outcome), clean_message(message))
+                    if outcome == Status.PASSED and isinstance(event.get("transcript"), dict):
+                        transcripts[check] = event["transcript"]
+            if tampered is not None:
+                self._void_tampered(module, checks, tampered, verdicts)
+                break
+            if run.fault is None:
+                break
+            self._blame(run.fault, verdicts, todo)
+
+    def _void_tampered(self, module: str, checks: list[Check], what: list[str], verdicts: dict) -> None:
+        """A module that changed the grader earns nothing: every check of it fails, saying why."""
+        shown = ", ".join(what[:3]) + (f" and {len(what) - 3} more" if len(what) > 3 else "")
+        message = (
+            f"tampering detected: importing or running {module}.py changed the grader's own code"
+            + (f" ({shown})" if shown else "")
+            + f"; none of {module}'s checks can be trusted, so this module earns nothing. "
+            "Your module must not modify pytest, hypothesis, NumPy or the autograder."
+        )
+        for check in checks:
+            verdicts[check.id] = (Status.FAILED, message)
+
+    def _run_child(self, module: str, source: bytes, skip: list[str]) -> sandbox.RunResult:
+        """One grading process for ``module`` (only its file is in the sandbox), skipping checks in ``skip``."""
+        scratch = self._scratch_dir()
         try:
             course_root, kit = self.snapshot.materialize(scratch)
             submission = scratch / "submission"
             submission.mkdir()
-            for module, data in files.items():
-                (submission / f"{module}.py").write_bytes(data)
+            (submission / f"{module}.py").write_bytes(source)
             work = scratch / "work"
             work.mkdir()
             if self.run_as:
                 self.run_as.give(scratch)
-            cfg = {
-                "course_root": str(course_root), "submission": str(submission), "modules": modules, "skip": skip,
-                "kit": str(kit),
-            }
-            remaining = {self.function_of[c.id] for c in self.plan if c.module in modules}
+            cfg = ChildRequest(str(course_root), str(submission), [module], skip, str(kit)).to_wire()
+            remaining = {self.function_of[c.id] for c in self.plan if c.module == module}
             limits = sandbox.Limits(
                 self.options.timeout_per_function,
                 self.options.memory_mb,
                 total_timeout=sandbox.WALL_FACTOR * self.options.timeout_per_function * (len(remaining) + 3) + 120,
             )
-            run = sandbox.supervise(self._starter(kit), work, cfg, limits, self.function_of)
+            run = sandbox.supervise(self._starter(kit), work, cfg, limits, self.function_of, self.stop)
             for event in run.events:
                 if isinstance(event.get("message"), str):
                     event["message"] = event["message"].replace(str(scratch), "<sandbox>")
             return run
         finally:
-            shutil.rmtree(scratch, ignore_errors=True)
+            self._remove(scratch)
 
     def _blame(self, fault: sandbox.Fault, verdicts: dict, todo: list[Check]) -> None:
         """Fail what the fault affected: the module being imported, else the function being checked."""
@@ -270,47 +330,82 @@ class Grader:
             message = f"the grader could not run your code: {how}"
             hit = todo
         for check in hit:
-            verdicts.setdefault(check.id, (report.FAILED, message))
+            verdicts.setdefault(check.id, (Status.FAILED, message))
 
     def _confirm(self, verdicts: dict, transcripts: dict) -> None:
-        claims = [c.id for c in self.plan if c.correctness and verdicts[c.id][0] == report.PASSED]
+        claims = [c.id for c in self.plan if c.correctness and verdicts[c.id][0] == Status.PASSED]
         if not claims:
             return
         try:
             confirmed = self.verify(claims, {c: transcripts.get(c, {}) for c in claims})
         except Exception as err:  # noqa: BLE001 - never trust an unconfirmed pass
-            confirmed = {c: {"outcome": "failed", "message": f"the grader could not confirm this check ({err})"} for c in claims}
+            confirmed = {c: {"outcome": Status.FAILED, "message": f"the grader could not confirm this check ({err})"} for c in claims}
         for check in claims:
-            verdict = confirmed.get(check, {"outcome": "failed", "message": ""})
-            if verdict["outcome"] == "failed":
+            verdict = confirmed.get(check, {"outcome": Status.FAILED, "message": ""})
+            if verdict["outcome"] == Status.FAILED:
                 qual = self.function_of[check]
                 detail = clean_message(verdict.get("message", "")).strip()
                 verdicts[check] = (
-                    report.FAILED,
+                    Status.UNCONFIRMED,
                     f"{qual}: your process reported this check as passed, but the grader could not confirm it"
                     + (f":\n{detail}" if detail else ""),
                 )
 
     # -- the class --------------------------------------------------------
     def grade_class(
-        self, students: list[tuple[str, Path]], progress: Callable[[int, int], None] | None = None
+        self,
+        students: list[tuple[str, Path]],
+        progress: Callable[[int, int], None] | None = None,
+        *,
+        finished: dict[str, StudentResult] | None = None,
+        on_result: Callable[[StudentResult], None] | None = None,
     ) -> list[StudentResult]:
-        results: dict[str, StudentResult] = {}
-        with ThreadPoolExecutor(max_workers=max(1, self.options.jobs)) as pool:
-            futures = {pool.submit(self.grade_submission, name, folder): name for name, folder in students}
-            for future in as_completed(futures):
-                name = futures[future]
-                try:
-                    results[name] = future.result()
-                except Exception as err:  # noqa: BLE001 - a grader bug must not lose a row
-                    results[name] = self.failed_result(name, f"the grader failed on this submission: {type(err).__name__}: {err}")
-                if progress:
-                    progress(len(results), len(students))
-        return [results[name] for name, _ in sorted(students)]
+        """Every student's result, sorted by name; ``finished`` ones (an interrupted run's) are taken as
+        they are, and ``on_result`` gets each new one as soon as it is known.
+
+        When :attr:`stop` is set, returns at once with the students finished so far (the caller
+        tells by ``grader.stop.is_set()``); a student being graded then is left out, not half-graded.
+        """
+        results = {name: finished[name] for name, _ in students if finished and name in finished}
+        todo = [(name, folder) for name, folder in students if name not in results]
+
+        def keep(name: str, future) -> None:
+            try:
+                result = future.result()
+            except sandbox.Interrupted:
+                return
+            except Exception as err:  # noqa: BLE001 - a grader bug must not lose a row
+                if self.stop.is_set():
+                    return
+                result = self.failed_result(name, f"the grader failed on this submission: {type(err).__name__}: {err}")
+            results[name] = result
+            if on_result:
+                on_result(result)
+            if progress:
+                progress(len(results), len(students))
+
+        if progress:
+            progress(len(results), len(students))
+        pool = ThreadPoolExecutor(max_workers=max(1, self.options.jobs))
+        pending = {pool.submit(self.grade_submission, name, folder): name for name, folder in todo}
+        try:
+            while pending and not self.stop.is_set():
+                done, _ = wait(pending, timeout=sandbox.POLL, return_when=FIRST_COMPLETED)
+                for future in done:
+                    keep(pending.pop(future), future)
+        except BaseException:  # e.g. KeyboardInterrupt when no signal handler is installed
+            self.stop.set()
+            raise
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
+        for future, name in pending.items():  # finished just before the stop: complete results
+            if future.done() and not future.cancelled():
+                keep(name, future)
+        return [results[name] for name, _ in sorted(students) if name in results]
 
     def failed_result(self, student: str, message: str) -> StudentResult:
-        outcomes = [report.CheckOutcome(c.module, c.function, c.id, report.FAILED, c.correctness, message) for c in self.plan]
-        return StudentResult(student, report.score_functions(self.course, outcomes), outcomes)
+        outcomes = [CheckOutcome(c.module, c.function, c.test, Status.ERROR, c.correctness, message) for c in self.plan]
+        return StudentResult(student, score_functions(self.course, outcomes), outcomes)
 
 
 def _cache_env(cache_dir: Path | None) -> dict[str, str]:
@@ -346,7 +441,7 @@ _ADDRESS = re.compile(r"0x[0-9a-fA-F]{6,}")
 
 def clean_message(message: str) -> str:
     """Deterministic text: no memory addresses, no ANSI colours, bounded length."""
-    message = _ADDRESS.sub("0x…", report.strip_ansi(message))
+    message = _ADDRESS.sub("0x…", strip_ansi(message))
     return message if len(message) <= 4000 else message[:4000] + "\n  … (message shortened)"
 
 

@@ -18,6 +18,10 @@
 - :class:`RunAs` (``grade --run-as USER``, run as root): untrusted processes
   start as that unprivileged user, and only their own scratch folders are
   handed to it; the trusted side stays with the caller.
+- Every wait polls a *stop* event (set when ``grade`` is interrupted): the
+  process is killed and :class:`Interrupted` raised within a fraction of a
+  second. Every started process holds the grader's lifeline
+  (:mod:`autograder.grading.lifeline`), so none outlives a killed grader.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -44,6 +49,16 @@ MAX_FILE_BYTES = 1 * 2**30
 # at most this many times as much wall-clock time (waiting, sleeping, or a
 # machine so busy that the process is not scheduled is not the student's fault).
 WALL_FACTOR = 3
+POLL = 0.1  # seconds between checks of the stop event
+
+
+class Interrupted(Exception):
+    """Grading was stopped (Ctrl-C, SIGTERM) while this process ran; it was killed."""
+
+
+def check(stop: threading.Event | None) -> None:
+    if stop is not None and stop.is_set():
+        raise Interrupted()
 
 
 @dataclass
@@ -166,10 +181,14 @@ def run_python(
     stderr_path: Path,
     pass_fds: tuple[int, ...] = (),
     stdout=subprocess.DEVNULL,
+    lifeline: int | None = None,
     run_as: RunAs | None = None,
 ) -> subprocess.Popen:
     """Start ``module.main()`` from the copied kit in a new session, with limits, config on stdin
     (as ``run_as`` when given)."""
+    cfg = dict(cfg, parent=os.getpid(), lifeline=lifeline)
+    if lifeline is not None:
+        pass_fds = (*pass_fds, lifeline)
     with open(stderr_path, "wb") as err:
         proc = subprocess.Popen(
             [sys.executable, "-I", "-c", BOOT.format(module=module), str(kit)],
@@ -205,6 +224,22 @@ def kill_group(proc: subprocess.Popen) -> None:
     except (ProcessLookupError, PermissionError):
         pass
     proc.wait()
+
+
+def wait_or_stop(proc: subprocess.Popen, timeout: float, stop: threading.Event | None) -> None:
+    """Wait for ``proc`` up to ``timeout`` seconds (then kill its group); kill it and raise :class:`Interrupted` on stop."""
+    deadline = time.monotonic() + timeout
+    while proc.poll() is None:
+        if stop is not None and stop.is_set():
+            kill_group(proc)
+            raise Interrupted()
+        if time.monotonic() > deadline:
+            kill_group(proc)
+            return
+        try:
+            proc.wait(timeout=POLL)
+        except subprocess.TimeoutExpired:
+            pass
 
 
 def cpu_seconds(pid: int) -> float:
@@ -245,22 +280,29 @@ class PopenHandle:
         self.returncode = self.proc.returncode
 
 
-def start_direct(module: str, kit: Path, env: dict[str, str], memory_mb: int | None, run_as: RunAs | None = None):
+def start_direct(
+    module: str, kit: Path, env: dict[str, str], memory_mb: int | None, lifeline: int | None = None,
+    run_as: RunAs | None = None,
+):
     """A starter for :func:`supervise`: a fresh interpreter per run (no zygote)."""
 
     def start(cwd: Path, cfg: dict, event_fd: int, stderr_path: Path) -> PopenHandle:
         return PopenHandle(
             run_python(
                 module, kit, cwd, cfg, memory_mb=memory_mb, env=env, stderr_path=stderr_path, pass_fds=(event_fd,),
-                run_as=run_as,
+                lifeline=lifeline, run_as=run_as,
             )
         )
 
     return start
 
 
-def supervise(start, cwd: Path, cfg: dict, limits: Limits, function_of: dict[str, str]) -> RunResult:
-    """Start the grading child with ``start(cwd, cfg, event_fd, stderr_path)`` and watch it (module docstring)."""
+def supervise(
+    start, cwd: Path, cfg: dict, limits: Limits, function_of: dict[str, str], stop: threading.Event | None = None
+) -> RunResult:
+    """Start the grading child with ``start(cwd, cfg, event_fd, stderr_path)`` and watch it (module docstring).
+
+    Raises :class:`Interrupted` (after killing the child) when ``stop`` is set."""
     nonce = secrets.token_hex(16)
     read_end, write_end = os.pipe()
     cfg = dict(cfg, nonce=nonce)
@@ -286,7 +328,8 @@ def supervise(start, cwd: Path, cfg: dict, limits: Limits, function_of: dict[str
     open_pipe = True
     try:
         while open_pipe:
-            for _key, _ in selector.select(timeout=0.1):
+            check(stop)
+            for _key, _ in selector.select(timeout=POLL):
                 chunk = os.read(read_end, 1 << 16)
                 if not chunk:
                     open_pipe = False
@@ -343,8 +386,9 @@ def supervise(start, cwd: Path, cfg: dict, limits: Limits, function_of: dict[str
         selector.close()
         os.close(read_end)
         proc.kill()
+    check(stop)
     result.returncode = proc.returncode
-    result.stderr_tail = _tail(stderr_path)
+    result.stderr_tail = file_tail(stderr_path)
     if result.fault is None and not done:
         result.fault = Fault("crash", current and current[0], importing and importing[0], _how_it_ended(result))
     return result
@@ -362,7 +406,8 @@ def _parse(line: bytes, nonce: str) -> dict | None:
     return event
 
 
-def _tail(path: Path, size: int = 4000) -> str:
+def file_tail(path: Path, size: int = 4000) -> str:
+    """The last ``size`` bytes of a file (a process's stderr), as text; "" when it cannot be read."""
     try:
         with open(path, "rb") as f:
             f.seek(0, os.SEEK_END)
@@ -390,19 +435,29 @@ def _how_it_ended(result: RunResult) -> str:
 class Zygote:
     """One pre-imported process per worker that forks the grading children (:mod:`autograder.grading.zygote`)."""
 
-    def __init__(self, kit: Path, cwd: Path, env: dict[str, str], memory_mb: int | None, run_as: RunAs | None = None):
+    def __init__(
+        self, kit: Path, cwd: Path, env: dict[str, str], memory_mb: int | None,
+        lifeline: int | None = None, stop: threading.Event | None = None, run_as: RunAs | None = None,
+    ):
         import socket
 
+        self.stop = stop
         self.sock, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:
             self.proc = run_python(
                 "autograder.grading.zygote", kit, cwd, {"sock": theirs.fileno()}, memory_mb=memory_mb, env=env,
-                stderr_path=cwd / "zygote-stderr.txt", pass_fds=(theirs.fileno(),), run_as=run_as,
+                stderr_path=cwd / "zygote-stderr.txt", pass_fds=(theirs.fileno(),), lifeline=lifeline, run_as=run_as,
             )
         finally:
             theirs.close()
         self.exits: dict[int, int] = {}
-        message = self._receive(timeout=300)
+        deadline = time.monotonic() + 300
+        message = None
+        while message is None and time.monotonic() < deadline and self.alive():
+            if stop is not None and stop.is_set():
+                self.close()
+                raise Interrupted()
+            message = self._receive(timeout=POLL)
         if not message or not message.get("ready"):
             self.close()
             raise RuntimeError("the grading zygote did not start")
@@ -433,7 +488,8 @@ class Zygote:
             socket.send_fds(self.sock, [request], [event_fd, err.fileno()])
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
-            message = self._receive(timeout=1)
+            check(self.stop)
+            message = self._receive(timeout=POLL)
             if message is None and not self.alive():
                 break
             if message and "pid" in message:
@@ -479,6 +535,9 @@ def run_to_end(zygote: Zygote, cwd: Path, cfg: dict, stderr_path: Path, timeout:
         handle = zygote.start(cwd, cfg, sink.fileno(), stderr_path)
     deadline = time.monotonic() + timeout
     while handle.poll() is None:
+        if zygote.stop is not None and zygote.stop.is_set():
+            handle.kill()
+            raise Interrupted()
         if time.monotonic() > deadline:
             handle.kill()
             return None

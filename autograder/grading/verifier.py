@@ -28,8 +28,13 @@ from pathlib import Path
 import pytest
 
 from autograder.core.failures import CheckFailure
+from autograder.core.outcomes import CheckId
+from autograder.core.status import Status
+from autograder.grading.requests import VerifierRequest
 
-PASSED, FAILED, UNVERIFIABLE = "passed", "failed", "unverifiable"
+# A verdict is Status.PASSED, Status.FAILED, or UNVERIFIABLE: the check cannot be
+# replayed from plain data, and the student's claimed pass stands.
+UNVERIFIABLE = "unverifiable"
 
 
 class Unverifiable(Exception):
@@ -96,10 +101,10 @@ def _replayed(name: str, calls: dict, oracle, state: _State):
 class Verifier:
     """pytest plugin: keep the claimed checks, replay the student, record verdicts."""
 
-    def __init__(self, cfg: dict):
-        self.mode = cfg["mode"]
-        self.claims = set(cfg.get("checks", []))
-        self.transcripts: dict = cfg.get("transcripts", {})
+    def __init__(self, request: VerifierRequest):
+        self.mode = request.mode
+        self.claims = set(request.checks)
+        self.transcripts: dict = request.transcripts
         self.ids: dict[str, tuple[str, object]] = {}
         self.plan: list[dict] = []
         self.verdicts: dict[str, dict] = {}
@@ -107,14 +112,14 @@ class Verifier:
 
     @pytest.hookimpl(trylast=True)
     def pytest_collection_modifyitems(self, session, config, items) -> None:
-        from autograder.pytest_plugin import hooks as plugin
+        from autograder.pytest_plugin.session import CourseSession
 
         keep = []
         for item in items:
-            fn = item.stash.get(plugin.FUNCTION_KEY, None)
+            fn = CourseSession.function_of(item)
             if fn is None:
                 continue
-            cid = f"{fn.module}::{item.name}"
+            cid = str(CheckId(fn.module, item.name))
             correctness = item.get_closest_marker("correctness") is not None
             self.plan.append({"check": cid, "module": fn.module, "function": fn.name, "correctness": correctness})
             if self.mode == "verify" and cid in self.claims and correctness:
@@ -129,9 +134,9 @@ class Verifier:
             return (yield)
         cid, fn = entry
         state = self.states.setdefault(cid, _State())
-        from autograder.pytest_plugin import hooks as plugin
+        from autograder.pytest_plugin.session import session_of
 
-        oracle = plugin.load_reference(plugin._course(pyfuncitem.config), fn.module)
+        oracle = session_of(pyfuncitem.config).reference(fn.module)
         calls = self.transcripts.get(cid)
         if not isinstance(calls, dict):
             calls = {}
@@ -148,36 +153,41 @@ class Verifier:
             self.verdicts[cid] = {"outcome": UNVERIFIABLE, "message": ""}
         elif report.failed:
             message = report.longreprtext if isinstance(report.longreprtext, str) else ""
-            self.verdicts[cid] = {"outcome": FAILED, "message": message}
+            self.verdicts[cid] = {"outcome": Status.FAILED, "message": message}
         elif report.when == "call" and cid not in self.verdicts:
-            self.verdicts[cid] = {"outcome": PASSED, "message": ""}
+            self.verdicts[cid] = {"outcome": Status.PASSED, "message": ""}
 
 
 def main() -> None:
     cfg = json.loads(sys.stdin.read())
     sys.stdin.close()
+    from autograder.grading import lifeline
     from autograder.grading.zygote import preload
 
+    lifeline.die_with_parent(cfg.get("parent"))
+    lifeline.watch(cfg.get("lifeline"))
     preload()
     run(cfg)
 
 
 def run(cfg: dict) -> None:
-    """Plan or verify as ``cfg`` says; writes the JSON answer to ``cfg["out"]``; never returns."""
-    course_root = Path(cfg["course_root"])
-    verifier = Verifier(cfg)
-    args = [str(course_root / "exercises" / f"test_{m}.py") for m in cfg["modules"]]
+    """Plan or verify as the :class:`VerifierRequest` ``cfg`` says; writes the JSON answer to its ``out``;
+    never returns."""
+    request = VerifierRequest.from_wire(cfg)
+    course_root = Path(request.course_root)
+    verifier = Verifier(request)
+    args = [str(course_root / "exercises" / f"test_{m}.py") for m in request.modules]
     args += [
         "--solutions", "--grading", "-q", "--tb=short", "-p", "no:cacheprovider", "--import-mode=importlib",
         "--rootdir", str(course_root), "-c", str(course_root / "pytest.ini"),
     ]
-    if cfg["mode"] == "plan":
+    if request.mode == "plan":
         args.append("--collect-only")
     code = 0
     try:
         pytest.main(args, plugins=[verifier])
         payload = {"plan": verifier.plan, "verdicts": verifier.verdicts}
-        Path(cfg["out"]).write_text(json.dumps(payload), encoding="utf-8")
+        Path(request.out).write_text(json.dumps(payload), encoding="utf-8")
     except BaseException:  # noqa: BLE001 - the parent reads the missing file as an error
         code = 1
     sys.stdout.flush()

@@ -13,6 +13,12 @@ runs ``run(config)`` of the requested module: :mod:`autograder.grading.child`
 (a student's checks) or, in the trusted side's own zygote, :mod:`autograder.grading.verifier`. The zygote replies with the child's
 pid, and later reports its exit status (it is the child's parent).
 Resource limits set on the zygote are inherited by every child.
+
+Nothing outlives the grader (:mod:`autograder.grading.lifeline`): the zygote
+gets SIGTERM when the grader's thread that started it ends, and ends its
+children (each one's process group) when it gets SIGTERM or when the socket
+or the lifeline pipe closes; every child also gets SIGKILL when the zygote
+ends, and watches the lifeline itself.
 """
 
 from __future__ import annotations
@@ -21,48 +27,56 @@ import importlib
 import json
 import os
 import select
+import signal
 import socket
 import sys
 
-PRELOAD = (
-    "numpy", "jax", "jax.numpy", "hypothesis", "hypothesis.extra.numpy", "pytest",
-    "torch", "torch.utils.data", "flax.linen", "optax", "chex", "orbax.checkpoint",
-)
-# Only kit modules that do not start JAX's backend at import (forking after
-# that deadlocks the child); the others are imported by each child from its
-# own fresh copy of the kit.
-KIT = ("autograder.core.course", "autograder.core.failures", "autograder.core.submission", "autograder.grading.transcript", "autograder.grading.child")
+from autograder.grading.requests import CHILD
+from autograder.grading import lifeline
 
 
 def preload() -> None:
     """Import the libraries every grading process starts with (the same set, forked or not, so that
     a student's process and the trusted verifier generate the same inputs), with the course's
-    8 CPU devices set before JAX is imported (a forked child starts JAX's backend with them)."""
+    8 CPU devices set before JAX is imported (a forked child starts JAX's backend with them).
+    The list is :data:`autograder.core.preload.GRADING`."""
+    from autograder.core import preload as names
     from autograder.core.devices import use_course_devices
 
     use_course_devices()
-    for name in PRELOAD + KIT:
-        try:
-            importlib.import_module(name)
-        except ImportError:
-            pass
+    names.import_all(names.GRADING)
 
 
-def _send(sock: socket.socket, message: dict) -> None:
+def _send(sock: socket.socket, message: dict) -> bool:
     try:
         sock.send(json.dumps(message).encode())
     except OSError:
-        os._exit(0)
+        return False
+    return True
 
 
 def main() -> None:
     cfg = json.loads(sys.stdin.read())
     sys.stdin.close()
+    children: set[int] = set()
+
+    def end_children(*_args) -> None:
+        for pid in list(children):
+            for kill in (os.killpg, os.kill):
+                try:
+                    kill(pid, signal.SIGKILL)
+                except OSError:
+                    pass
+        os._exit(0)
+
+    signal.signal(signal.SIGTERM, end_children)
+    lifeline.die_with_parent(cfg.get("parent"), signal.SIGTERM)
+    lifeline.watch(cfg.get("lifeline"), end_children)
     sock = socket.socket(fileno=int(cfg["sock"]))
     preload()
     devnull = os.open(os.devnull, os.O_RDWR)
-    _send(sock, {"ready": True})
-    children: set[int] = set()
+    if not _send(sock, {"ready": True}):
+        end_children()
     while True:
         readable, _, _ = select.select([sock], [], [], 0.05)
         while children:
@@ -74,32 +88,38 @@ def main() -> None:
             if pid == 0:
                 break
             children.discard(pid)
-            _send(sock, {"exited": pid, "returncode": os.waitstatus_to_exitcode(status)})
+            if not _send(sock, {"exited": pid, "returncode": os.waitstatus_to_exitcode(status)}):
+                end_children()
         if not readable:
             continue
         try:
             data, fds, _flags, _addr = socket.recv_fds(sock, 1 << 20, 2)
         except OSError:
-            os._exit(0)
+            end_children()
         if not data:
-            os._exit(0)
+            end_children()
         request = json.loads(data)
+        zygote = os.getpid()
         pid = os.fork()
         if pid == 0:
             try:
+                signal.signal(signal.SIGTERM, signal.SIG_DFL)
                 sock.close()
                 os.setsid()
+                lifeline.die_with_parent(zygote)
+                lifeline.watch(cfg.get("lifeline"))
                 os.dup2(devnull, 0)
                 os.dup2(devnull, 1)
                 os.dup2(fds[1], 2)
                 os.close(fds[1])
                 os.chdir(request["cwd"])
                 sys.path[0] = request["kit"]
-                target = importlib.import_module(request.get("target", "autograder.grading.child"))
+                target = importlib.import_module(request.get("target", CHILD))
                 target.run(dict(request, fd=fds[0]))
             finally:
                 os._exit(70)
         for fd in fds:
             os.close(fd)
         children.add(pid)
-        _send(sock, {"pid": pid})
+        if not _send(sock, {"pid": pid}):
+            end_children()

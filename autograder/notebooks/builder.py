@@ -1,4 +1,4 @@
-"""The kit as an nbgrader course: ``python -m autograder.notebooks.builder COURSE_DIR``.
+"""The kit as an nbgrader course (``autograder nbgrader COURSE_DIR``, see :mod:`.api`).
 
 :func:`build_course` writes (or rewrites) a real nbgrader course directory
 from ``course.toml``, the exercise stubs and the references — nothing is
@@ -31,7 +31,6 @@ see them. Assignment = module, notebook = module, grade cell =
 
 from __future__ import annotations
 
-import argparse
 import ast
 import contextlib
 import inspect
@@ -280,22 +279,13 @@ def _join_statements(parts: list[str]) -> str:
 
 
 def check_hidden(course: Course) -> None:
-    """Every hidden check named in ``course.toml`` is a check of that function in its test file."""
-    from autograder.pytest_plugin.hooks import function_of
+    """Every hidden check named in ``course.toml`` is a check of that function in its test file
+    (the rule of ``autograder check-course``)."""
+    from autograder.authoring.check import hidden_problems
 
     for module in course.modules:
-        names = ModuleSources(course, module).check_names()
-        for fn in module.functions:
-            for hidden in fn.hidden:
-                if hidden not in names:
-                    raise CourseError(
-                        f"course.toml: {fn.qualname}.hidden names {hidden!r}, which is not a check in "
-                        f"exercises/test_{module.name}.py"
-                    )
-                if function_of(hidden, module.name, course) != fn:
-                    raise CourseError(f"course.toml: {fn.qualname}.hidden names {hidden!r}, a check of another function")
-            if set(fn.hidden) >= {n for n in names if function_of(n, module.name, course) == fn}:
-                raise CourseError(f"course.toml: every check of {fn.qualname} is hidden; students would see none")
+        for problem in hidden_problems(course, module, ModuleSources(course, module).check_names()):
+            raise CourseError(f"{problem.what}; fix: {problem.fix}")
 
 
 # --- notebooks -------------------------------------------------------------------
@@ -518,41 +508,3 @@ def _alembic_on_path():
         yield
     finally:
         os.environ["PATH"] = old
-
-
-# --- command line ---------------------------------------------------------------
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("course_dir", metavar="COURSE_DIR", help="the nbgrader course directory to build or update")
-    parser.add_argument("--kit", default=None, help="the kit folder with course.toml (default: found from here)")
-    parser.add_argument("--module", action="append", dest="modules", help="only this module (repeatable)")
-
-
-def run(args: argparse.Namespace) -> int:
-    from autograder.notebooks.runtime import course_root
-
-    try:
-        written = build_course(course_root(args.kit), args.course_dir, args.modules)
-    except (CourseError, KeyError) as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
-    course_dir = Path(args.course_dir).resolve()
-    print(f"nbgrader course in {course_dir}:")
-    print(f"  nbgrader_config.py")
-    for path in written:
-        print(f"  {path.relative_to(course_dir)}")
-    first = written[0].parent.name if written else "<module>"
-    print(f"next: cd {course_dir} && nbgrader generate_assignment {first}")
-    return 0
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m autograder.notebooks.builder", description="Build or update the nbgrader course of this kit."
-    )
-    add_arguments(parser)
-    return run(parser.parse_args(argv))
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -50,10 +50,12 @@ import re
 import shutil
 import tempfile
 import textwrap
-from dataclasses import dataclass, field
 from pathlib import Path
 
+from autograder.core.attribution import AttributionError, attribute
 from autograder.core.course import Course, Function, find_root, load_course
+from autograder.core.outcomes import FunctionScore
+from autograder.core.status import Status
 from autograder.core.devices import use_course_devices  # noqa: F401  (the setup cell calls it)
 
 ROOT_ENV = "JAX_COURSE_ROOT"
@@ -65,33 +67,25 @@ _namespaces: dict[str, dict] = {}
 _tokens = itertools.count()
 
 
-@dataclass
-class CheckResult:
-    """The outcome of :func:`run_checks` for one function."""
+def summary(result: FunctionScore) -> str:
+    """What a check cell prints for one function."""
+    head = f"{result.qualname}: {result.points:g}/{result.max_points:g} points"
+    if result.status == Status.PASSED:
+        return f"{head} — all {result.total} checks pass"
+    if result.status == Status.NOT_STARTED:
+        return f"{head} — not started yet: replace `raise NotImplementedError()` with your code"
+    lines = [f"{head} — {result.passed}/{result.total} checks pass" if result.total else head]
+    seen = set()
+    for message in result.messages:
+        if message not in seen:
+            seen.add(message)
+            lines.append("")
+            lines.append(message)
+    return "\n".join(lines)
 
-    module: str
-    function: str
-    points: float
-    max_points: float
-    status: str  # "passed", "failed", "not started", or "error"
-    passed: int = 0
-    total: int = 0
-    messages: list[str] = field(default_factory=list)
 
-    def summary(self) -> str:
-        head = f"{self.module}.{self.function}: {self.points:g}/{self.max_points:g} points"
-        if self.status == "passed":
-            return f"{head} — all {self.total} checks pass"
-        if self.status == "not started":
-            return f"{head} — not started yet: replace `raise NotImplementedError()` with your code"
-        lines = [f"{head} — {self.passed}/{self.total} checks pass" if self.total else head]
-        seen = set()
-        for message in self.messages:
-            if message not in seen:
-                seen.add(message)
-                lines.append("")
-                lines.append(message)
-        return "\n".join(lines)
+def _error(fn: Function, message: str) -> FunctionScore:
+    return FunctionScore(fn.module, fn.name, 0.0, fn.points, Status.ERROR, 0, 0, [message])
 
 
 def course_root(root: Path | str | None = None) -> Path:
@@ -167,12 +161,13 @@ class _Select:
         self.course, self.fn, self.skip = course, fn, skip
 
     def pytest_collection_modifyitems(self, session, config, items):
-        from autograder.pytest_plugin.hooks import function_of
-
         keep, drop = [], []
         for item in items:
             name = getattr(item, "originalname", item.name)
-            owner = function_of(name, self.fn.module, self.course)
+            try:
+                owner = attribute(name, self.fn.module, self.course)
+            except AttributionError:
+                owner = None  # the plugin reports it
             (keep if owner == self.fn and name not in self.skip else drop).append(item)
         items[:] = keep
         if drop:
@@ -200,7 +195,7 @@ def run_checks(
     *,
     hidden: list[str] | tuple[str, ...] = (),
     root: Path | str | None = None,
-) -> CheckResult:
+) -> FunctionScore:
     """Run ``exercises/test_<module>.py``'s checks of ``function`` on the notebook's definition.
 
     Checks ``course.toml`` marks hidden run only when listed in ``hidden``.
@@ -234,19 +229,14 @@ def run_checks(
         with contextlib.redirect_stdout(log), contextlib.redirect_stderr(log):
             code = pytest.main(args, plugins=[_Select(course, fn, skip)])
         if not out.is_file():
-            return CheckResult(module, function, 0.0, fn.points, "error", messages=[
-                f"the checks of {fn.qualname} could not run (pytest exit code {int(code)}):\n{log.getvalue()[-3000:]}"
-            ])
+            return _error(fn, f"the checks of {fn.qualname} could not run (pytest exit code {int(code)}):\n{log.getvalue()[-3000:]}")
         data = json.loads(out.read_text(encoding="utf-8"))
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     for entry in data["functions"]:
         if entry["function"] == function and entry["module"] == module:
-            return CheckResult(
-                module, function, float(entry["points"]), float(entry["max_points"]), entry["status"],
-                entry["passed"], entry["total"], list(entry["messages"]),
-            )
-    return CheckResult(module, function, 0.0, fn.points, "error", messages=[f"no check of {fn.qualname} ran"])
+            return FunctionScore.from_json(entry)
+    return _error(fn, f"no check of {fn.qualname} ran")
 
 
 def check(
@@ -263,6 +253,6 @@ def check(
     as the cell's partial credit.
     """
     result = run_checks(module, function, ns, hidden=hidden, root=root)
-    print(result.summary())
+    print(summary(result))
     return float(result.points)
 

@@ -162,7 +162,7 @@ def release_body(course: Course, modules: tuple[str, ...], results: dict | None)
         status = row["status"].replace("_", " ") if row else "not graded"
         earned = f"{row['points']:g}" if row else "0"
         lines.append(f"| {fn.qualname} | {earned}/{fn.points:g} | {status} |")
-        if row and row["status"] == "failed":
+        if row and row["status"] not in ("passed", "not started"):
             messages = list(dict.fromkeys(m.strip() for m in row.get("messages", []) if m.strip()))[:3]
             notes += ["", f"### {fn.qualname}", "", *(f"```text\n{m}\n```" for m in messages), f"Hint: {fn.hint}"]
     return "\n".join(lines + notes) + "\n"

@@ -111,7 +111,7 @@ def summary(course: Course, results: dict) -> str:
             continue
         status = row["status"].replace("_", " ")
         lines.append(f"| {fn.qualname} | {_points(row['points'])}/{_points(fn.points)} | {row['passed']}/{row['total']} | {status} |")
-        if row["status"] == "failed":
+        if row["status"] not in ("passed", "not started"):
             failing.append((fn, row))
     for fn, row in failing:
         lines += ["", f"### {fn.qualname}", ""]

@@ -32,7 +32,8 @@ import zipfile
 from pathlib import Path
 
 from autograder.core.course import Course, load_course
-from autograder.pytest_plugin import report
+from autograder.core.outcomes import CheckOutcome, FunctionScore
+from autograder.core.status import Status
 
 USER = "student"
 SETTINGS = "gradescope.json"  # in the bundle: {"modules": [...]} this assignment grades
@@ -139,28 +140,28 @@ def build_bundle(course_root: Path, out: Path, modules: tuple[str, ...]) -> Path
 
 
 # -- results.json ---------------------------------------------------------
-def _part(fn, outcomes: list[report.CheckOutcome], total: int, gate_failed: bool) -> report.FunctionScore:
-    passed = sum(o.outcome == report.PASSED for o in outcomes)
+def _part(fn, outcomes: list[CheckOutcome], total: int, gate_failed: bool) -> FunctionScore:
+    passed = sum(o.status == Status.PASSED for o in outcomes)
     if passed == len(outcomes):
-        status = report.PASSED
-    elif passed == 0 and any(o.outcome == report.NOT_STARTED for o in outcomes):
-        status = report.NOT_STARTED
+        status = Status.PASSED
+    elif passed == 0 and any(o.status == Status.NOT_STARTED for o in outcomes):
+        status = Status.NOT_STARTED
     else:
-        status = report.FAILED
+        status = Status.FAILED
     share = fn.points * len(outcomes) / total
     points = 0.0 if gate_failed else fn.points * passed / total
-    messages = [o.message for o in outcomes if o.outcome != report.PASSED and o.message]
-    return report.FunctionScore(fn.module, fn.name, round(points, 2), round(share, 2), status, passed, len(outcomes), messages)
+    messages = [o.message for o in outcomes if o.status != Status.PASSED and o.message]
+    return FunctionScore(fn.module, fn.name, round(points, 2), round(share, 2), status, passed, len(outcomes), messages)
 
 
-def _test(name: str, part: report.FunctionScore, visibility: str) -> dict:
+def _test(name: str, part: FunctionScore, visibility: str) -> dict:
     from autograder.grading.class_report import function_output
 
     return {
         "name": name,
         "score": part.points,
         "max_score": part.max_points,
-        "status": "passed" if part.status == report.PASSED else "failed",
+        "status": "passed" if part.status == Status.PASSED else "failed",
         "output": function_output(part),
         "visibility": visibility,
     }
@@ -175,7 +176,7 @@ def results(course: Course, modules: tuple[str, ...], result, seconds: float) ->
         checks = [o for o in result.outcomes if (o.module, o.function) == (fn.module, fn.name)]
         if not checks:
             continue
-        gate_failed = any(o.correctness and o.outcome != report.PASSED for o in checks)
+        gate_failed = any(o.correctness and o.status != Status.PASSED for o in checks)
         hidden = [o for o in checks if o.check.split("[", 1)[0] in fn.hidden]
         shown = [o for o in checks if o not in hidden]
         tests.append(_test(fn.qualname, _part(fn, shown, len(checks), gate_failed), "visible"))

@@ -1,1 +1,2 @@
-"""The pytest plugin behind ``pytest exercises/``: hooks, the grading session, the report."""
+"""``pytest exercises/``: :mod:`.hooks` (the plugin), :mod:`.session` (one run's state and settings),
+:mod:`.profiles` (hypothesis profiles), :mod:`.report` (student messages and the score table)."""

@@ -1,37 +1,39 @@
 """The pytest plugin: ``pytest exercises/`` grades the student's files, no flags needed.
 
-Registered through the ``pytest11`` entry point; inert outside a folder with
-a ``course.toml``. It
+Registered through the ``pytest11`` entry point (``autograder.plugin``); inert
+outside a folder with a ``course.toml``. It
 
 - loads the module under test (``exercises/`` by default, ``solutions/`` with
   ``--solutions``, any folder with ``--submission DIR``) for the ``student``
   fixture, and the reference for the ``reference`` fixture;
-- attributes every check to one function of ``course.toml`` by its name;
+- attributes every check to one function of ``course.toml`` by its name
+  (:mod:`autograder.core.attribution`);
 - fails an untouched stub at once as "not started";
 - replaces JAX tracebacks with the student-facing message and hint;
 - prints a score table, and writes JSON results with ``--results-json``;
 - selects the hypothesis profile: ``student`` locally, ``grading`` with
   ``--grading`` or when ``CI`` is set.
+
+The run's state lives in one :class:`~autograder.pytest_plugin.session.CourseSession`.
 """
 
 from __future__ import annotations
 
-import os
+import json
 from pathlib import Path
 
 import pytest
 
-from autograder.pytest_plugin import report
 from autograder.core import compile_cache
-from autograder.core.course import Course, CourseError, Function, find_root, load_course
+from autograder.core.attribution import AttributionError
+from autograder.core.course import CourseError, find_root, load_course
 from autograder.core.devices import use_course_devices
-from autograder.core.failures import NotStarted
-from autograder.core.submission import SubmissionImportError, load_module, not_started, stub_functions
-
-COURSE_KEY = pytest.StashKey[Course]()
-FUNCTION_KEY = pytest.StashKey[Function]()
-OUTCOMES_KEY = pytest.StashKey[list]()
-SOURCE_KEY = pytest.StashKey[Path]()
+from autograder.core.failures import status_of
+from autograder.core.outcomes import CheckOutcome, results_payload, score_functions
+from autograder.core.status import Status
+from autograder.core.submission import not_started
+from autograder.pytest_plugin import profiles, report
+from autograder.pytest_plugin.session import FUNCTION_KEY, SESSION_KEY, CourseSession, Settings, session_of
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -42,36 +44,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--grading", action="store_true", help="deterministic grading profile (the default when CI is set)"
     )
     group.addoption("--results-json", metavar="PATH", help="write per-function scores and check outcomes as JSON")
-
-
-def ignore_local_constants() -> None:
-    """Generated inputs must not depend on which of the user's modules happen to be imported.
-
-    Hypothesis mixes literals harvested from every imported local module (the
-    student's files, the checks) into what it draws. Then the same check draws
-    other inputs depending on what else was loaded: a student's literals would
-    steer their own test inputs, and the grader's trusted side could not
-    regenerate the inputs a student's process saw. (Hypothesis has no setting
-    for this; the internal hook is pinned with hypothesis in pyproject.toml.)
-    """
-    from hypothesis.internal.conjecture import providers
-
-    empty = providers._local_constants
-    providers._get_local_constants = lambda: empty
-
-
-def register_profiles() -> None:
-    from hypothesis import HealthCheck, Phase, settings
-
-    ignore_local_constants()
-
-    # No explain phase: it re-runs a failing check hundreds of times, which
-    # costs seconds per JAX check and tells a student little.
-    phases = [Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink]
-    quiet = [HealthCheck.too_slow, HealthCheck.function_scoped_fixture, HealthCheck.data_too_large]
-    common = dict(deadline=None, phases=phases, report_multiple_bugs=False, suppress_health_check=quiet)
-    settings.register_profile("student", max_examples=15, **common)
-    settings.register_profile("grading", max_examples=30, derandomize=True, database=None, print_blob=False, **common)
 
 
 def course_root_of(invocation_dir: Path, args: list[str]) -> Path | None:
@@ -102,23 +74,17 @@ def pytest_configure(config: pytest.Config) -> None:
         course = load_course(root, verify_files=False)
     except CourseError as err:
         raise pytest.UsageError(str(err)) from None
-    config.stash[COURSE_KEY] = course
-    config.stash[OUTCOMES_KEY] = []
-    if config.getoption("solutions"):
-        source = root / "solutions"
-    elif config.getoption("submission"):
-        source = Path(config.getoption("submission")).resolve()
-    else:
-        source = root / "exercises"
-    config.stash[SOURCE_KEY] = source
 
     from hypothesis import settings
 
-    register_profiles()
-    if not config.getoption("hypothesis_profile", None):
-        grading = config.getoption("grading") or bool(os.environ.get("CI"))
-        settings.load_profile("grading" if grading else "student")
-    if not (config.getoption("grading") or os.environ.get("CI")):
+    profiles.register_profiles()
+    explicit = config.getoption("hypothesis_profile", None)
+    profile = profiles.choose(explicit, config.getoption("grading"))
+    if not explicit:
+        settings.load_profile(profile)
+    settings_ = Settings.from_config(config, root, profile)
+    config.stash[SESSION_KEY] = CourseSession(course, settings_)
+    if not settings_.grading:
         use_compile_cache(compile_cache.student_cache_dir(root))
 
 
@@ -138,169 +104,82 @@ def use_compile_cache(cache_dir: Path | None) -> None:
         jax.config.update(name, value)
 
 
-def _course(config: pytest.Config) -> Course | None:
-    return config.stash.get(COURSE_KEY, None)
-
-
-def module_of(path: Path, course: Course) -> str | None:
-    """The course module a check file ``exercises/test_<module>.py`` judges."""
-    if Path(path).resolve().parent != course.root / "exercises":
-        return None
-    name = Path(path).stem
-    if not name.startswith("test_"):
-        return None
-    module = name[len("test_"):]
-    return module if module in {m.name for m in course.modules} else None
-
-
-def function_of(test_name: str, module: str, course: Course) -> Function | None:
-    """The function a check judges: the longest function name its test name contains."""
-    candidates = [fn for fn in course.module(module).functions if fn.name in test_name]
-    return max(candidates, key=lambda fn: len(fn.name)) if candidates else None
-
-
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
-    course = _course(config)
-    if course is None:
+    course_session = session_of(config)
+    if course_session is None:
         return
     for item in items:
-        module = module_of(item.path, course)
-        if module is None:
-            continue
-        fn = function_of(getattr(item, "originalname", item.name), module, course)
-        if fn is None:
-            raise pytest.UsageError(
-                f"{item.nodeid}: a check's name must contain the name of the function it judges "
-                f"(one of {[f.name for f in course.module(module).functions]})"
-            )
-        item.stash[FUNCTION_KEY] = fn
-
-
-_loaded: dict[tuple[Path, str], object] = {}
-
-
-def _load_student(config: pytest.Config, module: str):
-    source = config.stash[SOURCE_KEY]
-    key = (source, module)
-    if key not in _loaded:
         try:
-            _loaded[key] = load_module(source / f"{module}.py", module)
-        except SubmissionImportError as err:
-            _loaded[key] = err
-    loaded = _loaded[key]
-    if isinstance(loaded, SubmissionImportError):
-        return _Unimportable(loaded)
-    return loaded
+            course_session.attribute(item)
+        except AttributionError as err:
+            raise pytest.UsageError(f"{item.nodeid}: {err}") from None
 
 
-class _Unimportable:
-    """Stands in for a module that failed to import: every use fails the check with the import error."""
-
-    def __init__(self, error: SubmissionImportError):
-        self._error = error
-
-    def __getattr__(self, name: str):
-        raise self._error
-
-
-def _module_under_test(request: pytest.FixtureRequest) -> str:
-    course = _course(request.config)
-    module = module_of(request.path, course) if course else None
+def _module_under_test(request: pytest.FixtureRequest) -> tuple[CourseSession, str]:
+    course_session = session_of(request.config)
+    module = course_session.module_under_test(request.path) if course_session else None
     if module is None:
         pytest.fail(f"the {request.fixturename} fixture is only available in exercises/test_<module>.py")
-    return module
+    return course_session, module
 
 
 @pytest.fixture(scope="module")
 def student(request: pytest.FixtureRequest):
     """The module under test: the student's ``<module>.py`` (or the solution with ``--solutions``)."""
-    return _load_student(request.config, _module_under_test(request))
+    course_session, module = _module_under_test(request)
+    return course_session.student(module)
 
 
 @pytest.fixture(scope="module")
 def reference(request: pytest.FixtureRequest):
     """The reference oracle for the module under test: expected values come only from here."""
-    return load_reference(_course(request.config), _module_under_test(request))
+    course_session, module = _module_under_test(request)
+    return course_session.reference(module)
 
 
-_oracles: dict[tuple[Path, str], object] = {}
-
-
-def load_reference(course: Course, module: str):
-    """The reference oracle of ``module``, loaded once per process (the grader preloads it
-    before any student code runs, then removes ``solutions/`` from the sandbox)."""
-    from autograder.core.oracle import Oracle
-
-    key = (course.root, module)
-    if key not in _oracles:
-        _oracles[key] = Oracle(course.root / "solutions", module)
-    return _oracles[key]
-
-
-_stubs: dict[Path, set[str]] = {}
-
-
-def _is_stub(config: pytest.Config, fn: Function) -> bool:
-    path = config.stash[SOURCE_KEY] / f"{fn.module}.py"
-    if path not in _stubs:
-        try:
-            _stubs[path] = stub_functions(path)
-        except (OSError, SyntaxError):
-            _stubs[path] = set()
-    return fn.name in _stubs[path]
+def _fail_if_stub(item: pytest.Item) -> None:
+    course_session = session_of(item.config)
+    fn = CourseSession.function_of(item)
+    if fn is not None and course_session.is_stub(fn):
+        raise not_started(fn.module, fn.name)
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item: pytest.Item) -> None:
     """An untouched stub fails before its fixtures are set up (a training scenario costs seconds)."""
-    fn = item.stash.get(FUNCTION_KEY, None)
-    if fn is not None and _is_stub(item.config, fn):
-        raise not_started(fn.module, fn.name)
+    _fail_if_stub(item)
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_pyfunc_call(pyfuncitem: pytest.Function):
     """An untouched stub fails at once, without running its checks."""
-    fn = pyfuncitem.stash.get(FUNCTION_KEY, None)
-    if fn is not None and _is_stub(pyfuncitem.config, fn):
-        raise not_started(fn.module, fn.name)
+    _fail_if_stub(pyfuncitem)
     return None
-
-
-def _full_tracebacks(config: pytest.Config) -> bool:
-    return config.getoption("verbose") > 0 or config.getoption("tbstyle") in ("long", "native")
 
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     outcome = yield
     rep: pytest.TestReport = outcome.get_result()
-    fn = item.stash.get(FUNCTION_KEY, None)
+    fn = CourseSession.function_of(item)
     if fn is None or rep.skipped or (rep.when != "call" and rep.passed):
         return
-    config = item.config
+    course_session = session_of(item.config)
     if rep.failed:
         exc = call.excinfo.value
-        source = config.stash[SOURCE_KEY]
-        message = report.student_message(exc, fn, [source / f"{fn.module}.py"], item.fixturenames)
-        verdict = report.NOT_STARTED if report.is_not_started(exc) else report.FAILED
-        if _full_tracebacks(config):
+        message = report.student_message(exc, fn, [course_session.student_file(fn.module)], item.fixturenames)
+        status = status_of(exc)
+        if course_session.settings.full_tracebacks:
             rep.sections.append(("what the grader says", message))
         else:
             rep.longrepr = message
     else:
-        message, verdict = "", report.PASSED
+        message, status = "", Status.PASSED
+    rep.course_status = status  # read by pytest_report_teststatus
     if rep.when == "call" or rep.failed:
-        config.stash[OUTCOMES_KEY].append(
-            report.CheckOutcome(
-                fn.module,
-                fn.name,
-                getattr(item, "originalname", item.name),
-                verdict,
-                correctness=item.get_closest_marker("correctness") is not None,
-                message=message,
-            )
-        )
+        correctness = item.get_closest_marker("correctness") is not None
+        name = getattr(item, "originalname", item.name)
+        course_session.outcomes.append(CheckOutcome(fn.module, fn.name, name, status, correctness, message))
 
 
 def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config):
@@ -309,36 +188,36 @@ def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config):
     They still fail the run (the exit status counts them); the score table
     lists the functions that are not started.
     """
-    if report.failed and isinstance(report.longrepr, str) and "is not started yet" in report.longrepr:
+    if report.failed and getattr(report, "course_status", None) == Status.NOT_STARTED:
         return "not started", "n", ("NOT STARTED", {"yellow": True})
     return None
 
 
 def pytest_report_header(config: pytest.Config) -> list[str] | None:
-    course = _course(config)
-    if course is None:
+    course_session = session_of(config)
+    if course_session is None:
         return None
-    from hypothesis import settings
-
+    course, settings = course_session.course, course_session.settings
     return [
         f"course: {course.title} ({len(course.modules)} modules)",
-        f"checking: {config.stash[SOURCE_KEY]} (hypothesis profile: {settings._current_profile})",
+        f"checking: {settings.source} (hypothesis profile: {settings.profile})",
     ]
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
-    course = _course(config)
-    if course is None:
+    course_session = session_of(config)
+    if course_session is None:
         return
-    outcomes = config.stash[OUTCOMES_KEY]
-    scores = report.score_functions(course, outcomes)
+    course, outcomes = course_session.course, course_session.outcomes
+    scores = score_functions(course, outcomes)
     table = report.score_table(course, scores)
     if table:
         terminalreporter.write_sep("=", "score")
         terminalreporter.write_line(table)
-        if all(score.status == report.NOT_STARTED for score in scores):
+        if all(score.status == Status.NOT_STARTED for score in scores):
             terminalreporter.write_line("")
             terminalreporter.write_line(course.welcome.strip())
-    path = config.getoption("results_json")
+    path = course_session.settings.results_json
     if path:
-        report.write_results(Path(path), scores, outcomes)
+        payload = results_payload(scores, outcomes)
+        path.write_text(json.dumps(payload, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")

@@ -4,50 +4,24 @@
   an exception raised by the student's code, a stub, an import error) into a
   short message: what was checked, the smallest failing input, expected vs
   got, and the hint from ``course.toml``.
-- :func:`score_functions` turns check outcomes into points per function.
+- (points per function: :func:`autograder.core.outcomes.score_functions`)
 - :func:`score_table` renders the table printed at the end of a run.
 """
 
 from __future__ import annotations
 
-import json
 import re
 import textwrap
 import traceback
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Iterable
 
+from autograder.checks.structure import jit_error_explanation
 from autograder.core.course import Course, Function
 from autograder.core.failures import CheckFailure, NotStarted
-from autograder.checks.structure import jit_error_explanation
+from autograder.core.outcomes import FunctionScore
+from autograder.core.status import Status
 from autograder.core.submission import SubmissionImportError
-
-PASSED, FAILED, NOT_STARTED = "passed", "failed", "not started"
-
-
-@dataclass
-class CheckOutcome:
-    """One check (pytest test) of one function."""
-
-    module: str
-    function: str
-    check: str
-    outcome: str  # PASSED, FAILED or NOT_STARTED
-    correctness: bool = False
-    message: str = ""
-
-
-@dataclass
-class FunctionScore:
-    module: str
-    function: str
-    points: float
-    max_points: float
-    status: str
-    passed: int
-    total: int
-    messages: list[str] = field(default_factory=list)
 
 
 def _student_frame(exc: BaseException, files: Iterable[Path]) -> str:
@@ -116,42 +90,6 @@ def student_message(
     return text + f"\n  hint: {function.hint.strip()}"
 
 
-def is_not_started(exc: BaseException) -> bool:
-    return isinstance(exc, (NotStarted, NotImplementedError))
-
-
-def score_functions(course: Course, outcomes: Iterable[CheckOutcome]) -> list[FunctionScore]:
-    """Points per function, in ``course.toml`` order, for every function that was checked.
-
-    A function earns ``points * passed / total``, and nothing while one of
-    its correctness checks (its values against the reference) fails: a wrong
-    answer earns no points for being pure or fast.
-    """
-    by_function: dict[tuple[str, str], list[CheckOutcome]] = {}
-    for outcome in outcomes:
-        by_function.setdefault((outcome.module, outcome.function), []).append(outcome)
-    scores = []
-    for fn in course.functions:
-        checks = by_function.get((fn.module, fn.name))
-        if not checks:
-            continue
-        passed = sum(c.outcome == PASSED for c in checks)
-        if any(c.outcome == NOT_STARTED for c in checks) and passed == 0:
-            status = NOT_STARTED
-        elif passed == len(checks):
-            status = PASSED
-        else:
-            status = FAILED
-        gate_failed = any(c.correctness and c.outcome != PASSED for c in checks)
-        points = 0.0 if gate_failed else round(fn.points * passed / len(checks), 2)
-        messages = [c.message for c in checks if c.outcome != PASSED and c.message]
-        scores.append(FunctionScore(fn.module, fn.name, points, fn.points, status, passed, len(checks), messages))
-    return scores
-
-
-_MARK = {PASSED: "✓", FAILED: "✗", NOT_STARTED: "·"}
-
-
 def _points(value: float) -> str:
     return f"{value:g}"
 
@@ -168,24 +106,13 @@ def score_table(course: Course, scores: list[FunctionScore]) -> str:
             current = s.module
             module = course.module(s.module)
             lines.append(f"{module.name} — {module.topic}")
-        detail = {PASSED: "", NOT_STARTED: "not started"}.get(s.status, f"{s.passed}/{s.total} checks pass")
+        detail = {Status.PASSED: "", Status.NOT_STARTED: "not started"}.get(s.status, f"{s.passed}/{s.total} checks pass")
         pts = f"{_points(s.points)}/{_points(s.max_points)}"
-        lines.append(f"  {_MARK[s.status]} {s.function:<{width}}{pts:>9}  {detail}".rstrip())
+        lines.append(f"  {s.status.mark} {s.function:<{width}}{pts:>9}  {detail}".rstrip())
     got = sum(s.points for s in scores)
     total = sum(s.max_points for s in scores)
     lines.append(f"total: {_points(round(got, 2))}/{_points(total)}")
     return "\n".join(lines)
-
-
-def write_results(path: Path, scores: list[FunctionScore], outcomes: list[CheckOutcome]) -> None:
-    """Machine-readable results: per-function scores and every check's outcome."""
-    payload = {
-        "score": round(sum(s.points for s in scores), 2),
-        "max_score": sum(s.max_points for s in scores),
-        "functions": [asdict(s) for s in scores],
-        "checks": [asdict(o) for o in outcomes],
-    }
-    Path(path).write_text(json.dumps(payload, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
 
 
 def strip_ansi(text: str) -> str:

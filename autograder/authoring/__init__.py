@@ -1,0 +1,1 @@
+"""``autograder check-course``: the rules the kit relies on, checked for an author in one command."""

@@ -1,0 +1,72 @@
+"""The shared TrainState scenario of the ``training`` and ``batchnorm`` checks.
+
+A model trained with SGD on ``TRAIN_SIZE`` XOR points of ``data``'s reference
+``XORDataset``, in batches of ``BATCH`` (the last batch of every epoch is
+smaller) for ``EPOCHS`` epochs of a real shuffling ``DataLoader``. Every input
+is built with the references, so a bug in the student's ``data`` module fails
+only that module's checks.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+
+from autograder.checks import purity
+
+TRAIN_SIZE, TEST_SIZE, BATCH, EPOCHS = 100, 36, 32, 3
+
+
+@dataclass
+class Step:
+    label: str
+    state: Any  # the input state (the reference's state after the previous step)
+    batch: Any
+    expected: tuple  # what the reference's step returns: (new_state, loss[, acc])
+    model: str = ""  # the state's model, e.g. "SimpleClassifier(5, 1)", named when a step runs another one
+
+
+def training_steps(step: Callable, data: Any, start: Any, *, epochs: int = EPOCHS, model: str = "") -> list[Step]:
+    """Every step of the reference ``step`` from ``start``, over ``epochs`` epochs of a shuffling DataLoader."""
+    loader = data.make_loader(data.XORDataset(TRAIN_SIZE, 7), BATCH, shuffle=True, seed=3)
+    state, steps = start, []
+    for epoch in range(epochs):
+        n_batches = len(loader)
+        for i, batch in enumerate(loader):
+            expected = step(state, batch)
+            label = f"at step {len(steps) + 1} (epoch {epoch + 1}, batch {i + 1} of {n_batches}, {len(batch[0])} examples)"
+            steps.append(Step(label, state, batch, expected, model))
+            state = expected[0]
+    return steps
+
+
+def evaluation_batches(data: Any) -> list:
+    """The batches of a held-out XOR set, in order."""
+    return list(data.make_loader(data.XORDataset(TEST_SIZE, 11), BATCH, shuffle=False))
+
+
+def unseen_step(state: Any, i: int) -> Any:
+    """A fresh copy of ``state`` at a step number no other check used, as in a long training run
+    (a step that passes ``int(state.step)`` as a static argument retraces for every new value)."""
+    return purity.fresh_copy(state.replace(step=state.step + 1000 * (i + 1)))
+
+
+def full_batch_steps(steps: list[Step]) -> list[Step]:
+    """The steps on a full batch, after the first: same shapes, so a jitted step must not retrace."""
+    return [s for s in steps if len(s.batch[0]) == BATCH and int(s.state.step) > 0]
+
+
+def eval_cases(steps: list[Step], batches: list) -> list[tuple[str, Any, Any]]:
+    """(label, state, batch): early, middle and final states on every evaluation batch.
+
+    With batch normalisation, their running averages differ from the batches' statistics,
+    so the mode (``train=False``) shows in the accuracy."""
+    states = [steps[0].state, steps[len(steps) // 2].state, steps[-1].expected[0]]
+    return [(f"state at step {int(s.step)}, test batch of {len(b[0])}", s, b) for s in states for b in batches]
+
+
+def sample_input(n: int) -> np.ndarray:
+    """``n`` float32 XOR-like points in [-1, 1], to initialise a model with."""
+    return np.linspace(-1, 1, n * 2, dtype=np.float32).reshape(n, 2)

@@ -1,0 +1,56 @@
+"""What grading processes import before anything else: module *names* only, imported by the caller.
+
+One list, used by the zygote (before it forks; :func:`autograder.grading.zygote.preload`
+also sets the course's devices first), by a grading child or the trusted
+verifier started without a zygote (through the same function), and by the kit's own tests
+(``tests/conftest.py``). A student's process and the trusted verifier must
+start from the same set, so that both generate the same inputs.
+``tests/test_preload.py`` checks that it covers every library the check
+modules and ``exercises/test_*.py`` import.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from pathlib import Path
+from typing import Iterable
+
+# Third-party libraries of the checks: seconds to import, once per process.
+LIBRARIES = (
+    "numpy", "jax", "jax.numpy", "hypothesis", "hypothesis.extra.numpy", "pytest",
+    "torch", "torch.utils.data", "flax.linen", "optax", "chex", "orbax.checkpoint",
+)
+
+# Kit modules a zygote may import before it forks: they must not start JAX's
+# backend at import (forking after that deadlocks the child). The rest of the
+# kit is imported by each child from its own fresh copy.
+FORK_SAFE_KIT = (
+    "autograder.core.course", "autograder.core.failures", "autograder.core.submission",
+    "autograder.grading.transcript", "autograder.grading.child",
+)
+
+# What ``exercises/test_*.py`` import from the kit (see ``autograder.__init__``): every module of
+# ``autograder/checks/``, listed from the folder (nothing imported here), so a new check module
+# cannot be forgotten.
+CHECK_MODULES = tuple(
+    f"autograder.checks.{info.name}"
+    for info in sorted(pkgutil.iter_modules([str(Path(__file__).resolve().parents[1] / "checks")]), key=lambda i: i.name)
+)
+
+# A grading process (zygote, or a child / verifier started directly).
+GRADING = LIBRARIES + FORK_SAFE_KIT
+
+# A process that runs many pytest sessions in-process (the kit's tests with pytester,
+# which drops the modules first imported during a run): native libraries must not be
+# imported twice, and the reference cache (autograder.core.oracle) must outlive the runs.
+IN_PROCESS = LIBRARIES + ("autograder.pytest_plugin.hooks", "autograder.core.oracle") + CHECK_MODULES
+
+
+def import_all(names: Iterable[str]) -> None:
+    """Import ``names`` in order; a library that is not installed is skipped."""
+    for name in names:
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            pass

@@ -1,0 +1,67 @@
+"""What the grader asks of its processes: typed on each side, plain JSON on the wire.
+
+The chain is Grader -> :func:`~autograder.grading.sandbox.supervise` ->
+:class:`~autograder.grading.sandbox.Zygote` -> fork -> ``run(config)`` of the
+target module. The grader builds a :class:`ChildRequest` or a
+:class:`VerifierRequest`; :meth:`to_wire` gives the JSON object the sandbox
+passes on (it adds ``nonce``, ``fd`` and ``cwd``); the target reads it back
+with ``from_wire``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, fields
+from typing import Literal
+
+# The processes' modules, named once (each has ``main()`` and ``run(config)``).
+ZYGOTE = f"{__package__}.zygote"
+CHILD = f"{__package__}.child"
+VERIFIER = f"{__package__}.verifier"
+
+
+def _known(cls, data: dict) -> dict:
+    names = {f.name for f in fields(cls)}
+    return {k: v for k, v in data.items() if k in names}
+
+
+@dataclass(frozen=True)
+class ChildRequest:
+    """Grade ``modules`` of the files in ``submission`` with the checks of ``course_root`` (untrusted side)."""
+
+    course_root: str
+    submission: str
+    modules: list[str]
+    skip: list[str]  # check ids already judged by an earlier run
+    kit: str
+    target: str = CHILD
+    record: bool = True  # record the transcripts of passed correctness checks
+    fd: int = -1  # set by the sandbox: the event channel
+    nonce: str = ""  # set by the sandbox: carried by every event
+
+    def to_wire(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_wire(cls, data: dict) -> "ChildRequest":
+        return cls(**_known(cls, data))
+
+
+@dataclass(frozen=True)
+class VerifierRequest:
+    """``plan`` the course's checks, or ``verify`` claimed passes from their transcripts (trusted side)."""
+
+    mode: Literal["plan", "verify"]
+    course_root: str = ""
+    modules: list[str] = field(default_factory=list)
+    out: str = ""  # where the JSON answer is written
+    kit: str = ""
+    checks: list[str] = field(default_factory=list)  # the claimed check ids (verify)
+    transcripts: dict = field(default_factory=dict)  # check id -> {argument digest: encoded output}
+    target: str = VERIFIER
+
+    def to_wire(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_wire(cls, data: dict) -> "VerifierRequest":
+        return cls(**_known(cls, data))

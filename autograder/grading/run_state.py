@@ -1,0 +1,137 @@
+"""What ``grade --resume`` needs: which students a run into ``OUT`` already finished, and with what.
+
+``OUT/.autograder-run/`` holds
+
+- ``run.json``: the run's *fingerprint*, one digest per part: the kit's files,
+  the course's files (``course.toml``, checks, references), the grading
+  options that change results (modules, time and memory limits), and the
+  versions of the libraries that generate inputs and run the code;
+- ``students/<student>.json``: one finished student, written as soon as it is
+  graded: the digest of the files that were graded and the per-function
+  scores (exactly what the outputs are written from).
+
+A resumed run takes a finished student as it is only when the fingerprint is
+the same and the student's files did not change; then its outputs are the
+same bytes an uninterrupted run writes. A run without ``--resume`` starts the
+folder afresh.
+
+(The state is plain files in ``OUT``, written with the grader's permissions:
+like every output, it is only as safe as the folder the instructor chose.)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import shutil
+from importlib import metadata
+from pathlib import Path
+
+from autograder.core.outcomes import FunctionScore, StudentResult
+from autograder.core.status import Status
+from autograder.grading.grader import read_submission
+
+STATE = ".autograder-run"
+FORMAT = 1
+LIBRARIES = ("jax", "jaxlib", "numpy", "hypothesis", "pytest", "flax", "optax", "torch", "chex")
+
+
+class ResumeError(Exception):
+    """``--resume`` cannot continue this ``OUT`` (the message says why and what to do)."""
+
+
+def _digest(files: dict[str, bytes]) -> str:
+    h = hashlib.sha256()
+    for name in sorted(files):
+        h.update(name.encode() + b"\0" + hashlib.sha256(files[name]).digest())
+    return h.hexdigest()
+
+
+def fingerprint(course_files: dict[str, bytes], kit_files: dict[str, bytes], options: dict) -> dict[str, str]:
+    """One digest per part that decides grades (see the module docstring)."""
+    versions = {}
+    for name in LIBRARIES:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            versions[name] = None
+    return {
+        "kit": _digest(kit_files),
+        "course": _digest(course_files),
+        "options": json.dumps(options, sort_keys=True),
+        "libraries": json.dumps(versions, sort_keys=True),
+    }
+
+
+def submission_digest(files: dict[str, bytes], missing: dict[str, str]) -> str:
+    """What was graded of one student: the module files read, and why others were missing."""
+    return _digest({**{f"{m}.py": data for m, data in files.items()}, **{f"{m}.missing": why.encode() for m, why in missing.items()}})
+
+
+class RunState:
+    def __init__(self, out: Path, run: dict[str, str]):
+        self.folder = Path(out) / STATE
+        self.run = run
+        self.digests: dict[str, str] = {}  # student -> digest of the files graded
+
+    @classmethod
+    def start(cls, out: Path, run: dict[str, str], *, resume: bool) -> "RunState":
+        """A fresh state (an earlier one is removed), or with ``resume`` the earlier one, checked against ``run``."""
+        state = cls(out, run)
+        path = state.folder / "run.json"
+        if resume:
+            try:
+                saved = json.loads(path.read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                raise ResumeError(f"{out} has no interrupted run to resume (no {STATE}/run.json); run without --resume") from None
+            if saved.get("format") != FORMAT:
+                raise ResumeError(f"{out} was graded by another version of the grader; run without --resume")
+            differ = [part for part in run if saved.get("fingerprint", {}).get(part) != run[part]]
+            if differ:
+                raise ResumeError(
+                    f"cannot resume into {out}: the {' and the '.join(differ)} differ from the interrupted run's, "
+                    "so its grades would not match a new run's; run without --resume to grade everyone again "
+                    "(or resume with the same kit, course, options and libraries)"
+                )
+            return state
+        shutil.rmtree(state.folder, ignore_errors=True)
+        (state.folder / "students").mkdir(parents=True)
+        _write(path, json.dumps({"format": FORMAT, "fingerprint": run}, indent=2, sort_keys=True) + "\n")
+        return state
+
+    def _path(self, student: str) -> Path:
+        return self.folder / "students" / f"{student}.json"
+
+    def finished(self, students: list[tuple[str, Path]], modules: tuple[str, ...]) -> dict[str, StudentResult]:
+        """The students the interrupted run finished, with their results, if it graded these very files."""
+        found = {}
+        for student, folder in students:
+            self.digests[student] = submission_digest(*read_submission(folder, modules))
+            try:
+                saved = json.loads(self._path(student).read_text(encoding="utf-8"))
+                if saved["submission"] == self.digests[student]:
+                    found[student] = StudentResult(student, [_score(s) for s in saved["scores"]])
+            except (OSError, ValueError, KeyError, TypeError):
+                continue
+        return found
+
+    def record(self, result: StudentResult) -> None:
+        """``result``'s student is finished (call :meth:`finished` first: it reads what was graded)."""
+        payload = {"submission": self.digests[result.student], "scores": [_plain(dataclasses.asdict(s)) for s in result.scores]}
+        _write(self._path(result.student), json.dumps(payload, sort_keys=True) + "\n")
+
+
+def _score(saved: dict) -> FunctionScore:
+    return FunctionScore(**{**saved, "status": Status(saved["status"])})
+
+
+def _plain(score: dict) -> dict:
+    """JSON-able values (an enum member as its value)."""
+    return {k: getattr(v, "value", v) if not isinstance(v, (str, int, float, list)) else v for k, v in score.items()}
+
+
+def _write(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(path)

@@ -1,0 +1,138 @@
+"""One run of the course's checks: the course, what is checked, the outcomes, the caches.
+
+:class:`CourseSession` is created once in ``pytest_configure`` (inert outside
+a course) and found with :func:`session_of`. Settings are resolved there,
+once. The grading side (:mod:`autograder.grading.child`,
+:mod:`autograder.grading.verifier`) uses its public methods.
+
+Caches, and why:
+
+- the student's modules: imported once per session (the ``student`` fixture
+  and the grading child's import events share the import);
+- which functions are still stubs: parsed once per file and session;
+- the references: per *process*, in :data:`autograder.core.oracle.REFERENCES`
+  (see there: kept warm across sessions, and loaded before ``solutions/`` is
+  removed from a grading sandbox).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+
+import os
+
+import pytest
+
+from autograder.core.attribution import attribute, module_of
+from autograder.core.course import Course, Function
+from autograder.core.oracle import REFERENCES, Oracle
+from autograder.core.outcomes import CheckOutcome
+from autograder.core.submission import SubmissionImportError, load_module, stub_functions
+
+SESSION_KEY = pytest.StashKey["CourseSession"]()
+FUNCTION_KEY = pytest.StashKey[Function]()
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Everything a run's options decide, resolved once."""
+
+    source: Path  # the folder of the <module>.py files under test
+    profile: str  # the hypothesis profile
+    grading: bool  # --grading or CI: deterministic, no student compilation cache
+    results_json: Path | None
+    full_tracebacks: bool  # -v or --tb=long/native: keep pytest's report, add the grader's message
+
+    @classmethod
+    def from_config(cls, config: pytest.Config, root: Path, profile: str) -> "Settings":
+        if config.getoption("solutions"):
+            source = root / "solutions"
+        elif config.getoption("submission"):
+            source = Path(config.getoption("submission")).resolve()
+        else:
+            source = root / "exercises"
+        results = config.getoption("results_json")
+        full = config.getoption("verbose") > 0 or config.getoption("tbstyle") in ("long", "native")
+        grading = bool(config.getoption("grading") or os.environ.get("CI"))
+        return cls(source, profile, grading, Path(results) if results else None, full)
+
+
+class Unimportable:
+    """Stands in for a module that failed to import: every use fails the check with the import error."""
+
+    def __init__(self, error: SubmissionImportError):
+        self.error = error
+
+    def __getattr__(self, name: str):
+        raise self.error
+
+
+@dataclass
+class CourseSession:
+    course: Course
+    settings: Settings
+    outcomes: list[CheckOutcome] = field(default_factory=list)
+    _students: dict[str, ModuleType | Unimportable] = field(default_factory=dict)
+    _stubs: dict[str, frozenset[str]] = field(default_factory=dict)
+
+    # -- attribution ------------------------------------------------------
+    def attribute(self, item: pytest.Item) -> Function | None:
+        """The function ``item`` judges (stored on it), None for a file that is not a course check file.
+
+        Raises :class:`autograder.core.attribution.AttributionError` for a check naming no function or two.
+        """
+        module = module_of(item.path, self.course)
+        if module is None:
+            return None
+        fn = attribute(getattr(item, "originalname", item.name), module, self.course)
+        item.stash[FUNCTION_KEY] = fn
+        return fn
+
+    @staticmethod
+    def function_of(item: pytest.Item) -> Function | None:
+        return item.stash.get(FUNCTION_KEY, None)
+
+    def module_under_test(self, path: Path) -> str | None:
+        return module_of(path, self.course)
+
+    # -- what is checked --------------------------------------------------
+    def student(self, module: str) -> ModuleType | Unimportable:
+        """The module under test, imported once per session (or what stands in when it cannot be)."""
+        if module not in self._students:
+            try:
+                self._students[module] = load_module(self.settings.source / f"{module}.py", module)
+            except SubmissionImportError as err:
+                self._students[module] = Unimportable(err)
+        return self._students[module]
+
+    def student_file(self, module: str) -> Path:
+        return self.settings.source / f"{module}.py"
+
+    def is_stub(self, fn: Function) -> bool:
+        """Whether ``fn`` is still the stub in the file under test: the one test of "not started"."""
+        if fn.module not in self._stubs:
+            try:
+                self._stubs[fn.module] = frozenset(stub_functions(self.student_file(fn.module)))
+            except (OSError, SyntaxError):
+                self._stubs[fn.module] = frozenset()
+        return fn.name in self._stubs[fn.module]
+
+    # -- the references ---------------------------------------------------
+    def reference(self, module: str) -> Oracle:
+        return REFERENCES.load(self.course.root / "solutions", module)
+
+    def load_all_references(self) -> None:
+        """Load every module's reference, before ``solutions/`` leaves a grading sandbox.
+
+        Every module, not only the graded ones: later modules build their scenarios
+        with earlier references (training's loaders come from data's).
+        """
+        for module in self.course.modules:
+            self.reference(module.name)
+
+
+def session_of(config: pytest.Config) -> CourseSession | None:
+    """The run's course session; None outside a course folder."""
+    return config.stash.get(SESSION_KEY, None)

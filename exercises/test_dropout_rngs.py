@@ -1,0 +1,549 @@
+"""Checks for module 10, ``dropout_rngs``: run ``pytest exercises/test_dropout_rngs.py``.
+
+Every check is named after the function it judges; its points and hint come
+from ``course.toml``. States are built with the reference from a
+``DropoutClassifier(7, 1, rate=0.4)``, a size no module-level model of the
+student's can guess, so a step must use ``state.apply_fn``. Batches come from
+the ``data`` module's reference (``XORDataset``, ``make_loader``), and one
+base dropout key is given at every step, as a training loop does.
+"""
+
+import functools
+import inspect
+from dataclasses import dataclass
+from types import SimpleNamespace
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+import pytest
+from flax.training import train_state
+from hypothesis import given
+from hypothesis import strategies as st
+
+from autograder.checks import keys
+from autograder.checks import loops
+from autograder.checks import purity
+from autograder.checks import structure
+from autograder.checks import tracing
+from autograder.checks import values
+from autograder.core.failures import CheckFailure
+from autograder.core.oracle import sibling
+
+correctness = pytest.mark.correctness
+
+HIDDEN, RATE, LEARNING_RATE = 7, 0.4, 0.3
+TRAIN_SIZE, TEST_SIZE, BATCH, EPOCHS = 96, 32, 32, 2  # full batches: one shape, one compilation
+STATE_FIELDS = ("step", "params", "opt_state")
+DROPOUT_SEED = 11
+
+KEY_DERIVATION = (
+    "this step's dropout key is jax.random.fold_in(dropout_key, state.step): the same base key is given at "
+    "every step, and the step number makes each step's mask new. Do not split dropout_key, use it as it is, "
+    "or make a key of your own"
+)
+ZERO_GRADIENTS = (
+    "the gradients were all zero: differentiate a loss function of its params argument, and run the model "
+    "with that argument ({'params': params}), not with state.params"
+)
+SGD_ADVICE = "the optimizer must be optax.sgd(learning_rate): plain SGD with the learning rate you were given"
+
+
+@dataclass
+class Step:
+    label: str
+    state: Any  # the reference's state before this step
+    batch: Any
+    expected: tuple  # the reference's (new_state, loss)
+
+
+def dropout_key(kind="typed"):
+    return keys.make_key(DROPOUT_SEED, kind)
+
+
+@pytest.fixture(scope="module")
+def data(reference):
+    """The reference ``data`` module: XORDataset and make_loader."""
+    return sibling(reference, "data")
+
+
+SAMPLE_INPUT = np.linspace(-1, 1, 8, dtype=np.float32).reshape(4, 2)
+
+
+def new_state(reference, hidden=HIDDEN, rate=RATE, learning_rate=LEARNING_RATE, seed=0):
+    model = reference.DropoutClassifier(hidden, 1, rate=rate)
+    return reference.create_train_state_dropout(jax.random.PRNGKey(seed), model, learning_rate, SAMPLE_INPUT)
+
+
+@pytest.fixture(scope="module")
+def start(reference):
+    """The scenario's first state; every check starts from this object (apply_fn and tx are static for jit).
+
+    Its step is already an int32 array, as after any first step, so every state of the scenario has the
+    same types and each jitted step compiles once (from TrainState.create's Python int 0 it compiles twice).
+    """
+    state = new_state(reference)
+    return state.replace(step=jnp.zeros((), jnp.int32))
+
+
+@pytest.fixture(scope="module")
+def scenario(reference, data, start):
+    """Every step of the reference over two epochs of a real DataLoader, with one base key."""
+    loader = data.make_loader(data.XORDataset(TRAIN_SIZE, 7), BATCH, shuffle=True, seed=3)
+    state, steps = start, []
+    for epoch in range(EPOCHS):
+        for i, batch in enumerate(loader):
+            expected = reference.train_step_dropout(state, batch, dropout_key())
+            label = f"at step {len(steps) + 1} (epoch {epoch + 1}, batch {i + 1} of {len(loader)}, {len(batch[0])} examples)"
+            steps.append(Step(label, state, batch, expected))
+            state = expected[0]
+    return steps
+
+
+@pytest.fixture(scope="module")
+def test_batches(data):
+    return list(data.make_loader(data.XORDataset(TEST_SIZE, 11), BATCH, shuffle=False))
+
+
+def full_batches(scenario):
+    return [s.batch for s in scenario if len(s.batch[0]) == BATCH]
+
+
+def run_train_step(student, state, batch, key):
+    """The student's step on fresh copies (it may donate them), checked to return ``(new_state, loss)``."""
+    result = student.train_step_dropout(purity.fresh_copy(state), purity.fresh_copy(batch), key)
+    return values.assert_returns_tuple(
+        result, ("new_state", "loss"), function="train_step_dropout",
+        check="train_step_dropout(state, batch, dropout_key) returns (new_state, loss)",
+    )
+
+
+def assert_tracing_writes_no_module_state(student, fn, *args, static_argnums=()):
+    """Run ``fn``'s Python body once by tracing it (``jax.make_jaxpr``: nothing is compiled); it must add,
+    rebind or mutate no module-level variable. ``fn``'s jit cache is cleared first, or its body would not run."""
+    fn = purity.cold(fn)
+
+    @functools.wraps(fn)
+    def traced(*a):
+        return jax.make_jaxpr(fn, static_argnums=static_argnums)(*a)
+
+    purity.assert_module_state_unchanged(student, traced, *args)
+
+
+# create_train_state_dropout -------------------------------------------------
+
+# One model size and input shape (each new shape compiles every op of init again); both key kinds.
+CREATE_CASES = [
+    {"key": ("typed", 0), "rate": 0.5, "learning_rate": 0.7},
+    {"key": ("legacy", 1), "rate": 0.2, "learning_rate": 0.05},
+]
+
+
+def _create(module, reference, case, kind=None):
+    model = reference.DropoutClassifier(HIDDEN, 1, rate=case["rate"])
+    key = keys.make_key(case["key"][1], kind or case["key"][0])
+    return module.create_train_state_dropout(key, model, case["learning_rate"], SAMPLE_INPUT), model, SAMPLE_INPUT
+
+
+def _assert_is_train_state(state, check):
+    if not isinstance(state, train_state.TrainState):
+        raise CheckFailure(
+            check,
+            f"create_train_state_dropout returned a {type(state).__qualname__}, not a flax.training.train_state.TrainState",
+            "build it with train_state.TrainState.create(apply_fn=..., params=..., tx=...)",
+        )
+
+
+@correctness
+def test_create_train_state_dropout_params_match_reference(student, reference):
+    check = "create_train_state_dropout's params are model.init(rng, sample_input, train=False)['params']"
+    for case in CREATE_CASES:
+        got, _, _ = _create(student, reference, case)
+        expected, _, _ = _create(reference, reference, case)
+        _assert_is_train_state(got, check)
+        with values.located(f"with a {case['key'][0]} key and DropoutClassifier({HIDDEN}, 1, rate={case['rate']})"):
+            values.assert_fields_close(got, expected, ("params",), name="state", check=check)
+
+
+def test_create_train_state_dropout_holds_only_the_two_dense_layers(student, reference):
+    check = "state.params holds only the model's parameters: {'Dense_0': ..., 'Dense_1': ...}"
+    got, _, _ = _create(student, reference, CREATE_CASES[1])
+    _assert_is_train_state(got, check)
+    layers = set(got.params) if hasattr(got.params, "keys") else None
+    if layers != {"Dense_0", "Dense_1"}:
+        extra = (
+            "model.init returns all the variable collections, {'params': {...}}: keep variables['params'] only"
+            if layers and "params" in layers
+            else "there is no dropout or batch_stats collection: params are the two Dense layers' kernels and biases"
+        )
+        raise CheckFailure(check, f"state.params is {values.describe(got.params)}", extra)
+
+
+def test_create_train_state_dropout_returns_a_train_state_of_the_model(student, reference):
+    check = "create_train_state_dropout returns a TrainState at step 0 whose apply_fn is model.apply"
+    for case in CREATE_CASES:
+        got, model, sample = _create(student, reference, case)
+        _assert_is_train_state(got, check)
+        values.assert_fields_close(got, SimpleNamespace(step=0), ("step",), name="state", check=check)
+        variables = model.init(jax.random.PRNGKey(1), sample, train=False)
+        with values.located("state.apply_fn(variables, x, train=False)"):
+            values.assert_trees_close(
+                got.apply_fn(variables, sample, train=False), model.apply(variables, sample, train=False),
+                name="output", check=check,
+            )
+
+
+def test_create_train_state_dropout_optimizer_is_sgd_with_the_learning_rate(student, reference):
+    for case in CREATE_CASES:
+        got, _, _ = _create(student, reference, case)
+        expected, _, _ = _create(reference, reference, case)
+        check = f"create_train_state_dropout's optimizer makes the steps of optax.sgd({case['learning_rate']})"
+        _assert_is_train_state(got, check)
+        values.assert_same_optimizer_steps(got, expected, seed=case["key"][1], check=check, advice=SGD_ADVICE)
+
+
+def test_create_train_state_dropout_gives_the_same_params_for_both_key_kinds(student, reference):
+    check = "create_train_state_dropout gives the same params for jax.random.key(s) and jax.random.PRNGKey(s)"
+    case = CREATE_CASES[1]
+    typed, _, _ = _create(student, reference, case, kind="typed")
+    legacy, _, _ = _create(student, reference, case, kind="legacy")
+    _assert_is_train_state(typed, check)
+    values.assert_fields_close(legacy, typed, ("params",), name="state (legacy key)", check=check)
+
+
+def test_create_train_state_dropout_is_pure(student, reference):
+    case = CREATE_CASES[1]
+    model = reference.DropoutClassifier(HIDDEN, 1, rate=case["rate"])
+    sample = np.ones_like(SAMPLE_INPUT)
+
+    @functools.wraps(student.create_train_state_dropout)
+    def params_of_create_train_state_dropout(*args):
+        return student.create_train_state_dropout(*args).params
+
+    args = (keys.make_key(7, "legacy"), model, case["learning_rate"], sample)
+    purity.assert_arguments_unchanged(params_of_create_train_state_dropout, *args)
+    purity.assert_deterministic(params_of_create_train_state_dropout, *args)
+    purity.assert_no_hidden_rng(params_of_create_train_state_dropout, *args)
+    purity.assert_module_state_unchanged(student, student.create_train_state_dropout, *args)
+
+
+# train_step_dropout ---------------------------------------------------------
+
+@functools.partial(jax.jit, static_argnums=0)
+def _loss_with_key(apply_fn, params, batch, key):
+    x, labels = batch
+    logits = apply_fn({"params": params}, x, train=True, rngs={"dropout": key}).squeeze(-1)
+    return optax.sigmoid_binary_cross_entropy(logits, labels).mean()
+
+
+def which_key(step, key, loss):
+    """The name of the (wrong) dropout key that gives the student's ``loss`` at ``step``, or None."""
+    state = step.state
+    candidates = {
+        "dropout_key itself (the same mask at every step)": key,
+        "jax.random.split(dropout_key)[0]": jax.random.split(key)[0],
+        "jax.random.split(dropout_key)[1]": jax.random.split(key)[1],
+        "a fixed key of your own, jax.random.key(0)": jax.random.key(0),
+        "fold_in(dropout_key, state.step + 1)": jax.random.fold_in(key, state.step + 1),
+    }
+    for name, candidate in candidates.items():
+        if np.allclose(np.asarray(loss), np.asarray(_loss_with_key(state.apply_fn, state.params, step.batch, candidate)), rtol=1e-6):
+            return name
+    return None
+
+
+def test_train_step_dropout_is_jitted(student):
+    tracing.assert_is_jitted(student.train_step_dropout, "train_step_dropout")
+
+
+@correctness
+def test_train_step_dropout_matches_reference_at_every_step(student, scenario):
+    check = (
+        f"train_step_dropout equals the reference at every step of {EPOCHS} epochs of a DataLoader "
+        f"({len(scenario)} steps), one base dropout_key given at every step"
+    )
+    for step in scenario:
+        new_state, loss = run_train_step(student, step.state, step.batch, dropout_key())
+        expected_state, expected_loss = step.expected
+        with values.located(step.label):
+            try:
+                values.assert_trees_close(loss, expected_loss, name="loss", check=check)
+            except CheckFailure as failure:
+                used = which_key(step, dropout_key(), loss) if np.shape(loss) == () else None
+                if used is None:
+                    raise
+                raise CheckFailure(check, f"{failure.problem}: the step used {used} as its dropout key", KEY_DERIVATION) from None
+            values.assert_fields_close(
+                new_state, expected_state, STATE_FIELDS, check=check, advice={"params": KEY_DERIVATION}
+            )
+
+
+def test_train_step_dropout_gives_the_same_numbers_for_legacy_keys(student, scenario):
+    check = "train_step_dropout gives the same numbers for jax.random.key(s) and jax.random.PRNGKey(s)"
+    for step in scenario[:2]:
+        typed = run_train_step(student, step.state, step.batch, dropout_key("typed"))
+        legacy = run_train_step(student, step.state, step.batch, dropout_key("legacy"))
+        with values.located(f"{step.label}, with a legacy key"):
+            values.assert_trees_close(legacy[1], typed[1], rtol=1e-6, name="loss", check=check)
+            values.assert_fields_close(legacy[0], typed[0], ("params",), rtol=1e-6, check=check)
+
+
+def test_train_step_dropout_uses_a_new_mask_at_every_step(student, scenario):
+    """The same params, batch and key at two step numbers: the masks, hence the losses, must differ."""
+    step = scenario[1]
+    check = "train_step_dropout draws a new dropout mask at every step number (from the same base key)"
+    at = int(step.state.step)
+    _, loss = run_train_step(student, step.state, step.batch, dropout_key())
+    _, next_loss = run_train_step(student, step.state.replace(step=step.state.step + 1), step.batch, dropout_key())
+    if np.array_equal(np.asarray(loss), np.asarray(next_loss)):
+        raise CheckFailure(
+            check,
+            f"from the same params and batch, the steps numbered {at} and {at + 1} gave the same loss: "
+            "the dropout mask does not depend on state.step",
+            KEY_DERIVATION,
+        )
+
+
+def test_train_step_dropout_uses_the_base_key_without_consuming_it(student, start, scenario):
+    """Under jax.debug_key_reuse(True), a loop of steps given the same base key raises nothing."""
+    batches = full_batches(scenario)
+    key = keys.as_typed(dropout_key())
+    state = purity.fresh_copy(start)
+    try:
+        with jax.debug_key_reuse(True):
+            for i in range(3):
+                state, _ = run_train_step(student, state, batches[i % len(batches)], key)
+    except jax.errors.KeyReuseError as err:
+        raise CheckFailure(
+            "train_step_dropout does not consume the dropout_key it is given (checked with jax.debug_key_reuse(True))",
+            f"at step {i + 1} of a loop that gives the same dropout_key to every step, JAX reports that the key "
+            "was already used: an earlier step consumed it (split it, or drew from it)",
+            f"JAX says: {str(err).splitlines()[0]}\n" + KEY_DERIVATION
+            + "; fold_in does not consume the base key, split does",
+        ) from None
+
+
+def test_train_step_dropout_does_not_retrace_in_a_training_loop(student, start, scenario):
+    """A real loop: each step gets the previous step's new_state, a new batch, and the same base key."""
+    batches = full_batches(scenario)
+
+    def make_args(i, state):
+        return state, purity.fresh_copy(batches[i % len(batches)]), dropout_key()
+
+    def next_state(i, state, result):
+        return values.assert_returns_tuple(
+            result, ("new_state", "loss"), function="train_step_dropout",
+            check="train_step_dropout(state, batch, dropout_key) returns (new_state, loss)",
+        )[0]
+
+    loops.assert_no_retrace_in_loop(student.train_step_dropout, purity.fresh_copy(start), make_args, next_state,
+                                    name="train_step_dropout")
+
+
+def test_train_step_dropout_takes_gradients_with_respect_to_params(student, scenario):
+    check = "train_step_dropout moves every parameter the reference's step moves"
+    for step in scenario[:2]:
+        new_state, _ = run_train_step(student, step.state, step.batch, dropout_key())
+        with values.located(step.label):
+            values.assert_leaves_moved(
+                step.state.params, getattr(new_state, "params", None), step.expected[0].params,
+                name="new_state.params", check=check, advice=ZERO_GRADIENTS,
+            )
+
+
+def test_train_step_dropout_leaves_its_arguments_unchanged(student, scenario):
+    for step in scenario[:2]:
+        purity.assert_pytree_arguments_unchanged(
+            student.train_step_dropout, purity.fresh_copy(step.state), purity.fresh_copy(step.batch),
+            dropout_key(), allow_donation=True,
+        )
+
+
+def test_train_step_dropout_is_pure(student, scenario):
+    step = scenario[1]
+    args = lambda: (purity.fresh_copy(step.state), purity.fresh_copy(step.batch), dropout_key())  # noqa: E731
+    assert_tracing_writes_no_module_state(student, student.train_step_dropout, *args())
+    purity.assert_no_leaked_tracers(purity.cold(student.train_step_dropout), *args(), module=student)
+
+
+# The contract's target, on fewer epochs: the reference reaches 99.8% after 10 epochs (100% after 100),
+# and 10 epochs cost a tenth of the time.
+TARGET_EPOCHS, TARGET_ACCURACY = 10, 0.95
+
+
+def test_train_step_dropout_trains_the_classifier_of_the_contract(student, reference, data):
+    """DropoutClassifier(16, 1, rate=0.1), lr 0.1, XORDataset(2500, 42) in batches of 128, base key jax.random.key(1)."""
+    state = new_state(reference, hidden=16, rate=0.1, learning_rate=0.1)
+    loader = data.make_loader(data.XORDataset(2500, 42), 128, shuffle=True, seed=0)
+    key = jax.random.key(1)
+    for _ in range(TARGET_EPOCHS):
+        for batch in loader:
+            state, _ = run_train_step(student, state, batch, key)
+    test = data.XORDataset(500, 123)
+    accuracy = float(reference.eval_step_dropout(state, (test.data, test.label)))
+    if accuracy < TARGET_ACCURACY:
+        raise CheckFailure(
+            f"{TARGET_EPOCHS} epochs of train_step_dropout train a DropoutClassifier(16, 1, rate=0.1) to "
+            f">= {TARGET_ACCURACY:.0%} on XORDataset(500, 123)",
+            f"the accuracy on the test set is {accuracy:.1%}",
+            "each step must make one SGD step on params, with dropout on (train=True) and a new mask per step",
+        )
+
+
+# eval_step_dropout ----------------------------------------------------------
+
+def eval_cases(scenario, test_batches):
+    states = [scenario[0].state, scenario[-1].expected[0]]
+    return [(f"state at step {int(s.step)}, test batch of {len(b[0])}", s, b) for s in states for b in test_batches]
+
+
+EVAL_CHECK = "eval_step_dropout(state, batch) is the accuracy of the network with dropout off (train=False)"
+EVAL_ADVICE = "run the model with train=False: Dropout is then off (no mask, no rescaling, no key)"
+
+
+def test_eval_step_dropout_is_jitted(student):
+    tracing.assert_is_jitted(student.eval_step_dropout, "eval_step_dropout")
+
+
+@correctness
+def test_eval_step_dropout_matches_reference(student, reference, scenario, test_batches):
+    for label, state, batch in eval_cases(scenario, test_batches):
+        got = student.eval_step_dropout(purity.fresh_copy(state), purity.fresh_copy(batch))
+        with values.located(label):
+            values.assert_trees_close(got, reference.eval_step_dropout(state, batch), name="accuracy", check=EVAL_CHECK)
+
+
+def test_eval_step_dropout_equals_the_plain_network_at_rate_0_9(student, reference, test_batches):
+    """At rate 0.9 a dropout mask changes almost every prediction, so any randomness shows."""
+    state = new_state(reference, rate=0.9, seed=5)
+    for batch in test_batches:
+        got = student.eval_step_dropout(purity.fresh_copy(state), purity.fresh_copy(batch))
+        with values.located(f"with DropoutClassifier({HIDDEN}, 1, rate=0.9), test batch of {len(batch[0])}"):
+            try:
+                values.assert_trees_close(got, reference.eval_step_dropout(state, batch), name="accuracy", check=EVAL_CHECK)
+            except CheckFailure as failure:
+                raise CheckFailure(failure.check, failure.problem, failure.details + "\n" + EVAL_ADVICE) from None
+
+
+def test_eval_step_dropout_is_deterministic(student, scenario, test_batches):
+    purity.assert_deterministic(student.eval_step_dropout, scenario[-1].expected[0], test_batches[0])
+
+
+def test_eval_step_dropout_takes_no_key(student):
+    check = "eval_step_dropout(state, batch) takes exactly two arguments: no key"
+    try:
+        params = list(inspect.signature(student.eval_step_dropout).parameters.values())
+    except (TypeError, ValueError):
+        return  # no readable signature: the calls of the other checks judge it
+    names = [p.name for p in params]
+    if len(params) != 2 or any(p.kind not in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in params):
+        raise CheckFailure(
+            check, f"eval_step_dropout takes ({', '.join(names)})",
+            "evaluation has no randomness, so it needs no key: " + EVAL_ADVICE,
+        )
+
+
+def test_eval_step_dropout_does_not_retrace_in_a_training_loop(student, reference, start, scenario, test_batches):
+    """Evaluate after every training step of a loop: every state is new, and the evaluation compiles once."""
+    batches = full_batches(scenario)
+
+    def train_once_more(i, state, _):
+        return reference.train_step_dropout(state, batches[i % len(batches)], dropout_key())[0]
+
+    loops.assert_no_retrace_in_loop(
+        student.eval_step_dropout, purity.fresh_copy(start),
+        lambda i, state: (state, purity.fresh_copy(test_batches[0])), train_once_more,
+        name="eval_step_dropout", loop="a training loop that evaluates after every step",
+    )
+
+
+def test_eval_step_dropout_changes_nothing(student, scenario, test_batches):
+    for _, state, batch in eval_cases(scenario, test_batches)[-2:]:
+        purity.assert_pytree_arguments_unchanged(
+            student.eval_step_dropout, purity.fresh_copy(state), purity.fresh_copy(batch), allow_donation=False
+        )
+
+
+def test_eval_step_dropout_is_pure(student, scenario, test_batches):
+    state = scenario[-1].state
+    assert_tracing_writes_no_module_state(
+        student, student.eval_step_dropout, purity.fresh_copy(state), purity.fresh_copy(test_batches[0])
+    )
+    purity.assert_no_leaked_tracers(
+        purity.cold(student.eval_step_dropout), purity.fresh_copy(state), purity.fresh_copy(test_batches[0]), module=student
+    )
+
+
+# mc_dropout_predict ---------------------------------------------------------
+
+MC_SAMPLES = 5
+MC_X = np.linspace(-0.5, 1.5, 12, dtype=np.float32).reshape(6, 2)
+MC_CHECK = (
+    f"mc_dropout_predict(state, x, key, {MC_SAMPLES}) is the mean of sigmoid(logits) with dropout on, "
+    "sample i using keys[i] of jax.random.split(key, n_samples)"
+)
+
+
+@pytest.fixture(scope="module")
+def trained(scenario):
+    return scenario[-1].expected[0]
+
+
+def jitted(fn):
+    """One jax.jit of ``fn`` with n_samples (argument 3) static, reused by every check."""
+    return structure.jit_once(fn, (3,))
+
+
+@correctness
+@given(kind=st.sampled_from(keys.KINDS), seed=st.integers(0, 2**31 - 1))
+def test_mc_dropout_predict_matches_reference(student, reference, trained, kind, seed):
+    """Both key kinds; the expected values come from the typed key, since PRNGKey(s) gives the same numbers."""
+    got = jitted(student.mc_dropout_predict)(trained, MC_X, keys.make_key(seed, kind), MC_SAMPLES)
+    expected = jitted(reference.mc_dropout_predict)(trained, MC_X, keys.make_key(seed, "typed"), MC_SAMPLES)
+    values.assert_trees_close(got, expected, name="mean probability", check=MC_CHECK)
+
+
+def test_mc_dropout_predict_depends_only_on_the_key(student, trained):
+    fn = jitted(student.mc_dropout_predict)
+    for kind in keys.KINDS:
+        keys.assert_same_key_same_result(fn, lambda key: (trained, MC_X, key, MC_SAMPLES), kind)
+        keys.assert_key_changes_result(fn, lambda key: (trained, MC_X, key, MC_SAMPLES), kind)
+
+
+def test_mc_dropout_predict_uses_each_key_once(student, trained):
+    """Traced (not compiled) under jax.debug_key_reuse(True): no key is used by two draws or splits."""
+
+    @functools.wraps(student.mc_dropout_predict)
+    def trace_with_key(key):
+        return jax.make_jaxpr(student.mc_dropout_predict, static_argnums=3)(trained, MC_X, key, MC_SAMPLES)
+
+    keys.assert_no_key_reuse(trace_with_key, keys.make_key(3, "typed"))
+
+
+def test_mc_dropout_predict_has_no_python_loop_over_the_samples(student, trained):
+    key = keys.make_key(0, "typed")
+    structure.assert_jaxpr_size_constant(
+        student.mc_dropout_predict, {n: (trained, MC_X, key, n) for n in (4, 16)}, what="n_samples",
+        static_argnums=(3,),
+        advice="a Python loop over the samples puts one copy of the network per sample into the program; "
+        "jax.vmap over the array of keys (or jax.lax.map) runs every sample in one program of fixed size",
+    )
+
+
+def test_mc_dropout_predict_works_under_jit(student, reference, trained):
+    structure.assert_works_under_jit(
+        student.mc_dropout_predict, jitted(reference.mc_dropout_predict), trained, MC_X, keys.make_key(2, "typed"),
+        MC_SAMPLES, static_argnums=(3,), jitted=jitted(student.mc_dropout_predict),
+    )
+
+
+def test_mc_dropout_predict_leaves_the_state_unchanged(student, trained):
+    purity.assert_pytree_arguments_unchanged(
+        jitted(student.mc_dropout_predict), purity.fresh_copy(trained), MC_X, keys.make_key(4, "typed"), MC_SAMPLES,
+        allow_donation=False,
+    )
+    assert_tracing_writes_no_module_state(
+        student, student.mc_dropout_predict, trained, MC_X, keys.make_key(4, "typed"), MC_SAMPLES, static_argnums=(3,)
+    )

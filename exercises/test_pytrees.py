@@ -1,0 +1,357 @@
+"""Checks for module 9, ``pytrees``: run ``pytest exercises/test_pytrees.py``.
+
+Every check is named after the function it judges; its points and hint come
+from ``course.toml``. Inputs come from a few fixed shapes (every new shape is
+a new compilation). While ``fit`` is judged, the ``sgd_update`` it calls is the
+reference's, so a bug in one fails only that function's checks.
+"""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+from autograder.checks import loops
+from autograder.checks import purity
+from autograder.checks import structure
+from autograder.checks import tracing
+from autograder.checks import values
+from autograder.checks.strategies import float32s, linear_problems
+from autograder.core.failures import CheckFailure
+from autograder.core.oracle import reference_helpers
+
+correctness = pytest.mark.correctness
+
+LEARNING_RATES = (0.05, 0.3)
+
+
+def regression_problems():
+    """``(params, x, y)``: a params dict {"W", "b"} and a batch, NumPy float32, from a few shapes."""
+    return linear_problems().map(lambda p: ({"W": p[1], "b": p[2]}, p[0], p[3]))
+
+
+def assert_float32_scalar(got, function, check, batch=None):
+    """``got`` is a 0-d float32 array: the mean, not the per-example values or a (1,) array."""
+    shape = tuple(np.shape(got))
+    if shape == ():
+        return
+    if batch is not None and shape == (batch,):
+        why = "these are the per-example errors: return their mean over the batch"
+    elif shape == (1,):
+        why = "a (1,) array is not a scalar: reduce without keepdims, and do not wrap the result in a list or reshape it"
+    else:
+        why = "reduce over every axis so that one number is left"
+    raise CheckFailure(check, f"{function} returned an array of shape {shape}, not a scalar (shape ())", why)
+
+
+# mse ------------------------------------------------------------------------
+
+MSE_CHECK = "mse(params, x_batched, y_batched) is the mean over the batch of 0.5 * ||y_i - predict(params, x_i)||^2"
+
+
+@correctness
+@given(problem=regression_problems())
+def test_mse_matches_reference(student, reference, problem):
+    params, x, y = problem
+    got = student.mse(params, x, y)
+    assert_float32_scalar(got, "mse", MSE_CHECK, batch=len(x))
+    values.assert_trees_close(got, reference.mse(params, x, y), check=MSE_CHECK)
+
+
+@given(problem=regression_problems())
+def test_mse_works_under_jit(student, reference, problem):
+    structure.assert_works_under_jit(
+        student.mse, structure.jit_once(reference.mse), *problem, jitted=structure.jit_once(student.mse)
+    )
+
+
+@settings(max_examples=3)
+@given(problem=regression_problems())
+def test_mse_is_pure(student, problem):
+    purity.assert_pure(student.mse, *problem, module=student)
+    purity.assert_no_leaked_tracers(student.mse, *problem, module=student)
+
+
+# sgd_update -----------------------------------------------------------------
+
+UPDATE_CHECK = "sgd_update(params, learning_rate, x, y) is params - learning_rate * grad(mse), leaf by leaf"
+BOTH_LEAVES = (
+    "jax.grad(mse)(params, x, y) has a gradient for every leaf of params ({'W': ..., 'b': ...}); "
+    "update all of them with jax.tree.map(lambda p, g: p - learning_rate * g, params, grads)"
+)
+
+
+@pytest.fixture(scope="module")
+def regression():
+    """A fixed problem of one shape: (params, x, y) with params away from the optimum."""
+    rng = np.random.RandomState(0)
+    params = {"W": rng.normal(size=(4, 3)).astype(np.float32), "b": rng.normal(size=(3,)).astype(np.float32)}
+    x = rng.normal(size=(8, 4)).astype(np.float32)
+    y = rng.normal(size=(8, 3)).astype(np.float32)
+    return params, x, y
+
+
+def test_sgd_update_is_jitted(student):
+    tracing.assert_is_jitted(student.sgd_update, "sgd_update")
+
+
+@correctness
+@given(problem=regression_problems(), learning_rate=st.sampled_from(LEARNING_RATES))
+def test_sgd_update_matches_reference(student, reference, problem, learning_rate):
+    params, x, y = problem
+    got = student.sgd_update(purity.fresh_copy(params), learning_rate, x, y)
+    values.assert_trees_close(got, reference.sgd_update(params, learning_rate, x, y), name="new_params", check=UPDATE_CHECK)
+
+
+def test_sgd_update_moves_both_W_and_b(student, reference, regression):
+    params, x, y = regression
+    got = student.sgd_update(purity.fresh_copy(params), 0.1, x, y)
+    values.assert_leaves_moved(
+        params, got, reference.sgd_update(params, 0.1, x, y),
+        name="new_params", check="sgd_update changes every parameter the gradient step changes", advice=BOTH_LEAVES,
+    )
+
+
+def test_sgd_update_does_not_retrace_in_a_training_loop(student, regression):
+    """Each step's params are the previous step's output, with a new learning rate (a schedule) and new data."""
+    params, x, y = regression
+
+    def make_args(i, params):
+        return params, 0.2 / (1 + i), x + 0.01 * i, y - 0.01 * i
+
+    loops.assert_no_retrace_in_loop(
+        student.sgd_update, purity.fresh_copy(params), make_args, lambda i, params, new: new,
+        name="sgd_update", loop="a loop of gradient steps with a decaying learning rate",
+    )
+
+
+def test_sgd_update_leaves_params_unchanged(student, regression):
+    params, x, y = regression
+    purity.assert_arguments_unchanged(student.sgd_update, purity.fresh_copy(params), 0.1, x, y)
+
+
+def test_sgd_update_is_pure(student, regression):
+    params, x, y = regression
+    purity.assert_module_state_unchanged(student, purity.cold(student.sgd_update), purity.fresh_copy(params), 0.1, x, y)
+    purity.assert_no_leaked_tracers(purity.cold(student.sgd_update), purity.fresh_copy(params), 0.1, x, y, module=student)
+
+
+# fit ------------------------------------------------------------------------
+
+# The contract's target: the tutorial's data, zeros, learning rate 0.3, 101 steps.
+TARGET_LOSS, TARGET_STEPS, TARGET_RATE = 0.015, 101, 0.3
+
+
+def steps_taken(reference, params, x, y, learning_rate, got, most):
+    """How many reference steps from ``params`` give ``got`` (None if no count up to ``most`` does)."""
+    current = params
+    for k in range(most + 1):
+        try:
+            values.assert_trees_close(got, current, check="")
+            return k
+        except CheckFailure:
+            current = reference.sgd_update(current, learning_rate, x, y)
+    return None
+
+
+@correctness
+@pytest.mark.parametrize("n_steps", [0, 1, 4])
+def test_fit_equals_repeated_gradient_steps(student, reference, regression, n_steps):
+    params, x, y = regression
+    check = f"fit(params, x, y, 0.1, {n_steps}) equals {n_steps} successive gradient steps from params"
+    with reference_helpers(student, reference, "sgd_update"):
+        got = student.fit(purity.fresh_copy(params), x, y, 0.1, n_steps)
+    try:
+        values.assert_trees_close(got, reference.fit(params, x, y, 0.1, n_steps), name="params", check=check)
+    except CheckFailure as failure:
+        taken = steps_taken(reference, params, x, y, 0.1, got, n_steps + 3)
+        if taken is None or taken == n_steps:
+            raise
+        raise CheckFailure(
+            check,
+            f"fit(..., {n_steps}) returned the params after {taken} step(s), not {n_steps}",
+            "run exactly n_steps steps, each from the params the previous one returned "
+            "(for _ in range(n_steps), or jax.lax.fori_loop(0, n_steps, ...)); with 0 steps return params as they are",
+        ) from failure
+
+
+def test_fit_reaches_the_target_of_the_tutorial(student, reference):
+    """The contract: make_regression_data(jax.random.key(0)), params at zeros, learning rate 0.3, 101 steps."""
+    x, y, true_params = reference.make_regression_data(jax.random.key(0))
+    zeros = jax.tree.map(jnp.zeros_like, true_params)
+    with reference_helpers(student, reference, "sgd_update"):
+        fitted = student.fit(zeros, x, y, TARGET_RATE, TARGET_STEPS)
+    check = f"fit brings mse below {TARGET_LOSS} in {TARGET_STEPS} steps at learning rate {TARGET_RATE} on the tutorial's data"
+    values.assert_trees_close(
+        jax.tree.map(np.shape, fitted), jax.tree.map(np.shape, zeros), name="fitted params shapes", check=check
+    )
+    loss = float(reference.mse(fitted, x, y))
+    if not loss <= TARGET_LOSS:
+        raise CheckFailure(
+            check, f"after fit the loss is {loss:.4g}, above {TARGET_LOSS}", "take every one of the n_steps steps"
+        )
+
+
+def test_fit_is_pure(student, reference, regression):
+    params, x, y = regression
+    with reference_helpers(student, reference, "sgd_update"):
+        purity.assert_arguments_unchanged(student.fit, purity.fresh_copy(params), x, y, 0.1, 2)
+        purity.assert_module_state_unchanged(student, student.fit, purity.fresh_copy(params), x, y, 0.1, 2)
+
+
+# global_norm ----------------------------------------------------------------
+
+# Pytrees of several kinds, each with fixed leaf shapes (a new shape is a new compilation).
+NORM_TREES = {
+    "a params dict": {"W": (3, 2), "b": (2,)},
+    "a list holding a tuple": [(4,), ((2, 2), (3,))],
+    "nested layers": {"layer1": {"w": (2, 3), "b": (3,)}, "layer2": [(3, 1), (1,)]},
+    "a single array": (5,),
+    "a tuple of one scalar": ((),),
+}
+
+
+def _is_shape(node):
+    return type(node) is tuple and all(type(n) is int for n in node)
+
+
+def trees_of(templates):
+    """``(label, tree)``: a template's structure with float32 NumPy leaves of its shapes."""
+
+    def fill(label):
+        template = templates[label]
+        shapes, treedef = jax.tree_util.tree_flatten(template, is_leaf=_is_shape)
+        leaves = [hnp.arrays(np.float32, shape, elements=float32s(-10.0, 10.0)) for shape in shapes]
+        return st.tuples(*leaves).map(lambda ls: (label, jax.tree_util.tree_unflatten(treedef, list(ls))))
+
+    return st.sampled_from(sorted(templates)).flatmap(fill)
+
+
+def call_on_tree(fn, name, tree, label, check):
+    """``fn(tree)``; an exception becomes a failure naming the kind of pytree it was raised on."""
+    try:
+        return fn(tree)
+    except Exception as err:  # noqa: BLE001 - reported to the student with the tree it failed on
+        raise CheckFailure(
+            check,
+            f"{name} raised {type(err).__name__}: {err} on {label}: {values.describe(tree)}",
+            "the tree may be any nesting of dicts, lists and tuples: walk it with jax.tree.leaves(tree) "
+            "instead of reading fixed keys or assuming a container type",
+        ) from None
+
+
+@correctness
+@given(case=trees_of(NORM_TREES))
+def test_global_norm_matches_reference(student, reference, case):
+    label, tree = case
+    check = "global_norm(tree) is sqrt of the sum of squares of every leaf, for any pytree"
+    got = call_on_tree(student.global_norm, "global_norm", tree, label, check)
+    with values.located(f"on {label}"):
+        assert_float32_scalar(got, "global_norm", check)
+        values.assert_trees_close(got, reference.global_norm(tree), check=check)
+
+
+@given(case=trees_of(NORM_TREES))
+def test_global_norm_works_under_jit(student, reference, case):
+    _, tree = case
+    structure.assert_works_under_jit(
+        student.global_norm, structure.jit_once(reference.global_norm), tree,
+        jitted=structure.jit_once(student.global_norm),
+    )
+
+
+@settings(max_examples=3)
+@given(case=trees_of(NORM_TREES))
+def test_global_norm_is_pure(student, case):
+    purity.assert_pure(student.global_norm, case[1], module=student)
+
+
+# param_count ----------------------------------------------------------------
+
+COUNT_CHECK = "param_count(tree) is the total number of entries of the leaves, a Python int"
+
+
+def count_leaves():
+    """Leaves of every kind: NumPy and JAX arrays of several shapes, Python numbers."""
+    shapes = st.sampled_from([(), (1,), (3,), (2, 3), (4, 1, 2), (0, 3)])
+    arrays = shapes.map(lambda s: np.zeros(s, np.float32))
+    return st.one_of(arrays, arrays.map(jnp.asarray), st.integers(-3, 3), st.floats(-1, 1))
+
+
+def count_trees():
+    keys = st.sampled_from(["W", "b", "layer1", "scale"])
+    return st.recursive(
+        count_leaves(),
+        lambda children: st.one_of(
+            st.lists(children, min_size=1, max_size=3),
+            st.lists(children, min_size=1, max_size=3).map(tuple),
+            st.dictionaries(keys, children, min_size=1, max_size=3),
+        ),
+        max_leaves=6,
+    )
+
+
+def assert_python_int(got, check):
+    if type(got) is not int:
+        kind = f"{type(got).__module__}.{type(got).__qualname__}"
+        raise CheckFailure(
+            check,
+            f"param_count returned a {kind} ({values.describe(got)}), not a Python int",
+            "add up Python integers (math.prod of each leaf's shape, or np.size(leaf)): jnp and np reductions "
+            "return arrays or NumPy integers, and under jit a jnp result is a tracer that cannot be a shape",
+        )
+
+
+@correctness
+@given(tree=count_trees())
+def test_param_count_matches_reference(student, reference, tree):
+    got = call_on_tree(student.param_count, "param_count", tree, "a pytree", COUNT_CHECK)
+    values.assert_trees_close(got, reference.param_count(tree), name="count", check=COUNT_CHECK)
+
+
+@given(tree=count_trees())
+def test_param_count_returns_a_python_int(student, tree):
+    check = "param_count returns a Python int (type(result) is int)"
+    assert_python_int(call_on_tree(student.param_count, "param_count", tree, "a pytree", check), check)
+
+
+def test_param_count_counts_a_python_number_as_one_entry(student):
+    check = "param_count counts a Python number leaf as one entry"
+    tree = {"W": np.zeros((2, 3), np.float32), "scale": 0.5, "steps": [3, np.ones(4, np.float32)]}
+    got = call_on_tree(student.param_count, "param_count", tree, "a tree with Python numbers", check)
+    if got != 12:
+        raise CheckFailure(check, f"param_count({values.describe(tree)}) is {got!r}, expected 12",
+                           "a Python number is one entry: np.shape(3) is (), and the product of () is 1")
+
+
+@pytest.mark.parametrize("label", ["a params dict", "nested layers"])
+def test_param_count_works_as_a_shape_under_jit(student, reference, label):
+    """jax.jit(lambda t: jnp.zeros(param_count(t))): the count must be known while tracing."""
+    check = "param_count(tree) is a Python int under jax.jit, usable as a shape: jnp.zeros(param_count(tree))"
+    tree = jax.tree.map(lambda shape: np.ones(shape, np.float32), NORM_TREES[label], is_leaf=_is_shape)
+
+    @jax.jit
+    def zeros_of_count(t):
+        return jnp.zeros(student.param_count(t))
+
+    try:
+        got = zeros_of_count(tree)
+    except Exception as err:  # noqa: BLE001 - classified below
+        explanation = structure.jit_error_explanation(err) or (f"it raised {type(err).__name__}: {err}", "")
+        raise CheckFailure(
+            check, f"param_count cannot be used as a shape under jit: {explanation[0]}",
+            "compute it from the static shapes with Python integers (math.prod(leaf.shape)), never from jnp values",
+        ) from None
+    expected = (reference.param_count(tree),)
+    if got.shape != expected:
+        raise CheckFailure(check, f"jnp.zeros(param_count(tree)) has shape {got.shape} under jit, expected {expected}")
+
+
+def test_param_count_is_pure(student):
+    tree = {"W": np.zeros((2, 3), np.float32), "b": [np.zeros(3, np.float32), 1.0]}
+    purity.assert_arguments_unchanged(student.param_count, tree)
+    purity.assert_module_state_unchanged(student, student.param_count, tree)
+

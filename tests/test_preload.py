@@ -1,0 +1,70 @@
+"""The one list of what grading processes import first covers what the checks import, and imports start no JAX work."""
+
+import ast
+import importlib
+import subprocess
+import sys
+
+from autograder.core import preload
+from autograder.grading import requests
+from support import ROOT
+
+CHECK_SOURCES = sorted((ROOT / "autograder" / "checks").glob("*.py")) + sorted((ROOT / "exercises").glob("test_*.py"))
+
+
+def imported_modules(path) -> set[str]:
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names.add(node.module)
+    return names
+
+
+def third_party(name: str) -> bool:
+    top = name.split(".")[0]
+    return top not in sys.stdlib_module_names and top not in ("autograder", "__future__")
+
+
+def test_the_preloaded_libraries_cover_every_library_the_checks_import():
+    preloaded = {name.split(".")[0] for name in preload.LIBRARIES}
+    for path in CHECK_SOURCES:
+        missing = {n for n in imported_modules(path) if third_party(n) and n.split(".")[0] not in preloaded}
+        assert not missing, f"{path.name} imports {sorted(missing)}: add them to autograder.core.preload.LIBRARIES"
+
+
+def test_the_check_modules_list_is_every_module_of_checks():
+    on_disk = {f"autograder.checks.{p.stem}" for p in (ROOT / "autograder" / "checks").glob("*.py") if p.stem != "__init__"}
+    assert set(preload.CHECK_MODULES) == on_disk
+
+
+def test_every_listed_module_exists():
+    for name in preload.FORK_SAFE_KIT + preload.CHECK_MODULES + (requests.CHILD, requests.VERIFIER, requests.ZYGOTE):
+        assert importlib.util.find_spec(name), name
+
+
+def run_python(code: str) -> str:
+    env = {"PYTHONPATH": str(ROOT), "JAX_PLATFORMS": "cpu", "PATH": "/usr/bin:/bin"}
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc.stdout.strip()
+
+
+# jax keeps its started backends in xla_bridge._backends (no public way to ask without starting one).
+STARTED = "import jax._src.xla_bridge as xb; print(sorted(xb._backends))"
+
+
+def test_importing_the_grading_preload_and_the_check_modules_starts_no_jax_backend():
+    code = (
+        "from autograder.core import preload\n"
+        "preload.import_all(preload.GRADING + preload.CHECK_MODULES)\n" + STARTED
+    )
+    assert run_python(code) == "[]"
+
+
+def test_the_core_imports_neither_jax_nor_pytest():
+    modules = [p.stem for p in (ROOT / "autograder" / "core").glob("*.py") if p.stem != "__init__"]
+    code = "import sys\n" + "".join(f"import autograder.core.{m}\n" for m in modules)
+    code += "print(sorted(m for m in ('jax', 'pytest', 'numpy') if m in sys.modules))"
+    assert run_python(code) == "[]"
