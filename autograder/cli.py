@@ -41,6 +41,11 @@ def add_grade(subparsers) -> argparse.ArgumentParser:
     )
     parser.add_argument("--course", type=Path, metavar="DIR", help="the instructor's course folder (default: found from here)")
     parser.add_argument(
+        "--seed", type=int, metavar="N",
+        help="draw the inputs from seed N (deterministic for one N, unlike the inputs a student release "
+        "published answers for); keep N private",
+    )
+    parser.add_argument(
         "--run-as",
         metavar="USER",
         help="run the students' code as this unprivileged user (grade itself runs as root; the trusted side stays root)",
@@ -80,6 +85,7 @@ def run_grade(args: argparse.Namespace) -> int:
         jobs=args.jobs,
         cache_dir=args.jax_cache,
         zygote=not args.no_zygote,
+        seed=args.seed,
         run_as=args.run_as,
     )
     code = api.grade(
@@ -137,14 +143,105 @@ def run_check_course(args: argparse.Namespace) -> int:
     return check_course(root, args.modules, references=not args.skip_references)
 
 
-def _course(folder: Path | None) -> Course:
+def _course(folder: Path | None, verify_files: bool = True) -> Course:
     root = find_root(folder or Path.cwd())
     if root is None:
         raise SystemExit("autograder: no course.toml here or above; run it in the course folder or pass --course")
     try:
-        return load_course(root)
+        return load_course(root, verify_files=verify_files)
     except CourseError as err:
         raise SystemExit(f"autograder: {err}") from None
+
+
+def _course_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--course", type=Path, metavar="DIR", help="the course folder (default: found from here)")
+
+
+def add_watch(subparsers) -> argparse.ArgumentParser:
+    from autograder.student import commands
+
+    parser = subparsers.add_parser(
+        "watch",
+        help="re-run a module's checks every time you save a file in exercises/",
+        description="Check MODULE (default: the first one not done) and again after every save in exercises/; "
+        "saving another module's file switches to it. Ctrl-C to quit.",
+    )
+    parser.add_argument("module", nargs="?", metavar="MODULE")
+    _course_option(parser)
+    parser.set_defaults(handler=lambda args: commands.watch(_course(args.course, verify_files=False), args.module))
+    return parser
+
+
+def add_status(subparsers) -> argparse.ArgumentParser:
+    from autograder.student import commands
+
+    parser = subparsers.add_parser(
+        "status",
+        help="the whole course in one table: done, started, not started, points, what to do next",
+        description="By default from your last local runs; --run checks every module now (grading profile).",
+    )
+    parser.add_argument("--run", action="store_true", help="run every module's checks now (takes minutes)")
+    _course_option(parser)
+    parser.set_defaults(handler=lambda args: commands.status(_course(args.course, verify_files=False), args.run))
+    return parser
+
+
+def add_hint(subparsers) -> argparse.ArgumentParser:
+    from autograder.student import commands
+
+    parser = subparsers.add_parser(
+        "hint",
+        help="show a function's hint; --reveal shows the direct one",
+        description="FUNCTION is a function name (or MODULE.FUNCTION).",
+    )
+    parser.add_argument("function", metavar="FUNCTION")
+    parser.add_argument("--reveal", action="store_true", help="also show the direct hint (failed checks show it from now on)")
+    _course_option(parser)
+    parser.set_defaults(handler=lambda args: commands.hint(_course(args.course, verify_files=False), args.function, args.reveal))
+    return parser
+
+
+def add_reset(subparsers) -> argparse.ArgumentParser:
+    from autograder.student import commands
+
+    parser = subparsers.add_parser(
+        "reset",
+        help="put a module's (or one function's) stub back as released, keeping a backup of yours",
+        description="Your current file is first copied to .autograder/backups/<module>.py.<timestamp>.",
+    )
+    parser.add_argument("target", metavar="MODULE[.FUNCTION]")
+    parser.add_argument("--yes", action="store_true", help="do not ask")
+    _course_option(parser)
+    parser.set_defaults(handler=lambda args: commands.reset_stub(_course(args.course, verify_files=False), args.target, args.yes))
+    return parser
+
+
+def add_release(subparsers) -> argparse.ArgumentParser:
+    parser = subparsers.add_parser(
+        "release",
+        help="write the student repository (stubs, checks, recorded oracle; no solutions)",
+        description="Write OUT: the student repository. The reference's answers are recorded "
+        "(both hypothesis profiles) in place of solutions/.",
+    )
+    parser.add_argument("out", type=Path, help="an empty or new folder")
+    parser.add_argument("--course", type=Path, help="the course folder (default: here or above)")
+    parser.set_defaults(handler=run_release)
+    return parser
+
+
+def run_release(args: argparse.Namespace) -> int:
+    from autograder.release.builder import ReleaseError, build_release
+
+    try:
+        release = build_release(_course(args.course), args.out)
+    except ReleaseError as err:
+        print(f"autograder release: {err}", file=sys.stderr)
+        return 1
+    print(
+        f"released {release.out} in {release.seconds:.0f} s: oracle {release.oracle_bytes / 2**20:.2f} MiB, "
+        f"everything {release.total_bytes / 2**20:.2f} MiB"
+    )
+    return 0
 
 
 def add_gradescope(subparsers) -> argparse.ArgumentParser:
@@ -156,7 +253,7 @@ def add_gradescope(subparsers) -> argparse.ArgumentParser:
     )
     parser.add_argument("out", type=Path, metavar="OUT.zip")
     parser.add_argument("--only", action="append", metavar="MODULE", help="this assignment grades only this module (repeatable)")
-    parser.add_argument("--course", type=Path, metavar="DIR", help="the instructor's course folder (default: found from here)")
+    _course_option(parser)
     parser.set_defaults(handler=run_gradescope)
     return parser
 
@@ -190,7 +287,7 @@ def add_classroom50(subparsers) -> argparse.ArgumentParser:
     parser.add_argument("--slug", required=True, help="the assignment's slug")
     parser.add_argument("--only", action="append", metavar="MODULE", help="this assignment grades only this module (repeatable)")
     parser.add_argument("--release", type=Path, metavar="DIR", required=True, help="a student release (`autograder release`)")
-    parser.add_argument("--course", type=Path, metavar="DIR", help="the instructor's course folder (default: found from here)")
+    _course_option(parser)
     parser.set_defaults(handler=run_classroom50)
     return parser
 
@@ -209,7 +306,10 @@ def run_classroom50(args: argparse.Namespace) -> int:
     return 0
 
 
-SUBCOMMANDS = [add_grade, add_nbgrader, add_check_course, add_gradescope, add_actions_report, add_classroom50]
+SUBCOMMANDS = [
+    add_grade, add_nbgrader, add_check_course, add_release, add_watch, add_status, add_hint, add_reset,
+    add_gradescope, add_actions_report, add_classroom50,
+]
 
 
 def build_parser() -> argparse.ArgumentParser:

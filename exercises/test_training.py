@@ -24,7 +24,7 @@ from autograder.checks import structure
 from autograder.checks import tracing
 from autograder.checks import values
 from autograder.core.failures import CheckFailure
-from autograder.core.oracle import reference_helpers, sibling
+from autograder.core.oracle import reference_helpers, sibling, transformed
 from autograder.checks.keys import make_key
 from autograder.checks.scenario import (
     BATCH, EPOCHS, TRAIN_SIZE, Step, eval_cases, evaluation_batches, full_batch_steps, sample_input, training_steps,
@@ -200,7 +200,12 @@ def loss_and_grad(student):
 
 @pytest.fixture(scope="module")
 def reference_loss_and_grad(reference):
-    return jax.jit(jax.value_and_grad(reference.calculate_loss_acc, argnums=1, has_aux=True))
+    return transformed(
+        reference,
+        "calculate_loss_acc",
+        "value_and_grad",
+        lambda fn: jax.jit(jax.value_and_grad(fn, argnums=1, has_aux=True)),
+    )
 
 
 def loss_case(data, loss_states, inputs):

@@ -228,6 +228,122 @@ def build_class(dest: Path, module: str, *, out: Path, course: Path) -> dict[str
     return expected
 
 
+# Students who look for the expected values instead of computing them (issue 11, part 3). Each
+# defines every function of the module as a thief of ``name`` that falls back to a wrong answer.
+
+STEAL_FROM_SYS_MODULES = """
+import sys as _sys
+
+
+def _find(name):
+    for _module in list(_sys.modules.values()):
+        if getattr(_module, "__name__", "").startswith("_course_reference_.") and hasattr(_module, name):
+            return getattr(_module, name)
+    return None
+"""
+
+STEAL_FROM_GC = """
+import gc as _gc
+import types as _types
+
+
+def _find(name):
+    for _obj in _gc.get_objects():
+        if isinstance(_obj, _types.FunctionType) and _obj.__name__ == name and "_course_reference_" in (_obj.__module__ or ""):
+            return _obj
+    return None
+"""
+
+STEAL_FROM_FILES = """
+import pathlib as _pathlib
+
+
+def _find(name):
+    for _folder in [_pathlib.Path.cwd(), *_pathlib.Path(__file__).resolve().parents]:
+        for _path in list(_folder.glob("solutions/*.py")) + list(_folder.glob("*/solutions/*.py")):
+            _scope = {}
+            try:
+                exec(_path.read_text(), _scope)
+            except Exception:
+                continue
+            if name in _scope:
+                return _scope[name]
+    return None
+"""
+
+# Looks the inputs up in a release's recorded oracle (it knows the digest's recipe: the kit is
+# public). Under jit it answers through a callback, trying the argument types the checks use.
+STEAL_FROM_RELEASE = """
+import itertools as _itertools
+import pathlib as _pathlib
+
+import jax as _jax
+import numpy as _np
+
+from autograder.core.recorded import NotRecorded as _NotRecorded, RecordedFunction as _Function, RecordedOracle as _Oracle
+
+_ORACLE = _Oracle(_pathlib.Path({oracle!r}), {module!r})
+
+
+def _forms(value):
+    if _np.ndim(value) == 0 and not isinstance(value, _jax.Array):
+        return [value]
+    if _np.ndim(value) == 0:
+        return [float(value), int(value), jnp.asarray(value), value]
+    return [jnp.asarray(value), _np.asarray(value)]
+
+
+def _answer(name, args):
+    for candidate in _itertools.product(*[_forms(a) for a in args]):
+        try:
+            return _Function(_ORACLE, name).lookup(tuple(candidate), {{}})
+        except _NotRecorded:
+            continue
+    raise _NotRecorded(name)
+
+
+def _find(name):
+    def stolen(*args):
+        if any(isinstance(a, _jax.core.Tracer) for a in args):
+            shape = _jax.ShapeDtypeStruct(args[0].shape, args[0].dtype)
+            return _jax.pure_callback(lambda *a: _np.asarray(_answer(name, a), shape.dtype), shape, *args)
+        return _answer(name, args)
+    return stolen
+"""
+
+THIEF = """
+
+def {name}(*args, **kwargs):
+    try:
+        stolen = _find({name!r})
+        if stolen is not None:
+            return stolen(*args, **kwargs)
+    except Exception:
+        pass
+    return args[0] if args else None
+"""
+
+
+def build_thieves(dest: Path, module: str, *, release_oracle: Path) -> dict[str, str]:
+    """A correct student and one thief per route; returns ``{student: route}`` (``None`` for the correct one)."""
+    fns = [f.name for f in load_course(ROOT).module(module).functions]
+    ref = reference_source(module)
+    header = "import jax.numpy as jnp\n"
+    routes = {
+        "steals_from_sys_modules": STEAL_FROM_SYS_MODULES,
+        "steals_from_gc": STEAL_FROM_GC,
+        "steals_from_files": STEAL_FROM_FILES,
+        "steals_from_release_oracle": STEAL_FROM_RELEASE.format(oracle=str(release_oracle), module=module),
+    }
+    students = {"correct": ref}
+    for student, finder in routes.items():
+        students[student] = header + textwrap.dedent(finder) + "".join(THIEF.format(name=fn) for fn in fns)
+    for student, source in students.items():
+        (dest / student).mkdir(parents=True)
+        (dest / student / f"{module}.py").write_text(source, encoding="utf-8")
+    return {s: (None if s == "correct" else s) for s in students}
+
+
 # Tampering with the grader from one module's file (issue 10, isolation). Each variant's
 # functions are all wrong, and the file changes the grader so that they would pass.
 TAMPERING = {

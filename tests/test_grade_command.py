@@ -184,7 +184,7 @@ def test_grading_twice_gives_identical_files(tmp_path, graded):
     run_grade(subset, tmp_path / "one", course, "--jobs", "2")
     gradebook = f"sqlite:///{tmp_path / 'gradebook.db'}"
     run_grade(subset, tmp_path / "two", course, "--jobs", "1", "--gradebook", gradebook)
-    for name in ["grades.csv", *(f"{s}/results.json" for s in ["correct", "wrong_values", "faults_b"])]:
+    for name in ["grades.csv", "report.html", *(f"{s}/results.json" for s in ["correct", "wrong_values", "faults_b"])]:
         assert (tmp_path / "one" / name).read_bytes() == (tmp_path / "two" / name).read_bytes(), name
     for student in ["correct", "wrong_values", "faults_b"]:
         assert (tmp_path / "one" / student / "results.json").read_bytes() == (graded.out / student / "results.json").read_bytes()

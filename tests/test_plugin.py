@@ -77,7 +77,8 @@ def test_a_wrong_function_gets_a_teaching_message_not_a_traceback(pytester, cour
             "  first differences, index: expected vs got",
             "  smallest failing input:",
             "    inputs=(*",
-            "  hint: Chain two updates*",
+            "  hint: Clamping is two bounds*",  # the gentle hint; the direct one only when stuck
+            "  still stuck? `autograder hint clamp_at --reveal` shows the direct hint*",
             "*✗ clamp_at*0/3*1/3 checks pass",
         ]
     )

@@ -110,9 +110,10 @@ SPLIT_ADVICE = (
 LOOP_ADVICE = (
     "the body of a loop (lax.scan, lax.fori_loop, lax.map) runs many times, so a key it reads from outside, or a\n"
     "carried key that it never splits, is used again on every step. Carry the key and split it on each step:\n"
-    "    def step(key, _):\n"
+    "    def step(key, x):\n"
     "        key, sub = jax.random.split(key)\n"
-    "        return key, jax.random.normal(sub)"
+    "        ...  # draw with sub, never with key\n"
+    "        return key, y"
 )
 
 

@@ -243,7 +243,7 @@ def assert_is_dataloader(loader: Any, fn_name: str) -> None:
         raise CheckFailure(
             f"{fn_name} returns a torch.utils.data.DataLoader",
             f"{fn_name} returned a {_kind(loader)}, not a torch.utils.data.DataLoader",
-            "return torch.utils.data.DataLoader(dataset, batch_size=..., shuffle=..., collate_fn=numpy_collate, ...)",
+            "return a torch.utils.data.DataLoader of the dataset, with numpy_collate as its collate_fn",
         )
 
 

@@ -237,7 +237,12 @@ _jit_cache: dict[tuple[int, tuple[int, ...]], tuple[Callable, Callable]] = {}
 
 
 def jit_once(fn: Callable, static_argnums: Sequence[int] = ()) -> Callable:
-    """One ``jax.jit(fn)`` per function, reused across hypothesis examples (so it compiles per shape, not per example)."""
+    """One ``jax.jit(fn)`` per function, reused across hypothesis examples (so it compiles per shape, not per example).
+
+    A recorded reference is not traced: it answers as the jitted reference did (``jitted_reference``).
+    """
+    if hasattr(fn, "jitted_reference"):
+        return fn.jitted_reference(tuple(static_argnums))
     key = (id(fn), tuple(static_argnums))
     if key not in _jit_cache or _jit_cache[key][0] is not fn:
         _jit_cache[key] = (fn, jax.jit(fn, static_argnums=tuple(static_argnums)))

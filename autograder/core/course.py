@@ -15,8 +15,9 @@ from pathlib import Path
 
 FORMAT_VERSION = 1
 
-_TOP_KEYS = {"format", "title", "welcome", "grading", "modules"}
+_TOP_KEYS = {"format", "title", "welcome", "grading", "hints", "modules"}
 _GRADING_KEYS = {"timeout_per_function", "memory_limit_mb"}
+_HINTS_KEYS = {"reveal_after_failed_runs"}
 _MODULE_KEYS = {"name", "topic", "functions"}
 _FUNCTION_KEYS = {"name", "points", "hint", "reveal", "hidden"}
 
@@ -63,12 +64,20 @@ class Grading:
 
 
 @dataclass(frozen=True)
+class Hints:
+    """When a function's ``reveal`` (the direct hint) is shown without being asked for."""
+
+    reveal_after_failed_runs: int = 3  # separate local runs in which the function failed
+
+
+@dataclass(frozen=True)
 class Course:
     root: Path
     title: str
     welcome: str
     modules: tuple[Module, ...]
     grading: Grading = field(default_factory=Grading)
+    hints: Hints = field(default_factory=Hints)
 
     def module(self, name: str) -> Module:
         for mod in self.modules:
@@ -143,6 +152,12 @@ def parse_course(data: dict, root: Path) -> Course:
     grading_table = data.get("grading", {})
     _unknown(grading_table, _GRADING_KEYS, "[grading]")
     grading = Grading(**grading_table)
+    hints_table = data.get("hints", {})
+    _unknown(hints_table, _HINTS_KEYS, "[hints]")
+    runs = hints_table.get("reveal_after_failed_runs", Hints.reveal_after_failed_runs)
+    if not isinstance(runs, int) or isinstance(runs, bool) or runs < 1:
+        raise CourseError(f"course.toml: [hints].reveal_after_failed_runs must be a positive integer, got {runs!r}")
+    hints = Hints(runs)
 
     modules: list[Module] = []
     seen_modules: set[str] = set()
@@ -179,16 +194,22 @@ def parse_course(data: dict, root: Path) -> Course:
         if not functions:
             raise CourseError(f"course.toml: {where} lists no functions")
         modules.append(Module(name, _require(mod, "topic", str, where), tuple(functions)))
-    return Course(root=root, title=title, welcome=welcome, modules=tuple(modules), grading=grading)
+    return Course(root=root, title=title, welcome=welcome, modules=tuple(modules), grading=grading, hints=hints)
 
 
 def check_files(course: Course) -> None:
-    """Every module has its three files and every function exists in both."""
+    """Every module has its three files and every function exists in both.
+
+    A student release has a recorded oracle (``oracle/<module>.json``) instead of ``solutions/``.
+    """
     for mod in course.modules:
-        for path in (course.exercise_path(mod.name), course.solution_path(mod.name), course.checks_path(mod.name)):
+        released = not course.solution_path(mod.name).is_file() and (course.root / "oracle" / f"{mod.name}.json").is_file()
+        needed = [course.exercise_path(mod.name), course.checks_path(mod.name)]
+        needed += [] if released else [course.solution_path(mod.name)]
+        for path in needed:
             if not path.is_file():
                 raise CourseError(f"course.toml: module {mod.name!r} needs {path.relative_to(course.root)}, which is missing")
-        for path in (course.exercise_path(mod.name), course.solution_path(mod.name)):
+        for path in [p for p in needed if p != course.checks_path(mod.name)]:
             defined = top_level_names(path)
             missing = [fn.name for fn in mod.functions if fn.name not in defined]
             if missing:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 from pathlib import Path
 from types import ModuleType
-from typing import Iterator
+from typing import Callable, Iterator
 
 from autograder.core.submission import load_module
 
@@ -33,6 +33,15 @@ class Oracle:
 
     def __repr__(self) -> str:
         return f"<reference for {self.module_name}>"
+
+    def sibling(self, module: str) -> "Oracle":
+        return load_reference(self.solutions_dir, module)
+
+    def transformed(self, name: str, label: str, transform: Callable) -> Callable:
+        return transform(getattr(self._module, name))
+
+    def helper(self, name: str, own: Callable | None) -> Callable:
+        return getattr(self._module, name)
 
 
 class ReferenceCache:
@@ -72,14 +81,24 @@ def load_reference(solutions_dir: Path | str, module: str) -> Oracle:
     return REFERENCES.load(solutions_dir, module)
 
 
-def sibling(reference: Oracle, module: str) -> Oracle:
-    """The reference of another course module, from the same ``solutions/`` folder.
+def sibling(reference, module: str):
+    """The reference of another course module, from the same ``solutions/`` folder (or recording).
 
     Scenarios of a later module are built with an earlier module's reference
     (training's loaders come from ``data.make_loader``), never with the
     student's version of it, so a bug there fails only that module's checks.
     """
-    return load_reference(reference.solutions_dir, module)
+    return reference.sibling(module)
+
+
+def transformed(reference, name: str, label: str, transform: Callable) -> Callable:
+    """``transform(reference.<name>)`` (e.g. a jitted ``value_and_grad``), named ``label``.
+
+    A check that differentiates or vectorises the reference asks for it here,
+    not with ``jax.grad(reference.f)``: a recorded oracle cannot be traced,
+    so the release records the transformed function's answers under ``label``.
+    """
+    return reference.transformed(name, label, transform)
 
 
 @contextlib.contextmanager
@@ -89,12 +108,14 @@ def reference_helpers(student: ModuleType, reference: Oracle, *names: str) -> It
     A function the contract builds on another (``train_step`` on
     ``calculate_loss_acc``) is then judged on its own: a bug in the helper
     fails the helper's checks only. Names the student's module does not
-    define are left alone; everything is restored on exit.
+    define are left alone; everything is restored on exit. (A recorded
+    oracle answers recorded concrete calls only: under ``jax.jit`` the
+    student's own helper runs.)
     """
     saved = {name: vars(student)[name] for name in names if name in vars(student)}
     try:
-        for name in saved:
-            setattr(student, name, getattr(reference, name))
+        for name, own in saved.items():
+            setattr(student, name, reference.helper(name, own))
         yield
     finally:
         for name, value in saved.items():

@@ -63,7 +63,12 @@ def stub_functions(path: Path) -> set[str]:
     A docstring, comments and ``pass`` may stand beside the ``raise``; anything
     else counts as an attempt.
     """
-    tree = ast.parse(Path(path).read_text(encoding="utf-8"))
+    return stubs_in_source(Path(path).read_text(encoding="utf-8"))
+
+
+def stubs_in_source(source: str) -> set[str]:
+    """:func:`stub_functions` of Python source text (raises ``SyntaxError`` if it does not parse)."""
+    tree = ast.parse(source)
     stubs = set()
     for node in tree.body:
         if isinstance(node, ast.FunctionDef) and _is_stub_body(node.body):

@@ -45,7 +45,10 @@ def grade(
     snapshot = sandbox.Snapshot.take(course.root)
     run = run_state.fingerprint(
         snapshot.course, snapshot.kit,
-        {"modules": list(modules), "timeout_per_function": options.timeout_per_function, "memory_mb": options.memory_mb},
+        {
+            "modules": list(modules), "timeout_per_function": options.timeout_per_function, "memory_mb": options.memory_mb,
+            "seed": options.seed,
+        },
     )
     try:
         state = run_state.RunState.start(out, run, resume=resume)

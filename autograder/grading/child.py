@@ -220,6 +220,8 @@ def run(cfg: dict) -> None:
         "--rootdir", str(course_root), "-c", str(course_root / "pytest.ini"),
     ]
     emit = reporter.emit  # bound before any student code runs
+    if request.seed is not None:  # `grade --seed N`: the child and the verifier draw the same inputs
+        args += ["--grading-seed", str(request.seed)]
     try:
         pytest.main(args, plugins=[reporter])
         emit(event="done")

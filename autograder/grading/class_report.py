@@ -43,7 +43,7 @@ def grades_csv(course: Course, modules: tuple[str, ...], results: list[StudentRe
     writer.writerow(["student", "score", "max_score", *columns])
     for result in sorted(results, key=lambda r: r.student):
         earned = result.points_by_function()
-        total = sum(earned.get(c, 0.0) for c in columns)
+        total = student_total(result, columns)
         writer.writerow([result.student, points(total), points(max_score), *(points(earned.get(c, 0.0)) for c in columns)])
     if incomplete:
         buffer.write(f"# INCOMPLETE: {incomplete}\n")
@@ -95,6 +95,26 @@ def _first_line(message: str) -> str:
     return line if len(line) <= 160 else line[:157] + "..."
 
 
+def most_common_failures(scores: list[FunctionScore], count: int) -> list[tuple[str, int]]:
+    """The ``count`` most frequent first lines of the failure messages of one function, with how many students hit each."""
+    failures = Counter(
+        line
+        for s in scores
+        if s.status != Status.PASSED
+        for line in dict.fromkeys(_first_line(m) for m in s.messages or ["(no message)"])  # once per student
+    )
+    return sorted(failures.items(), key=lambda kv: (-kv[1], kv[0]))[:count]
+
+
+def function_scores(results: list[StudentResult], module: str, function: str) -> list[FunctionScore]:
+    return [s for r in results for s in r.scores if s.module == module and s.function == function]
+
+
+def student_total(result: StudentResult, columns: list[str]) -> float:
+    earned = result.points_by_function()
+    return sum(earned.get(c, 0.0) for c in columns)
+
+
 def summary_md(course: Course, modules: tuple[str, ...], results: list[StudentResult], incomplete: str | None = None) -> str:
     n = len(results)
     note = [f"> **INCOMPLETE:** {incomplete}", ""] if incomplete else []
@@ -104,11 +124,10 @@ def summary_md(course: Course, modules: tuple[str, ...], results: list[StudentRe
             continue
         lines += [f"## {module.name} — {module.topic}", "", "| function | passed | mean points | most common failures |", "|---|---|---|---|"]
         for fn in module.functions:
-            scores = [s for r in results for s in r.scores if s.module == fn.module and s.function == fn.name]
+            scores = function_scores(results, fn.module, fn.name)
             passed = sum(s.status == Status.PASSED for s in scores)
             mean = sum(s.points for s in scores) / n if n else 0.0
-            failures = Counter(_first_line(m) for s in scores if s.status != Status.PASSED for m in dict.fromkeys(s.messages or ["(no message)"]))
-            common = sorted(failures.items(), key=lambda kv: (-kv[1], kv[0]))[:3]
+            common = most_common_failures(scores, 3)
             text = "<br>".join(f"{count}× {_md(msg)}" for msg, count in common) or "—"
             lines.append(f"| {fn.name} | {passed}/{n} | {mean:.2f}/{points(fn.points)} | {text} |")
         lines.append("")
@@ -134,6 +153,9 @@ def write_all(
         write_student(out, course, modules, result)
     _write(out / "summary.md", summary_md(course, modules, results, incomplete))
     _write(out / "grades.csv", grades_csv(course, modules, results, incomplete))
+    from autograder.grading.html_report import report_html
+
+    _write(out / "report.html", report_html(course, modules, results, incomplete))
 
 
 def _write(path: Path, text: str) -> None:

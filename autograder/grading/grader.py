@@ -71,6 +71,7 @@ class Options:
     jobs: int
     cache_dir: Path | None = None
     zygote: bool = True  # fork grading children from a pre-imported process per worker
+    seed: int | None = None  # `grade --seed N`: inputs drawn from N (child and verifier alike), not the published ones
     run_as: str | None = None  # start untrusted processes as this unprivileged user (grader runs as root)
 
 
@@ -183,7 +184,7 @@ class Grader:
         return zygote
 
     def _plan(self) -> list[Check]:
-        data = self._trusted(VerifierRequest("plan"), VERIFY_TIMEOUT)
+        data = self._trusted(VerifierRequest("plan", seed=self.options.seed), VERIFY_TIMEOUT)
         checks = [Check(c["check"], c["module"], c["function"], bool(c["correctness"])) for c in data["plan"]]
         if not checks:
             raise RuntimeError("the course has no checks for the selected modules")
@@ -200,7 +201,7 @@ class Grader:
     def verify(self, claims: list[str], transcripts: dict) -> dict[str, dict]:
         if not claims:
             return {}
-        data = self._trusted(VerifierRequest("verify", checks=claims, transcripts=transcripts), VERIFY_TIMEOUT)
+        data = self._trusted(VerifierRequest("verify", checks=claims, transcripts=transcripts, seed=self.options.seed), VERIFY_TIMEOUT)
         return data["verdicts"]
 
     # -- one submission ---------------------------------------------------
@@ -289,7 +290,7 @@ class Grader:
             work.mkdir()
             if self.run_as:
                 self.run_as.give(scratch)
-            cfg = ChildRequest(str(course_root), str(submission), [module], skip, str(kit)).to_wire()
+            cfg = ChildRequest(str(course_root), str(submission), [module], skip, str(kit), seed=self.options.seed).to_wire()
             remaining = {self.function_of[c.id] for c in self.plan if c.module == module}
             limits = sandbox.Limits(
                 self.options.timeout_per_function,

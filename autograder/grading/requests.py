@@ -35,6 +35,7 @@ class ChildRequest:
     kit: str
     target: str = CHILD
     record: bool = True  # record the transcripts of passed correctness checks
+    seed: int | None = None  # `grade --seed N`: inputs drawn from N, not the published ones
     fd: int = -1  # set by the sandbox: the event channel
     nonce: str = ""  # set by the sandbox: carried by every event
 
@@ -58,6 +59,7 @@ class VerifierRequest:
     checks: list[str] = field(default_factory=list)  # the claimed check ids (verify)
     transcripts: dict = field(default_factory=dict)  # check id -> {argument digest: encoded output}
     target: str = VERIFIER
+    seed: int | None = None  # `grade --seed N`: regenerate the inputs the child drew from N
 
     def to_wire(self) -> dict:
         return asdict(self)

@@ -181,6 +181,8 @@ def run(cfg: dict) -> None:
         "--solutions", "--grading", "-q", "--tb=short", "-p", "no:cacheprovider", "--import-mode=importlib",
         "--rootdir", str(course_root), "-c", str(course_root / "pytest.ini"),
     ]
+    if request.seed is not None:  # `grade --seed N`: the child and the verifier draw the same inputs
+        args += ["--grading-seed", str(request.seed)]
     if request.mode == "plan":
         args.append("--collect-only")
     code = 0

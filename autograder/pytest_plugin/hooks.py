@@ -11,6 +11,10 @@ outside a folder with a ``course.toml``. It
 - fails an untouched stub at once as "not started";
 - replaces JAX tracebacks with the student-facing message and hint;
 - prints a score table, and writes JSON results with ``--results-json``;
+- says which checks waited long for JAX to compile (``compile_time``);
+- in a student's own run on ``exercises/`` (not the grading profile), keeps
+  their local progress (``.autograder/progress.json``), which decides when a
+  failed check shows the direct hint (``autograder.student.hints``);
 - selects the hypothesis profile: ``student`` locally, ``grading`` with
   ``--grading`` or when ``CI`` is set.
 
@@ -24,6 +28,9 @@ from pathlib import Path
 
 import pytest
 
+from autograder.pytest_plugin.compile_time import CompileClock, is_slow, slow_compile_lines
+from autograder.student import hints
+from autograder.student import progress as local_progress
 from autograder.core import compile_cache
 from autograder.core.attribution import AttributionError
 from autograder.core.course import CourseError, find_root, load_course
@@ -44,6 +51,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--grading", action="store_true", help="deterministic grading profile (the default when CI is set)"
     )
     group.addoption("--results-json", metavar="PATH", help="write per-function scores and check outcomes as JSON")
+    group.addoption(
+        "--grading-seed", type=int, metavar="N",
+        help="grading profile with inputs drawn from seed N (still deterministic): `autograder grade --seed N`",
+    )
+    group.addoption(
+        "--record-oracle", metavar="DIR", help="record the reference's answers into DIR (used by `autograder release`)"
+    )
 
 
 def course_root_of(invocation_dir: Path, args: list[str]) -> Path | None:
@@ -82,10 +96,17 @@ def pytest_configure(config: pytest.Config) -> None:
     profile = profiles.choose(explicit, config.getoption("grading"))
     if not explicit:
         settings.load_profile(profile)
+    if config.getoption("grading_seed", None) is not None:
+        profiles.use_seed(config.getoption("grading_seed"))
     settings_ = Settings.from_config(config, root, profile)
-    config.stash[SESSION_KEY] = CourseSession(course, settings_)
+    config.stash[SESSION_KEY] = session = CourseSession(course, settings_)
+    record_into = config.getoption("record_oracle", None)
+    session.record_into = Path(record_into).resolve() if record_into else None
     if not settings_.grading:
         use_compile_cache(compile_cache.student_cache_dir(root))
+    # Grading neither reads nor writes a student's local progress.
+    own_run = not (settings_.grading or config.getoption("solutions") or config.getoption("submission"))
+    config.stash[SESSION_KEY].progress = local_progress.load(root) if own_run else None
 
 
 def use_compile_cache(cache_dir: Path | None) -> None:
@@ -157,6 +178,42 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function):
     return None
 
 
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item):
+    """Time what JAX spends compiling during each check."""
+    if CourseSession.function_of(item) is None:
+        return (yield)
+    with CompileClock() as clock:
+        try:
+            return (yield)
+        finally:
+            if is_slow(clock.seconds):
+                session_of(item.config).slow_compiles[item.name] = round(clock.seconds, 2)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_call(item: pytest.Item):
+    """A check whose every example was left unjudged by a recorded oracle is skipped, not failed."""
+    from autograder.core import recorded
+
+    before = len(recorded.misses())
+    outcome = yield
+    excinfo = outcome.excinfo
+    if excinfo is None or len(recorded.misses()) == before:
+        return
+    from hypothesis.errors import FailedHealthCheck, Unsatisfiable
+
+    if issubclass(excinfo[0], (Unsatisfiable, FailedHealthCheck)):
+        outcome.force_exception(pytest.skip.Exception(f"{recorded.NOT_RECORDED}: {recorded.misses()[before]}"))
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    if session.config.getoption("record_oracle", None):
+        from autograder.core.recorded import RecordingOracle
+
+        RecordingOracle.save_all()
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     outcome = yield
@@ -167,7 +224,9 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     course_session = session_of(item.config)
     if rep.failed:
         exc = call.excinfo.value
-        message = report.student_message(exc, fn, [course_session.student_file(fn.module)], item.fixturenames)
+        progress = course_session.progress
+        hint = hints.hint_block(course_session.course, fn, progress) if progress is not None else None
+        message = report.student_message(exc, fn, [course_session.student_file(fn.module)], item.fixturenames, hint)
         status = status_of(exc)
         if course_session.settings.full_tracebacks:
             rep.sections.append(("what the grader says", message))
@@ -217,7 +276,11 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
         if all(score.status == Status.NOT_STARTED for score in scores):
             terminalreporter.write_line("")
             terminalreporter.write_line(course.welcome.strip())
+    for line in slow_compile_lines(course_session.slow_compiles):
+        terminalreporter.write_line(f"slow: {line}")
+    if course_session.progress is not None and scores:
+        local_progress.record_run(course.root, scores, profile="student", count_failures=True)
     path = course_session.settings.results_json
     if path:
-        payload = results_payload(scores, outcomes)
+        payload = {**results_payload(scores, outcomes), "slow_compiles": course_session.slow_compiles}
         path.write_text(json.dumps(payload, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")

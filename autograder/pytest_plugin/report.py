@@ -79,15 +79,20 @@ def student_message(
     function: Function,
     student_files: Iterable[Path] = (),
     fixture_names: Iterable[str] = (),
+    hint: str | None = None,
 ) -> str:
-    """The full student-facing message for a failed check."""
+    """The full student-facing message for a failed check.
+
+    ``hint`` replaces the default ``hint: <course.toml hint>`` line (a student's
+    local run adds the direct hint when they are stuck, see ``autograder.student.hints``).
+    """
     text = describe_exception(exc, function, student_files)
     if isinstance(exc, (NotStarted, NotImplementedError, SubmissionImportError)):
         return text
     example = failing_input(exc, fixture_names)
     if example:
         text += "\n  smallest failing input:\n" + example
-    return text + f"\n  hint: {function.hint.strip()}"
+    return text + "\n  " + (hint or f"hint: {function.hint.strip()}")
 
 
 def _points(value: float) -> str:

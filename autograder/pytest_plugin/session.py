@@ -17,6 +17,8 @@ Caches, and why:
 
 from __future__ import annotations
 
+from typing import Any
+
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
@@ -74,6 +76,11 @@ class CourseSession:
     course: Course
     settings: Settings
     outcomes: list[CheckOutcome] = field(default_factory=list)
+    # The student's local progress (autograder.student.progress), only in their own run on exercises/:
+    # grading, --solutions and --submission neither read nor write it.
+    progress: Any = None
+    slow_compiles: dict[str, float] = field(default_factory=dict)  # check name -> seconds spent compiling
+    record_into: Path | None = None  # `--record-oracle DIR` (autograder release)
     _students: dict[str, ModuleType | Unimportable] = field(default_factory=dict)
     _stubs: dict[str, frozenset[str]] = field(default_factory=dict)
 
@@ -120,8 +127,18 @@ class CourseSession:
         return fn.name in self._stubs[fn.module]
 
     # -- the references ---------------------------------------------------
-    def reference(self, module: str) -> Oracle:
-        return REFERENCES.load(self.course.root / "solutions", module)
+    def reference(self, module: str):
+        """The live reference; in a student release (no ``solutions/``) the recorded oracle in ``oracle/``;
+        with ``--record-oracle DIR`` the live reference recording its answers into DIR."""
+        from autograder.core.recorded import RecordedOracle, RecordingOracle
+
+        solutions, recorded = self.course.root / "solutions", self.course.root / "oracle"
+        if self.record_into is not None:
+            contracted = {fn.name for fn in self.course.module(module).functions}
+            return RecordingOracle(REFERENCES.load(solutions, module), self.record_into, contracted)
+        if not (solutions / f"{module}.py").is_file() and (recorded / f"{module}.json").is_file():
+            return RecordedOracle(recorded, module)
+        return REFERENCES.load(solutions, module)
 
     def load_all_references(self) -> None:
         """Load every module's reference, before ``solutions/`` leaves a grading sandbox.

@@ -1,0 +1,76 @@
+"""Running one module's checks in a fresh ``pytest`` process, as ``watch`` and ``status --run`` do.
+
+A new process per run means every run imports the student's code as it is
+on disk now. What keeps re-runs fast is the plugin's persistent compilation
+cache in the student's git-ignored ``.jax_cache/`` (``autograder.core.compile_cache``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from autograder.core.course import Course
+from autograder.core.status import Status
+
+
+@dataclass
+class FunctionResult:
+    """One function's line of a run (the plugin's ``FunctionScore`` as written to JSON)."""
+
+    module: str
+    function: str
+    points: float
+    max_points: float
+    status: str
+    passed: int
+    total: int
+    messages: list[str] = field(default_factory=list)
+
+
+@dataclass
+class ModuleRun:
+    module: str
+    functions: list[FunctionResult]
+    slow_compiles: dict[str, float]
+    seconds: float
+    returncode: int
+    output: str  # pytest's own output, shown when no results came back (e.g. a broken check file)
+
+    @property
+    def first_failure(self) -> FunctionResult | None:
+        return next((f for f in self.functions if f.status == Status.FAILED), None)
+
+
+def checks_environment() -> dict[str, str]:
+    env = dict(os.environ)
+    env.pop("CI", None)  # the profile is chosen explicitly below
+    return env
+
+
+def run_module(course: Course, module: str, *, grading: bool = False) -> ModuleRun:
+    """Run ``exercises/test_<module>.py`` on the student's ``exercises/<module>.py``."""
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="autograder-run-") as tmp:
+        results = Path(tmp) / "results.json"
+        cmd = [
+            sys.executable, "-m", "pytest", str(course.checks_path(module)),
+            "-q", "-p", "no:cacheprovider", "--results-json", str(results),
+        ]
+        if grading:
+            cmd.append("--grading")
+        proc = subprocess.run(
+            cmd, cwd=course.root, env=checks_environment(),
+            stdin=subprocess.DEVNULL, capture_output=True, text=True,
+        )
+        payload = json.loads(results.read_text(encoding="utf-8")) if results.is_file() else {}
+    functions = [FunctionResult(**entry) for entry in payload.get("functions", [])]
+    return ModuleRun(
+        module, functions, payload.get("slow_compiles", {}), time.monotonic() - started, proc.returncode, proc.stdout + proc.stderr
+    )

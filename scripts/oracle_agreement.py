@@ -1,0 +1,131 @@
+"""Agreement of the recorded oracle with the live reference, on every gallery variant of tests/test_module_*.py.
+
+    python scripts/oracle_agreement.py RELEASE_DIR [--modules m1,m2] [--limit N]
+
+Each variant (every wrong and every differently-correct version of a function)
+is judged twice by its function's checks in the grading profile: in this kit
+(live ``solutions/``) and in RELEASE_DIR (``autograder release`` output, the
+recorded oracle). Verdicts must agree check by check; a check skipped in the
+release is counted apart, and a variant judged only by skips in the release
+counts as a disagreement. Prints the counts; exits 1 on any disagreement.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+import tempfile
+import textwrap
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))
+
+
+@dataclass
+class Variant:
+    module: str
+    function: str
+    kind: str  # "correct" or "wrong"
+    source: str
+
+
+def gallery(module: str) -> list[Variant]:
+    """Every variant of ``tests/test_module_<module>.py``, whatever shape its tables have."""
+    from support import with_function
+
+    g = importlib.import_module(f"test_module_{module}")
+    prelude = getattr(g, "IMPORTS", None) or getattr(g, "PRELUDE", None) or "import jax\n"
+    correct = g.CORRECT_VARIANTS
+    pairs = []
+    if isinstance(correct, dict):
+        for fn, sources in correct.items():
+            pairs += [(fn, s) for s in (sources if isinstance(sources, (list, tuple)) else [sources])]
+    else:
+        pairs = [(entry[0], entry[1]) for entry in correct]
+    out = [Variant(module, fn, "correct", prelude + with_function(module, src)) for fn, src in pairs]
+    out += [Variant(module, w[0], "wrong", prelude + with_function(module, w[1])) for w in g.WRONG]
+    return out
+
+
+class Verdicts:
+    """A pytest plugin that keeps each check's outcome (passed, failed or skipped)."""
+
+    def __init__(self):
+        self.outcomes: dict[str, str] = {}
+
+    def pytest_runtest_logreport(self, report):
+        name = report.nodeid.split("::", 1)[-1]
+        if report.when == "call" or report.outcome != "passed":
+            if report.outcome == "skipped" or name not in self.outcomes or self.outcomes[name] == "passed":
+                self.outcomes[name] = report.outcome
+
+
+def judge(course: Path, variant: Variant, folder: Path) -> dict[str, str]:
+    import pytest
+
+    (folder / f"{variant.module}.py").write_text(textwrap.dedent(variant.source), encoding="utf-8")
+    verdicts = Verdicts()
+    args = [str(course / "exercises" / f"test_{variant.module}.py"), "--submission", str(folder), "--grading",
+            "-q", "-p", "no:cacheprovider", "-p", "no:randomly", "--import-mode=importlib", "-k", variant.function,
+            f"--rootdir={course}"]
+    pytest.main(args, plugins=[verdicts])
+    return verdicts.outcomes
+
+
+@dataclass
+class Counts:
+    variants: int = 0
+    checks: int = 0
+    agree: int = 0
+    skipped: int = 0
+    disagreements: list[str] = field(default_factory=list)
+
+
+def compare(release: Path, variants: list[Variant]) -> Counts:
+    counts = Counts()
+    with tempfile.TemporaryDirectory() as tmp:
+        for i, variant in enumerate(variants):
+            folders = [Path(tmp) / f"{side}{i}" for side in ("live", "recorded")]
+            for folder in folders:
+                folder.mkdir()
+            live, recorded = judge(ROOT, variant, folders[0]), judge(release, variant, folders[1])
+            counts.variants += 1
+            judged = 0
+            for check, verdict in sorted(live.items()):
+                counts.checks += 1
+                got = recorded.get(check, "missing")
+                if got == "skipped":
+                    counts.skipped += 1
+                elif got == verdict:
+                    counts.agree += 1
+                    judged += 1
+                else:
+                    counts.disagreements.append(f"{variant.module}.{variant.function} ({variant.kind} #{i}) {check}: live {verdict}, recorded {got}")
+            if live and judged == 0:
+                counts.disagreements.append(f"{variant.module}.{variant.function} ({variant.kind} #{i}): judged only by skips")
+    return counts
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("release", type=Path)
+    parser.add_argument("--modules", default="at_updates,prng,data,vmap_linear,training,batchnorm")
+    parser.add_argument("--limit", type=int, default=0, help="at most N variants per module (0: all)")
+    args = parser.parse_args(argv)
+    variants = []
+    for module in args.modules.split(","):
+        found = gallery(module)
+        variants += found[: args.limit] if args.limit else found
+    counts = compare(args.release.resolve(), variants)
+    print(f"variants: {counts.variants}, checks: {counts.checks}, same verdict: {counts.agree}, "
+          f"skipped in the release: {counts.skipped}, disagreements: {len(counts.disagreements)}")
+    for line in counts.disagreements:
+        print("  " + line)
+    return 1 if counts.disagreements else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

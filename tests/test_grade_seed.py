@@ -1,0 +1,92 @@
+"""``grade --seed N`` draws other inputs; students who look the expected values up earn nothing for it.
+
+The thieves (``grade_fixtures.build_thieves``) try the routes of issue 11:
+the reference from ``sys.modules``, from ``gc.get_objects()``, from files
+next to them, and a student release's recorded oracle looked up by input.
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from grade_fixtures import build_thieves
+from support import ROOT
+from test_grade_command import copy_course, run_grade
+
+MODULE = "at_updates"
+SEED = 20261122
+pytestmark = pytest.mark.timeout(3600)
+
+
+def record_release_oracle(course: Path, oracle: Path) -> None:
+    """What ``autograder release`` records for ``MODULE`` (both profiles), without building a whole release."""
+    env = {k: v for k, v in os.environ.items() if k != "CI"}
+    env["PYTHONPATH"] = str(ROOT)
+    for flags in ([], ["--grading"]):
+        subprocess.run(
+            [sys.executable, "-m", "pytest", f"exercises/test_{MODULE}.py", "--solutions", "--record-oracle", str(oracle),
+             "-q", "-p", "no:randomly", "-p", "no:cacheprovider", *flags],
+            cwd=course, env=env, check=True, capture_output=True,
+        )
+    given = oracle / "given"
+    given.mkdir()
+    (given / f"{MODULE}.py").write_text((ROOT / "exercises" / f"{MODULE}.py").read_text())
+
+
+def scores(out: Path) -> dict[str, tuple[float, float]]:
+    with open(out / "grades.csv", newline="", encoding="utf-8") as f:
+        return {r["student"]: (float(r["score"]), float(r["max_score"])) for r in csv.DictReader(f)}
+
+
+@pytest.fixture(scope="module")
+def thieves(tmp_path_factory):
+    base = tmp_path_factory.mktemp("seed")
+    course = copy_course(base / "course")
+    oracle = base / "release_oracle"
+    record_release_oracle(course, oracle)
+    students = build_thieves(base / "class", MODULE, release_oracle=oracle)
+    with_seed = base / "out_seed"
+    run_grade(base / "class", with_seed, course, "--jobs", "2", "--seed", str(SEED))
+    published = base / "out_published"
+    run_grade(base / "class", published, course, "--jobs", "2")
+    return students, scores(with_seed), scores(published)
+
+
+def test_the_correct_student_keeps_full_marks_under_a_seed(thieves):
+    _, with_seed, published = thieves
+    assert with_seed["correct"][0] == with_seed["correct"][1] > 0
+    assert published["correct"][0] == published["correct"][1]
+
+
+def test_the_release_oracle_answers_the_published_inputs(thieves):
+    """The control: looking answers up in a release works on the inputs the release published ..."""
+    _, _, published = thieves
+    assert published["steals_from_release_oracle"][0] > 0
+
+
+def test_a_release_oracle_is_worth_nothing_under_an_instructors_seed(thieves):
+    """... and earns nothing when the instructor grades with a seed."""
+    _, with_seed, _ = thieves
+    assert with_seed["steals_from_release_oracle"][0] == 0
+
+
+def test_files_next_to_the_submission_hold_no_reference(thieves):
+    _, with_seed, _ = thieves
+    assert with_seed["steals_from_files"][0] == 0
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="issue 11 part 3 is not done: the grading child still loads the live reference "
+    "(grading/child.py preloads every module's reference before removing solutions/)",
+)
+@pytest.mark.parametrize("student", ["steals_from_sys_modules", "steals_from_gc"])
+def test_the_reference_in_memory_is_out_of_reach(thieves, student):
+    _, with_seed, _ = thieves
+    assert with_seed[student][0] == 0
