@@ -46,6 +46,17 @@ def add_grade(subparsers) -> argparse.ArgumentParser:
         "published answers for); keep N private",
     )
     parser.add_argument(
+        "--run-as",
+        metavar="USER",
+        help="run the students' code as this unprivileged user (grade itself runs as root; the trusted side stays root)",
+    )
+    parser.add_argument(
+        "--cluster",
+        metavar="ADDRESS",
+        help="grade on an existing Dask scheduler (e.g. tcp://scheduler:8786): one task per submission, "
+        "same limits and outputs as a local run",
+    )
+    parser.add_argument(
         "--gradebook",
         metavar="URL",
         help="also write the scores into an nbgrader gradebook (e.g. sqlite:///course/gradebook.db), "
@@ -60,6 +71,13 @@ def run_grade(args: argparse.Namespace) -> int:
     from autograder.grading.grader import Options
 
     course = _course(args.course)
+    if args.run_as:
+        from autograder.grading.sandbox import RunAs
+
+        try:
+            RunAs.lookup(args.run_as)
+        except ValueError as err:
+            raise SystemExit(f"autograder grade: {err}") from None
     options = Options(
         modules=api.select_modules(course, args.only),
         timeout_per_function=args.timeout or course.grading.timeout_per_function,
@@ -68,8 +86,11 @@ def run_grade(args: argparse.Namespace) -> int:
         cache_dir=args.jax_cache,
         zygote=not args.no_zygote,
         seed=args.seed,
+        run_as=args.run_as,
     )
-    code = api.grade(course, args.submissions, args.out, options, gradebook=args.gradebook, resume=args.resume)
+    code = api.grade(
+        course, args.submissions, args.out, options, gradebook=args.gradebook, resume=args.resume, cluster=args.cluster
+    )
     args.interrupted = code in api.INTERRUPTED
     return code
 
@@ -229,7 +250,72 @@ def run_release(args: argparse.Namespace) -> int:
     return 0
 
 
-SUBCOMMANDS = [add_grade, add_nbgrader, add_check_course, add_release, add_watch, add_status, add_hint, add_reset]
+def add_gradescope(subparsers) -> argparse.ArgumentParser:
+    parser = subparsers.add_parser(
+        "gradescope",
+        help="write a Gradescope autograder bundle (autograder.zip)",
+        description="Write OUT.zip for Gradescope's 'Zip file upload': setup.sh, run_autograder, the course with its "
+        "live reference (keep the zip private) and the kit.",
+    )
+    parser.add_argument("out", type=Path, metavar="OUT.zip")
+    parser.add_argument("--only", action="append", metavar="MODULE", help="this assignment grades only this module (repeatable)")
+    _course_option(parser)
+    parser.set_defaults(handler=run_gradescope)
+    return parser
+
+
+def run_gradescope(args: argparse.Namespace) -> int:
+    from autograder.grading import api
+    from autograder.platforms import gradescope
+
+    course = _course(args.course)
+    out = gradescope.build_bundle(course.root, args.out, api.select_modules(course, args.only))
+    print(f"wrote {out} ({out.stat().st_size / 2**20:.2f} MiB): upload it as the assignment's autograder; keep it private")
+    return 0
+
+
+def add_actions_report(subparsers) -> argparse.ArgumentParser:
+    from autograder.platforms import github_actions
+
+    parser = github_actions.add_parser(subparsers)
+    parser.set_defaults(handler=lambda args: github_actions.run(_course(args.course), args))
+    return parser
+
+
+def add_classroom50(subparsers) -> argparse.ArgumentParser:
+    parser = subparsers.add_parser(
+        "classroom50",
+        help="write an assignment's autograder folder for Classroom 50 (public: no reference)",
+        description="Write OUT (CLASSROOM/autograders/SLUG/ of a Classroom 50 configuration repository) from a "
+        "student release: autograder.py, the checks, the kit and the recorded oracle.",
+    )
+    parser.add_argument("out", type=Path, metavar="OUT")
+    parser.add_argument("--slug", required=True, help="the assignment's slug")
+    parser.add_argument("--only", action="append", metavar="MODULE", help="this assignment grades only this module (repeatable)")
+    parser.add_argument("--release", type=Path, metavar="DIR", required=True, help="a student release (`autograder release`)")
+    _course_option(parser)
+    parser.set_defaults(handler=run_classroom50)
+    return parser
+
+
+def run_classroom50(args: argparse.Namespace) -> int:
+    from autograder.grading import api
+    from autograder.platforms import classroom50, gradescope
+
+    course = _course(args.course)
+    requirements = gradescope.requirements(gradescope.pyproject_of(course.root))
+    try:
+        out = classroom50.build(args.release, args.out, args.slug, course, api.select_modules(course, args.only), requirements)
+    except ValueError as err:
+        raise SystemExit(f"autograder classroom50: {err}") from None
+    print(f"wrote {out}: commit it as CLASSROOM/autograders/{args.slug}/ in the classroom's configuration repository")
+    return 0
+
+
+SUBCOMMANDS = [
+    add_grade, add_nbgrader, add_check_course, add_release, add_watch, add_status, add_hint, add_reset,
+    add_gradescope, add_actions_report, add_classroom50,
+]
 
 
 def build_parser() -> argparse.ArgumentParser:

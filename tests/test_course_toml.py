@@ -90,3 +90,13 @@ def test_the_real_course_catches_a_renamed_function(tmp_path):
     exercise.write_text(exercise.read_text().replace("def clamp_at(", "def clamp(", 1))
     with pytest.raises(CourseError, match=r"exercises/at_updates.py does not define clamp_at"):
         load_course(copy)
+
+
+def test_readme_module_table_lists_the_course_modules_in_order():
+    import re
+
+    from support import ROOT
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    listed = re.findall(r"^\| `(\w+)` \|", readme, flags=re.M)
+    assert listed == [m.name for m in load_course(ROOT).modules], "README's module table and course.toml disagree"

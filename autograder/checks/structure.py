@@ -222,8 +222,8 @@ def assert_work_linear_in_batch(
     if max(largest_growth, total_growth) > 1.5 * linear:
         size, shape, primitive = biggest[n_large]
         raise CheckFailure(
-            f"{_name(fn)} does work proportional to the batch (one gradient per example)",
-            f"the work of {_name(fn)} grows quadratically with the batch: from a batch of {n_small} to {n_large} "
+            f"{function_name(fn)} does work proportional to the batch (one gradient per example)",
+            f"the work of {function_name(fn)} grows quadratically with the batch: from a batch of {n_small} to {n_large} "
             f"({linear:g} times more examples) the values it computes grow {total_growth:.0f} times in total, and "
             f"its largest one is {shape} ({primitive}), {largest_growth:.0f} times larger. A value of batch x batch "
             "entries is what a Jacobian of the vector of all B losses builds (jax.jacrev / jax.jacobian, or a vjp mapped "

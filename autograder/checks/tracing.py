@@ -245,7 +245,7 @@ def assert_chained_steps_do_not_retrace(
     Unlike :func:`assert_no_retrace_in_loop` (any function, any arguments), a
     failure names what changed between the state given and the state returned.
     """
-    name = name or _name(step)
+    name = name or function_name(step)
     calls = max(len(batches), warmup + 3)
     retraced: list[int] = []
     traces = compiles = 0

@@ -31,10 +31,12 @@ def select_modules(course: Course, only: list[str] | None) -> tuple[str, ...]:
 
 
 def grade(
-    course: Course, submissions: Path, out: Path, options: Options, gradebook: str | None = None, resume: bool = False
+    course: Course, submissions: Path, out: Path, options: Options, gradebook: str | None = None, resume: bool = False,
+    cluster: str | None = None,
 ) -> int:
     """Grade every student folder of ``submissions`` and write ``out/grades.csv``, ``out/<student>/results.json``
-    and ``out/summary.md`` (and the gradebook, when given). Returns the exit status (128 + signal when stopped)."""
+    and ``out/summary.md`` (and the gradebook, when given), locally or on the Dask scheduler at ``cluster``.
+    Returns the exit status (128 + signal when stopped)."""
     if not submissions.is_dir():
         raise SystemExit(f"autograder grade: {submissions} is not a folder")
     out = out.resolve()
@@ -67,7 +69,12 @@ def grade(
     with stop_on_signals(stop) as caught:
         grader = None
         try:
-            grader = Grader(course, options, stop, snapshot=snapshot)
+            if cluster:
+                from autograder.grading.cluster import ClusterGrader
+
+                grader = ClusterGrader(course, options, cluster, stop, snapshot=snapshot)
+            else:
+                grader = Grader(course, options, stop, snapshot=snapshot)
             weak = grader.unconfirmable_functions()
             if weak:
                 print(

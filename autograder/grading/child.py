@@ -197,15 +197,9 @@ def _record(reporter: ChildReporter, calls: dict, name: str, args: tuple, kwargs
 
 
 def main() -> None:
-    cfg = json.loads(sys.stdin.read())
-    sys.stdin.close()
-    from autograder.grading import lifeline
-    from autograder.grading.zygote import preload
+    from autograder.grading.zygote import boot
 
-    lifeline.die_with_parent(cfg.get("parent"))
-    lifeline.watch(cfg.get("lifeline"))
-    preload()
-    run(cfg)
+    boot(run)
 
 
 def run(cfg: dict) -> None:

@@ -72,6 +72,7 @@ class Options:
     cache_dir: Path | None = None
     zygote: bool = True  # fork grading children from a pre-imported process per worker
     seed: int | None = None  # `grade --seed N`: inputs drawn from N (child and verifier alike), not the published ones
+    run_as: str | None = None  # start untrusted processes as this unprivileged user (grader runs as root)
 
 
 class Grader:
@@ -94,6 +95,10 @@ class Grader:
             self._own_cache = options.cache_dir is None
             self.cache_dir = self._scratch_dir() if self._own_cache else Path(options.cache_dir)
             self.env = sandbox.child_env(_cache_env(self.cache_dir))
+            self.run_as = sandbox.RunAs.lookup(options.run_as) if options.run_as else None
+            if self.run_as:
+                self.run_as.give(self.cache_dir)
+                self.env["HOME"] = str(self.cache_dir)
             # The trusted side has its own compilation cache, whose path no student process is given.
             self.trusted_cache_dir = self._scratch_dir()
             self.trusted_env = sandbox.child_env(_cache_env(self.trusted_cache_dir))
@@ -119,7 +124,7 @@ class Grader:
     def _starter(self, kit: Path):
         """How this worker thread starts a grading child: its zygote, or a fresh interpreter."""
         if not self.options.zygote:
-            return sandbox.start_direct(CHILD, kit, self.env, self.options.memory_mb, self.lifeline.fd)
+            return sandbox.start_direct(CHILD, kit, self.env, self.options.memory_mb, self.lifeline.fd, self.run_as)
         return self._zygote("zygote", self.env, self.options.memory_mb).start
 
     def close(self) -> None:
@@ -166,7 +171,10 @@ class Grader:
         if zygote is None or not zygote.alive():
             scratch = self._scratch_dir()
             _, kit = self.snapshot.materialize(scratch, solutions=False)
-            zygote = sandbox.Zygote(kit, scratch, env, memory_mb, self.lifeline.fd, self.stop)
+            run_as = self.run_as if slot == "zygote" else None  # the trusted zygote stays with the caller
+            if run_as:
+                run_as.give(scratch)
+            zygote = sandbox.Zygote(kit, scratch, env, memory_mb, self.lifeline.fd, self.stop, run_as)
             setattr(self._local, slot, zygote)
             with self._lock:
                 self._zygotes.append((zygote, scratch))
@@ -198,11 +206,14 @@ class Grader:
 
     # -- one submission ---------------------------------------------------
     def grade_submission(self, student: str, folder: Path) -> StudentResult:
-        """Grade one student, each module in its own processes; raises :class:`sandbox.Interrupted` on stop."""
+        return self.grade_files(student, *read_submission(folder, self.options.modules))
+
+    def grade_files(self, student: str, files: dict[str, bytes], missing: dict[str, str]) -> StudentResult:
+        """Grade one student's files as read by :func:`read_submission`, each module in its own processes;
+        raises :class:`sandbox.Interrupted` on stop."""
         verdicts: dict[str, tuple[Status, str]] = {}  # check id -> (status, message)
         transcripts: dict[str, dict] = {}
         timings = {"runs": 0, "run_seconds": 0.0, "verify_seconds": 0.0}
-        files, missing = read_submission(folder, self.options.modules)
         for module in self.options.modules:
             checks = [c for c in self.plan if c.module == module]
             if module in missing:
@@ -277,6 +288,8 @@ class Grader:
             (submission / f"{module}.py").write_bytes(source)
             work = scratch / "work"
             work.mkdir()
+            if self.run_as:
+                self.run_as.give(scratch)
             cfg = ChildRequest(str(course_root), str(submission), [module], skip, str(kit), seed=self.options.seed).to_wire()
             remaining = {self.function_of[c.id] for c in self.plan if c.module == module}
             limits = sandbox.Limits(

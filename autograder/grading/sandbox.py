@@ -15,6 +15,9 @@
   limit, when its resident memory exceeds the limit, or when it floods the
   channel. It returns the events and, if the run did not finish, a
   :class:`Fault` saying where and why.
+- :class:`RunAs` (``grade --run-as USER``, run as root): untrusted processes
+  start as that unprivileged user, and only their own scratch folders are
+  handed to it; the trusted side stays with the caller.
 - Every wait polls a *stop* event (set when ``grade`` is interrupted): the
   process is killed and :class:`Interrupted` raised within a fraction of a
   second. Every started process holds the grader's lifeline
@@ -25,6 +28,7 @@ from __future__ import annotations
 
 import json
 import os
+import pwd
 import resource
 import secrets
 import select
@@ -121,6 +125,36 @@ class RunResult:
     stderr_tail: str = ""
 
 
+@dataclass(frozen=True)
+class RunAs:
+    """An unprivileged user that untrusted processes run as (the caller must be root)."""
+
+    name: str
+    uid: int
+    gid: int
+
+    @classmethod
+    def lookup(cls, name: str) -> "RunAs":
+        try:
+            entry = pwd.getpwnam(name)
+        except KeyError:
+            raise ValueError(f"there is no user {name!r} on this machine") from None
+        if entry.pw_uid == 0:
+            raise ValueError(f"{name!r} is root; --run-as needs an unprivileged user")
+        if os.geteuid() != 0:
+            raise ValueError("--run-as needs the grader to run as root (it starts processes as another user)")
+        return cls(name, entry.pw_uid, entry.pw_gid)
+
+    def give(self, folder: Path) -> None:
+        """Hand ``folder`` and everything in it to this user."""
+        for root, dirs, files in os.walk(folder):
+            for name in (root, *(os.path.join(root, n) for n in dirs + files)):
+                os.lchown(name, self.uid, self.gid)
+
+    def popen_kwargs(self) -> dict:
+        return {"user": self.uid, "group": self.gid, "extra_groups": []}
+
+
 def child_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     keep = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "SYSTEMROOT")
     env = {k: os.environ[k] for k in keep if k in os.environ}
@@ -148,8 +182,10 @@ def run_python(
     pass_fds: tuple[int, ...] = (),
     stdout=subprocess.DEVNULL,
     lifeline: int | None = None,
+    run_as: RunAs | None = None,
 ) -> subprocess.Popen:
-    """Start ``module.main()`` from the copied kit in a new session, with limits, config on stdin."""
+    """Start ``module.main()`` from the copied kit in a new session, with limits, config on stdin
+    (as ``run_as`` when given)."""
     cfg = dict(cfg, parent=os.getpid(), lifeline=lifeline)
     if lifeline is not None:
         pass_fds = (*pass_fds, lifeline)
@@ -164,6 +200,7 @@ def run_python(
             pass_fds=pass_fds,
             start_new_session=True,
             close_fds=True,
+            **(run_as.popen_kwargs() if run_as else {}),
         )
     try:
         if memory_mb:
@@ -243,14 +280,17 @@ class PopenHandle:
         self.returncode = self.proc.returncode
 
 
-def start_direct(module: str, kit: Path, env: dict[str, str], memory_mb: int | None, lifeline: int | None = None):
+def start_direct(
+    module: str, kit: Path, env: dict[str, str], memory_mb: int | None, lifeline: int | None = None,
+    run_as: RunAs | None = None,
+):
     """A starter for :func:`supervise`: a fresh interpreter per run (no zygote)."""
 
     def start(cwd: Path, cfg: dict, event_fd: int, stderr_path: Path) -> PopenHandle:
         return PopenHandle(
             run_python(
                 module, kit, cwd, cfg, memory_mb=memory_mb, env=env, stderr_path=stderr_path, pass_fds=(event_fd,),
-                lifeline=lifeline,
+                lifeline=lifeline, run_as=run_as,
             )
         )
 
@@ -397,7 +437,7 @@ class Zygote:
 
     def __init__(
         self, kit: Path, cwd: Path, env: dict[str, str], memory_mb: int | None,
-        lifeline: int | None = None, stop: threading.Event | None = None,
+        lifeline: int | None = None, stop: threading.Event | None = None, run_as: RunAs | None = None,
     ):
         import socket
 
@@ -406,7 +446,7 @@ class Zygote:
         try:
             self.proc = run_python(
                 "autograder.grading.zygote", kit, cwd, {"sock": theirs.fileno()}, memory_mb=memory_mb, env=env,
-                stderr_path=cwd / "zygote-stderr.txt", pass_fds=(theirs.fileno(),), lifeline=lifeline,
+                stderr_path=cwd / "zygote-stderr.txt", pass_fds=(theirs.fileno(),), lifeline=lifeline, run_as=run_as,
             )
         finally:
             theirs.close()

@@ -47,6 +47,17 @@ def preload() -> None:
     names.import_all(names.GRADING)
 
 
+
+def boot(run) -> None:
+    """How a grading process started directly (not forked from a zygote) begins: read its request from
+    stdin, die with the grader, import what every grading process starts with, then ``run(request)``."""
+    cfg = json.loads(sys.stdin.read())
+    sys.stdin.close()
+    lifeline.die_with_parent(cfg.get("parent"))
+    lifeline.watch(cfg.get("lifeline"))
+    preload()
+    run(cfg)
+
 def _send(sock: socket.socket, message: dict) -> bool:
     try:
         sock.send(json.dumps(message).encode())

@@ -6,6 +6,7 @@
       oracle/             the recorded answers (<module>.json + .npz) and given/<module>.py (the stubs' given code)
       course.toml         without hidden lists
       README.md, pyproject.toml, scripts/setup.sh, .gitignore
+      .github/workflows/grade.yml   the checks on every push (autograder.platforms.github_actions)
 
 The oracle is recorded in a temporary copy of the course that still has
 ``solutions/``; ``OUT`` never holds it.
@@ -25,6 +26,7 @@ from pathlib import Path
 
 import autograder
 from autograder.core.course import Course, load_course
+from autograder.platforms import github_actions
 from autograder.release import hidden
 from autograder.release.student_readme import student_readme
 
@@ -111,6 +113,7 @@ def write_tree(course: Course, out: Path, only: set[str] | None = None) -> None:
     shutil.copyfile(root / "scripts" / "setup.sh", out / "scripts" / "setup.sh")
     (out / "scripts" / "setup.sh").chmod(0o755)
     (out / ".gitignore").write_text(GITIGNORE)
+    github_actions.write_workflow(out)
     (out / "README.md").write_text(student_readme(course), encoding="utf-8")
     released = load_course(out, verify_files=False)
     left = [h for m in released.modules for fn in m.functions for h in fn.hidden]

@@ -1,0 +1,161 @@
+"""``grade --cluster ADDRESS``: the class's submissions as tasks on an existing Dask scheduler.
+
+The instructor's side reads the course and the kit once (a
+:class:`~autograder.grading.sandbox.Snapshot`), ships it to every worker
+(``scatter(broadcast=True)``), and submits one task per student with the
+student's files as read by :func:`~autograder.grading.grader.read_submission`.
+A worker grades with the very same :class:`~autograder.grading.grader.Grader`
+a local run uses (sandboxed children, limits, trusted verification, the
+grading profile's seeds), built once per worker process from the shipped
+snapshot, so a submission gets the same verdicts and messages wherever it
+runs and the outputs are byte-identical to a local run.
+
+A worker that dies mid-submission is the scheduler's business: the task is
+rescheduled on another worker (``distributed.scheduler.allowed-failures``
+times); if that is exhausted (``KilledWorker``) it is submitted once more, and
+only then does the student get a row saying the grader failed. Every student
+gets a row.
+
+Workers need the kit installed (the same version: the task's code is imported
+by name) and Python with the pinned stack; the course itself comes with the task.
+"""
+
+from __future__ import annotations
+
+import atexit
+import hashlib
+import pickle
+import shutil
+import threading
+from dataclasses import replace
+from pathlib import Path
+from typing import Callable
+
+from autograder.core.course import Course, load_course
+from autograder.core.outcomes import CheckOutcome, score_functions
+from autograder.core.status import Status
+from autograder.grading import sandbox
+from autograder.grading.grader import Check, Grader, Options, StudentResult, read_submission
+
+RESUBMISSIONS = 1  # after a KilledWorker (the scheduler already retried on other workers)
+
+_graders: dict[str, tuple[Grader, Path]] = {}
+_lock = threading.Lock()
+
+
+def _worker_grader(snapshot: sandbox.Snapshot, options: Options) -> Grader:
+    """This worker process's grader for ``snapshot`` (built on first use, then reused)."""
+    key = hashlib.sha256(pickle.dumps((snapshot.course, snapshot.kit, options))).hexdigest()
+    with _lock:
+        if key not in _graders:
+            scratch = sandbox.scratch_dir()
+            course_root, _ = snapshot.materialize(scratch)
+            _graders[key] = (Grader(load_course(course_root), options, snapshot=snapshot), scratch)
+        return _graders[key][0]
+
+
+@atexit.register
+def _close_graders() -> None:
+    with _lock:
+        for grader, scratch in _graders.values():
+            grader.close()
+            shutil.rmtree(scratch, ignore_errors=True)
+        _graders.clear()
+
+
+def plan_task(snapshot: sandbox.Snapshot, options: Options) -> tuple[list[Check], list[str]]:
+    """On a worker: the course's checks and the functions without a correctness check."""
+    grader = _worker_grader(snapshot, options)
+    return grader.plan, grader.unconfirmable_functions()
+
+
+def grade_task(
+    snapshot: sandbox.Snapshot, options: Options, student: str, files: dict[str, bytes], missing: dict[str, str]
+) -> StudentResult:
+    """On a worker: grade one submission exactly as a local run does."""
+    result = _worker_grader(snapshot, options).grade_files(student, files, missing)
+    result.timings = {}
+    return result
+
+
+class ClusterGrader:
+    """The part of :class:`~autograder.grading.grader.Grader` that ``grade`` uses, on a Dask cluster."""
+
+    def __init__(
+        self, course: Course, options: Options, address: str, stop: threading.Event | None = None,
+        snapshot: sandbox.Snapshot | None = None,
+    ):
+        from distributed import Client
+
+        self.course = course
+        self.stop = stop if stop is not None else threading.Event()
+        # Worker-local paths: each worker has its own compilation cache.
+        self.options = replace(options, cache_dir=None, jobs=1)
+        self.client = Client(address)
+        snapshot = snapshot or sandbox.Snapshot.take(course.root)
+        self.snapshot = self.client.scatter(snapshot, broadcast=True, hash=False)
+        plan = self.client.submit(plan_task, self.snapshot, self.options, pure=False)
+        self.plan, self._unconfirmable = plan.result()
+
+    def unconfirmable_functions(self) -> list[str]:
+        return list(self._unconfirmable)
+
+    def grade_class(
+        self,
+        students: list[tuple[str, Path]],
+        progress: Callable[[int, int], None] | None = None,
+        *,
+        finished: dict[str, StudentResult] | None = None,
+        on_result: Callable[[StudentResult], None] | None = None,
+    ) -> list[StudentResult]:
+        """As :meth:`Grader.grade_class <autograder.grading.grader.Grader.grade_class>`, on the cluster."""
+        from distributed import wait
+
+        results = {name: finished[name] for name, _ in students if finished and name in finished}
+        inputs = {name: read_submission(folder, self.options.modules) for name, folder in students if name not in results}
+        attempts = dict.fromkeys(inputs, 0)
+        pending = {self._submit(name, inputs[name]): name for name in inputs}
+        if progress:
+            progress(len(results), len(students))
+        try:
+            while pending and not self.stop.is_set():
+                try:
+                    done, _ = wait(list(pending), timeout=sandbox.POLL, return_when="FIRST_COMPLETED")
+                except TimeoutError:
+                    continue
+                for future in done:
+                    name = pending.pop(future)
+                    try:
+                        result = future.result()
+                    except Exception as err:  # noqa: BLE001 - a lost worker or a grader bug must not lose a row
+                        if _killed_worker(err) and attempts[name] < RESUBMISSIONS:
+                            attempts[name] += 1
+                            pending[self._submit(name, inputs[name])] = name
+                            continue
+                        result = self.failed_result(name, f"the grader failed on this submission: {type(err).__name__}: {err}")
+                    results[name] = result
+                    if on_result:
+                        on_result(result)
+                    if progress:
+                        progress(len(results), len(students))
+        finally:
+            if pending:
+                self.client.cancel(list(pending))
+        return [results[name] for name, _ in sorted(students) if name in results]
+
+    def _submit(self, name: str, submission: tuple[dict[str, bytes], dict[str, str]]):
+        files, missing = submission
+        return self.client.submit(grade_task, self.snapshot, self.options, name, files, missing, pure=False)
+
+    def failed_result(self, student: str, message: str) -> StudentResult:
+        outcomes = [CheckOutcome(c.module, c.function, c.test, Status.ERROR, c.correctness, message) for c in self.plan]
+        return StudentResult(student, score_functions(self.course, outcomes), outcomes)
+
+    def close(self) -> None:
+        self.client.close()
+
+
+def _killed_worker(err: BaseException) -> bool:
+    from distributed.scheduler import KilledWorker
+
+    return isinstance(err, KilledWorker)

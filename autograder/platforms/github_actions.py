@@ -1,0 +1,166 @@
+"""GitHub Actions in a student release: ``.github/workflows/grade.yml`` and the step that reports.
+
+On every push the workflow sets up (the environment cached by the hash of
+``pyproject.toml`` and ``scripts/setup.sh``), runs ``pytest exercises/`` with
+``--grading`` passed explicitly (GitHub's classroom command grader strips the
+environment, so ``CI`` is not set there) and ``--results-json results.json``,
+and then ``autograder actions-report results.json``:
+
+- the score table as the job summary (``$GITHUB_STEP_SUMMARY``: one row per
+  function, then each failing function's message and hint);
+- ``::notice title=Autograding report::{"totalPoints":X,"maxPoints":Y}``,
+  the line existing classroom tools read, and ``points``/``max-points`` in
+  ``$GITHUB_OUTPUT``;
+- a red run, with an ``::error`` that says why, when the checks did not run
+  (pytest could not start: a broken set-up; no checks collected) or when a
+  function of ``course.toml`` has no check left (a deleted check file): never
+  a green 0.
+
+``results.json`` is uploaded as the ``results`` artifact. This score is
+practice feedback: the grade is the instructor's ``grade`` with their seed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from pathlib import Path
+
+from autograder.core.course import Course
+
+RESULTS = "results.json"
+PYTEST_SOME_FAILED = 1  # pytest's exit code when checks ran and some failed: a score, not a broken run
+
+WORKFLOW = """\
+# Written by `autograder release`. Runs the course's checks on every push:
+# the score table is the run's summary, results.json its artifact. A practice
+# score: the grade is the instructor's.
+name: Grade
+on:
+  push:
+  workflow_dispatch:
+permissions:
+  contents: read
+jobs:
+  grade:
+    runs-on: ubuntu-24.04
+    timeout-minutes: 30
+    steps:
+      - uses: actions/checkout@v4
+      - uses: actions/setup-python@v5
+        with:
+          python-version: "3.11"
+      - name: Cache the environment
+        id: cache
+        uses: actions/cache@v4
+        with:
+          path: .venv
+          key: venv-${{ runner.os }}-py3.11-${{ hashFiles('pyproject.toml', 'scripts/setup.sh') }}
+      - name: Set up
+        if: steps.cache.outputs.cache-hit != 'true'
+        run: bash scripts/setup.sh
+      - name: Run the checks
+        run: |
+          set +e
+          .venv/bin/python -m pytest exercises/ --grading --results-json RESULTS -q -p no:cacheprovider
+          code=$?
+          if [ "$code" -gt PYTEST_SOME_FAILED ]; then
+            echo "::error title=The checks did not run::pytest stopped with exit code $code: the set-up is broken or the checks are missing (exercises/test_*.py). Restore them from the course's repository."
+            exit "$code"
+          fi
+      - name: Report the score
+        id: report
+        run: .venv/bin/python -m autograder actions-report RESULTS
+      - name: Keep results.json
+        if: always()
+        uses: actions/upload-artifact@v4
+        with:
+          name: results
+          path: RESULTS
+          if-no-files-found: warn
+""".replace("PYTEST_SOME_FAILED", str(PYTEST_SOME_FAILED)).replace("RESULTS", RESULTS)
+
+
+def write_workflow(out: Path) -> Path:
+    """Write ``.github/workflows/grade.yml`` into the release ``out``."""
+    path = Path(out) / ".github" / "workflows" / "grade.yml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(WORKFLOW, encoding="utf-8")
+    return path
+
+
+def _points(value: float) -> str:
+    return f"{round(value, 2):g}"
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def summary(course: Course, results: dict) -> str:
+    """The job summary: one row per function, then what failed, with the hint."""
+    functions = {(f["module"], f["function"]): f for f in results.get("functions", [])}
+    lines = [f"## {course.title}: {_points(results['score'])}/{_points(course.points)} points", ""]
+    lines += ["| function | points | checks | status |", "|---|---|---|---|"]
+    failing = []
+    for fn in course.functions:
+        row = functions.get((fn.module, fn.name))
+        if row is None:
+            lines.append(f"| {fn.qualname} | 0/{_points(fn.points)} | — | checks missing |")
+            continue
+        status = row["status"].replace("_", " ")
+        lines.append(f"| {fn.qualname} | {_points(row['points'])}/{_points(fn.points)} | {row['passed']}/{row['total']} | {status} |")
+        if row["status"] not in ("passed", "not started"):
+            failing.append((fn, row))
+    for fn, row in failing:
+        lines += ["", f"### {fn.qualname}", ""]
+        for message in list(dict.fromkeys(m.strip() for m in row.get("messages", []) if m.strip()))[:3]:
+            lines += ["```text", message, "```"]
+        lines.append(f"Hint: {fn.hint}")
+    return "\n".join(lines) + "\n"
+
+
+def missing_functions(course: Course, results: dict) -> list[str]:
+    """Functions of ``course.toml`` without any check in the results (their checks were deleted)."""
+    seen = {(f["module"], f["function"]) for f in results.get("functions", [])}
+    return [fn.qualname for fn in course.functions if (fn.module, fn.name) not in seen]
+
+
+def report(course: Course, results_path: Path, env: dict[str, str]) -> int:
+    """Write the summary, the notice and the outputs; 1 (a red run) when the checks did not all run."""
+    try:
+        results = json.loads(Path(results_path).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as err:
+        print(f"::error title=No results::{results_path} was not written ({err}): the checks did not run")
+        return 1
+    _append(env.get("GITHUB_STEP_SUMMARY"), summary(course, results))
+    total, maximum = round(results["score"], 2), course.points
+    print("::notice title=Autograding report::" + json.dumps({"totalPoints": total, "maxPoints": maximum}, separators=(",", ":")))
+    _append(env.get("GITHUB_OUTPUT"), f"points={_points(total)}\nmax-points={_points(maximum)}\n")
+    missing = missing_functions(course, results)
+    if missing:
+        print(f"::error title=Checks missing::no check ran for {', '.join(missing)}: restore exercises/test_*.py from the course's repository")
+        return 1
+    return 0
+
+
+def _append(path: str | None, text: str) -> None:
+    if path:
+        with open(path, "a", encoding="utf-8") as f:
+            f.write(text)
+
+
+def add_parser(subparsers) -> argparse.ArgumentParser:
+    parser = subparsers.add_parser(
+        "actions-report",
+        help="report a results.json in GitHub Actions (job summary, notice, outputs)",
+        description="Used by the release's .github/workflows/grade.yml after `pytest exercises/ --results-json`.",
+    )
+    parser.add_argument("results", type=Path, metavar="RESULTS_JSON")
+    parser.add_argument("--course", type=Path, metavar="DIR", help="the course folder (default: found from here)")
+    return parser
+
+
+def run(course: Course, args: argparse.Namespace) -> int:
+    return report(course, args.results, dict(os.environ))

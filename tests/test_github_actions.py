@@ -1,0 +1,163 @@
+"""The release's ``.github/workflows/grade.yml``, run without GitHub.
+
+The workflow's ``run:`` steps are executed in order, as the runner would (``bash -e``,
+``GITHUB_STEP_SUMMARY`` and ``GITHUB_OUTPUT`` files, ``if:`` conditions), in a fresh
+copy of a student tree; the ``uses:`` steps are what they stand for here: the
+checkout is the copy, the cached environment is the kit's own ``.venv`` (a cache
+hit), and the artifact is ``results.json`` where the upload step looks for it.
+
+Until ``autograder release`` lands, the tree is the course's student-facing part
+(stubs, checks, kit, ``course.toml``, ``scripts/setup.sh``, ``pyproject.toml``)
+with the live ``solutions/`` standing in for the recorded oracle.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from autograder.core.course import load_course
+from autograder.platforms import github_actions
+from support import ROOT
+
+COURSE = load_course(ROOT)
+NOTICE = re.compile(r"^::notice title=Autograding report::(\{.*\})$", re.M)
+
+
+def student_tree(dest: Path, solved: list[str]) -> Path:
+    for folder in ("exercises", "solutions", "autograder"):
+        shutil.copytree(ROOT / folder, dest / folder, ignore=shutil.ignore_patterns("__pycache__"))
+    for file in ("course.toml", "pyproject.toml", "scripts/setup.sh"):
+        (dest / file).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(ROOT / file, dest / file)
+    for module in solved:
+        shutil.copy(ROOT / "solutions" / f"{module}.py", dest / "exercises" / f"{module}.py")
+    github_actions.write_workflow(dest)
+    os.symlink(Path(sys.prefix), dest / ".venv")  # the cache hit: the pinned stack, already set up
+    return dest
+
+
+class Run:
+    def __init__(self, tree: Path, cache_hit: bool = True):
+        self.tree = tree
+        self.summary = tree.parent / "summary.md"
+        self.outputs = tree.parent / "outputs.txt"
+        self.summary.touch()
+        self.outputs.touch()
+        self.log = ""
+        self.failed_step: str | None = None
+        self.artifact: Path | None = None
+        self.seconds = 0.0
+        self.context = {"steps.cache.outputs.cache-hit != 'true'": not cache_hit, "always()": True}
+
+    def execute(self) -> "Run":
+        workflow = yaml.safe_load((self.tree / ".github" / "workflows" / "grade.yml").read_text())
+        env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "CI")}
+        env.update(GITHUB_STEP_SUMMARY=str(self.summary), GITHUB_OUTPUT=str(self.outputs))
+        started = time.monotonic()
+        for step in workflow["jobs"]["grade"]["steps"]:
+            condition = step.get("if")
+            if condition is not None and not self.context[condition]:
+                continue
+            if self.failed_step is not None and condition != "always()":
+                continue
+            if "run" in step:
+                proc = subprocess.run(["bash", "-e", "-c", step["run"]], cwd=self.tree, env=env, capture_output=True, text=True, timeout=3600)
+                self.log += proc.stdout + proc.stderr
+                if proc.returncode != 0:
+                    self.failed_step = step["name"]
+            elif step["uses"].startswith("actions/upload-artifact"):
+                path = self.tree / step["with"]["path"]
+                self.artifact = path if path.is_file() else None
+        self.seconds = time.monotonic() - started
+        return self
+
+    @property
+    def notice(self) -> dict:
+        found = NOTICE.findall(self.log)
+        assert len(found) == 1, self.log[-3000:]
+        return json.loads(found[0])
+
+
+def test_the_workflow_passes_grading_explicitly_caches_and_uploads():
+    workflow = yaml.safe_load(github_actions.WORKFLOW)
+    steps = workflow["jobs"]["grade"]["steps"]
+    runs = "\n".join(s.get("run", "") for s in steps)
+    assert "pytest exercises/ --grading --results-json results.json" in runs
+    assert any(s.get("uses", "").startswith("actions/cache") and ".venv" in s["with"]["path"] for s in steps)
+    assert "hashFiles('pyproject.toml', 'scripts/setup.sh')" in github_actions.WORKFLOW
+    assert any(s.get("uses", "").startswith("actions/upload-artifact") and s.get("if") == "always()" for s in steps)
+    actionlint = shutil.which("actionlint")
+    if actionlint:
+        proc = subprocess.run([actionlint, "-"], input=github_actions.WORKFLOW, capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_the_reference_gets_full_marks(tmp_path):
+    run = Run(student_tree(tmp_path / "repo", [m.name for m in COURSE.modules])).execute()
+    assert run.failed_step is None, run.log[-3000:]
+    assert run.notice == {"totalPoints": COURSE.points, "maxPoints": COURSE.points}
+    summary = run.summary.read_text()
+    assert f": {COURSE.points:g}/{COURSE.points:g} points" in summary
+    for fn in COURSE.functions:
+        assert re.search(rf"^\| {fn.qualname} \| {fn.points:g}/{fn.points:g} \| \d+/\d+ \| passed \|$", summary, re.M), fn.qualname
+    assert run.artifact is not None and json.loads(run.artifact.read_text())["score"] == COURSE.points
+    assert f"points={COURSE.points:g}\nmax-points={COURSE.points:g}" in run.outputs.read_text()
+    print(f"\nActions-style run (cached set-up, checks and report), reference: {run.seconds:.0f} s")
+
+
+def test_the_stubs_get_zero_all_not_started(tmp_path):
+    run = Run(student_tree(tmp_path / "repo", [])).execute()
+    assert run.failed_step is None, run.log[-3000:]
+    assert run.notice == {"totalPoints": 0, "maxPoints": COURSE.points}
+    summary = run.summary.read_text()
+    for fn in COURSE.functions:
+        assert re.search(rf"^\| {fn.qualname} \| 0/{fn.points:g} \| 0/\d+ \| not started \|$", summary, re.M), summary
+
+
+def test_a_mixed_submission_shows_its_failures_with_hints(tmp_path):
+    first = COURSE.modules[0]
+    tree = student_tree(tmp_path / "repo", [first.name])
+    broken = first.functions[0]
+    source = (tree / "exercises" / f"{first.name}.py").read_text()
+    source += f"\n\ndef {broken.name}(*args, **kwargs):\n    return args[0]\n"
+    (tree / "exercises" / f"{first.name}.py").write_text(source)
+    run = Run(tree).execute()
+    assert run.failed_step is None, run.log[-3000:]
+    expected = sum(fn.points for fn in first.functions if fn is not broken)
+    assert run.notice == {"totalPoints": expected, "maxPoints": COURSE.points}
+    summary = run.summary.read_text()
+    assert re.search(rf"^\| {broken.qualname} \| 0/{broken.points:g} \| \d+/\d+ \| failed \|$", summary, re.M), summary
+    assert f"### {broken.qualname}" in summary and f"Hint: {broken.hint}" in summary
+    assert json.loads(run.artifact.read_text())["score"] == expected
+
+
+@pytest.mark.parametrize("breakage", ["all checks deleted", "one module's checks deleted", "set-up broken"])
+def test_a_broken_run_is_red_and_says_why(tmp_path, breakage):
+    tree = student_tree(tmp_path / "repo", [])
+    cache_hit = True
+    if breakage == "all checks deleted":
+        for checks in (tree / "exercises").glob("test_*.py"):
+            checks.unlink()
+        why = "The checks did not run"
+    elif breakage == "one module's checks deleted":
+        (tree / "exercises" / f"test_{COURSE.modules[-1].name}.py").unlink()
+        why = f"exercises/test_{COURSE.modules[-1].name}.py, which is missing"
+    else:
+        setup = tree / "scripts" / "setup.sh"
+        setup.write_text(setup.read_text().replace("set -euo pipefail", "set -euo pipefail\nno_such_command_in_setup"))
+        (tree / ".venv").unlink()
+        cache_hit = False  # setup.sh changed: a new cache key
+        why = "no_such_command_in_setup"
+    run = Run(tree, cache_hit=cache_hit).execute()
+    assert run.failed_step is not None, run.log[-3000:]
+    assert why in run.log, run.log[-3000:]
