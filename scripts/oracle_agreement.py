@@ -13,6 +13,7 @@ counts as a disagreement. Prints the counts; exits 1 on any disagreement.
 from __future__ import annotations
 
 import argparse
+import os
 import importlib
 import sys
 import tempfile
@@ -44,10 +45,20 @@ def gallery(module: str) -> list[Variant]:
         for fn, sources in correct.items():
             pairs += [(fn, s) for s in (sources if isinstance(sources, (list, tuple)) else [sources])]
     else:
-        pairs = [(entry[0], entry[1]) for entry in correct]
-    out = [Variant(module, fn, "correct", prelude + with_function(module, src)) for fn, src in pairs]
-    out += [Variant(module, w[0], "wrong", prelude + with_function(module, w[1])) for w in g.WRONG]
-    return out
+        pairs = [function_and_source(module, entry) for entry in correct]
+    wrong = [function_and_source(module, entry) for entry in g.WRONG]
+    return [Variant(module, fn, "correct", prelude + with_function(module, src)) for fn, src in pairs] + [
+        Variant(module, fn, "wrong", prelude + with_function(module, src)) for fn, src in wrong
+    ]
+
+
+def function_and_source(module: str, entry: tuple) -> tuple[str, str]:
+    """``(function, source)`` of a gallery row, whether or not it starts with a label (``("indexed-split", "two_normals", src)``)."""
+    from autograder.core.course import load_course
+
+    names = {fn.name for fn in load_course(ROOT).module(module).functions}
+    function = next(x for x in entry if isinstance(x, str) and x in names)
+    return function, entry[entry.index(function) + 1]
 
 
 class Verdicts:
@@ -68,11 +79,22 @@ def judge(course: Path, variant: Variant, folder: Path) -> dict[str, str]:
 
     (folder / f"{variant.module}.py").write_text(textwrap.dedent(variant.source), encoding="utf-8")
     verdicts = Verdicts()
+    here = os.getcwd()
+    os.chdir(course)  # the plugin takes the course from where pytest runs
+    try:
+        run(course, variant, folder, verdicts)
+    finally:
+        os.chdir(here)
+    return verdicts.outcomes
+
+
+def run(course: Path, variant: Variant, folder: Path, verdicts: Verdicts) -> None:
+    import pytest
+
     args = [str(course / "exercises" / f"test_{variant.module}.py"), "--submission", str(folder), "--grading",
             "-q", "-p", "no:cacheprovider", "-p", "no:randomly", "--import-mode=importlib", "-k", variant.function,
             f"--rootdir={course}"]
     pytest.main(args, plugins=[verdicts])
-    return verdicts.outcomes
 
 
 @dataclass
@@ -113,12 +135,15 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("release", type=Path)
     parser.add_argument("--modules", default="at_updates,prng,data,vmap_linear,training,batchnorm")
-    parser.add_argument("--limit", type=int, default=0, help="at most N variants per module (0: all)")
+    parser.add_argument("--limit", type=int, default=0, help="at most N variants per module, half correct and half wrong (0: all)")
     args = parser.parse_args(argv)
     variants = []
     for module in args.modules.split(","):
         found = gallery(module)
-        variants += found[: args.limit] if args.limit else found
+        if args.limit:  # as many wrong variants as correct ones
+            found = [v for v in found if v.kind == "correct"][: args.limit // 2] + [
+                v for v in found if v.kind == "wrong"][: args.limit - args.limit // 2]
+        variants += found
     counts = compare(args.release.resolve(), variants)
     print(f"variants: {counts.variants}, checks: {counts.checks}, same verdict: {counts.agree}, "
           f"skipped in the release: {counts.skipped}, disagreements: {len(counts.disagreements)}")

@@ -105,7 +105,104 @@ def test_an_unrecorded_input_is_skipped_not_judged():
         recorded.not_recorded("reference.f on this input")
 
 
+def test_a_state_whose_optimizer_is_not_described_cannot_be_looked_up():
+    s = statics()
+    state = a_train_state(s).replace(tx=optax.adam(0.01))  # never recorded with its learning rate
+    assert "GradientTransformation" in plain_data.unknown_parts("f", (state,), {}, s)
+
+
 def test_nothing_is_pickled(tmp_path):
     round_trip({"a": np.ones(3), "k": jax.random.key(1)}, tmp_path=tmp_path)
     with np.load(tmp_path / "m.npz", allow_pickle=False) as npz:
         assert all(npz[name].dtype != object for name in npz.files)
+
+
+def sin_sum(x):
+    return jnp.sum(jnp.sin(x))
+
+
+def cos_sum(x):
+    return jnp.sum(jnp.cos(x))
+
+
+def test_a_function_argument_is_looked_up_by_what_it_is():
+    """A check passes its own ``f`` (autodiff): the same function, even wrapped in a call counter, finds
+    the same answer; another function, or a lambda with other text or other closed-over values, does not."""
+    from autograder.checks.calls import CountedFunction
+
+    s = statics()
+    x = np.arange(3, dtype=np.float32)
+    same = plain_data.digest("g", (sin_sum, x), {}, s)
+    assert same == plain_data.digest("g", (CountedFunction(sin_sum), x), {}, s)
+    assert same != plain_data.digest("g", (cos_sum, x), {}, s)
+    assert plain_data.digest("g", (lambda v: v * 2, x), {}, s) != plain_data.digest("g", (lambda v: v * 3, x), {}, s)
+
+    def scaled(k):
+        return lambda v: v * k
+
+    assert plain_data.digest("g", (scaled(2.0), x), {}, s) == plain_data.digest("g", (scaled(2.0), x), {}, s)
+    assert plain_data.digest("g", (scaled(2.0), x), {}, s) != plain_data.digest("g", (scaled(3.0), x), {}, s)
+    assert plain_data.unknown_parts("g", (sin_sum, x), {}, s) is None
+
+
+class Opaque:
+    """Something with no value to record (a device mesh, a checkpoint manager)."""
+
+
+class LiveModule:
+    module_name = "m"
+
+    @staticmethod
+    def make_opaque(n):
+        return Opaque()
+
+    @staticmethod
+    def use_opaque(thing, n):
+        return n + 1
+
+    @staticmethod
+    def double(n):
+        return 2 * n
+
+
+def test_what_cannot_be_recorded_is_listed_and_skipped_with_its_reason(tmp_path):
+    recorded.RecordingOracle.reset()
+    recording = recorded.RecordingOracle(LiveModule(), tmp_path, {"make_opaque", "use_opaque", "double"})
+    assert isinstance(recording.make_opaque(1), Opaque)  # the live answer still comes back while recording
+    assert recording.use_opaque(Opaque(), 1) == 2
+    assert recording.double(2) == 4
+    recorded.RecordingOracle.save_all()
+    recorded.RecordingOracle.reset()
+    (tmp_path / "given").mkdir()
+    (tmp_path / "given" / "m.py").write_text(
+        "def make_opaque(n):\n    raise NotImplementedError\n\n"
+        "def use_opaque(thing, n):\n    raise NotImplementedError\n\n"
+        "def double(n):\n    raise NotImplementedError\n"
+    )
+    from autograder.release.builder import unrecordable
+
+    listed = unrecordable(tmp_path)
+    assert set(listed) == {"m.make_opaque", "m.use_opaque"}, listed
+    assert listed["m.make_opaque"].startswith("some calls: it returns") and "Opaque" in listed["m.make_opaque"]
+    assert "Opaque" in listed["m.use_opaque"]
+    oracle = recorded.RecordedOracle(tmp_path, "m")
+    assert oracle.double(2) == 4
+    with pytest.raises(pytest.skip.Exception, match=r"cannot record reference.make_opaque\(1\): it returns .*Opaque"):
+        oracle.make_opaque(1)
+    with pytest.raises(pytest.skip.Exception, match="cannot record reference.use_opaque: its arguments hold a Opaque"):
+        oracle.use_opaque(Opaque(), 1)
+
+
+def test_a_recording_reference_function_in_a_module_is_not_its_state(tmp_path):
+    """The release records while a student module holds a reference function (``numpy_collate`` swapped in):
+    the recording grows, the module's state does not change."""
+    import types
+
+    recorded.RecordingOracle.reset()
+    module = types.ModuleType("student_like")
+    module.double = recorded.RecordingOracle(LiveModule(), tmp_path, {"double"}).double
+    module.counts = []
+    purity.assert_module_state_unchanged(module, lambda: module.double(3))
+    with pytest.raises(Exception, match="changed the contents of the module-level variable 'counts'"):
+        purity.assert_module_state_unchanged(module, lambda: module.counts.append(1))
+    recorded.RecordingOracle.reset()

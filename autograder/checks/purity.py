@@ -25,6 +25,7 @@ import jax
 import numpy as np
 
 from autograder.core.failures import CheckFailure
+from autograder.core.oracle import is_reference_function
 from autograder.checks.values import function_name, assert_trees_close, describe, is_key
 
 
@@ -227,7 +228,7 @@ def _picture(value: Any, depth: int = 0, path: frozenset = frozenset(), budget: 
     state = _generator_state(value)
     if state is not None:
         return (type(value).__qualname__, state)
-    if inspect.ismodule(value) or inspect.isroutine(value) or inspect.isclass(value):
+    if inspect.ismodule(value) or inspect.isroutine(value) or inspect.isclass(value) or is_reference_function(value):
         return ("object", id(value))
     inner = path | {id(value)}
 

@@ -15,6 +15,12 @@ from typing import Callable, Iterator
 from autograder.core.submission import load_module
 
 
+def is_reference_function(value) -> bool:
+    """Whether ``value`` stands for a reference function (a recorded or recording one): a function,
+    whatever it keeps inside (a recording that grows as it is called is not the caller's state)."""
+    return getattr(type(value), "reference_function", False) is True
+
+
 class Oracle:
     """The instructor's reference for one module, loaded from ``solutions/``.
 

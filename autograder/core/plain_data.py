@@ -222,6 +222,10 @@ def encode(value: Any, arrays: list | None, statics: Statics, hints: list[float]
         encoded = getattr(v, "plain_data", None)
         if callable(encoded):
             return encoded(enc)
+        if arrays is None and callable(v):
+            named = function_identity(v)
+            if named is not None:
+                return named
         if arrays is not None:
             raise Unencodable(f"a {type(v).__qualname__}")
         return ["unknown", type(v).__qualname__, id(v)]
@@ -270,6 +274,63 @@ def decode(tree: Any, arrays: list, statics: Statics, objects: Callable[[list, C
         raise Unencodable(f"unknown kind {kind!r}")
 
     return dec(tree)
+
+
+def function_identity(fn: Any) -> list | None:
+    """A function passed as an argument (a check's ``f``), named by what it is, for digests only.
+
+    The name, the text of its source, its constants and names (two lambdas on
+    one line share their source text) and the values it closes over; wrappers that say what they
+    wrap (``functools.wraps``, a call counter) are seen through. The function
+    itself is never stored, only this identity, so the check file's own ``f``
+    finds the answer recorded for it in the release. ``None`` for a callable
+    that is not plain Python source (a builtin, a jitted function).
+    """
+    import inspect
+    import textwrap
+
+    seen = 0
+    while hasattr(fn, "__wrapped__") and seen < 8:
+        fn, seen = fn.__wrapped__, seen + 1
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        return None
+    try:
+        source = textwrap.dedent(inspect.getsource(fn))
+    except (OSError, TypeError):
+        return None
+    cells = []
+    for cell in getattr(fn, "__closure__", None) or ():
+        try:
+            contents = cell.cell_contents
+        except ValueError:  # an empty cell
+            contents = None
+        cells.append(encode(contents, None, Statics(lambda module, qualname: None)))
+    constants = [c.co_name if hasattr(c, "co_name") else repr(c) for c in code.co_consts]  # two lambdas on a line
+    text = json.dumps(
+        [source, constants, list(code.co_names), cells, repr(getattr(fn, "__defaults__", None))], sort_keys=True
+    )
+    return ["function", fn.__qualname__, hashlib.sha256(text.encode()).hexdigest()]
+
+
+def unknown_parts(name: str, args: tuple, kwargs: dict, statics: Statics) -> str | None:
+    """What in a call's arguments has no value-based digest (``"a Mesh"``), or ``None``: such a call
+    can be recorded but never found again."""
+    found: list[str] = []
+
+    def walk(t: Any) -> None:
+        if isinstance(t, list):
+            if len(t) == 3 and t[0] == "unknown" and isinstance(t[1], str):
+                found.append(t[1])
+            else:
+                for x in t:
+                    walk(x)
+        elif isinstance(t, dict):  # a struct's static fields
+            for x in t.values():
+                walk(x)
+
+    walk(encode([name, list(args), kwargs], None, statics))
+    return f"a {', a '.join(sorted(set(found)))} (no value to look it up by)" if found else None
 
 
 def digest(name: str, args: tuple, kwargs: dict, statics: Statics) -> str:

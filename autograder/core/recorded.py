@@ -27,6 +27,7 @@ from autograder.core import plain_data
 from autograder.core.submission import load_module
 
 FORMAT = 1
+UNRECORDABLE = "unrecordable"  # a call whose output is not plain data: [UNRECORDABLE, why]
 NOT_RECORDED = (
     "not judged: the course's recorded answers do not cover this input "
     "(the release recorded the inputs of the student and grading profiles only)"
@@ -170,11 +171,15 @@ class Recording:
     """The calls of one module: ``calls[digest] = [function, output as plain data]``, the batches of
     its loaders (``loaders[call] = epochs``), and the arrays both refer to by index."""
 
-    def __init__(self, module: str, calls: dict | None = None, arrays: list | None = None, loaders: dict | None = None):
+    def __init__(
+        self, module: str, calls: dict | None = None, arrays: list | None = None, loaders: dict | None = None,
+        unrecordable: dict | None = None,
+    ):
         self.module = module
         self.calls: dict[str, list] = calls or {}
         self.loaders: dict[str, list] = loaders or {}
         self.arrays: list[np.ndarray] = arrays or []
+        self.unrecordable: dict[str, str] = unrecordable or {}  # function -> why its calls could not be recorded
 
     @classmethod
     def load(cls, folder: Path, module: str) -> "Recording":
@@ -187,7 +192,7 @@ class Recording:
             buffers[dtype][offset : offset + int(np.prod(shape, dtype=np.int64))].reshape(tuple(shape))
             for dtype, offset, shape in index["arrays"]
         ]
-        return cls(module, index["calls"], arrays, index["loaders"])
+        return cls(module, index["calls"], arrays, index["loaders"], index.get("unrecordable", {}))
 
     def save(self, folder: Path) -> None:
         """One flat buffer per dtype in the ``.npz`` (few members, each array stored once), the rest as JSON."""
@@ -205,7 +210,10 @@ class Recording:
                 chunks.setdefault(dtype, []).append(a.reshape(-1))
                 sizes[dtype] = sizes.get(dtype, 0) + a.size
             table.append(seen[key])
-        index = {"format": FORMAT, "module": self.module, "calls": self.calls, "loaders": self.loaders, "arrays": table}
+        index = {
+            "format": FORMAT, "module": self.module, "calls": self.calls, "loaders": self.loaders, "arrays": table,
+            "unrecordable": self.unrecordable,
+        }
         (folder / f"{self.module}.json").write_text(json.dumps(index, sort_keys=True, separators=(",", ":")))
         buffers = {dtype: np.concatenate(parts) for dtype, parts in chunks.items()}
         np.savez_compressed(folder / f"{self.module}.npz", **buffers)
@@ -318,6 +326,8 @@ class RecordedOracle:
 class RecordedFunction:
     """One reference function answered from the recording. ``jax.jit`` of it is itself (see ``jit_once``)."""
 
+    reference_function = True  # a function to the checks (see oracle.is_reference_function)
+
     def __init__(self, oracle: RecordedOracle, name: str):
         self.oracle, self.name = oracle, name
         self.__name__ = self.__qualname__ = name.split("|")[0]
@@ -330,6 +340,8 @@ class RecordedFunction:
         entry = self.oracle.recording.calls.get(key)
         if entry is None:
             raise NotRecorded(self.name)
+        if entry[1][0] == UNRECORDABLE:
+            not_recorded(f"the release cannot record reference.{self.__name__}{_short(args, kwargs)}: {entry[1][1]}")
         return self.oracle.decode(entry[1])
 
     def __call__(self, *args, **kwargs):
@@ -341,6 +353,9 @@ class RecordedFunction:
         try:
             return self.lookup(args, kwargs)
         except NotRecorded:
+            why = self.oracle.recording.unrecordable.get(self.name)
+            if why is not None:
+                not_recorded(f"the release cannot record reference.{self.__name__}: {why}")
             not_recorded(f"reference.{self.__name__}{_short(args, kwargs)}")
 
     def __repr__(self) -> str:
@@ -410,8 +425,13 @@ class RecordingOracle:
     def contracted_of(self, module: str) -> set[str]:
         from autograder.core.course import find_root, load_course
 
+        from autograder.core.submission import stub_functions
+
         course = load_course(find_root(Path(self.live._module.__file__).parent), verify_files=False)
-        return {fn.name for fn in course.module(module).functions}
+        if module in {m.name for m in course.modules}:
+            return {fn.name for fn in course.module(module).functions}
+        # a release of part of the course (--only) still builds scenarios with the other modules
+        return stub_functions(course.root / "exercises" / f"{module}.py")
 
     def transformed(self, name: str, label: str, transform: Callable) -> "RecordingFunction":
         return RecordingFunction(self, f"{name}|{label}", transform(getattr(self.live, name)))
@@ -419,12 +439,24 @@ class RecordingOracle:
     def helper(self, name: str, own: Callable | None) -> Callable:
         return RecordingFunction(self, name, getattr(self.live, name))
 
-    def record(self, name: str, key: str, hints: list[float], output: Any) -> Any:
-        """Store ``output`` for the call ``key``; return what the release will return (datasets and loaders as data)."""
+    def record(self, name: str, key: str, hints: list[float], output: Any, unfindable: str | None = None) -> Any:
+        """Store ``output`` for the call ``key``; return what the release will return (datasets and loaders as data).
+
+        A call whose arguments (``unfindable``) or output cannot be stored as plain
+        data is written down as such: the release skips the checks that need it,
+        saying why, and ``autograder release`` lists it.
+        """
+        if unfindable is not None:
+            self.recording.unrecordable.setdefault(name, f"its arguments hold {unfindable}")
+            return output
         output = self._as_data(output, key)
         arrays = self.recording.arrays
         start = len(arrays)
-        tree = plain_data.encode(output, arrays, self.statics, hints)
+        try:
+            tree = plain_data.encode(output, arrays, self.statics, hints)
+        except plain_data.Unencodable as err:
+            del arrays[start:]
+            tree = [UNRECORDABLE, f"it returns {err}"]  # this call only: the function's other calls are recorded
         if key in self.recording.calls:
             del arrays[start:]  # the same call again: keep the first recording
         else:
@@ -450,6 +482,8 @@ def _recorded_batches(epochs: list[dict]) -> int:
 class RecordingFunction:
     """A live reference function that records its concrete calls (calls under a JAX transformation pass through)."""
 
+    reference_function = True  # a function to the checks (see oracle.is_reference_function)
+
     def __init__(self, oracle: RecordingOracle, name: str, live: Callable):
         self.oracle, self.name, self.live = oracle, name, live
         self.__name__ = self.__qualname__ = name.split("|")[0]
@@ -467,6 +501,7 @@ class RecordingFunction:
         if _traced(args, kwargs):  # a helper inside a jitted step: nothing concrete to record
             return self.live(*args, **kwargs)
         key = plain_data.digest(self.name, args, kwargs, self.oracle.statics)  # before the call moves a loader on
+        unfindable = plain_data.unknown_parts(self.name, args, kwargs, self.oracle.statics)
         hints = plain_data.float_hints(list(args) + list(kwargs.values()))
         output = self.live(*args, **kwargs)
-        return self.oracle.record(self.name, key, hints, output)
+        return self.oracle.record(self.name, key, hints, output, unfindable)

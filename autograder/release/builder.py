@@ -14,6 +14,7 @@ The oracle is recorded in a temporary copy of the course that still has
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -44,33 +45,60 @@ class Release:
     seconds: float
     oracle_bytes: int
     total_bytes: int
+    unrecordable: dict[str, str]  # "module.function" -> why the release cannot answer it (its checks skip)
 
 
-def build_release(course: Course, out: Path) -> Release:
+def build_release(course: Course, out: Path, only: list[str] | None = None) -> Release:
+    """Write the release of ``course`` (or of the modules ``only``: a quick release for the kit's tests)."""
     started = time.perf_counter()
+    if only:
+        unknown = sorted(set(only) - {m.name for m in course.modules})
+        if unknown:
+            raise ReleaseError(f"--only names modules the course does not have: {unknown}")
     out = Path(out).resolve()
     if out.exists() and any(out.iterdir()):
         raise ReleaseError(f"{out} is not empty")
     out.mkdir(parents=True, exist_ok=True)
-    write_tree(course, out)
+    write_tree(course, out, set(only) if only else None)
     with tempfile.TemporaryDirectory(prefix="autograder-release-") as tmp:
         staging = Path(tmp) / "course"
         shutil.copytree(out, staging, ignore=NO_BYTECODE)
         shutil.copytree(course.root / "solutions", staging / "solutions", ignore=NO_BYTECODE)
+        for module in course.modules:  # the stubs of modules left out by --only (not their checks)
+            if not (staging / "exercises" / f"{module.name}.py").exists():
+                shutil.copyfile(course.root / "exercises" / f"{module.name}.py", staging / "exercises" / f"{module.name}.py")
         record_oracle(staging, out / "oracle")
-    for module in course.modules:
-        given = out / "oracle" / "given"
-        given.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(course.root / "exercises" / f"{module.name}.py", given / f"{module.name}.py")
+    given = out / "oracle" / "given"
+    given.mkdir(parents=True, exist_ok=True)
+    for module in course.modules:  # every recorded one: a later module builds its scenarios with earlier ones
+        if (out / "oracle" / f"{module.name}.json").is_file():
+            shutil.copyfile(course.root / "exercises" / f"{module.name}.py", given / f"{module.name}.py")
     for cache in out.rglob("__pycache__"):
         shutil.rmtree(cache)
-    return Release(out, time.perf_counter() - started, _size(out / "oracle"), _size(out))
+    return Release(out, time.perf_counter() - started, _size(out / "oracle"), _size(out), unrecordable(out / "oracle"))
 
 
-def write_tree(course: Course, out: Path) -> None:
+def unrecordable(oracle: Path) -> dict[str, str]:
+    """What the recording could not store (its checks skip in the release), as ``module.function -> why``."""
+    from autograder.core.recorded import UNRECORDABLE
+
+    out = {}
+    for index in sorted(oracle.glob("*.json")):
+        recording = json.loads(index.read_text())
+        for function, why in recording.get("unrecordable", {}).items():
+            out[f"{index.stem}.{function}"] = why
+        for function, output in sorted(recording["calls"].values(), key=lambda entry: entry[0]):
+            if output[0] == UNRECORDABLE:
+                out.setdefault(f"{index.stem}.{function}", f"some calls: {output[1]}")
+    return out
+
+
+def write_tree(course: Course, out: Path, only: set[str] | None = None) -> None:
     root = course.root
     (out / "exercises").mkdir()
     for module in course.modules:
+        if only is not None and module.name not in only:
+            continue
         shutil.copyfile(root / "exercises" / f"{module.name}.py", out / "exercises" / f"{module.name}.py")
         checks = (root / "exercises" / f"test_{module.name}.py").read_text(encoding="utf-8")
         names = {name for fn in module.functions for name in fn.hidden}
@@ -78,7 +106,8 @@ def write_tree(course: Course, out: Path) -> None:
     for extra in sorted((root / "exercises").glob("conftest.py")):
         shutil.copyfile(extra, out / "exercises" / extra.name)
     shutil.copytree(KIT, out / "autograder", ignore=NO_BYTECODE)
-    (out / "course.toml").write_text(hidden.drop_hidden_lists((root / "course.toml").read_text(encoding="utf-8")))
+    toml_text = hidden.drop_hidden_lists((root / "course.toml").read_text(encoding="utf-8"))
+    (out / "course.toml").write_text(hidden.keep_modules(toml_text, only) if only is not None else toml_text)
     shutil.copyfile(root / "pyproject.toml", out / "pyproject.toml")
     (out / "scripts").mkdir()
     shutil.copyfile(root / "scripts" / "setup.sh", out / "scripts" / "setup.sh")

@@ -29,3 +29,17 @@ HIDDEN_COMMENT = re.compile(r"^[ \t]*#[^\n]*\bhidden check\b[^\n]*\n", re.MULTIL
 def drop_hidden_lists(toml_text: str) -> str:
     """``course.toml`` without its ``hidden = [...]`` lists (and the comments that explain them)."""
     return HIDDEN_COMMENT.sub("", HIDDEN_LINE.sub("", toml_text))
+
+
+MODULE_BLOCK = re.compile(r"^\[\[modules\]\]\n.*?(?=^\[\[modules\]\]\n|\Z)", re.MULTILINE | re.DOTALL)
+MODULE_NAME = re.compile(r'^name\s*=\s*"([^"]+)"', re.MULTILINE)
+
+
+def keep_modules(toml_text: str, names: set[str]) -> str:
+    """``course.toml`` with only the ``[[modules]]`` blocks of ``names`` (a release of part of the course)."""
+
+    def keep(block: re.Match) -> str:
+        found = MODULE_NAME.search(block.group(0))
+        return block.group(0) if found and found.group(1) in names else ""
+
+    return MODULE_BLOCK.sub(keep, toml_text)
