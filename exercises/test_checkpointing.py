@@ -52,7 +52,7 @@ def tx():
 def fresh_state(model, tx, seed):
     """A state at step 0 (a Python int), as TrainState.create makes it: the target of a restore."""
     params = model.init(jax.random.PRNGKey(seed), np.zeros((4, 2), np.float32))
-    return train_state.TrainState.create(apply_fn=model.apply, params=params, tx=tx)
+    return train_state.TrainState.create(params=params, tx=tx, apply_fn=model.apply)
 
 
 @pytest.fixture(scope="module")
@@ -161,7 +161,7 @@ def assert_has_structure_of(got, target, *, name, check):
 
 NOT_WAITED = (
     "Orbax saves in the background into <path>.orbax-checkpoint-tmp and renames it when the write is complete; "
-    "call checkpointer.wait_until_finished() before returning, or use `with ocp.StandardCheckpointer() as c:`"
+    "wait for the asynchronous save before returning (the checkpointer's wait_until_finished method), or use the checkpointer as a context manager (`with ocp.StandardCheckpointer() as c:`)"
 )
 
 
