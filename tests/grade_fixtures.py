@@ -280,7 +280,7 @@ import pathlib as _pathlib
 import jax as _jax
 import numpy as _np
 
-from autograder.core.recorded import NotRecorded as _NotRecorded, RecordedFunction as _Function, RecordedOracle as _Oracle
+from autograder.recording.recorded import NotRecorded as _NotRecorded, RecordedFunction as _Function, RecordedOracle as _Oracle
 
 _ORACLE = _Oracle(_pathlib.Path({oracle!r}), {module!r})
 

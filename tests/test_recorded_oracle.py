@@ -10,8 +10,8 @@ import pytest
 from flax.training import train_state
 
 from autograder.checks import purity
-from autograder.core import plain_data, recorded
-from autograder.core.recorded import Recording
+from autograder.recording import plain_data, recorded
+from autograder.recording.recorded import Recording
 
 from support import SOLUTIONS
 

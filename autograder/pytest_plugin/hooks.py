@@ -184,7 +184,7 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function):
 def pytest_runtest_call(item: pytest.Item):
     """Around each check: time what JAX spends compiling (slow checks get one line), and skip, not fail,
     a check whose every example was left unjudged by a recorded oracle (a release)."""
-    from autograder.core import recorded
+    from autograder.recording import recorded
 
     before = len(recorded.misses())
     timed = CourseSession.function_of(item) is not None
@@ -204,7 +204,7 @@ def pytest_runtest_call(item: pytest.Item):
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if session.config.getoption("record_oracle", None):
-        from autograder.core.recorded import RecordingOracle
+        from autograder.recording.recorded import RecordingOracle
 
         RecordingOracle.save_all()
 

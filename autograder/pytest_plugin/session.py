@@ -130,7 +130,7 @@ class CourseSession:
     def reference(self, module: str):
         """The live reference; in a student release (no ``solutions/``) the recorded oracle in ``oracle/``;
         with ``--record-oracle DIR`` the live reference recording its answers into DIR."""
-        from autograder.core.recorded import RecordedOracle, RecordingOracle
+        from autograder.recording.recorded import RecordedOracle, RecordingOracle
 
         solutions, recorded = self.course.root / "solutions", self.course.root / "oracle"
         if self.record_into is not None:

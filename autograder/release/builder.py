@@ -80,7 +80,7 @@ def build_release(course: Course, out: Path, only: list[str] | None = None) -> R
 
 def unrecordable(oracle: Path) -> dict[str, str]:
     """What the recording could not store (its checks skip in the release), as ``module.function -> why``."""
-    from autograder.core.recorded import UNRECORDABLE
+    from autograder.recording.recorded import UNRECORDABLE
 
     out = {}
     for index in sorted(oracle.glob("*.json")):

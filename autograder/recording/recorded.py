@@ -23,7 +23,7 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 
-from autograder.core import plain_data
+from autograder.recording import plain_data
 from autograder.core.submission import load_module
 
 FORMAT = 1
