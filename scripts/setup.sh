@@ -11,8 +11,9 @@ command -v tmux >/dev/null || missing+=(tmux)
 [ -x /usr/bin/chromium ] || missing+=(chromium chromium-driver)
 if [ ${#missing[@]} -gt 0 ]; then
     if command -v apt-get >/dev/null && [ "$(id -u)" = 0 ]; then
-        apt-get update -qq
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+        if ! { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null; }; then
+            echo "setup.sh: could not install ${missing[*]}; the tests that need them are skipped" >&2
+        fi
     else
         echo "setup.sh: ${missing[*]} missing and cannot be installed here (no apt-get as root); the tests that need them are skipped" >&2
     fi
