@@ -28,7 +28,7 @@ class FunctionResult:
     function: str
     points: float
     max_points: float
-    status: str
+    status: Status
     passed: int
     total: int
     messages: list[str] = field(default_factory=list)
@@ -70,7 +70,7 @@ def run_module(course: Course, module: str, *, grading: bool = False) -> ModuleR
             stdin=subprocess.DEVNULL, capture_output=True, text=True,
         )
         payload = json.loads(results.read_text(encoding="utf-8")) if results.is_file() else {}
-    functions = [FunctionResult(**entry) for entry in payload.get("functions", [])]
+    functions = [FunctionResult(**{**entry, "status": Status.parse(entry.get("status"))}) for entry in payload.get("functions", [])]
     return ModuleRun(
         module, functions, payload.get("slow_compiles", {}), time.monotonic() - started, proc.returncode, proc.stdout + proc.stderr
     )
