@@ -105,3 +105,20 @@ def test_ci_selects_the_deterministic_grading_profile(pytester, course_copy, mon
     monkeypatch.setenv("CI", "true")
     result = run(pytester, course_copy, "--solutions", "-k", "set_diagonal")
     result.stdout.fnmatch_lines(["*hypothesis profile: grading*"])
+
+
+def test_a_run_is_about_the_kit_of_its_path_not_the_kit_it_runs_in(tmp_path):
+    """A check cell or a kit's own tests run from inside one kit may check another kit's file."""
+    from autograder.pytest_plugin.hooks import course_root_of
+
+    here, there, loose = tmp_path / "here", tmp_path / "there", tmp_path / "loose"
+    for kit in (here, there):
+        (kit / "exercises").mkdir(parents=True)
+        (kit / "course.toml").write_text("")
+        (kit / "exercises" / "test_m.py").write_text("")
+    loose.mkdir()
+    assert course_root_of(here, [str(there / "exercises" / "test_m.py") + "::test_x"]) == there
+    assert course_root_of(here, [str(there / "exercises")]) == there
+    assert course_root_of(here, ["exercises/test_m.py"]) == here
+    assert course_root_of(here, [str(loose)]) == here  # a path in no kit: the kit it runs in
+    assert course_root_of(loose, []) is None

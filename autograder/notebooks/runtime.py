@@ -54,6 +54,7 @@ from pathlib import Path
 
 from autograder.core.attribution import AttributionError, attribute
 from autograder.core.course import Course, Function, find_root, load_course
+from autograder.core.imports import own_imports
 from autograder.core.outcomes import FunctionScore
 from autograder.core.status import Status
 from autograder.core.devices import use_course_devices  # noqa: F401  (the setup cell calls it)
@@ -226,7 +227,7 @@ def run_checks(
         if grading():
             args.append("--grading")
         log = io.StringIO()
-        with contextlib.redirect_stdout(log), contextlib.redirect_stderr(log):
+        with contextlib.redirect_stdout(log), contextlib.redirect_stderr(log), own_imports(course.checks_path(module).parent, folder):
             code = pytest.main(args, plugins=[_Select(course, fn, skip)])
         if not out.is_file():
             return _error(fn, f"the checks of {fn.qualname} could not run (pytest exit code {int(code)}):\n{log.getvalue()[-3000:]}")

@@ -62,20 +62,31 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
-def course_root_of(invocation_dir: Path, args: list[str]) -> Path | None:
-    """The course kit a pytest run is about: at or above where it runs, or above one of its paths."""
-    root = find_root(Path(invocation_dir))
-    for arg in args:
-        if root is None and not arg.startswith("-"):
-            path = Path(arg.split("::")[0])
-            root = find_root(path if path.is_dir() else path.parent)
-    return root if root is not None and (root / "exercises").is_dir() else None
+def course_root_of(invocation_dir: Path, paths: list[str]) -> Path | None:
+    """The course kit a pytest run is about: the kit of its first path in one, else the kit at or above where it runs.
+
+    The path wins: ``pytest /elsewhere/course/exercises/test_prng.py`` run
+    from inside another kit (a notebook's check cell, a kit's own tests)
+    checks against the kit that file belongs to.
+    """
+
+    def kit(folder: Path) -> Path | None:
+        root = find_root(folder)
+        return root if root is not None and (root / "exercises").is_dir() else None
+
+    for arg in paths:
+        path = Path(invocation_dir, str(arg).split("::")[0])
+        root = kit(path if path.is_dir() else path.parent) if path.exists() else None
+        if root is not None:
+            return root
+    return kit(Path(invocation_dir))
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Parser, args: list[str]) -> None:
     """The earliest hook of a plugin: the course's 8 CPU devices, before any conftest imports JAX."""
-    if course_root_of(early_config.invocation_params.dir, args) is not None:
+    paths = early_config.known_args_namespace.file_or_dir or []
+    if course_root_of(early_config.invocation_params.dir, paths) is not None:
         use_course_devices()
 
 
@@ -190,7 +201,11 @@ def pytest_runtest_call(item: pytest.Item):
     timed = CourseSession.function_of(item) is not None
     with CompileClock() if timed else contextlib.nullcontext() as clock:
         try:
-            return (yield)
+            result = yield
+            unjudged = len(recorded.misses()) - before
+            if unjudged and timed:  # passed, judged on fewer of its inputs than the course generates
+                session_of(item.config).partly_judged[item.name] = unjudged
+            return result
         except BaseException as exc:
             from hypothesis.errors import FailedHealthCheck, Unsatisfiable
 
@@ -273,6 +288,10 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
             terminalreporter.write_line(course.welcome.strip())
     for line in slow_compile_lines(course_session.slow_compiles):
         terminalreporter.write_line(f"slow: {line}")
+    for name, count in sorted(course_session.partly_judged.items()):
+        terminalreporter.write_line(
+            f"partly judged: {name} passed, but {count} of its generated inputs have no recorded answer in this release"
+        )
     if course_session.progress is not None and scores:
         local_progress.record_run(course.root, scores, profile="student", count_failures=True)
     path = course_session.settings.results_json

@@ -134,7 +134,9 @@ class Statics:
         return None
 
     def _find_optimizer(self, tx: Any, hints: list[float]) -> list | None:
-        """The optax optimizer ``tx`` behaves like, among ``optax.<name>(h)`` for the call's float arguments."""
+        """The optax optimizer ``tx`` behaves like: ``optax.<name>(h)`` for one of the call's float arguments
+        or the learning rate ``tx``'s first step implies (a state made elsewhere, e.g. ``train_step(state, batch)``),
+        accepted only when every step agrees bit for bit."""
         import jax
         import optax
 
@@ -153,7 +155,9 @@ class Statics:
         except Exception:  # noqa: BLE001 - not an optimizer we can describe
             return None
         for name in self.OPTIMIZERS:
-            for h in hints:
+            unit = steps(getattr(optax, name)(1.0))[0].ravel()[0]
+            implied = float(f"{got[0].ravel()[0] / unit:.6g}") if unit else None  # the rate its first step shows
+            for h in dict.fromkeys([*hints, *([implied] if implied else [])]):
                 want = steps(getattr(optax, name)(h))
                 if all(np.array_equal(a, b) for a, b in zip(got, want)):
                     return ["optimizer", name, h]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import sys
+from pathlib import Path
 
 PROFILES = ("student", "grading")
 
@@ -17,14 +18,17 @@ PROFILES = ("student", "grading")
 def record(course_dir: str, oracle_dir: str) -> int:
     import pytest
 
+    from autograder.core.imports import own_imports
+
     os.chdir(course_dir)
     os.environ.pop("CI", None)
     for profile in PROFILES:
         flags = ["--grading"] if profile == "grading" else []
-        code = pytest.main(
-            ["exercises/", "--solutions", "--record-oracle", oracle_dir, "-q", "-p", "no:randomly",
-             "-p", "no:cacheprovider", *flags]
-        )
+        with own_imports(Path(course_dir) / "exercises"):  # each profile's checks, imported under that profile
+            code = pytest.main(
+                ["exercises/", "--solutions", "--record-oracle", oracle_dir, "-q", "-p", "no:randomly",
+                 "-p", "no:cacheprovider", *flags]
+            )
         if code != 0:
             print(f"autograder release: the reference does not pass its own checks ({profile} profile)", file=sys.stderr)
             return 1
