@@ -3,8 +3,9 @@
 A small fixture class (a correct, a wrong, a crashing and an empty submission
 of ``at_updates``) is graded locally with ``--jobs 2`` and on a cluster of two
 single-threaded worker processes; the outputs must be the same bytes. Then
-a worker is SIGKILLed while it grades a submission: the scheduler reruns the
-task on another worker and the class's outputs are still the same bytes.
+the only worker of a cluster is SIGKILLed while it grades a submission: the
+scheduler reruns the task on the worker its nanny starts, which computes the
+course snapshot again, and the class's outputs are still the same bytes.
 """
 
 from __future__ import annotations
@@ -93,7 +94,18 @@ def _kill_a_worker_mid_submission(cluster, grading: subprocess.Popen) -> str:
     raise AssertionError("grading ended before a worker could be killed mid-submission")
 
 
-def test_a_worker_killed_mid_submission_costs_a_retry_not_a_row(cluster, small_class, local_out, tmp_path):
+@pytest.fixture
+def lone_worker():
+    """A cluster of one worker: killed, it takes every copy of what it held with it (the nanny starts a new one)."""
+    from distributed import LocalCluster
+
+    with LocalCluster(processes=True, n_workers=1, threads_per_worker=1, dashboard_address=None) as local_cluster:
+        yield local_cluster
+
+
+def test_a_worker_killed_mid_submission_costs_a_retry_not_a_row(lone_worker, small_class, local_out, tmp_path):
+    """The killed worker held the only copy of the course snapshot: it is computed again, not lost."""
+    cluster = lone_worker
     submissions, course = small_class
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     env.pop("CI", None)

@@ -1,8 +1,9 @@
 """``grade --cluster ADDRESS``: the class's submissions as tasks on an existing Dask scheduler.
 
 The instructor's side reads the course and the kit once (a
-:class:`~autograder.grading.sandbox.Snapshot`), ships it to every worker
-(``scatter(broadcast=True)``), and submits one task per student with the
+:class:`~autograder.grading.sandbox.Snapshot`), ships it to the cluster once
+as a task's result (workers fetch it from each other; a lost copy is
+computed again, which scattered data would not be), and submits one task per student with the
 student's files as read by :func:`~autograder.grading.grader.read_submission`.
 A worker grades with the very same :class:`~autograder.grading.grader.Grader`
 a local run uses (sandboxed children, limits, trusted verification, the
@@ -63,6 +64,11 @@ def _close_graders() -> None:
         _graders.clear()
 
 
+def _course_snapshot(snapshot: sandbox.Snapshot) -> sandbox.Snapshot:
+    """On a worker: the snapshot the task carries (a result the scheduler can compute again)."""
+    return snapshot
+
+
 def plan_task(snapshot: sandbox.Snapshot, options: Options) -> tuple[list[Check], list[str]]:
     """On a worker: the course's checks and the functions without a correctness check."""
     grader = _worker_grader(snapshot, options)
@@ -93,7 +99,9 @@ class ClusterGrader:
         self.options = replace(options, cache_dir=None, jobs=1)
         self.client = Client(address)
         snapshot = snapshot or sandbox.Snapshot.take(course.root)
-        self.snapshot = self.client.scatter(snapshot, broadcast=True, hash=False)
+        # A task's result, not scattered data: a worker that dies holding the only copy costs a recomputation
+        # (scattered data would be lost for good, and every task needing it cancelled).
+        self.snapshot = self.client.submit(_course_snapshot, snapshot, pure=False)
         plan = self.client.submit(plan_task, self.snapshot, self.options, pure=False)
         self.plan, self._unconfirmable = plan.result()
 
