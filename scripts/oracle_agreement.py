@@ -34,16 +34,22 @@ class Variant:
 
 
 def gallery(module: str) -> list[Variant]:
-    """Every variant of ``tests/test_module_<module>.py``, whatever shape its tables have."""
+    """Every variant of ``tests/test_module_<module>.py``, whatever shape its tables have.
+
+    Correct variants come from ``CORRECT`` (or ``CORRECT_VARIANTS``: a list of
+    rows, or ``{function: source(s)}``), wrong ones from ``WRONG``; a row is a
+    tuple or a ``pytest.param`` holding, in some order, labels, the function's
+    name and its source (the first multi-line string after the name).
+    """
     from support import with_function
 
     g = importlib.import_module(f"test_module_{module}")
     prelude = getattr(g, "IMPORTS", None) or getattr(g, "PRELUDE", None) or "import jax\n"
-    correct = g.CORRECT_VARIANTS
-    pairs = []
+    correct = getattr(g, "CORRECT", None) or g.CORRECT_VARIANTS
     if isinstance(correct, dict):
-        for fn, sources in correct.items():
-            pairs += [(fn, s) for s in (sources if isinstance(sources, (list, tuple)) else [sources])]
+        pairs = [(fn, s) for fn, sources in correct.items()
+                 for s in (sources if isinstance(sources, (list, tuple)) else [sources])]
+        pairs = [(fn, s if isinstance(s, str) else function_and_source(module, s)[1]) for fn, s in pairs]
     else:
         pairs = [function_and_source(module, entry) for entry in correct]
     wrong = [function_and_source(module, entry) for entry in g.WRONG]
@@ -52,13 +58,26 @@ def gallery(module: str) -> list[Variant]:
     ]
 
 
-def function_and_source(module: str, entry: tuple) -> tuple[str, str]:
-    """``(function, source)`` of a gallery row, whether or not it starts with a label (``("indexed-split", "two_normals", src)``)."""
+def _strings(entry) -> list[str]:
+    if hasattr(entry, "values") and hasattr(entry, "marks"):  # pytest.param(...)
+        entry = entry.values
+    if isinstance(entry, str):
+        return [entry]
+    if isinstance(entry, (tuple, list)):
+        return [s for x in entry for s in _strings(x)]
+    return []
+
+
+def function_and_source(module: str, entry) -> tuple[str, str]:
+    """``(function, source)`` of a gallery row (``("indexed-split", "two_normals", src, ...)``,
+    ``("mse", "label", src, ...)``, ``pytest.param("f", src, id=...)``)."""
     from autograder.core.course import load_course
 
     names = {fn.name for fn in load_course(ROOT).module(module).functions}
-    function = next(x for x in entry if isinstance(x, str) and x in names)
-    return function, entry[entry.index(function) + 1]
+    strings = _strings(entry)
+    at = next(i for i, x in enumerate(strings) if x in names)
+    source = next(x for x in strings[at + 1:] if "\n" in x)
+    return strings[at], source
 
 
 class Verdicts:

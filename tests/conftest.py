@@ -1,4 +1,9 @@
 import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
 
 # The kit's own runs stay hermetic: no student compilation cache unless a test asks for one.
 os.environ.setdefault("JAX_COURSE_CACHE_DIR", "")
@@ -14,3 +19,26 @@ from autograder.core import preload
 preload.import_all(preload.IN_PROCESS)
 
 pytest_plugins = ["pytester"]
+
+
+# The modules of the release the kit's tests build (plain arrays, loaders, train states, functions passed
+# as arguments, checkpoints the release cannot record): one build per session, shared by every test of a
+# released tree (tests/test_release.py, the GitHub Actions and Classroom 50 runs).
+RELEASED = ("at_updates", "vmap_linear", "training", "autodiff", "checkpointing")
+
+
+@pytest.fixture(scope="session")
+def release(tmp_path_factory) -> Path:
+    """A student release of this kit (RELEASED), built now, or the one AUTOGRADER_TEST_RELEASE names
+    (``autograder release OUT --only ...``, to rerun the tests quickly)."""
+    if os.environ.get("AUTOGRADER_TEST_RELEASE"):
+        return Path(os.environ["AUTOGRADER_TEST_RELEASE"]).resolve()
+    root = Path(__file__).resolve().parents[1]
+    out = tmp_path_factory.mktemp("release") / "course"
+    done = subprocess.run(
+        [sys.executable, "-m", "autograder", "release", str(out), "--course", str(root), "--only", ",".join(RELEASED)],
+        capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(root)},
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    print(done.stdout)
+    return out

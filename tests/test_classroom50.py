@@ -1,11 +1,10 @@
 """``autograder classroom50``: the public assignment folder and the ``result.json`` it writes.
 
-Until ``autograder release`` lands, the release is stood in for by the course's
-student-facing files (no ``solutions/``); to run the checks the test then puts
-the live reference next to the bundle's course copy, where the release's recorded
-oracle will be. Everything else is the real thing: ``autograder.py`` runs in a
-temporary student checkout with Classroom 50's environment variables, and every
-``result.json`` is validated against ``schemas/classroom50_result.schema.json``.
+The bundle is built from a real student release (the session's ``release``
+fixture, conftest.py): its checks answer from the recorded oracle. Everything
+is the real thing: ``autograder.py`` runs in a temporary student checkout with
+Classroom 50's environment variables, and every ``result.json`` is validated
+against ``schemas/classroom50_result.schema.json``.
 """
 
 from __future__ import annotations
@@ -33,18 +32,9 @@ RUNNER_ENV = {
 }
 
 
-def stand_in_release(dest: Path) -> Path:
-    shutil.copytree(ROOT / "exercises", dest / "exercises", ignore=shutil.ignore_patterns("__pycache__"))
-    shutil.copytree(ROOT / "autograder", dest / "autograder", ignore=shutil.ignore_patterns("__pycache__"))
-    shutil.copy(ROOT / "course.toml", dest / "course.toml")
-    return dest
-
-
 @pytest.fixture(scope="module")
-def bundle(tmp_path_factory) -> Path:
-    base = tmp_path_factory.mktemp("classroom50")
-    release = stand_in_release(base / "release")
-    out = base / "autograders" / MODULE
+def bundle(release, tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("classroom50") / "autograders" / MODULE
     cmd = [sys.executable, "-m", "autograder", "classroom50", str(out), "--slug", MODULE, "--only", MODULE,
            "--release", str(release), "--course", str(ROOT)]
     proc = subprocess.run(cmd, env=dict(os.environ, PYTHONPATH=str(ROOT)), capture_output=True, text=True, timeout=300)
@@ -60,11 +50,11 @@ def test_the_folder_is_small_and_holds_no_reference(bundle):
     print(f"\nClassroom 50 folder ({MODULE}, without the oracle): {size / 2**10:.0f} KiB")
 
 
-def test_a_release_with_solutions_is_refused(tmp_path):
-    release = stand_in_release(tmp_path / "release")
-    shutil.copytree(ROOT / "solutions", release / "solutions")
+def test_a_release_with_solutions_is_refused(release, tmp_path):
+    spoiled = shutil.copytree(release, tmp_path / "release")
+    shutil.copytree(ROOT / "solutions", spoiled / "solutions")
     with pytest.raises(ValueError, match="solutions"):
-        classroom50.build(release, tmp_path / "out", MODULE, COURSE, (MODULE,), "")
+        classroom50.build(spoiled, tmp_path / "out", MODULE, COURSE, (MODULE,), "")
 
 
 def test_partial_credit_survives_as_integers():
@@ -79,10 +69,9 @@ def test_partial_credit_survives_as_integers():
     assert row["score"] * 3 == row["max-score"] * 2 and row["score"] > 0
 
 
-def run_autograder(bundle: Path, checkout: Path, solved: bool) -> dict:
+def run_autograder(bundle: Path, checkout: Path) -> dict:
     """The runner's call: autograder.py from the bundle, in the student's checkout."""
-    if solved and not (bundle / "course" / "solutions").exists():
-        shutil.copytree(ROOT / "solutions", bundle / "course" / "solutions")  # stands in for the oracle (see above)
+    assert (bundle / "course" / "oracle" / f"{MODULE}.json").is_file() and not (bundle / "course" / "solutions").exists()
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "CI")}
     env.update(RUNNER_ENV, AUTOGRADER_PYTHON=sys.executable, CLASSROOM50_BUNDLE_DIR=str(bundle))
     proc = subprocess.run([sys.executable, str(bundle / "autograder.py")], cwd=checkout, env=env, capture_output=True, text=True, timeout=1800)
@@ -99,19 +88,19 @@ def checkout_with(tmp_path: Path, source: Path) -> Path:
 
 
 def test_the_stubs_score_zero(bundle, tmp_path):
-    result = run_autograder(bundle, checkout_with(tmp_path, ROOT / "exercises" / f"{MODULE}.py"), solved=True)
+    result = run_autograder(bundle, checkout_with(tmp_path, ROOT / "exercises" / f"{MODULE}.py"))
     assert result["score"] == 0 and result["max-score"] > 0
     assert [t["test-name"] for t in result["tests"]] == [fn.qualname for fn in COURSE.module(MODULE).functions]
     assert "not started" in (tmp_path / "student" / "release-body.md").read_text()
 
 
 def test_the_reference_scores_full_and_a_mixed_submission_in_between(bundle, tmp_path):
-    full = run_autograder(bundle, checkout_with(tmp_path / "ref", ROOT / "solutions" / f"{MODULE}.py"), solved=True)
+    full = run_autograder(bundle, checkout_with(tmp_path / "ref", ROOT / "solutions" / f"{MODULE}.py"))
     assert full["score"] == full["max-score"] and all(t["passed"] for t in full["tests"])
     broken = COURSE.module(MODULE).functions[0]
     mixed_source = tmp_path / "mixed.py"
     mixed_source.write_text((ROOT / "solutions" / f"{MODULE}.py").read_text() + f"\n\ndef {broken.name}(*args, **kwargs):\n    return args[0]\n")
-    mixed = run_autograder(bundle, checkout_with(tmp_path / "mixed", mixed_source), solved=True)
+    mixed = run_autograder(bundle, checkout_with(tmp_path / "mixed", mixed_source))
     rows = {t["test-name"]: t for t in mixed["tests"]}
     assert rows[broken.qualname]["score"] == 0 and not rows[broken.qualname]["passed"]
     assert 0 < mixed["score"] < mixed["max-score"]

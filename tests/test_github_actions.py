@@ -6,9 +6,8 @@ copy of a student tree; the ``uses:`` steps are what they stand for here: the
 checkout is the copy, the cached environment is the kit's own ``.venv`` (a cache
 hit), and the artifact is ``results.json`` where the upload step looks for it.
 
-Until ``autograder release`` lands, the tree is the course's student-facing part
-(stubs, checks, kit, ``course.toml``, ``scripts/setup.sh``, ``pyproject.toml``)
-with the live ``solutions/`` standing in for the recorded oracle.
+The tree is a real student release (the session's ``release`` fixture,
+conftest.py, with its workflow and recorded oracle and no ``solutions/``).
 """
 
 from __future__ import annotations
@@ -29,19 +28,21 @@ from autograder.core.course import load_course
 from autograder.platforms import github_actions
 from support import ROOT
 
-COURSE = load_course(ROOT)
+
+
+@pytest.fixture(scope="module")
+def course(release):
+    return load_course(release)
 NOTICE = re.compile(r"^::notice title=Autograding report::(\{.*\})$", re.M)
 
 
-def student_tree(dest: Path, solved: list[str]) -> Path:
-    for folder in ("exercises", "solutions", "autograder"):
-        shutil.copytree(ROOT / folder, dest / folder, ignore=shutil.ignore_patterns("__pycache__"))
-    for file in ("course.toml", "pyproject.toml", "scripts/setup.sh"):
-        (dest / file).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy(ROOT / file, dest / file)
+def student_tree(release: Path, dest: Path, solved: list[str]) -> Path:
+    """A student's clone of the release, with the modules ``solved`` filled in with the reference."""
+    shutil.copytree(release, dest, ignore=shutil.ignore_patterns("__pycache__", ".venv"))
+    assert (dest / ".github" / "workflows" / "grade.yml").read_text() == github_actions.WORKFLOW
+    assert not (dest / "solutions").exists()
     for module in solved:
         shutil.copy(ROOT / "solutions" / f"{module}.py", dest / "exercises" / f"{module}.py")
-    github_actions.write_workflow(dest)
     os.symlink(Path(sys.prefix), dest / ".venv")  # the cache hit: the pinned stack, already set up
     return dest
 
@@ -97,36 +98,51 @@ def test_the_workflow_passes_grading_explicitly_caches_and_uploads():
     assert "hashFiles('pyproject.toml', 'scripts/setup.sh')" in github_actions.WORKFLOW
     assert any(s.get("uses", "").startswith("actions/upload-artifact") and s.get("if") == "always()" for s in steps)
     actionlint = shutil.which("actionlint")
-    if actionlint:
+    if actionlint:  # where it can be installed (not from a package registry: see pyproject.toml)
         proc = subprocess.run([actionlint, "-"], input=github_actions.WORKFLOW, capture_output=True, text=True)
         assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
-def test_the_reference_gets_full_marks(tmp_path):
-    run = Run(student_tree(tmp_path / "repo", [m.name for m in COURSE.modules])).execute()
+def validate_workflow(path: Path) -> subprocess.CompletedProcess:
+    checker = Path(sys.executable).parent / "check-jsonschema"
+    return subprocess.run([str(checker), "--builtin-schema", "vendor.github-workflows", str(path)],
+                          capture_output=True, text=True)
+
+
+def test_the_workflow_validates_against_the_github_workflow_schema(tmp_path):
+    path = tmp_path / "grade.yml"
+    path.write_text(github_actions.WORKFLOW)
+    done = validate_workflow(path)
+    assert done.returncode == 0 and "validation done" in done.stdout, done.stdout + done.stderr
+    path.write_text(github_actions.WORKFLOW.replace("runs-on:", "runs_on:"))  # the validator does catch a typo
+    assert validate_workflow(path).returncode != 0
+
+
+def test_the_reference_gets_full_marks(release, course, tmp_path):
+    run = Run(student_tree(release, tmp_path / "repo", [m.name for m in course.modules])).execute()
     assert run.failed_step is None, run.log[-3000:]
-    assert run.notice == {"totalPoints": COURSE.points, "maxPoints": COURSE.points}
+    assert run.notice == {"totalPoints": course.points, "maxPoints": course.points}
     summary = run.summary.read_text()
-    assert f": {COURSE.points:g}/{COURSE.points:g} points" in summary
-    for fn in COURSE.functions:
+    assert f": {course.points:g}/{course.points:g} points" in summary
+    for fn in course.functions:
         assert re.search(rf"^\| {fn.qualname} \| {fn.points:g}/{fn.points:g} \| \d+/\d+ \| passed \|$", summary, re.M), fn.qualname
-    assert run.artifact is not None and json.loads(run.artifact.read_text())["score"] == COURSE.points
-    assert f"points={COURSE.points:g}\nmax-points={COURSE.points:g}" in run.outputs.read_text()
+    assert run.artifact is not None and json.loads(run.artifact.read_text())["score"] == course.points
+    assert f"points={course.points:g}\nmax-points={course.points:g}" in run.outputs.read_text()
     print(f"\nActions-style run (cached set-up, checks and report), reference: {run.seconds:.0f} s")
 
 
-def test_the_stubs_get_zero_all_not_started(tmp_path):
-    run = Run(student_tree(tmp_path / "repo", [])).execute()
+def test_the_stubs_get_zero_all_not_started(release, course, tmp_path):
+    run = Run(student_tree(release, tmp_path / "repo", [])).execute()
     assert run.failed_step is None, run.log[-3000:]
-    assert run.notice == {"totalPoints": 0, "maxPoints": COURSE.points}
+    assert run.notice == {"totalPoints": 0, "maxPoints": course.points}
     summary = run.summary.read_text()
-    for fn in COURSE.functions:
+    for fn in course.functions:
         assert re.search(rf"^\| {fn.qualname} \| 0/{fn.points:g} \| 0/\d+ \| not started \|$", summary, re.M), summary
 
 
-def test_a_mixed_submission_shows_its_failures_with_hints(tmp_path):
-    first = COURSE.modules[0]
-    tree = student_tree(tmp_path / "repo", [first.name])
+def test_a_mixed_submission_shows_its_failures_with_hints(release, course, tmp_path):
+    first = course.modules[0]
+    tree = student_tree(release, tmp_path / "repo", [first.name])
     broken = first.functions[0]
     source = (tree / "exercises" / f"{first.name}.py").read_text()
     source += f"\n\ndef {broken.name}(*args, **kwargs):\n    return args[0]\n"
@@ -134,7 +150,7 @@ def test_a_mixed_submission_shows_its_failures_with_hints(tmp_path):
     run = Run(tree).execute()
     assert run.failed_step is None, run.log[-3000:]
     expected = sum(fn.points for fn in first.functions if fn is not broken)
-    assert run.notice == {"totalPoints": expected, "maxPoints": COURSE.points}
+    assert run.notice == {"totalPoints": expected, "maxPoints": course.points}
     summary = run.summary.read_text()
     assert re.search(rf"^\| {broken.qualname} \| 0/{broken.points:g} \| \d+/\d+ \| failed \|$", summary, re.M), summary
     assert f"### {broken.qualname}" in summary and f"Hint: {broken.hint}" in summary
@@ -142,16 +158,16 @@ def test_a_mixed_submission_shows_its_failures_with_hints(tmp_path):
 
 
 @pytest.mark.parametrize("breakage", ["all checks deleted", "one module's checks deleted", "set-up broken"])
-def test_a_broken_run_is_red_and_says_why(tmp_path, breakage):
-    tree = student_tree(tmp_path / "repo", [])
+def test_a_broken_run_is_red_and_says_why(release, course, tmp_path, breakage):
+    tree = student_tree(release, tmp_path / "repo", [])
     cache_hit = True
     if breakage == "all checks deleted":
         for checks in (tree / "exercises").glob("test_*.py"):
             checks.unlink()
         why = "The checks did not run"
     elif breakage == "one module's checks deleted":
-        (tree / "exercises" / f"test_{COURSE.modules[-1].name}.py").unlink()
-        why = f"exercises/test_{COURSE.modules[-1].name}.py, which is missing"
+        (tree / "exercises" / f"test_{course.modules[-1].name}.py").unlink()
+        why = f"exercises/test_{course.modules[-1].name}.py, which is missing"
     else:
         setup = tree / "scripts" / "setup.sh"
         setup.write_text(setup.read_text().replace("set -euo pipefail", "set -euo pipefail\nno_such_command_in_setup"))

@@ -1,8 +1,7 @@
 """``autograder release OUT`` on the real course: nothing of the reference in OUT, and OUT grades like the kit.
 
-One release is built per session, of a representative subset of the course
-(:data:`RELEASED`: plain arrays, loaders, train states, functions passed as
-arguments, checkpoints the release cannot record). It records the
+One release is built per session (the ``release`` fixture of conftest.py), of
+a representative subset of the course (``conftest.RELEASED``). It records the
 reference's answers by running every check of those modules in both
 profiles. ``autograder release OUT`` releases the whole course and prints its
 build time, oracle size and what it could not record; point these tests at
@@ -26,23 +25,7 @@ from support import ROOT, SOLUTIONS, EXERCISES
 pytestmark = pytest.mark.timeout(3600)
 
 MODULES = [p.stem for p in sorted(SOLUTIONS.glob("*.py"))]
-RELEASED = ("at_updates", "vmap_linear", "training", "autodiff", "checkpointing")
 ORACLE_LIMIT = 10 * 2**20
-
-
-@pytest.fixture(scope="session")
-def release(tmp_path_factory) -> Path:
-    """A release of this kit, built now (or the one AUTOGRADER_TEST_RELEASE names, to rerun these tests quickly)."""
-    if os.environ.get("AUTOGRADER_TEST_RELEASE"):
-        return Path(os.environ["AUTOGRADER_TEST_RELEASE"]).resolve()
-    out = tmp_path_factory.mktemp("release") / "course"
-    done = subprocess.run(
-        [sys.executable, "-m", "autograder", "release", str(out), "--course", str(ROOT), "--only", ",".join(RELEASED)],
-        capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)},
-    )
-    assert done.returncode == 0, done.stdout + done.stderr
-    print(done.stdout)
-    return out
 
 
 def released_files(out: Path) -> list[Path]:
