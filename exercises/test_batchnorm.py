@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 from flax.training import train_state
 
+from autograder.checks import loops
 from autograder.checks import purity
 from autograder.checks import structure
 from autograder.checks import tracing
@@ -255,7 +256,7 @@ def test_train_step_bn_is_jitted(student):
 def test_train_step_bn_does_not_retrace(student, scenario):
     """A training loop: each step is given the state the previous one returned, from an unseen step number."""
     steps = full_batch_steps(scenario)
-    tracing.assert_chained_steps_do_not_retrace(
+    loops.assert_chained_steps_do_not_retrace(
         student.train_step_bn, unseen_step(steps[0].state, 0), [s.batch for s in steps], name="train_step_bn"
     )
 
@@ -298,7 +299,7 @@ def test_eval_step_bn_is_jitted(student):
 def test_eval_step_bn_does_not_retrace(student, reference, scenario, test_batches):
     """Evaluation inside a training loop: the state of each call is the reference's next training step."""
     steps = full_batch_steps(scenario)
-    tracing.assert_chained_steps_do_not_retrace(
+    loops.assert_chained_steps_do_not_retrace(
         student.eval_step_bn,
         unseen_step(steps[0].state, 1),
         [test_batches[0]],

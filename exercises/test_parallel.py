@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
+from autograder.checks import loops
 from autograder.checks import purity
 from autograder.checks import tracing
 from autograder.checks import values
@@ -189,7 +190,7 @@ def test_all_device_mean_result_lives_on_n_devices(student):
 
 
 def test_all_device_mean_does_not_retrace(student):
-    tracing.assert_no_retrace_in_loop(
+    loops.assert_no_retrace_when_fed_back(
         student.all_device_mean, (slices(COURSE_CPU_DEVICES, 0),), lambda out, i: (out * 0.5 + i,),
         name="all_device_mean",
     )
@@ -287,7 +288,7 @@ def pmap_loop(student, new_learning_rate):
         (_, xs, ys), _ = pmap_inputs(n, 10 + i)
         return (out[0], xs, ys, 0.1 * (i + 1) if new_learning_rate else 0.1)
 
-    tracing.assert_no_retrace_in_loop(student.pmap_sgd_step, (*first, 0.1), next_args, name="pmap_sgd_step")
+    loops.assert_no_retrace_when_fed_back(student.pmap_sgd_step, (*first, 0.1), next_args, name="pmap_sgd_step")
 
 
 def test_pmap_sgd_step_does_not_retrace(student):
@@ -431,7 +432,7 @@ def test_sharded_sgd_step_new_learning_rate_does_not_retrace(student, reference,
         (_, x, y), _ = sharded_inputs(reference, mesh, 20 + i)
         return (out[0], x, y, 0.1 * (i + 1))
 
-    tracing.assert_no_retrace_in_loop(student.sharded_sgd_step, (*first, 0.1), next_args, name="sharded_sgd_step")
+    loops.assert_no_retrace_when_fed_back(student.sharded_sgd_step, (*first, 0.1), next_args, name="sharded_sgd_step")
 
 
 def test_sharded_sgd_step_is_pure(student, reference, mesh):

@@ -19,6 +19,7 @@ from flax.training import train_state
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from autograder.checks import loops
 from autograder.checks import purity
 from autograder.checks import structure
 from autograder.checks import tracing
@@ -344,7 +345,7 @@ def test_train_step_does_not_retrace(student, reference, scenario):
     other check used (a step number passed as a static argument retraces for every new value)."""
     steps = full_batch_steps(scenario)
     with reference_helpers(student, reference, "calculate_loss_acc"):
-        tracing.assert_chained_steps_do_not_retrace(
+        loops.assert_chained_steps_do_not_retrace(
             student.train_step, unseen_step(steps[0].state, 0), [s.batch for s in steps], name="train_step"
         )
 
@@ -391,7 +392,7 @@ def test_eval_step_does_not_retrace(student, reference, scenario, test_batches):
     """Evaluation inside a training loop: the state of each call is the reference's next training step."""
     steps = full_batch_steps(scenario)
     with reference_helpers(student, reference, "calculate_loss_acc"):
-        tracing.assert_chained_steps_do_not_retrace(
+        loops.assert_chained_steps_do_not_retrace(
             student.eval_step,
             unseen_step(steps[0].state, 1),
             [test_batches[0]],

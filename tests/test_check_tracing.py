@@ -10,13 +10,9 @@ import pytest
 from flax.training import train_state
 
 from autograder.core.failures import CheckFailure
-from autograder.checks.tracing import (
-    TraceCounter,
-    assert_chained_steps_do_not_retrace,
-    assert_is_jitted,
-    assert_no_retrace,
-    assert_no_retrace_in_loop,
-)
+from autograder.checks.loops import assert_chained_steps_do_not_retrace
+from autograder.checks.loops import assert_no_retrace_when_fed_back
+from autograder.checks.tracing import TraceCounter, assert_is_jitted, assert_no_retrace
 
 
 def vectors(i):
@@ -117,7 +113,7 @@ def test_is_jitted_accepts_decorated_and_partial_jit_and_rejects_plain_functions
         assert_is_jitted(train_step)
 
 
-# assert_no_retrace_in_loop: outputs fed back, as in a training loop ------------
+# assert_no_retrace_when_fed_back: outputs fed back, as in a training loop ------------
 
 @functools.partial(jax.pmap, axis_name="d", in_axes=(0, None))
 def _pmapped_scale(x, lr):
@@ -129,14 +125,14 @@ def test_a_loop_passes_when_fresh_inputs_and_fed_back_outputs_each_trace_once():
     cover both, and a new traced learning rate on every call traces nothing."""
     n = jax.local_device_count()
     first = (np.ones((n, 3), np.float32), 0.5)
-    assert_no_retrace_in_loop(_pmapped_scale, first, lambda out, i: (out, 0.5 + i))
+    assert_no_retrace_when_fed_back(_pmapped_scale, first, lambda out, i: (out, 0.5 + i))
 
 
 def test_a_loop_with_a_static_learning_rate_is_caught_with_the_value():
     scale = jax.pmap(lambda x, lr: x * lr, in_axes=(0, None), static_broadcasted_argnums=1)
     n = jax.local_device_count()
     with pytest.raises(CheckFailure, match=r"traced 3 and compiled 3 more time\(s\) in 3 calls"):
-        assert_no_retrace_in_loop(scale, (np.ones((n, 3), np.float32), 0.5), lambda out, i: (out, 0.5 + i))
+        assert_no_retrace_when_fed_back(scale, (np.ones((n, 3), np.float32), 0.5), lambda out, i: (out, 0.5 + i))
 
 
 def test_a_loop_feeds_each_result_into_the_next_call():
@@ -146,7 +142,7 @@ def test_a_loop_feeds_each_result_into_the_next_call():
         seen.append(float(x))
         return x + 1
 
-    assert_no_retrace_in_loop(f, (0.0,), lambda out, i: (out * 10,), warmup=2, calls=2)
+    assert_no_retrace_when_fed_back(f, (0.0,), lambda out, i: (out * 10,), warmup=2, calls=2)
     assert seen[:4] == [0.0, 10.0, 110.0, 1110.0]
 
 
