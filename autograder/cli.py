@@ -157,63 +157,62 @@ def _course_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--course", type=Path, metavar="DIR", help="the course folder (default: found from here)")
 
 
+def _student_verb(subparsers, name: str, help: str, description: str, run, *arguments: tuple) -> argparse.ArgumentParser:
+    """A student's verb: its own arguments (``(flags, options)`` pairs), ``--course``, and ``run(course, args)``
+    on the course found from here (its files are not validated: a student's file may not import)."""
+    parser = subparsers.add_parser(name, help=help, description=description)
+    for flags, options in arguments:
+        parser.add_argument(*flags, **options)
+    _course_option(parser)
+    parser.set_defaults(handler=lambda args: run(_course(args.course, verify_files=False), args))
+    return parser
+
+
 def add_watch(subparsers) -> argparse.ArgumentParser:
     from autograder.student import commands
 
-    parser = subparsers.add_parser(
-        "watch",
-        help="re-run a module's checks every time you save a file in exercises/",
-        description="Check MODULE (default: the first one not done) and again after every save in exercises/; "
+    return _student_verb(
+        subparsers, "watch", "re-run a module's checks every time you save a file in exercises/",
+        "Check MODULE (default: the first one not done) and again after every save in exercises/; "
         "saving another module's file switches to it. Ctrl-C to quit.",
+        lambda course, args: commands.watch(course, args.module),
+        (("module",), dict(nargs="?", metavar="MODULE")),
     )
-    parser.add_argument("module", nargs="?", metavar="MODULE")
-    _course_option(parser)
-    parser.set_defaults(handler=lambda args: commands.watch(_course(args.course, verify_files=False), args.module))
-    return parser
 
 
 def add_status(subparsers) -> argparse.ArgumentParser:
     from autograder.student import commands
 
-    parser = subparsers.add_parser(
-        "status",
-        help="the whole course in one table: done, started, not started, points, what to do next",
-        description="By default from your last local runs; --run checks every module now (grading profile).",
+    return _student_verb(
+        subparsers, "status", "the whole course in one table: done, started, not started, points, what to do next",
+        "By default from your last local runs; --run checks every module now (grading profile).",
+        lambda course, args: commands.status(course, args.run),
+        (("--run",), dict(action="store_true", help="run every module's checks now (takes minutes)")),
     )
-    parser.add_argument("--run", action="store_true", help="run every module's checks now (takes minutes)")
-    _course_option(parser)
-    parser.set_defaults(handler=lambda args: commands.status(_course(args.course, verify_files=False), args.run))
-    return parser
 
 
 def add_hint(subparsers) -> argparse.ArgumentParser:
     from autograder.student import commands
 
-    parser = subparsers.add_parser(
-        "hint",
-        help="show a function's hint; --reveal shows the direct one",
-        description="FUNCTION is a function name (or MODULE.FUNCTION).",
+    return _student_verb(
+        subparsers, "hint", "show a function's hint; --reveal shows the direct one",
+        "FUNCTION is a function name (or MODULE.FUNCTION).",
+        lambda course, args: commands.hint(course, args.function, args.reveal),
+        (("function",), dict(metavar="FUNCTION")),
+        (("--reveal",), dict(action="store_true", help="also show the direct hint (failed checks show it from now on)")),
     )
-    parser.add_argument("function", metavar="FUNCTION")
-    parser.add_argument("--reveal", action="store_true", help="also show the direct hint (failed checks show it from now on)")
-    _course_option(parser)
-    parser.set_defaults(handler=lambda args: commands.hint(_course(args.course, verify_files=False), args.function, args.reveal))
-    return parser
 
 
 def add_reset(subparsers) -> argparse.ArgumentParser:
     from autograder.student import commands
 
-    parser = subparsers.add_parser(
-        "reset",
-        help="put a module's (or one function's) stub back as released, keeping a backup of yours",
-        description="Your current file is first copied to .autograder/backups/<module>.py.<timestamp>.",
+    return _student_verb(
+        subparsers, "reset", "put a module's (or one function's) stub back as released, keeping a backup of yours",
+        "Your current file is first copied to .autograder/backups/<module>.py.<timestamp>.",
+        lambda course, args: commands.reset_stub(course, args.target, args.yes),
+        (("target",), dict(metavar="MODULE[.FUNCTION]")),
+        (("--yes",), dict(action="store_true", help="do not ask")),
     )
-    parser.add_argument("target", metavar="MODULE[.FUNCTION]")
-    parser.add_argument("--yes", action="store_true", help="do not ask")
-    _course_option(parser)
-    parser.set_defaults(handler=lambda args: commands.reset_stub(_course(args.course, verify_files=False), args.target, args.yes))
-    return parser
 
 
 def add_release(subparsers) -> argparse.ArgumentParser:
