@@ -10,6 +10,12 @@ from support import ROOT
 MODULE = "at_updates"
 
 
+@pytest.fixture(autouse=True)
+def a_students_machine(monkeypatch):
+    """What a student sees: no CI variable (on CI the plugin grades, and keeps no local progress)."""
+    monkeypatch.delenv("CI", raising=False)
+
+
 @pytest.fixture
 def course_copy(tmp_path) -> Path:
     """A student's checkout: course.toml, exercises/ and solutions/ for at_updates only."""

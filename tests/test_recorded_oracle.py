@@ -107,8 +107,18 @@ def test_an_unrecorded_input_is_skipped_not_judged():
 
 def test_a_state_whose_optimizer_is_not_described_cannot_be_looked_up():
     s = statics()
-    state = a_train_state(s).replace(tx=optax.adam(0.01))  # never recorded with its learning rate
+    state = a_train_state(s).replace(tx=optax.sgd(0.1, momentum=0.9))  # no recipe makes these steps
     assert "GradientTransformation" in plain_data.unknown_parts("f", (state,), {}, s)
+
+
+@pytest.mark.parametrize("name, rate", [("sgd", 0.3), ("adam", 0.01), ("adamw", 3e-4)])
+def test_a_state_made_elsewhere_names_its_optimizer_by_the_rate_its_steps_imply(name, rate):
+    """``train_step(state, batch)`` has no float argument to suggest the rate: the first step implies it,
+    and every step must agree bit for bit."""
+    s = statics()
+    state = a_train_state(s).replace(tx=getattr(optax, name)(rate))
+    assert plain_data.unknown_parts("f", (state,), {}, s) is None
+    assert s.recipe(state.tx) == ["optimizer", name, rate]
 
 
 def test_nothing_is_pickled(tmp_path):
