@@ -118,26 +118,45 @@ def test_the_workflow_validates_against_the_github_workflow_schema(tmp_path):
     assert validate_workflow(path).returncode != 0
 
 
+def judged(course, unjudged: dict) -> float:
+    return course.points - sum(fn.points for fn in course.functions if fn.qualname in unjudged)
+
+
+# What the release cannot answer: every check of these skips (file paths and checkpoint managers).
+UNJUDGED = {"checkpointing.restore_checkpoint", "checkpointing.save_to_manager", "checkpointing.restore_latest"}
+
+
 def test_the_reference_gets_full_marks(release, course, tmp_path):
+    """Full marks of what the release can judge; what it cannot is named, warned about, and not counted."""
     run = Run(student_tree(release, tmp_path / "repo", [m.name for m in course.modules])).execute()
     assert run.failed_step is None, run.log[-3000:]
-    assert run.notice == {"totalPoints": course.points, "maxPoints": course.points}
+    results = json.loads(run.artifact.read_text())
+    unjudged = github_actions.not_judged(course, results)
+    assert set(unjudged) == UNJUDGED and all("not judged" in why for why in unjudged.values()), unjudged
+    full = judged(course, unjudged)
+    assert full < course.points and results["score"] == full
+    assert run.notice == {"totalPoints": full, "maxPoints": full}
+    assert "::warning title=Not judged here::checkpointing.restore_checkpoint" in run.log
     summary = run.summary.read_text()
-    assert f": {course.points:g}/{course.points:g} points" in summary
+    assert f": {full:g}/{full:g} points" in summary
     for fn in course.functions:
-        assert re.search(rf"^\| {fn.qualname} \| {fn.points:g}/{fn.points:g} \| \d+/\d+ \| passed \|$", summary, re.M), fn.qualname
-    assert run.artifact is not None and json.loads(run.artifact.read_text())["score"] == course.points
-    assert f"points={course.points:g}\nmax-points={course.points:g}" in run.outputs.read_text()
+        status = "passed" if fn.qualname not in unjudged else r"not judged here \(the release cannot answer its checks\)"
+        earned = fn.points if fn.qualname not in unjudged else 0
+        assert re.search(rf"^\| {fn.qualname} \| {earned:g}/{fn.points:g} \| [^|]+ \| {status} \|$", summary, re.M), fn.qualname
+    assert f"points={full:g}\nmax-points={full:g}" in run.outputs.read_text()
     print(f"\nActions-style run (cached set-up, checks and report), reference: {run.seconds:.0f} s")
 
 
 def test_the_stubs_get_zero_all_not_started(release, course, tmp_path):
     run = Run(student_tree(release, tmp_path / "repo", [])).execute()
     assert run.failed_step is None, run.log[-3000:]
-    assert run.notice == {"totalPoints": 0, "maxPoints": course.points}
+    unjudged = github_actions.not_judged(course, json.loads(run.artifact.read_text()))
+    assert set(unjudged) <= UNJUDGED
+    assert run.notice == {"totalPoints": 0, "maxPoints": judged(course, unjudged)}
     summary = run.summary.read_text()
     for fn in course.functions:
-        assert re.search(rf"^\| {fn.qualname} \| 0/{fn.points:g} \| 0/\d+ \| not started \|$", summary, re.M), summary
+        if fn.qualname not in unjudged:
+            assert re.search(rf"^\| {fn.qualname} \| 0/{fn.points:g} \| 0/\d+ \| not started \|$", summary, re.M), summary
 
 
 def test_a_mixed_submission_shows_its_failures_with_hints(release, course, tmp_path):
@@ -150,7 +169,8 @@ def test_a_mixed_submission_shows_its_failures_with_hints(release, course, tmp_p
     run = Run(tree).execute()
     assert run.failed_step is None, run.log[-3000:]
     expected = sum(fn.points for fn in first.functions if fn is not broken)
-    assert run.notice == {"totalPoints": expected, "maxPoints": course.points}
+    unjudged = github_actions.not_judged(course, json.loads(run.artifact.read_text()))
+    assert run.notice == {"totalPoints": expected, "maxPoints": judged(course, unjudged)}
     summary = run.summary.read_text()
     assert re.search(rf"^\| {broken.qualname} \| 0/{broken.points:g} \| \d+/\d+ \| failed \|$", summary, re.M), summary
     assert f"### {broken.qualname}" in summary and f"Hint: {broken.hint}" in summary

@@ -101,13 +101,16 @@ def _cell(text: str) -> str:
 def summary(course: Course, results: dict) -> str:
     """The job summary: one row per function, then what failed, with the hint."""
     functions = {(f["module"], f["function"]): f for f in results.get("functions", [])}
-    lines = [f"## {course.title}: {_points(results['score'])}/{_points(course.points)} points", ""]
+    unjudged = not_judged(course, results)
+    judged_points = course.points - sum(fn.points for fn in course.functions if fn.qualname in unjudged)
+    lines = [f"## {course.title}: {_points(results['score'])}/{_points(judged_points)} points", ""]
     lines += ["| function | points | checks | status |", "|---|---|---|---|"]
     failing = []
     for fn in course.functions:
         row = functions.get((fn.module, fn.name))
         if row is None:
-            lines.append(f"| {fn.qualname} | 0/{_points(fn.points)} | — | checks missing |")
+            why = "not judged here (the release cannot answer its checks)" if fn.qualname in unjudged else "checks missing"
+            lines.append(f"| {fn.qualname} | 0/{_points(fn.points)} | — | {why} |")
             continue
         status = row["status"].replace("_", " ")
         lines.append(f"| {fn.qualname} | {_points(row['points'])}/{_points(fn.points)} | {row['passed']}/{row['total']} | {status} |")
@@ -124,7 +127,17 @@ def summary(course: Course, results: dict) -> str:
 def missing_functions(course: Course, results: dict) -> list[str]:
     """Functions of ``course.toml`` without any check in the results (their checks were deleted)."""
     seen = {(f["module"], f["function"]) for f in results.get("functions", [])}
-    return [fn.qualname for fn in course.functions if (fn.module, fn.name) not in seen]
+    skipped = not_judged(course, results)
+    return [fn.qualname for fn in course.functions if (fn.module, fn.name) not in seen and fn.qualname not in skipped]
+
+
+def not_judged(course: Course, results: dict) -> dict[str, str]:
+    """Functions whose every check was skipped, with the reason: a student release cannot answer them
+    (``autograder release`` lists them); the instructor's grading judges them."""
+    seen = {(f["module"], f["function"]) for f in results.get("functions", [])}
+    skipped = results.get("skipped", {})
+    return {fn.qualname: skipped[fn.qualname] for fn in course.functions
+            if (fn.module, fn.name) not in seen and fn.qualname in skipped}
 
 
 def report(course: Course, results_path: Path, env: dict[str, str]) -> int:
@@ -135,7 +148,12 @@ def report(course: Course, results_path: Path, env: dict[str, str]) -> int:
         print(f"::error title=No results::{results_path} was not written ({err}): the checks did not run")
         return 1
     _append(env.get("GITHUB_STEP_SUMMARY"), summary(course, results))
-    total, maximum = round(results["score"], 2), course.points
+    unjudged = not_judged(course, results)
+    total = round(results["score"], 2)
+    maximum = course.points - sum(fn.points for fn in course.functions if fn.qualname in unjudged)
+    if unjudged:
+        print(f"::warning title=Not judged here::{', '.join(unjudged)}: this release cannot answer their checks "
+              "(they skip); the instructor's grading judges them")
     print("::notice title=Autograding report::" + json.dumps({"totalPoints": total, "maxPoints": maximum}, separators=(",", ":")))
     _append(env.get("GITHUB_OUTPUT"), f"points={_points(total)}\nmax-points={_points(maximum)}\n")
     missing = missing_functions(course, results)

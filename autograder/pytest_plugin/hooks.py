@@ -229,6 +229,9 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     outcome = yield
     rep: pytest.TestReport = outcome.get_result()
     fn = CourseSession.function_of(item)
+    if fn is not None and rep.skipped:
+        reason = rep.longrepr[2] if isinstance(rep.longrepr, tuple) else str(rep.longrepr)
+        session_of(item.config).skipped.setdefault(fn.qualname, reason.removeprefix("Skipped: "))
     if fn is None or rep.skipped or (rep.when != "call" and rep.passed):
         return
     course_session = session_of(item.config)
@@ -296,5 +299,8 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
         local_progress.record_run(course.root, scores, profile="student", count_failures=True)
     path = course_session.settings.results_json
     if path:
-        payload = {**results_payload(scores, outcomes), "slow_compiles": course_session.slow_compiles}
+        payload = {
+            **results_payload(scores, outcomes), "slow_compiles": course_session.slow_compiles,
+            "skipped": course_session.skipped,
+        }
         path.write_text(json.dumps(payload, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")

@@ -82,6 +82,8 @@ class CourseSession:
     slow_compiles: dict[str, float] = field(default_factory=dict)  # check name -> seconds spent compiling
     # check name -> inputs a release's recorded oracle could not answer while the check passed
     partly_judged: dict[str, int] = field(default_factory=dict)
+    # "module.function" -> why one of its checks was skipped (a release that cannot answer it)
+    skipped: dict[str, str] = field(default_factory=dict)
     record_into: Path | None = None  # `--record-oracle DIR` (autograder release)
     _students: dict[str, ModuleType | Unimportable] = field(default_factory=dict)
     _stubs: dict[str, frozenset[str]] = field(default_factory=dict)
