@@ -49,7 +49,6 @@ def gallery(module: str) -> list[Variant]:
     if isinstance(correct, dict):
         pairs = [(fn, s) for fn, sources in correct.items()
                  for s in (sources if isinstance(sources, (list, tuple)) else [sources])]
-        pairs = [(fn, s if isinstance(s, str) else function_and_source(module, s)[1]) for fn, s in pairs]
     else:
         pairs = [function_and_source(module, entry) for entry in correct]
     wrong = [function_and_source(module, entry) for entry in g.WRONG]

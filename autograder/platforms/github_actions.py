@@ -102,8 +102,7 @@ def summary(course: Course, results: dict) -> str:
     """The job summary: one row per function, then what failed, with the hint."""
     functions = {(f["module"], f["function"]): f for f in results.get("functions", [])}
     unjudged = not_judged(course, results)
-    judged_points = course.points - sum(fn.points for fn in course.functions if fn.qualname in unjudged)
-    lines = [f"## {course.title}: {_points(results['score'])}/{_points(judged_points)} points", ""]
+    lines = [f"## {course.title}: {_points(results['score'])}/{_points(judged_points(course, unjudged))} points", ""]
     lines += ["| function | points | checks | status |", "|---|---|---|---|"]
     failing = []
     for fn in course.functions:
@@ -140,6 +139,11 @@ def not_judged(course: Course, results: dict) -> dict[str, str]:
             if (fn.module, fn.name) not in seen and fn.qualname in skipped}
 
 
+def judged_points(course: Course, unjudged: dict[str, str]) -> float:
+    """The practice maximum: the course's points less those of the functions this release cannot judge."""
+    return course.points - sum(fn.points for fn in course.functions if fn.qualname in unjudged)
+
+
 def report(course: Course, results_path: Path, env: dict[str, str]) -> int:
     """Write the summary, the notice and the outputs; 1 (a red run) when the checks did not all run."""
     try:
@@ -149,8 +153,7 @@ def report(course: Course, results_path: Path, env: dict[str, str]) -> int:
         return 1
     _append(env.get("GITHUB_STEP_SUMMARY"), summary(course, results))
     unjudged = not_judged(course, results)
-    total = round(results["score"], 2)
-    maximum = course.points - sum(fn.points for fn in course.functions if fn.qualname in unjudged)
+    total, maximum = round(results["score"], 2), judged_points(course, unjudged)
     if unjudged:
         print(f"::warning title=Not judged here::{', '.join(unjudged)}: this release cannot answer their checks "
               "(they skip); the instructor's grading judges them")
