@@ -63,11 +63,12 @@ def breakdown(course, folder: Path, modules: list[str], args) -> None:
     start = time.monotonic()
     options = grading.Options(tuple(modules), course.grading.timeout_per_function, course.grading.memory_limit_mb,
                               args.jobs, zygote=not args.no_zygote)
-    grader = grading.Grader(course, options)
+    students = grading.find_students(folder)
+    grader = grading.Grader(course, options, workers=len(students))
     setup = time.monotonic() - start
     try:
         start = time.monotonic()
-        results = grader.grade_class(grading.find_students(folder))
+        results = grader.grade_class(students)
         seconds = time.monotonic() - start
     finally:
         grader.close()

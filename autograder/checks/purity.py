@@ -119,7 +119,9 @@ def _torch_rng():
     torch = sys.modules.get("torch")
     if torch is None:
         return None
-    return (torch.get_rng_state, torch.set_rng_state, torch.manual_seed)
+    # The CPU generator only: ``torch.manual_seed`` also queues a seeding of every accelerator backend
+    # (recording a formatted stack each time), which made this check several times slower on a CPU machine.
+    return (torch.get_rng_state, torch.set_rng_state, torch.default_generator.manual_seed)
 
 
 @contextlib.contextmanager

@@ -74,7 +74,7 @@ def grade(
 
                 grader = ClusterGrader(course, options, cluster, stop, snapshot=snapshot)
             else:
-                grader = Grader(course, options, stop, snapshot=snapshot)
+                grader = Grader(course, options, stop, snapshot=snapshot, workers=len(students) - len(finished))
             weak = grader.unconfirmable_functions()
             if weak:
                 print(

@@ -210,7 +210,7 @@ def run(cfg: dict) -> None:
     args = [str(course_root / "exercises" / f"test_{m}.py") for m in request.modules]
     args += [
         "--submission", request.submission,
-        "--grading", "-q", "--tb=no", "-p", "no:cacheprovider", "--import-mode=importlib",
+        "--grading", "-q", "--tb=no", "-p", "no:cacheprovider", "-p", "no:unraisableexception", "--import-mode=importlib",
         "--rootdir", str(course_root), "-c", str(course_root / "pytest.ini"),
     ]
     emit = reporter.emit  # bound before any student code runs

@@ -80,8 +80,10 @@ class Grader:
 
     def __init__(
         self, course: Course, options: Options, stop: threading.Event | None = None,
-        snapshot: sandbox.Snapshot | None = None,
+        snapshot: sandbox.Snapshot | None = None, workers: int = 0,
     ):
+        """``workers``: how many worker threads will grade (at most ``options.jobs``); their pre-imported
+        processes start now, so they import the libraries while the trusted side lists the checks."""
         self.course = course
         self.options = options
         self.stop = stop if stop is not None else threading.Event()
@@ -90,6 +92,7 @@ class Grader:
         self._scratch: set[Path] = set()
         self._local = threading.local()
         self._zygotes: list[tuple[sandbox.Zygote, Path]] = []
+        self._spare: dict[str, list[sandbox.Zygote]] = {"zygote": [], "trusted_zygote": []}
         try:
             self.snapshot = snapshot or sandbox.Snapshot.take(course.root)
             self._own_cache = options.cache_dir is None
@@ -102,7 +105,16 @@ class Grader:
             # The trusted side has its own compilation cache, whose path no student process is given.
             self.trusted_cache_dir = self._scratch_dir()
             self.trusted_env = sandbox.child_env(_cache_env(self.trusted_cache_dir))
+            workers = min(max(0, workers), self.options.jobs) if self.options.zygote else 0
+            for _ in range(workers):
+                self._spare["zygote"].append(self._new_zygote("zygote"))
             self.plan = self._plan()
+            if workers:
+                # The planning thread is done with its trusted zygote: the first worker takes it over.
+                self._spare["trusted_zygote"].append(self._local.trusted_zygote)
+                del self._local.trusted_zygote
+                for _ in range(workers - 1):
+                    self._spare["trusted_zygote"].append(self._new_zygote("trusted_zygote"))
         except BaseException:
             self.close()
             raise
@@ -125,7 +137,7 @@ class Grader:
         """How this worker thread starts a grading child: its zygote, or a fresh interpreter."""
         if not self.options.zygote:
             return sandbox.start_direct(CHILD, kit, self.env, self.options.memory_mb, self.lifeline.fd, self.run_as)
-        return self._zygote("zygote", self.env, self.options.memory_mb).start
+        return self._zygote("zygote").start
 
     def close(self) -> None:
         """End every zygote and remove every scratch folder (also after an interruption)."""
@@ -150,7 +162,7 @@ class Grader:
             cfg = replace(
                 request, course_root=str(course_root), modules=list(self.options.modules), out=str(out), kit=str(kit)
             ).to_wire()
-            zygote = self._zygote("trusted_zygote", self.trusted_env, None) if self.options.zygote else None
+            zygote = self._zygote("trusted_zygote") if self.options.zygote else None
             if zygote is not None:
                 sandbox.run_to_end(zygote, work, cfg, scratch / "stderr.txt", timeout)
             else:
@@ -165,22 +177,34 @@ class Grader:
         finally:
             self._remove(scratch)
 
-    def _zygote(self, slot: str, env: dict[str, str], memory_mb: int | None) -> sandbox.Zygote:
-        """This worker thread's zygote for ``slot`` (started on first use, restarted if it died)."""
+    def _zygote(self, slot: str) -> sandbox.Zygote:
+        """This worker thread's zygote for ``slot`` ("zygote" or "trusted_zygote"): a spare one started
+        ahead, else a new one; restarted if it died."""
         zygote = getattr(self._local, slot, None)
         if zygote is None or not zygote.alive():
-            scratch = self._scratch_dir()
-            _, kit = self.snapshot.materialize(scratch, solutions=False)
-            run_as = self.run_as if slot == "zygote" else None  # the trusted zygote stays with the caller
-            if run_as:
-                run_as.give(scratch)
-            zygote = sandbox.Zygote(kit, scratch, env, memory_mb, self.lifeline.fd, self.stop, run_as)
-            setattr(self._local, slot, zygote)
             with self._lock:
-                self._zygotes.append((zygote, scratch))
-                if self.stop.is_set():  # close() may have run while this one started
-                    zygote.close()
-                    raise sandbox.Interrupted()
+                zygote = self._spare[slot].pop() if self._spare[slot] else None
+            if zygote is None or not zygote.alive():
+                zygote = self._new_zygote(slot)
+            setattr(self._local, slot, zygote)
+        return zygote
+
+    def _new_zygote(self, slot: str) -> sandbox.Zygote:
+        """Start a zygote for ``slot`` (without waiting for its imports). It dies with the thread that started
+        it, so spares are started by the thread that owns the grader."""
+        trusted = slot == "trusted_zygote"
+        scratch = self._scratch_dir()
+        _, kit = self.snapshot.materialize(scratch, solutions=False)
+        run_as = None if trusted else self.run_as  # the trusted zygote stays with the caller
+        if run_as:
+            run_as.give(scratch)
+        env, memory_mb = (self.trusted_env, None) if trusted else (self.env, self.options.memory_mb)
+        zygote = sandbox.Zygote(kit, scratch, env, memory_mb, self.lifeline.fd, self.stop, run_as)
+        with self._lock:
+            self._zygotes.append((zygote, scratch))
+            if self.stop.is_set():  # close() may have run while this one started
+                zygote.close()
+                raise sandbox.Interrupted()
         return zygote
 
     def _plan(self) -> list[Check]:

@@ -433,7 +433,11 @@ def _how_it_ended(result: RunResult) -> str:
 
 
 class Zygote:
-    """One pre-imported process per worker that forks the grading children (:mod:`autograder.grading.zygote`)."""
+    """One pre-imported process per worker that forks the grading children (:mod:`autograder.grading.zygote`).
+
+    Constructing one starts the process and returns at once; :meth:`start` (or :meth:`wait_ready`) waits
+    until it has imported the libraries.
+    """
 
     def __init__(
         self, kit: Path, cwd: Path, env: dict[str, str], memory_mb: int | None,
@@ -451,16 +455,24 @@ class Zygote:
         finally:
             theirs.close()
         self.exits: dict[int, int] = {}
+        self._ready = False
+
+    def wait_ready(self) -> None:
+        """Wait until the zygote has imported everything (a few seconds after it was started; at once after
+        that), so a grader can start several and plan while they import."""
+        if self._ready:
+            return
         deadline = time.monotonic() + 300
         message = None
         while message is None and time.monotonic() < deadline and self.alive():
-            if stop is not None and stop.is_set():
+            if self.stop is not None and self.stop.is_set():
                 self.close()
                 raise Interrupted()
             message = self._receive(timeout=POLL)
         if not message or not message.get("ready"):
             self.close()
             raise RuntimeError("the grading zygote did not start")
+        self._ready = True
 
     def alive(self) -> bool:
         return self.proc.poll() is None
@@ -483,6 +495,7 @@ class Zygote:
     def start(self, cwd: Path, cfg: dict, event_fd: int, stderr_path: Path) -> "ForkedHandle":
         import socket
 
+        self.wait_ready()
         with open(stderr_path, "wb") as err:
             request = json.dumps(dict(cfg, cwd=str(cwd))).encode()
             socket.send_fds(self.sock, [request], [event_fd, err.fileno()])

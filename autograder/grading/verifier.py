@@ -172,7 +172,7 @@ def run(cfg: dict) -> None:
     verifier = Verifier(request)
     args = [str(course_root / "exercises" / f"test_{m}.py") for m in request.modules]
     args += [
-        "--solutions", "--grading", "-q", "--tb=short", "-p", "no:cacheprovider", "--import-mode=importlib",
+        "--solutions", "--grading", "-q", "--tb=short", "-p", "no:cacheprovider", "-p", "no:unraisableexception", "--import-mode=importlib",
         "--rootdir", str(course_root), "-c", str(course_root / "pytest.ini"),
     ]
     if request.seed is not None:  # `grade --seed N`: the child and the verifier draw the same inputs

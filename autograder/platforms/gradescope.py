@@ -242,7 +242,7 @@ def run(root: Path, run_as: str | None) -> dict:
             jobs=1,
             run_as=run_as,
         )
-        grader = grading.Grader(course, options)
+        grader = grading.Grader(course, options, workers=1)
         try:
             result = grader.grade_submission("submission", root / "submission")
         finally:
