@@ -211,8 +211,10 @@ def check_gradebook_matches_csv(gradebook: str, grades_csv: Path) -> None:
 
 
 def test_every_module_of_the_course_grades_the_reference_full_and_stubs_zero(tmp_path):
-    """All modules in one grading process: inputs must not depend on what else was loaded, and later
-    modules' scenarios (training's loaders) need earlier references after solutions/ is removed."""
+    """Every module through the real grader (sandbox limits, zygotes, verifier): later modules' scenarios
+    (training's loaders) need earlier references after solutions/ is removed; parallel needs the course's
+    8 devices in the child and the verifier (the run starts without JAX_NUM_CPU_DEVICES), and checkpointing
+    writes only into its checks' temporary directories."""
     course = copy_course(tmp_path / "course")
     submissions = tmp_path / "class"
     for student, source in (("reference", ROOT / "solutions"), ("stubs", ROOT / "exercises")):
@@ -221,6 +223,7 @@ def test_every_module_of_the_course_grades_the_reference_full_and_stubs_zero(tmp
             shutil.copy(source / f"{module.name}.py", submissions / student / f"{module.name}.py")
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     env.pop("CI", None)
+    env.pop("JAX_NUM_CPU_DEVICES", None)
     cmd = [sys.executable, "-m", "autograder", "grade", str(submissions), "--out", str(tmp_path / "out")]
     cmd += ["--course", str(course), "--jobs", "2"]
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=1800)

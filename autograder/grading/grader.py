@@ -15,8 +15,10 @@ For one submission (:func:`grade_submission`):
    (:mod:`autograder.grading.verifier`); a pass that is not confirmed is a failure;
 4. the outcomes become points with :func:`autograder.core.outcomes.score_functions`.
 
-:func:`grade_class` runs that over a thread pool (one supervised process per
-worker at a time), shows a progress line on a terminal, and never lets an
+:func:`grade_class` runs that over a thread pool, one task per module of a
+student (one supervised process per worker at a time, so a class smaller than
+the pool still keeps every worker busy; students are queued in order, and the
+task that ends a student's last module confirms and scores it), shows a progress line on a terminal, and never lets an
 error lose a student's row. Setting :attr:`Grader.stop` (``grade`` does on
 Ctrl-C and SIGTERM) ends it within a fraction of a second: running processes
 are killed, unfinished students are left out, and :meth:`Grader.close` ends
@@ -25,6 +27,7 @@ the zygotes and removes every scratch folder.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import shutil
@@ -32,7 +35,7 @@ import sys
 import threading
 import time
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable
 
@@ -61,6 +64,19 @@ class Check:
     @property
     def test(self) -> str:
         return CheckId.parse(self.id).test
+
+
+@dataclass
+class _Submission:
+    """One student's files and what their grading processes found so far (filled module by module)."""
+
+    student: str
+    files: dict[str, bytes]
+    missing: dict[str, str]
+    verdicts: dict[str, tuple[Status, str]] = field(default_factory=dict)  # check id -> (status, message)
+    transcripts: dict[str, dict] = field(default_factory=dict)
+    timings: dict[str, float] = field(default_factory=lambda: {"runs": 0, "run_seconds": 0.0, "verify_seconds": 0.0})
+    lock: threading.Lock = field(default_factory=threading.Lock)
 
 
 @dataclass
@@ -235,27 +251,47 @@ class Grader:
     def grade_files(self, student: str, files: dict[str, bytes], missing: dict[str, str]) -> StudentResult:
         """Grade one student's files as read by :func:`read_submission`, each module in its own processes;
         raises :class:`sandbox.Interrupted` on stop."""
-        verdicts: dict[str, tuple[Status, str]] = {}  # check id -> (status, message)
+        submission = _Submission(student, files, missing)
+        for module in self.modules_to_run(submission):
+            self.grade_module_of(submission, module)
+        return self.finish(submission)
+
+    def modules_to_run(self, submission: "_Submission") -> list[str]:
+        """The modules of ``submission`` that need a grading process (present, with checks)."""
+        return [
+            m for m in self.options.modules
+            if m not in submission.missing and any(c.module == m for c in self.plan)
+        ]
+
+    def grade_module_of(self, submission: "_Submission", module: str) -> None:
+        """Run one module of ``submission`` (independent of its other modules: workers may share a student)."""
+        checks = [c for c in self.plan if c.module == module]
+        verdicts: dict[str, tuple[Status, str]] = {}
         transcripts: dict[str, dict] = {}
-        timings = {"runs": 0, "run_seconds": 0.0, "verify_seconds": 0.0}
-        for module in self.options.modules:
-            checks = [c for c in self.plan if c.module == module]
-            if module in missing:
-                for check in checks:
-                    verdicts[check.id] = (Status.FAILED, missing[module])
-            elif checks:
-                self._grade_module(module, checks, files[module], verdicts, transcripts, timings)
+        timings = {"runs": 0, "run_seconds": 0.0}
+        self._grade_module(module, checks, submission.files[module], verdicts, transcripts, timings)
+        with submission.lock:
+            submission.verdicts.update(verdicts)
+            submission.transcripts.update(transcripts)
+            for key, value in timings.items():
+                submission.timings[key] += value
+
+    def finish(self, submission: "_Submission") -> StudentResult:
+        """Confirm ``submission``'s claimed passes on the trusted side and score it (all its modules ran)."""
+        verdicts, timings = submission.verdicts, submission.timings
         for check in self.plan:
+            if check.module in submission.missing:
+                verdicts.setdefault(check.id, (Status.FAILED, submission.missing[check.module]))
             verdicts.setdefault(check.id, (Status.ERROR, "this check could not be run on your submission"))
         started = time.monotonic()
-        self._confirm(verdicts, transcripts)
+        self._confirm(verdicts, submission.transcripts)
         timings["verify_seconds"] = time.monotonic() - started
         sandbox.check(self.stop)  # a run killed by the stop must not become a result
         outcomes = [
             CheckOutcome(c.module, c.function, c.test, verdicts[c.id][0], c.correctness, verdicts[c.id][1])
             for c in self.plan
         ]
-        return StudentResult(student, score_functions(self.course, outcomes), outcomes, timings)
+        return StudentResult(submission.student, score_functions(self.course, outcomes), outcomes, timings)
 
     def _grade_module(
         self, module: str, checks: list[Check], source: bytes, verdicts: dict, transcripts: dict, timings: dict
@@ -412,21 +448,54 @@ class Grader:
         if progress:
             progress(len(results), len(students))
         pool = ThreadPoolExecutor(max_workers=max(1, self.options.jobs))
-        pending = {pool.submit(self.grade_submission, name, folder): name for name, folder in todo}
+        # One task per module of a student (a class smaller than the pool still uses every worker); the
+        # task that finishes a student's last module confirms and scores it. Students are queued in order.
+        pending: dict = {}
         try:
+            for name, folder in todo:
+                for task in self._tasks(name, folder):
+                    pending[pool.submit(task)] = name
             while pending and not self.stop.is_set():
                 done, _ = wait(pending, timeout=sandbox.POLL, return_when=FIRST_COMPLETED)
                 for future in done:
-                    keep(pending.pop(future), future)
+                    name = pending.pop(future)
+                    if future.exception() is not None or future.result() is not None:
+                        keep(name, future)
         except BaseException:  # e.g. KeyboardInterrupt when no signal handler is installed
             self.stop.set()
             raise
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
         for future, name in pending.items():  # finished just before the stop: complete results
-            if future.done() and not future.cancelled():
+            if future.done() and not future.cancelled() and (future.exception() is not None or future.result() is not None):
                 keep(name, future)
         return [results[name] for name, _ in sorted(students) if name in results]
+
+    def _tasks(self, name: str, folder: Path) -> list[Callable[[], StudentResult | None]]:
+        """One task per module of ``name``'s submission; the task that ends its last module returns the
+        student's result (or raises what went wrong in any of them), the others return None."""
+        submission = _Submission(name, *read_submission(folder, self.options.modules))
+        modules = self.modules_to_run(submission)
+        if not modules:
+            return [lambda: self.finish(submission)]
+        left = [len(modules)]
+        errors: list[BaseException] = []
+
+        def run(module: str) -> StudentResult | None:
+            try:
+                self.grade_module_of(submission, module)
+            except BaseException as err:  # noqa: BLE001 - reported once, by the student's last task
+                with submission.lock:
+                    errors.append(err)
+            with submission.lock:
+                left[0] -= 1
+                if left[0]:
+                    return None
+            if errors:
+                raise errors[0]
+            return self.finish(submission)
+
+        return [functools.partial(run, module) for module in modules]
 
     def failed_result(self, student: str, message: str) -> StudentResult:
         outcomes = [CheckOutcome(c.module, c.function, c.test, Status.ERROR, c.correctness, message) for c in self.plan]
