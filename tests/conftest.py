@@ -18,6 +18,23 @@ from autograder.core import preload
 
 preload.import_all(preload.IN_PROCESS)
 
+# One JAX compilation cache for this session's in-process runs, in a fresh folder removed at exit:
+# gallery variants compile the same programs again and again (compiling is most of a check's time),
+# and every run of the kit's tests still starts from nothing. Set in-process only, so the processes a
+# test starts (students' runs, `grade`) keep their own caches as users get them.
+import atexit
+import shutil
+import tempfile
+
+import jax
+
+from autograder.core import compile_cache
+
+_SESSION_CACHE = tempfile.mkdtemp(prefix="kit-tests-jax-cache-")
+atexit.register(shutil.rmtree, _SESSION_CACHE, ignore_errors=True)
+for _name, _value in compile_cache.settings(Path(_SESSION_CACHE)).items():
+    jax.config.update(_name, _value)
+
 pytest_plugins = ["pytester"]
 
 
