@@ -239,10 +239,12 @@ _jit_cache: dict[tuple[int, tuple[int, ...]], tuple[Callable, Callable]] = {}
 def jit_once(fn: Callable, static_argnums: Sequence[int] = ()) -> Callable:
     """One ``jax.jit(fn)`` per function, reused across hypothesis examples (so it compiles per shape, not per example).
 
-    A recorded reference is not traced: it answers as the jitted reference did (``jitted_reference``).
+    A function that stands for another one (a recorded reference; the student's function while a grading
+    process records its answers, or while the trusted side replays them) is not traced: its
+    ``jit_stand_in(static_argnums)`` gives what answers, or records, as the jitted function does.
     """
-    if hasattr(fn, "jitted_reference"):
-        return fn.jitted_reference(tuple(static_argnums))
+    if hasattr(fn, "jit_stand_in"):
+        return fn.jit_stand_in(tuple(static_argnums))
     key = (id(fn), tuple(static_argnums))
     if key not in _jit_cache or _jit_cache[key][0] is not fn:
         _jit_cache[key] = (fn, jax.jit(fn, static_argnums=tuple(static_argnums)))

@@ -54,6 +54,7 @@ class ChildReporter:
         self.imported: set[str] = set()
         self.calls: dict[str, dict] = {}
         self.size = 0
+        self.jitted: dict[tuple, object] = {}  # (function, static_argnums) -> jax.jit of the student's function
         self.outcome_index = 0
         self.before: dict | None = None  # the grader's identities before the student's import
 
@@ -136,14 +137,7 @@ class ChildReporter:
         if not callable(original):
             return (yield)
         calls = self.calls.setdefault(cid, {})
-        reporter = self
-
-        @functools.wraps(original)
-        def recorded(*args, **kwargs):
-            out = original(*args, **kwargs)
-            _record(reporter, calls, fn.name, args, kwargs, out)
-            return out
-
+        recorded = _recording(self, calls, fn.name, original)
         setattr(student, fn.name, recorded)
         try:
             return (yield)
@@ -180,6 +174,29 @@ class ChildReporter:
     def pytest_sessionfinish(self, session, exitstatus) -> None:
         # Before pytest's own teardown, which legitimately restores patched pytest classes.
         self.report_tampering()
+
+
+def _recording(reporter: ChildReporter, calls: dict, label: str, original):
+    """``original`` (the student's function, or its jitted form), writing each concrete call into ``calls``
+    under ``label``. Checks that jit the function (``structure.jit_once``) get a recorded jitted
+    function (``label|jit[...]``), so what they compare is recorded with concrete arguments, not tracers."""
+
+    @functools.wraps(original)
+    def recorded(*args, **kwargs):
+        out = original(*args, **kwargs)
+        _record(reporter, calls, label, args, kwargs, out)
+        return out
+
+    def jit_stand_in(static_argnums: tuple):
+        import jax
+
+        key = (label, id(original), static_argnums)
+        if key not in reporter.jitted:
+            reporter.jitted[key] = (original, jax.jit(original, static_argnums=static_argnums))
+        return _recording(reporter, calls, f"{label}|jit{list(static_argnums)}", reporter.jitted[key][1])
+
+    recorded.jit_stand_in = jit_stand_in
+    return recorded
 
 
 def _record(reporter: ChildReporter, calls: dict, name: str, args: tuple, kwargs: dict, out) -> None:

@@ -67,11 +67,16 @@ class Replay:
         return _replayed(name, self._calls, self._oracle, self._state)
 
 
-def _replayed(name: str, calls: dict, oracle, state: _State):
+def _replayed(name: str, calls: dict, oracle, state: _State, label: str | None = None, static_argnums: tuple | None = None):
+    """The student's ``name`` answering from ``calls`` (recorded under ``label``, by default ``name``).
+    Checks that jit it (``structure.jit_once``) get the replay of its jitted form, which the student's
+    process recorded under ``name|jit[...]`` with concrete arguments."""
     from autograder.grading import transcript
 
+    label = label or name
+
     def replayed(*args, **kwargs):
-        key = transcript.digest(name, args, kwargs)
+        key = transcript.digest(label, args, kwargs)
         if key is None:
             state.unverifiable = True
             raise Unverifiable(name)
@@ -87,14 +92,23 @@ def _replayed(name: str, calls: dict, oracle, state: _State):
         except (ValueError, KeyError, TypeError):
             raise CheckFailure(f"{name} returned plain data", f"the result recorded for {name} was malformed") from None
         if transcript.has_opaque(calls[key]):
-            expected = getattr(oracle, name)(*args, **kwargs)
+            reference = getattr(oracle, name)
+            if static_argnums is not None:
+                from autograder.checks.structure import jit_once
+
+                reference = jit_once(reference, static_argnums)
+            expected = reference(*args, **kwargs)
             if transcript.has_opaque(transcript.encode(expected)):
                 state.unverifiable = True
                 raise Unverifiable(name)
         return out
 
+    def jit_stand_in(static: tuple):
+        return _replayed(name, calls, oracle, state, f"{name}|jit{list(static)}", static)
+
     replayed.__name__ = name
     replayed.__qualname__ = name
+    replayed.jit_stand_in = jit_stand_in
     return replayed
 
 

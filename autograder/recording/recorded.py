@@ -332,7 +332,7 @@ class RecordedFunction:
         self.oracle, self.name = oracle, name
         self.__name__ = self.__qualname__ = name.split("|")[0]
 
-    def jitted_reference(self, static_argnums: tuple) -> "RecordedFunction":
+    def jit_stand_in(self, static_argnums: tuple) -> "RecordedFunction":
         return RecordedFunction(self.oracle, f"{self.name}|jit{list(static_argnums)}")
 
     def lookup(self, args: tuple, kwargs: dict) -> Any:
@@ -489,7 +489,7 @@ class RecordingFunction:
         self.__name__ = self.__qualname__ = name.split("|")[0]
         self.__wrapped__ = live
 
-    def jitted_reference(self, static_argnums: tuple) -> "RecordingFunction":
+    def jit_stand_in(self, static_argnums: tuple) -> "RecordingFunction":
         import jax
 
         name = f"{self.name}|jit{list(static_argnums)}"
