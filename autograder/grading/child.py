@@ -54,7 +54,6 @@ class ChildReporter:
         self.imported: set[str] = set()
         self.calls: dict[str, dict] = {}
         self.size = 0
-        self.jitted: dict[tuple, object] = {}  # (function, static_argnums) -> jax.jit of the student's function
         self.outcome_index = 0
         self.before: dict | None = None  # the grader's identities before the student's import
 
@@ -188,12 +187,9 @@ def _recording(reporter: ChildReporter, calls: dict, label: str, original):
         return out
 
     def jit_stand_in(static_argnums: tuple):
-        import jax
+        from autograder.checks.structure import jit_once  # one jax.jit per function, as for any check
 
-        key = (label, id(original), static_argnums)
-        if key not in reporter.jitted:
-            reporter.jitted[key] = (original, jax.jit(original, static_argnums=static_argnums))
-        return _recording(reporter, calls, f"{label}|jit{list(static_argnums)}", reporter.jitted[key][1])
+        return _recording(reporter, calls, f"{label}|jit{list(static_argnums)}", jit_once(original, static_argnums))
 
     recorded.jit_stand_in = jit_stand_in
     return recorded

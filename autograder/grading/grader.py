@@ -459,7 +459,7 @@ class Grader:
                 done, _ = wait(pending, timeout=sandbox.POLL, return_when=FIRST_COMPLETED)
                 for future in done:
                     name = pending.pop(future)
-                    if future.exception() is not None or future.result() is not None:
+                    if _ends_a_student(future):
                         keep(name, future)
         except BaseException:  # e.g. KeyboardInterrupt when no signal handler is installed
             self.stop.set()
@@ -467,7 +467,7 @@ class Grader:
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
         for future, name in pending.items():  # finished just before the stop: complete results
-            if future.done() and not future.cancelled() and (future.exception() is not None or future.result() is not None):
+            if future.done() and not future.cancelled() and _ends_a_student(future):
                 keep(name, future)
         return [results[name] for name, _ in sorted(students) if name in results]
 
@@ -500,6 +500,11 @@ class Grader:
     def failed_result(self, student: str, message: str) -> StudentResult:
         outcomes = [CheckOutcome(c.module, c.function, c.test, Status.ERROR, c.correctness, message) for c in self.plan]
         return StudentResult(student, score_functions(self.course, outcomes), outcomes)
+
+
+def _ends_a_student(future) -> bool:
+    """Whether a finished task of :meth:`Grader._tasks` carries its student's result (or error)."""
+    return future.exception() is not None or future.result() is not None
 
 
 def _cache_env(cache_dir: Path | None) -> dict[str, str]:
