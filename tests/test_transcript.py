@@ -1,23 +1,47 @@
-"""The plain-data format that carries a student's results to the trusted verifier."""
+"""The plain-data format that carries a student's results to the trusted verifier.
+
+The verifier decodes what a student's process wrote: decoding must rebuild states, modules and datasets
+(so the checks that take and return them can be replayed) and must never build or call anything else.
+"""
 
 import json
 
+import flax.linen as nn
 import jax
 import jax.numpy as jnp
 import numpy as np
+import optax
 import pytest
+from flax.training import train_state
 
 from autograder.grading import transcript
+from autograder.recording.recorded import RecordedDataset
 
 
-def roundtrip(value):
-    return transcript.decode(json.loads(json.dumps(transcript.encode(value))))
+class Course(nn.Module):  # stands for a class of a course module
+    features: int = 2
+
+    @nn.compact
+    def __call__(self, x):
+        return nn.Dense(self.features)(x)
+
+
+def course_class(module, qualname):
+    if (module, qualname) == ("training", "Course"):
+        return Course
+    raise ValueError(qualname)
+
+
+def roundtrip(value, hints=(), statics=None):
+    """``value`` through the child's encoding, JSON, and the verifier's decoding (separate recipe tables)."""
+    sent = json.loads(json.dumps(transcript.encode(value, transcript.statics(), list(hints))))
+    return transcript.decode(sent, statics or transcript.statics(course_class))
 
 
 def test_plain_pytrees_survive_with_their_kinds():
     value = (jnp.arange(3.0), np.ones((2, 2), np.int32), {"a": np.float32(1.5), 2: [True, None, "s", 1.0]})
     got = roundtrip(value)
-    assert type(got[0]) is type(value[0]) and got[0].dtype == jnp.float32
+    assert isinstance(got[0], jax.Array) and got[0].dtype == jnp.float32
     assert type(got[1]) is np.ndarray and got[1].dtype == np.int32 and got[1].shape == (2, 2)
     assert got[2] == {"a": np.float32(1.5), 2: [True, None, "s", 1.0]} and type(got[2]["a"]) is np.float32
 
@@ -29,27 +53,111 @@ def test_typed_keys_survive():
     np.testing.assert_array_equal(jax.random.key_data(got), jax.random.key_data(keys))
 
 
+def test_a_train_state_comes_back_with_the_verifiers_own_static_fields():
+    """A state a student returns is rebuilt around the optimizer and apply function the verifier's own input
+    state has (same recipe, same object), so it compares equal in structure with the reference's result."""
+    model = Course()
+    params = model.init(jax.random.key(0), jnp.ones((1, 3)))["params"]
+    state = train_state.TrainState.create(apply_fn=model.apply, params=params, tx=optax.sgd(0.3))
+    verifier = transcript.statics(course_class)
+    verifiers_input = train_state.TrainState.create(apply_fn=Course().apply, params=params, tx=optax.sgd(0.3))
+    assert transcript.digest("f", (verifiers_input, 0.3), {}, verifier) is not None  # remembers its recipes
+    got = roundtrip(state.apply_gradients(grads=params), hints=[0.3], statics=verifier)
+    assert got.tx is verifiers_input.tx
+    assert jax.tree.structure(got) == jax.tree.structure(verifiers_input)
+    assert int(got.step) == 1
+
+
+def test_a_dataset_comes_back_as_its_items():
+    from torch.utils.data import Dataset
+
+    class Points(Dataset):
+        def __init__(self):
+            self.data = np.arange(6, dtype=np.float32).reshape(3, 2)
+            self.label = np.array([0, 1, 1])
+
+        def __len__(self):
+            return 3
+
+        def __getitem__(self, i):
+            return self.data[i], self.label[i]
+
+    got = roundtrip(Points())
+    assert isinstance(got, RecordedDataset) and len(got) == 3
+    np.testing.assert_array_equal(got[2][0], [4.0, 5.0])
+    np.testing.assert_array_equal(got.label, [0, 1, 1])
+
+
 class AlwaysEqual(np.ndarray):
     def __eq__(self, other):
         return True
 
 
-@pytest.mark.parametrize("value", [AlwaysEqual((2,)), object(), np.array([object()]), [lambda: 1]])
+def test_an_array_subclass_comes_back_as_its_plain_data():
+    got = roundtrip(np.arange(2.0).view(AlwaysEqual))
+    assert type(got) is np.ndarray and list(got) == [0.0, 1.0]
+
+
+@pytest.mark.parametrize("value", [object(), np.array([object()]), [lambda: 1]])
 def test_anything_else_is_opaque_and_never_executed(value):
-    encoded = transcript.encode(value)
-    assert transcript.has_opaque(encoded)
-    assert transcript.digest("f", (value,), {}) is None
+    encoded = transcript.encode(value, transcript.statics())
+    assert transcript.is_opaque(encoded)
+    assert isinstance(transcript.decode(encoded, transcript.statics(course_class)), transcript.Opaque)
+
+
+def test_arguments_with_no_value_to_look_them_up_by_have_no_digest():
+    assert transcript.digest("f", (object(),), {}, transcript.statics()) is None
 
 
 def test_digests_tell_inputs_apart():
-    d = transcript.digest
-    assert d("f", (jnp.zeros(2),), {}) == d("f", (jnp.zeros(2),), {})
-    assert d("f", (jnp.zeros(2),), {}) != d("f", (np.zeros(2, np.float32),), {})
-    assert d("f", (jnp.zeros(2),), {}) != d("f", (jnp.zeros(3),), {})
-    assert d("f", (1.0,), {}) != d("f", (1,), {}) != d("g", (1,), {})
+    s = transcript.statics()
+
+    def d(*args, name="f"):
+        return transcript.digest(name, args, {}, s)
+
+    assert d(jnp.zeros(2)) == d(jnp.zeros(2))
+    assert d(jnp.zeros(2)) != d(np.zeros(2, np.float32))
+    assert d(jnp.zeros(2)) != d(jnp.zeros(3))
+    assert d(1.0) != d(1) != d(1, name="g")
 
 
-@pytest.mark.parametrize("junk", [{"t": "pickle", "v": "x"}, {"t": "np", "dtype": "O", "shape": [1], "b": ""}, [1], {"t": "int", "v": "1"}])
-def test_malformed_transcripts_are_rejected(junk):
-    with pytest.raises((ValueError, KeyError, TypeError)):
-        transcript.decode(junk)
+def packed(tree, arrays=()):
+    return {"tree": tree, "arrays": list(arrays)}
+
+
+def fields(**values):
+    """The encoded keyword arguments a decoded class is called with."""
+    def enc(v):
+        return ["list", [enc(x) for x in v]] if isinstance(v, list) else ["py", v]
+
+    return ["dict", ["builtins", "dict"], [[["py", k], enc(v)] for k, v in values.items()]]
+
+
+HOSTILE = {
+    "not a dict": [1],
+    "an object array": packed(["np", 0], [{"dtype": "|O", "shape": [1], "b": ""}]),
+    "a pickle": packed(["pickle", "gASVCAAAAAAAAACMBHRleHSULg=="]),
+    "os.system as a module": packed(["flax_module", ["os", "system"], fields(command="touch pwned")]),
+    "subprocess.Popen as a module": packed(["flax_module", ["subprocess", "Popen"], fields(args=["touch", "pwned"])]),
+    "os.system as a struct of a library": packed(["struct", ["jax.numpy.os", "system"], fields(command="touch pwned"), {}]),
+    "a builtin function as a named tuple": packed(["namedtuple", ["builtins", "eval"], [["py", "1+1"]]]),
+    "a function of a course module": packed(["namedtuple", ["course", "training", "__init__"], []]),
+    "a module path that is not a name": packed(["dict", ["flax;import os", "core"], []]),
+    "an optimizer that is not a rate": packed(
+        ["struct", ["flax.training.train_state", "TrainState"], ["dict", ["builtins", "dict"], []], {"tx": ["optimizer", "chain", 1]}]
+    ),
+    "a method other than apply": packed(
+        ["struct", ["flax.training.train_state", "TrainState"], ["dict", ["builtins", "dict"], []],
+         {"apply_fn": ["method", ["flax_module", ["course", "training", "Course"], ["dict", ["builtins", "dict"], []]], "init"]}]
+    ),
+    "an array index out of range": packed(["np", 3]),
+    "a wrong tag": packed(["int", "1"]),
+}
+
+
+@pytest.mark.parametrize("junk", HOSTILE.values(), ids=HOSTILE.keys())
+def test_malformed_or_hostile_transcripts_are_rejected_without_running_anything(junk, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ValueError, match="malformed"):
+        transcript.decode(junk, transcript.statics(course_class))
+    assert not list(tmp_path.iterdir())

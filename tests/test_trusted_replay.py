@@ -1,9 +1,15 @@
-"""The trusted side replays every check it can, including checks that jit the student's function.
+"""The trusted side replays every check it can: it confirms a claimed pass only with the student's own answers.
 
-``prng``'s correctness checks compare ``structure.jit_once(student.fn)`` with the jitted reference. The
-student's process records the jitted function's answers with concrete arguments (``fn|jit[...]``), and the
-verifier replays them the same way, so these passes are confirmed rather than taken on the student's word
-(before, jit traced the recording with tracers, nothing could be recorded, and the claimed pass stood).
+- ``prng``'s checks jit the student's function: the student's process records the jitted function's answers
+  with concrete arguments (``fn|jit[...]``) and the verifier replays them the same way;
+- ``autodiff``'s take the check's own functions as arguments (looked up by their source);
+- ``batchnorm``'s take and return ``TrainState``s of a course class, with an optimizer and an apply function
+  (recorded as recipes, rebuilt around the verifier's own);
+- ``data``'s ``XORDataset`` returns a dataset (recorded as its items); ``make_loader``'s check gets the
+  function through a fixture built on the module under test (``loader_module``): it was confirmed by running
+  the reference's own copy, and is now honestly unverifiable (a ``DataLoader`` is not data).
+
+Before, these could not be written as plain data, and a claimed pass stood on the student's word.
 """
 
 from __future__ import annotations
@@ -19,15 +25,17 @@ from autograder.grading.grader import Grader, Options
 from autograder.grading.verifier import UNVERIFIABLE
 from support import ROOT
 
-MODULE = "prng"
+MODULES = ("prng", "autodiff", "batchnorm", "data")
+NOT_DATA = "data::test_make_loader_gives_numpy_batches"  # returns a DataLoader: its pass stands unverified
 
 
 @pytest.fixture(scope="module")
 def graded_reference(tmp_path_factory):
     """The reference graded for real (child and verifier), with what the verifier was given and said."""
     student = tmp_path_factory.mktemp("reference")
-    (student / f"{MODULE}.py").write_bytes((ROOT / "solutions" / f"{MODULE}.py").read_bytes())
-    grader = Grader(load_course(ROOT), Options((MODULE,), 60, 4000, 1), workers=1)
+    for module in MODULES:
+        (student / f"{module}.py").write_bytes((ROOT / "solutions" / f"{module}.py").read_bytes())
+    grader = Grader(load_course(ROOT), Options(MODULES, 60, 4000, 1), workers=1)
     seen = {}
     verify = grader.verify
 
@@ -44,42 +52,45 @@ def graded_reference(tmp_path_factory):
         grader.close()
 
 
-def test_the_references_jitted_answers_are_replayed_and_confirmed(graded_reference):
+def test_the_references_answers_are_replayed_and_confirmed(graded_reference):
     _, result, seen = graded_reference
     assert sum(s.points for s in result.scores) == sum(s.max_points for s in result.scores)
-    assert seen["claims"] and {v["outcome"] for v in seen["verdicts"].values()} == {str(Status.PASSED)}
+    assert {claim.split("::")[0] for claim in seen["claims"]} == set(MODULES)
+    outcomes = {claim: verdict["outcome"] for claim, verdict in seen["verdicts"].items()}
+    assert {o for c, o in outcomes.items() if not c.startswith(NOT_DATA)} == {str(Status.PASSED)}, outcomes
+    assert {o for c, o in outcomes.items() if c.startswith(NOT_DATA)} == {UNVERIFIABLE}, outcomes
+
+
+def replayable(seen) -> list[str]:
+    return [claim for claim in seen["claims"] if not claim.startswith(NOT_DATA)]
 
 
 def test_a_pass_claimed_without_answers_is_not_confirmed(graded_reference):
     grader, _, seen = graded_reference
-    verdicts = grader.verify(seen["claims"], {claim: {} for claim in seen["claims"]})
+    verdicts = grader.verify(replayable(seen), {claim: {} for claim in replayable(seen)})
     assert {v["outcome"] for v in verdicts.values()} == {str(Status.FAILED)}, verdicts
 
 
 def test_a_pass_claimed_with_wrong_answers_is_not_confirmed(graded_reference):
     grader, _, seen = graded_reference
-    forged = copy.deepcopy(seen["transcripts"])
+    forged = {claim: copy.deepcopy(seen["transcripts"][claim]) for claim in replayable(seen)}
     for calls in forged.values():  # every recorded float array gets 1 added to its first element
         for encoded in calls.values():
             _nudge(encoded)
-    verdicts = grader.verify(seen["claims"], forged)
+    verdicts = grader.verify(replayable(seen), forged)
     assert UNVERIFIABLE not in {v["outcome"] for v in verdicts.values()}
     assert {v["outcome"] for v in verdicts.values()} == {str(Status.FAILED)}, verdicts
 
 
 def _nudge(encoded) -> None:
+    """Add 1 to the first element of the first non-empty float array of a recorded result."""
     import base64
 
     import numpy as np
 
-    if isinstance(encoded, dict) and encoded.get("t") in ("np", "jax") and encoded["dtype"].endswith("f4"):
-        arr = np.frombuffer(base64.b64decode(encoded["b"]), dtype=np.dtype(encoded["dtype"])).copy()
-        if arr.size:
+    for packed in encoded.get("arrays", []):
+        arr = np.frombuffer(base64.b64decode(packed["b"]), dtype=np.dtype(packed["dtype"])).copy()
+        if arr.dtype.kind == "f" and arr.size:
             arr.flat[0] += 1.0
-            encoded["b"] = base64.b64encode(arr.tobytes()).decode("ascii")
-    elif isinstance(encoded, dict):
-        for value in encoded.values():
-            _nudge(value)
-    elif isinstance(encoded, list):
-        for value in encoded:
-            _nudge(value)
+            packed["b"] = base64.b64encode(arr.tobytes()).decode("ascii")
+            return

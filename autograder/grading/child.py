@@ -54,6 +54,7 @@ class ChildReporter:
         self.imported: set[str] = set()
         self.calls: dict[str, dict] = {}
         self.size = 0
+        self.statics = None  # the recipes of recorded states' static fields, made on the first record
         self.outcome_index = 0
         self.before: dict | None = None  # the grader's identities before the student's import
 
@@ -110,7 +111,11 @@ class ChildReporter:
             self.before = tamper.snapshot()
         self.emit(event="import_begin", module=module)
         try:
-            session_of(item.config).student(module)
+            loaded = session_of(item.config).student(module)
+            if self.record:  # its classes (a TrainStateBN it returns) are recorded as the course's
+                from autograder.recording.plain_data import name_classes_by_course_module
+
+                name_classes_by_course_module(loaded, module)
         except Exception:  # noqa: BLE001 - the fixture reports it, check by check
             pass
         self.emit(event="import_end", module=module)
@@ -197,12 +202,15 @@ def _recording(reporter: ChildReporter, calls: dict, label: str, original):
 
 def _record(reporter: ChildReporter, calls: dict, name: str, args: tuple, kwargs: dict, out) -> None:
     from autograder.grading import transcript
+    from autograder.recording.plain_data import float_hints
 
     try:
-        key = transcript.digest(name, args, kwargs)
+        if reporter.statics is None:
+            reporter.statics = transcript.statics()
+        key = transcript.digest(name, args, kwargs, reporter.statics)
         if key is None or key in calls or reporter.size > MAX_TRANSCRIPT_CHARS:
             return
-        encoded = transcript.encode(out)
+        encoded = transcript.encode(out, reporter.statics, float_hints([*args, *kwargs.values()]))
         reporter.size += len(json.dumps(encoded))
         calls[key] = encoded
     except Exception:  # noqa: BLE001 - a result that cannot be recorded is simply not confirmed

@@ -175,8 +175,11 @@ class Grader:
             work = scratch / "work"
             work.mkdir()
             out = scratch / "verdicts.json"
+            transcripts = scratch / "transcripts.json"
+            transcripts.write_text(json.dumps(request.transcripts), encoding="utf-8")
             cfg = replace(
-                request, course_root=str(course_root), modules=list(self.options.modules), out=str(out), kit=str(kit)
+                request, course_root=str(course_root), modules=list(self.options.modules), out=str(out), kit=str(kit),
+                transcripts={}, transcripts_file=str(transcripts),
             ).to_wire()
             zygote = self._zygote("trusted_zygote") if self.options.zygote else None
             if zygote is not None:

@@ -58,6 +58,7 @@ class VerifierRequest:
     kit: str = ""
     checks: list[str] = field(default_factory=list)  # the claimed check ids (verify)
     transcripts: dict = field(default_factory=dict)  # check id -> {argument digest: encoded output}
+    transcripts_file: str = ""  # where the grader wrote ``transcripts`` (too large for the request itself)
     target: str = VERIFIER
     seed: int | None = None  # `grade --seed N`: regenerate the inputs the child drew from N
 

@@ -1,152 +1,140 @@
-"""Plain data across the trust boundary: encode, decode and digest pytrees of arrays.
+"""Plain data across the trust boundary: what a student's function returned, for which arguments.
 
 The grading process that runs a student's code records, for each correctness
 check, what the student's function returned for which arguments (a
 *transcript*). The trusted verifier replays the check and looks answers up
-by the digest of the arguments it generated itself. Only plain data crosses:
-exact ``np.ndarray`` / JAX arrays, typed PRNG keys (as their key data), NumPy
-and Python scalars, strings, None, and tuples, lists and dicts of them. Anything else becomes an *opaque* marker
-— never a pickle, so decoding cannot run code.
+by the digest of the arguments it generated itself.
+
+Values are written as the recorded oracle writes the reference's
+(:mod:`autograder.recording.plain_data`): arrays, typed keys, scalars,
+containers, named tuples, flax modules, ``TrainState``-like structs (their
+``apply_fn`` and ``tx`` as recipes), datasets as their items; arguments that
+are the check's own functions are digested by their source. A value that is
+none of these is *opaque*. Nothing is pickled, and decoding — which runs in
+the trusted verifier on data a student's process wrote — builds only numeric
+arrays and the classes :func:`allowed_class` accepts, so decoding cannot run
+code.
 """
 
 from __future__ import annotations
 
 import base64
-import hashlib
-import json
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
-_PY = (bool, int, float, str, type(None))
+from autograder.recording import plain_data
+from autograder.recording.recorded import RecordedDataset, as_dataset
 
-
-def _jax_array_type():
-    import jax.numpy as jnp
-
-    return type(jnp.zeros(()))
+# Libraries whose data classes (optimizer states, flax structs and modules, dict types) may be decoded.
+LIBRARIES = ("flax", "optax", "jax", "collections", "builtins")
 
 
 class Opaque:
-    """Stands for a value that was not plain data (an object, a tracer, a key)."""
+    """Stands for a value that was not plain data (an object, a tracer, a function)."""
 
-    def __init__(self, type_name: str):
-        self.type_name = type_name
+    def __init__(self, why: str):
+        self.why = why
 
     def __repr__(self) -> str:
-        return f"<{self.type_name} (not plain data)>"
+        return f"<{self.why} (not plain data)>"
 
 
-def encode(value: Any, _depth: int = 0) -> Any:
-    """A JSON-able description of ``value``; non-plain leaves become ``{"t": "opaque"}``."""
-    kind = type(value)
-    if _depth > 20:
-        return {"t": "opaque", "type": "deeply nested"}
-    if kind in _PY:
-        if kind is float and value != value:
-            return {"t": "float", "v": "nan"}
-        if kind is float and value in (float("inf"), float("-inf")):
-            return {"t": "float", "v": repr(value)}
-        return {"t": kind.__name__, "v": value}
-    if kind is np.ndarray or kind is _jax_array_type():
-        try:
-            arr = np.asarray(value)
-        except Exception:  # noqa: BLE001 - e.g. a typed PRNG key array
-            return {"t": "opaque", "type": kind.__name__}
-        if arr.dtype.kind not in "biufc" or arr.dtype.hasobject:
-            return {"t": "opaque", "type": f"{kind.__name__}[{arr.dtype}]"}
-        return {
-            "t": "np" if kind is np.ndarray else "jax",
-            "dtype": arr.dtype.str,
-            "shape": list(arr.shape),
-            "b": base64.b64encode(np.ascontiguousarray(arr).tobytes()).decode("ascii"),
-        }
-    if _is_typed_key(value):
-        import jax
+def statics(course_class: Callable[[str, str], type] | None = None) -> plain_data.Statics:
+    """The recipes of one process's static fields. ``course_class`` (trusted side only) names the
+    course's own classes; class references in decoded data are checked by :func:`allowed_class`."""
 
-        data = np.asarray(jax.random.key_data(value))
-        return {"t": "key", "impl": str(jax.random.key_impl(value)), "data": encode(data, _depth + 1)}
-    if isinstance(value, np.generic) and type(value).__module__ == "numpy" and value.dtype.kind in "biufc":
-        return {"t": "npscalar", "dtype": value.dtype.str, "b": base64.b64encode(value.tobytes()).decode("ascii")}
-    if kind in (tuple, list):
-        return {"t": kind.__name__, "v": [encode(v, _depth + 1) for v in value]}
-    if kind is dict and all(type(k) in (str, int) for k in value):
-        items = sorted(value.items(), key=lambda kv: (type(kv[0]).__name__, kv[0]))
-        return {"t": "dict", "v": [[encode(k), encode(v, _depth + 1)] for k, v in items]}
-    return {"t": "opaque", "type": getattr(kind, "__qualname__", "object")}
+    def unknown(module: str, qualname: str) -> type:
+        raise plain_data.Unencodable(f"the course class {module}.{qualname}")
+
+    known = course_class or unknown
+    return plain_data.Statics(known, resolve=lambda ref: allowed_class(ref, known))
 
 
-def _is_typed_key(value: Any) -> bool:
-    """A new-style typed PRNG key array (its exact JAX type, not a look-alike)."""
-    if type(value).__name__ != "PRNGKeyArray" or type(value).__module__ != "jax._src.random.prng":
-        return False
-    import jax
-
-    return isinstance(value, jax.Array) and not isinstance(value, jax.core.Tracer)
-
-
-def has_opaque(encoded: Any) -> bool:
-    if isinstance(encoded, dict):
-        if encoded.get("t") == "opaque":
-            return True
-        return any(has_opaque(v) for v in encoded.values() if isinstance(v, (list, dict)))
-    if isinstance(encoded, list):
-        return any(has_opaque(v) for v in encoded)
-    return False
+def allowed_class(ref: Any, course_class: Callable[[str, str], type]) -> type:
+    """The class ``ref`` names, if decoding may build it: a course module's own class, or a data
+    class of :data:`LIBRARIES` (a dict type, a named tuple, a flax module or struct)."""
+    if not (isinstance(ref, list) and len(ref) in (2, 3) and all(type(part) is str for part in ref)):
+        raise ValueError("malformed class reference")
+    if ref[0] == "course" and len(ref) == 3:
+        found = course_class(ref[1], ref[2])
+    elif len(ref) == 2 and ref[0].split(".")[0] in LIBRARIES and all(p.isidentifier() for p in ref[0].split(".")):
+        found = plain_data.import_ref(ref, course_class)
+    else:
+        raise ValueError(f"a class of {ref[0]} is not data")
+    if not isinstance(found, type) or not _is_data_class(found):
+        raise ValueError(f"{ref} is not a data class")
+    return found
 
 
-def decode(encoded: Any, *, _depth: int = 0) -> Any:
-    """The value ``encode`` described (arrays as the same kind: NumPy or JAX). Raises ValueError on junk."""
-    if _depth > 25 or not isinstance(encoded, dict):
-        raise ValueError("malformed transcript value")
-    t = encoded.get("t")
-    if t in ("bool", "int", "str", "NoneType"):
-        v = encoded.get("v")
-        expected = {"bool": bool, "int": int, "str": str, "NoneType": type(None)}[t]
-        if type(v) is not expected:
-            raise ValueError("malformed transcript scalar")
-        return v
-    if t == "float":
-        v = encoded.get("v")
-        if isinstance(v, str):
-            return float(v)
-        if type(v) not in (int, float):
-            raise ValueError("malformed transcript float")
-        return float(v)
-    if t in ("np", "jax", "npscalar"):
-        dtype = np.dtype(str(encoded["dtype"]))
-        if dtype.kind not in "biufc":
-            raise ValueError("malformed transcript dtype")
-        raw = base64.b64decode(str(encoded["b"]), validate=True)
-        if t == "npscalar":
-            return np.frombuffer(raw, dtype=dtype)[0]
-        shape = tuple(int(n) for n in encoded["shape"])
-        arr = np.frombuffer(raw, dtype=dtype).reshape(shape).copy()
-        if t == "jax":
-            import jax.numpy as jnp
+def _is_data_class(cls: type) -> bool:
+    import dataclasses
 
-            return jnp.asarray(arr)
-        return arr
-    if t == "key":
-        import jax
+    import flax.linen as nn
 
-        data = decode(encoded["data"], _depth=_depth + 1)
-        if type(data) is not np.ndarray or data.dtype != np.uint32:
-            raise ValueError("malformed transcript key")
-        return jax.random.wrap_key_data(data, impl=str(encoded["impl"]))
-    if t in ("tuple", "list"):
-        items = [decode(v, _depth=_depth + 1) for v in encoded["v"]]
-        return tuple(items) if t == "tuple" else items
-    if t == "dict":
-        return {decode(k, _depth=_depth + 1): decode(v, _depth=_depth + 1) for k, v in encoded["v"]}
-    if t == "opaque":
-        return Opaque(str(encoded.get("type", "object")))
-    raise ValueError(f"unknown transcript tag {t!r}")
+    if issubclass(cls, dict) or (issubclass(cls, tuple) and hasattr(cls, "_fields")):
+        return True
+    if issubclass(cls, nn.Module):
+        return True
+    return dataclasses.is_dataclass(cls) and any("pytree_node" in f.metadata for f in dataclasses.fields(cls))
 
 
-def digest(function: str, args: tuple, kwargs: dict) -> str | None:
-    """A digest of a call's arguments, or None when an argument is not plain data."""
-    encoded = encode([function, list(args), dict(sorted(kwargs.items()))])
-    if has_opaque(encoded):
+def digest(name: str, args: tuple, kwargs: dict, statics: plain_data.Statics) -> str | None:
+    """A digest of a call's arguments, or None when one has no value to look it up by (a mesh, an object)."""
+    try:
+        tree = plain_data.encode([name, list(args), dict(sorted(kwargs.items()))], None, statics)
+    except plain_data.Unencodable:  # a traced argument
         return None
-    return hashlib.sha256(json.dumps(encoded, sort_keys=True).encode()).hexdigest()
+    if plain_data.unknown_in(tree) is not None:
+        return None
+    return plain_data.hash_tree(tree)
+
+
+def encode(value: Any, statics: plain_data.Statics, hints: list[float] = ()) -> dict:
+    """A JSON-able description of ``value`` (``{"opaque": why}`` when it is not plain data)."""
+    dataset = as_dataset(value)
+    arrays: list = []
+    try:
+        tree = plain_data.encode(value if dataset is None else dataset, arrays, statics, hints)
+        packed = [_pack(a) for a in arrays]
+    except plain_data.Unencodable as err:
+        return {"opaque": f"a result holding {err}"}
+    return {"tree": tree, "arrays": packed}
+
+
+def _pack(a: np.ndarray) -> dict:
+    a = np.asarray(a)
+    if a.dtype.kind not in "biufc" or a.dtype.hasobject:
+        raise plain_data.Unencodable(f"an array of {a.dtype}")
+    return {"dtype": a.dtype.str, "shape": list(a.shape), "b": base64.b64encode(np.ascontiguousarray(a).tobytes()).decode("ascii")}
+
+
+def _unpack(packed: Any) -> np.ndarray:
+    dtype = np.dtype(str(packed["dtype"]))
+    if dtype.kind not in "biufc" or dtype.hasobject:
+        raise ValueError("malformed transcript dtype")
+    raw = base64.b64decode(str(packed["b"]), validate=True)
+    return np.frombuffer(raw, dtype=dtype).reshape(tuple(int(n) for n in packed["shape"])).copy()
+
+
+def is_opaque(encoded: Any) -> bool:
+    return isinstance(encoded, dict) and "opaque" in encoded
+
+
+def decode(encoded: Any, statics: plain_data.Statics) -> Any:
+    """The value :func:`encode` described (an :class:`Opaque` for an opaque one). Raises ValueError on junk."""
+    if not isinstance(encoded, dict):
+        raise ValueError("malformed transcript value")
+    if is_opaque(encoded):
+        return Opaque(str(encoded["opaque"])[:200])
+    try:
+        arrays = [_unpack(p) for p in encoded["arrays"]]
+        return plain_data.decode(encoded["tree"], arrays, statics, _datasets)
+    except Exception as err:  # noqa: BLE001 - hostile data: whatever it breaks, it is malformed
+        raise ValueError(f"malformed transcript value ({type(err).__name__})") from None
+
+
+def _datasets(tree: list, dec: Callable) -> Any:
+    if tree[0] == "dataset":
+        return RecordedDataset(dec(tree[2]), dec(tree[3]), tree[1])
+    raise plain_data.Unencodable(f"unknown kind {tree[0]!r}")

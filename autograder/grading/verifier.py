@@ -24,6 +24,7 @@ import json
 import os
 import sys
 from pathlib import Path
+from typing import Callable
 
 import pytest
 
@@ -46,28 +47,18 @@ class _State:
         self.unverifiable = False
 
 
-class Replay:
-    """Stands in for the student's module during a replayed check."""
+def _not_replayed(name: str, state: _State):
+    """Another of the student's functions, called by a replayed check: its answers were not recorded."""
 
-    def __init__(self, function: str, calls: dict, oracle, state: _State):
-        self._function = function
-        self._calls = calls
-        self._oracle = oracle
-        self._state = state
+    def not_replayed(*args, **kwargs):
+        state.unverifiable = True
+        raise Unverifiable(name)
 
-    def __getattr__(self, name: str):
-        if name.startswith("__"):
-            raise AttributeError(name)
-        if name != self._function:
-            if self._oracle is not None and hasattr(self._oracle, name):
-                # the check uses another of the student's functions: not recorded
-                self._state.unverifiable = True
-                raise Unverifiable(name)
-            raise AttributeError(name)
-        return _replayed(name, self._calls, self._oracle, self._state)
+    not_replayed.__name__ = not_replayed.__qualname__ = name
+    return not_replayed
 
 
-def _replayed(name: str, calls: dict, oracle, state: _State, label: str | None = None, static_argnums: tuple | None = None):
+def _replayed(name: str, calls: dict, oracle, state: _State, statics, label: str | None = None, static_argnums: tuple | None = None):
     """The student's ``name`` answering from ``calls`` (recorded under ``label``, by default ``name``).
     Checks that jit it (``structure.jit_once``) get the replay of its jitted form, which the student's
     process recorded under ``name|jit[...]`` with concrete arguments."""
@@ -76,7 +67,7 @@ def _replayed(name: str, calls: dict, oracle, state: _State, label: str | None =
     label = label or name
 
     def replayed(*args, **kwargs):
-        key = transcript.digest(label, args, kwargs)
+        key = transcript.digest(label, args, kwargs, statics)
         if key is None:
             state.unverifiable = True
             raise Unverifiable(name)
@@ -88,28 +79,45 @@ def _replayed(name: str, calls: dict, oracle, state: _State, label: str | None =
                 "make sure your module does not change the grader, NumPy or pytest",
             )
         try:
-            out = transcript.decode(calls[key])
-        except (ValueError, KeyError, TypeError):
+            out = transcript.decode(calls[key], statics)
+        except ValueError:
             raise CheckFailure(f"{name} returned plain data", f"the result recorded for {name} was malformed") from None
-        if transcript.has_opaque(calls[key]):
+        if isinstance(out, transcript.Opaque):
             reference = getattr(oracle, name)
             if static_argnums is not None:
                 from autograder.checks.structure import jit_once
 
                 reference = jit_once(reference, static_argnums)
-            expected = reference(*args, **kwargs)
-            if transcript.has_opaque(transcript.encode(expected)):
-                state.unverifiable = True
+            if transcript.is_opaque(transcript.encode(reference(*args, **kwargs), statics)):
+                state.unverifiable = True  # neither result is plain data: the check compares objects
                 raise Unverifiable(name)
         return out
 
     def jit_stand_in(static: tuple):
-        return _replayed(name, calls, oracle, state, f"{name}|jit{list(static)}", static)
+        return _replayed(name, calls, oracle, state, statics, f"{name}|jit{list(static)}", static)
 
     replayed.__name__ = name
     replayed.__qualname__ = name
     replayed.jit_stand_in = jit_stand_in
     return replayed
+
+
+def _course_classes(session) -> Callable[[str, str], type]:
+    """The course's own classes as the references define them (a recorded ``["course", module, name]``)."""
+    names = {module.name for module in session.course.modules}
+
+    def course_class(module: str, qualname: str) -> type:
+        if module not in names:
+            raise ValueError(f"no course module {module!r}")
+        reference = session.reference(module)
+        found = reference
+        for part in qualname.split("."):
+            found = getattr(found, part)
+        if not isinstance(found, type) or found.__module__ != reference.__name__:
+            raise ValueError(f"{qualname} is not a class of {module}")
+        return found
+
+    return course_class
 
 
 class Verifier:
@@ -119,10 +127,13 @@ class Verifier:
         self.mode = request.mode
         self.claims = set(request.checks)
         self.transcripts: dict = request.transcripts
+        if request.transcripts_file:
+            self.transcripts = json.loads(Path(request.transcripts_file).read_text(encoding="utf-8"))
         self.ids: dict[str, tuple[str, object]] = {}
         self.plan: list[dict] = []
         self.verdicts: dict[str, dict] = {}
         self.states: dict[str, _State] = {}
+        self.statics = None  # the recipes of states' static fields, shared by every replayed check
 
     @pytest.hookimpl(trylast=True)
     def pytest_collection_modifyitems(self, session, config, items) -> None:
@@ -143,19 +154,40 @@ class Verifier:
 
     @pytest.hookimpl(wrapper=True)
     def pytest_pyfunc_call(self, pyfuncitem):
+        """While a claimed check runs, the module under test answers only from the transcript: its function
+        replays the student's answers, and its other functions are not replayed. The module object is
+        patched, as the student's process patches it for recording, so fixtures built on it see the
+        same (``data``'s ``loader_module``)."""
+        from autograder.grading import transcript
+        from autograder.pytest_plugin.session import session_of
+        from autograder.recording.plain_data import name_classes_by_course_module
+
         entry = self.ids.get(pyfuncitem.nodeid)
-        if entry is None or "student" not in pyfuncitem.funcargs:
+        student = pyfuncitem.funcargs.get("student")  # every fixture of the check's closure is here
+        if entry is None or student is None:
             return (yield)
         cid, fn = entry
         state = self.states.setdefault(cid, _State())
-        from autograder.pytest_plugin.session import session_of
-
-        oracle = session_of(pyfuncitem.config).reference(fn.module)
+        session = session_of(pyfuncitem.config)
+        if self.statics is None:
+            self.statics = transcript.statics(_course_classes(session))
+        name_classes_by_course_module(student, fn.module)  # as the student's process names the student's
         calls = self.transcripts.get(cid)
-        if not isinstance(calls, dict):
-            calls = {}
-        pyfuncitem.funcargs["student"] = Replay(fn.name, calls, oracle, state)
-        return (yield)
+        stand_ins = {other.name: _not_replayed(other.name, state) for other in session.course.module(fn.module).functions}
+        stand_ins[fn.name] = _replayed(
+            fn.name, calls if isinstance(calls, dict) else {}, session.reference(fn.module), state, self.statics
+        )
+        saved = {name: getattr(student, name) for name in stand_ins if hasattr(student, name)}
+        for name, stand_in in stand_ins.items():
+            setattr(student, name, stand_in)
+        try:
+            return (yield)
+        finally:
+            for name in stand_ins:
+                if name in saved:
+                    setattr(student, name, saved[name])
+                else:
+                    delattr(student, name)
 
     def pytest_runtest_logreport(self, report) -> None:
         entry = self.ids.get(report.nodeid)

@@ -41,6 +41,13 @@ def class_ref(cls: type) -> list[str]:
     return [module, cls.__qualname__]
 
 
+def name_classes_by_course_module(module: Any, course_module: str) -> None:
+    """Name the classes ``module`` defines as the course module's own (``["course", course_module, name]``)."""
+    for value in vars(module).values():
+        if isinstance(value, type) and value.__module__ == module.__name__:
+            setattr(value, COURSE_MODULE_KEY, COURSE_PREFIXES[1] + course_module)
+
+
 def import_ref(ref: list[str], course_class: Callable[[str, str], type]) -> type:
     if ref[0] == "course":
         return course_class(ref[1], ref[2])
@@ -91,8 +98,9 @@ class Statics:
 
     OPTIMIZERS = ("sgd", "adam", "adamw")
 
-    def __init__(self, course_class: Callable[[str, str], type]):
+    def __init__(self, course_class: Callable[[str, str], type], resolve: Callable[[list], type] | None = None):
         self.course_class = course_class
+        self.resolve = resolve or (lambda ref: import_ref(ref, course_class))  # a class reference -> the class
         self._by_id: dict[int, tuple[Any, list]] = {}
         self._by_recipe: dict[str, Any] = {}
 
@@ -108,10 +116,12 @@ class Statics:
     def make(self, recipe: list) -> Any:
         key = json.dumps(recipe, sort_keys=True)
         if key not in self._by_recipe:
-            if recipe[0] == "method":
+            if recipe[0] == "method" and recipe[2] == "apply":
                 owner = decode(recipe[1], [], self)
-                value = getattr(owner, recipe[2])
-            elif recipe[0] == "optimizer":
+                if not is_flax_module(owner):
+                    raise Unencodable(f"a method recipe of a {type(owner).__qualname__}")
+                value = owner.apply
+            elif recipe[0] == "optimizer" and recipe[1] in self.OPTIMIZERS and type(recipe[2]) in (int, float):
                 import optax
 
                 value = getattr(optax, recipe[1])(recipe[2])
@@ -243,7 +253,7 @@ def decode(tree: Any, arrays: list, statics: Statics, objects: Callable[[list, C
     import jax.numpy as jnp
 
     def cls(ref):
-        return import_ref(ref, statics.course_class)
+        return statics.resolve(ref)
 
     def dec(t: Any) -> Any:
         kind = t[0]
@@ -320,6 +330,11 @@ def function_identity(fn: Any) -> list | None:
 def unknown_parts(name: str, args: tuple, kwargs: dict, statics: Statics) -> str | None:
     """What in a call's arguments has no value-based digest (``"a Mesh"``), or ``None``: such a call
     can be recorded but never found again."""
+    return unknown_in(encode([name, list(args), kwargs], None, statics))
+
+
+def unknown_in(tree: Any) -> str | None:
+    """What :func:`unknown_parts` says, for a call already encoded for its digest."""
     found: list[str] = []
 
     def walk(t: Any) -> None:
@@ -333,11 +348,15 @@ def unknown_parts(name: str, args: tuple, kwargs: dict, statics: Statics) -> str
             for x in t.values():
                 walk(x)
 
-    walk(encode([name, list(args), kwargs], None, statics))
+    walk(tree)
     return f"a {', a '.join(sorted(set(found)))} (no value to look it up by)" if found else None
 
 
 def digest(name: str, args: tuple, kwargs: dict, statics: Statics) -> str:
     """The canonical digest of a call: equal arguments (by value, bit for bit) give equal digests."""
-    tree = encode([name, list(args), kwargs], None, statics)
+    return hash_tree(encode([name, list(args), kwargs], None, statics))
+
+
+def hash_tree(tree: Any) -> str:
+    """The digest of a call already encoded (``encode(..., None, statics)``)."""
     return hashlib.sha256(json.dumps(tree, sort_keys=True).encode()).hexdigest()

@@ -97,7 +97,7 @@ class RecordedDataset:
         return ["dataset", self._ref, enc(attributes), enc(self._items)]
 
 
-def _as_dataset(live: Any) -> RecordedDataset | None:
+def as_dataset(live: Any) -> RecordedDataset | None:
     """A live ``torch.utils.data.Dataset`` with array attributes, as a :class:`RecordedDataset`."""
     try:
         from torch.utils.data import Dataset
@@ -252,9 +252,7 @@ class RecordedOracle:
         path = self.folder / "given" / f"{module}.py"
         if path not in RecordedOracle._given:
             loaded = load_module(path, f"_course_given_.{module}")
-            for value in vars(loaded).values():  # its classes are named by the course module
-                if isinstance(value, type) and value.__module__ == loaded.__name__:
-                    setattr(value, plain_data.COURSE_MODULE_KEY, loaded.__name__)
+            plain_data.name_classes_by_course_module(loaded, module)
             RecordedOracle._given[path] = loaded
         return RecordedOracle._given[path]
 
@@ -468,7 +466,7 @@ class RecordingOracle:
         if loader is not None:
             self.loaders.setdefault(call, []).append(loader)  # its epochs are filled in as checks iterate it
             return loader
-        dataset = _as_dataset(output)
+        dataset = as_dataset(output)
         return dataset if dataset is not None else output
 
     def __repr__(self) -> str:
