@@ -15,6 +15,9 @@ Before, these could not be written as plain data, and a claimed pass stood on th
 from __future__ import annotations
 
 import copy
+import os
+import signal
+import time
 from pathlib import Path
 
 import pytest
@@ -47,6 +50,8 @@ def graded_reference(tmp_path_factory):
     grader.verify = spy
     try:
         result = grader.grade_submission("reference", Path(student))
+        grader.verify = verify  # the tests' own calls must not overwrite what the grade run recorded
+        assert all(seen["transcripts"][claim] for claim in replayable(seen))
         yield grader, result, seen
     finally:
         grader.close()
@@ -94,3 +99,22 @@ def _nudge(encoded) -> None:
             arr.flat[0] += 1.0
             packed["b"] = base64.b64encode(arr.tobytes()).decode("ascii")
             return
+
+
+def test_one_trusted_process_confirms_student_after_student(graded_reference):
+    """The worker's verifier outlives a student (its compiled programs stay warm): a student it failed leaves
+    nothing behind for the next, and one that died is replaced."""
+    grader, _, seen = graded_reference
+    honest = {claim: seen["transcripts"][claim] for claim in replayable(seen)}
+    server = grader._local.trusted_server
+    grader.verify(replayable(seen), {claim: {} for claim in replayable(seen)})
+    verdicts = grader.verify(replayable(seen), honest)
+    assert {v["outcome"] for v in verdicts.values()} == {str(Status.PASSED)}, verdicts
+    assert grader._local.trusted_server is server and server.alive()
+
+    os.kill(server.handle.pid, signal.SIGKILL)
+    while server.alive():
+        time.sleep(0.05)
+    verdicts = grader.verify(replayable(seen), honest)
+    assert {v["outcome"] for v in verdicts.values()} == {str(Status.PASSED)}, verdicts
+    assert grader._local.trusted_server is not server

@@ -12,7 +12,8 @@ For one submission (:func:`grade_submission`):
    what is left; a module found changing the grader's own functions earns
    nothing, and its results say so;
 3. the correctness checks it claims to pass are re-run on the trusted side
-   (:mod:`autograder.grading.verifier`); a pass that is not confirmed is a failure;
+   (:mod:`autograder.grading.verifier`, served by one long-lived process per worker:
+   :mod:`autograder.grading.trusted_server`); a pass that is not confirmed is a failure;
 4. the outcomes become points with :func:`autograder.core.outcomes.score_functions`.
 
 :func:`grade_class` runs that over a thread pool, one task per module of a
@@ -45,6 +46,7 @@ from autograder.core.course import Course
 from autograder.core.outcomes import CheckId, CheckOutcome, StudentResult, score_functions
 from autograder.core.status import Status
 from autograder.grading import sandbox
+from autograder.grading.trusted_server import TrustedServer
 from autograder.grading.requests import CHILD, ChildRequest, VerifierRequest
 from autograder.pytest_plugin.report import strip_ansi
 
@@ -244,8 +246,31 @@ class Grader:
     def verify(self, claims: list[str], transcripts: dict) -> dict[str, dict]:
         if not claims:
             return {}
-        data = self._trusted(VerifierRequest("verify", checks=claims, transcripts=transcripts, seed=self.options.seed), VERIFY_TIMEOUT)
-        return data["verdicts"]
+        request = VerifierRequest("verify", checks=claims, transcripts=transcripts, seed=self.options.seed)
+        if not self.options.zygote:
+            return self._trusted(request, VERIFY_TIMEOUT)["verdicts"]
+        server = self._trusted_server()
+        scratch = self._scratch_dir()
+        try:
+            out, sent = scratch / "verdicts.json", scratch / "transcripts.json"
+            sent.write_text(json.dumps(transcripts), encoding="utf-8")
+            asked = replace(request, out=str(out), transcripts={}, transcripts_file=str(sent))
+            if not server.answer(asked, VERIFY_TIMEOUT) or not out.is_file():
+                self._local.trusted_server = None
+                server.close()
+                raise RuntimeError(f"the trusted grader failed:\n{sandbox.file_tail(server.stderr)}")
+            return json.loads(out.read_text(encoding="utf-8"))["verdicts"]
+        finally:
+            self._remove(scratch)
+
+    def _trusted_server(self) -> TrustedServer:
+        """This worker thread's long-lived verifier (see :mod:`autograder.grading.trusted_server`)."""
+        server = getattr(self._local, "trusted_server", None)
+        if server is None or not server.alive():
+            zygote = self._zygote("trusted_zygote")
+            server = TrustedServer(zygote, self._scratch_dir(), self.snapshot, list(self.options.modules), self.options.seed)
+            self._local.trusted_server = server
+        return server
 
     # -- one submission ---------------------------------------------------
     def grade_submission(self, student: str, folder: Path) -> StudentResult:

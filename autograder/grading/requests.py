@@ -49,9 +49,10 @@ class ChildRequest:
 
 @dataclass(frozen=True)
 class VerifierRequest:
-    """``plan`` the course's checks, or ``verify`` claimed passes from their transcripts (trusted side)."""
+    """``plan`` the course's checks, ``verify`` claimed passes from their transcripts, or ``serve`` verify
+    requests one after another (trusted side)."""
 
-    mode: Literal["plan", "verify"]
+    mode: Literal["plan", "verify", "serve"]
     course_root: str = ""
     modules: list[str] = field(default_factory=list)
     out: str = ""  # where the JSON answer is written

@@ -211,9 +211,18 @@ def main() -> None:
 
 
 def run(cfg: dict) -> None:
-    """Plan or verify as the :class:`VerifierRequest` ``cfg`` says; writes the JSON answer to its ``out``;
-    never returns."""
+    """Plan or verify as the :class:`VerifierRequest` ``cfg`` says, writing the JSON answer to its ``out``;
+    or, for ``serve``, answer verify requests one after another. Never returns."""
     request = VerifierRequest.from_wire(cfg)
+    if request.mode == "serve":
+        serve(request, int(cfg["fd"]))
+    code = 0 if answer(request) else 1
+    sys.stdout.flush()
+    os._exit(code)
+
+
+def answer(request: VerifierRequest) -> bool:
+    """Run one plan or verify request in this process; whether its answer was written to ``request.out``."""
     course_root = Path(request.course_root)
     verifier = Verifier(request)
     args = [str(course_root / "exercises" / f"test_{m}.py") for m in request.modules]
@@ -225,12 +234,31 @@ def run(cfg: dict) -> None:
         args += ["--grading-seed", str(request.seed)]
     if request.mode == "plan":
         args.append("--collect-only")
-    code = 0
     try:
         pytest.main(args, plugins=[verifier])
         payload = {"plan": verifier.plan, "verdicts": verifier.verdicts}
         Path(request.out).write_text(json.dumps(payload), encoding="utf-8")
     except BaseException:  # noqa: BLE001 - the parent reads the missing file as an error
-        code = 1
-    sys.stdout.flush()
-    os._exit(code)
+        return False
+    finally:
+        sys.stdout.flush()
+    return True
+
+
+def serve(request: VerifierRequest, fd: int) -> None:
+    """Answer the verify requests the grader sends on ``fd`` (a socket, one JSON line each, answered by one
+    line ``{"answered": bool}``) on this process's copy of the course, until the grader closes it.
+
+    One process verifies every student of a worker: it never runs student code, so nothing of one
+    student reaches another, while what is the same for all of them stays warm — the references and the
+    checks imported, JAX's compiled programs (a fresh process lowers and compiles each again)."""
+    import socket
+
+    channel = socket.socket(fileno=fd)
+    for line in channel.makefile("rb"):
+        asked = VerifierRequest.from_wire(
+            dict(json.loads(line), mode="verify", course_root=request.course_root, modules=request.modules, seed=request.seed)
+        )
+        answered = answer(asked)
+        channel.sendall(json.dumps({"answered": answered}).encode() + b"\n")
+    os._exit(0)
