@@ -1,7 +1,9 @@
 """The trusted side: the list of checks, and confirming a student's passes.
 
 Runs in its own process, started by the grader, and never imports or calls
-a student's code. Two jobs (chosen by the configuration on stdin):
+a student's code. Two jobs (chosen by the request), the second also served
+student after student by one long-lived process (``serve``,
+:mod:`autograder.grading.trusted_server`):
 
 - ``plan``: collect every check of the course with the function it judges and
   whether it is a correctness check, so that what the student's process
@@ -13,9 +15,10 @@ a student's code. Two jobs (chosen by the configuration on stdin):
   by a *replay* that answers from the transcript the student's process
   recorded (outputs keyed by the digest of the arguments). A claimed pass
   stands only when the replayed check passes here; an input that has no
-  recorded answer fails it. Checks whose inputs or reference results are not
-  plain data (objects, tracers) cannot be replayed and are reported
-  ``unverifiable``.
+  recorded answer fails it. Checks whose inputs or results are not data
+  (a loader, a mesh, a checkpoint manager) cannot be replayed and are reported
+  ``unverifiable``; the module's other functions are not replayed either, so
+  a check that calls them is ``unverifiable`` too.
 """
 
 from __future__ import annotations
