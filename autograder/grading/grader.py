@@ -176,13 +176,9 @@ class Grader:
             course_root, kit = self.snapshot.materialize(scratch)
             work = scratch / "work"
             work.mkdir()
-            out = scratch / "verdicts.json"
-            transcripts = scratch / "transcripts.json"
-            transcripts.write_text(json.dumps(request.transcripts), encoding="utf-8")
-            cfg = replace(
-                request, course_root=str(course_root), modules=list(self.options.modules), out=str(out), kit=str(kit),
-                transcripts={}, transcripts_file=str(transcripts),
-            ).to_wire()
+            asked = _in_files(request, scratch)
+            out = Path(asked.out)
+            cfg = replace(asked, course_root=str(course_root), modules=list(self.options.modules), kit=str(kit)).to_wire()
             zygote = self._zygote("trusted_zygote") if self.options.zygote else None
             if zygote is not None:
                 sandbox.run_to_end(zygote, work, cfg, scratch / "stderr.txt", timeout)
@@ -252,9 +248,8 @@ class Grader:
         server = self._trusted_server()
         scratch = self._scratch_dir()
         try:
-            out, sent = scratch / "verdicts.json", scratch / "transcripts.json"
-            sent.write_text(json.dumps(transcripts), encoding="utf-8")
-            asked = replace(request, out=str(out), transcripts={}, transcripts_file=str(sent))
+            asked = _in_files(request, scratch)
+            out = Path(asked.out)
             if not server.answer(asked, VERIFY_TIMEOUT) or not out.is_file():
                 self._local.trusted_server = None
                 server.close()
@@ -533,6 +528,13 @@ class Grader:
 def _ends_a_student(future) -> bool:
     """Whether a finished task of :meth:`Grader._tasks` carries its student's result (or error)."""
     return future.exception() is not None or future.result() is not None
+
+
+def _in_files(request: VerifierRequest, scratch: Path) -> VerifierRequest:
+    """``request`` answering into ``scratch``, its transcripts written there (too large for the request itself)."""
+    sent = scratch / "transcripts.json"
+    sent.write_text(json.dumps(request.transcripts), encoding="utf-8")
+    return replace(request, out=str(scratch / "verdicts.json"), transcripts={}, transcripts_file=str(sent))
 
 
 def _cache_env(cache_dir: Path | None) -> dict[str, str]:
