@@ -42,8 +42,8 @@ def test_set_diagonal_matches_reference(student, reference, x, value):
 
 
 @given(x=square_matrices(), value=float32s())
-def test_set_diagonal_works_under_jit(student, reference, x, value):
-    structure.assert_works_under_jit(student.set_diagonal, reference.set_diagonal, jnp.asarray(x), value)
+def test_set_diagonal_works_under_jit(student, x, value):
+    structure.assert_works_under_jit(student.set_diagonal, jnp.asarray(x), value)
 
 
 @given(x=square_matrices(), value=float32s())
@@ -63,8 +63,8 @@ def test_scatter_add_matches_reference(student, reference, inputs):
 
 
 @given(inputs=scatter_inputs())
-def test_scatter_add_works_under_jit(student, reference, inputs):
-    structure.assert_works_under_jit(student.scatter_add, reference.scatter_add, *map(jnp.asarray, inputs))
+def test_scatter_add_works_under_jit(student, inputs):
+    structure.assert_works_under_jit(student.scatter_add, *map(jnp.asarray, inputs))
 
 
 @given(inputs=scatter_inputs())
@@ -85,9 +85,9 @@ def test_clamp_at_matches_reference(student, reference, inputs):
 
 
 @given(inputs=clamp_inputs())
-def test_clamp_at_works_under_jit(student, reference, inputs):
+def test_clamp_at_works_under_jit(student, inputs):
     x, indices, lo, hi = inputs
-    structure.assert_works_under_jit(student.clamp_at, reference.clamp_at, jnp.asarray(x), jnp.asarray(indices), lo, hi)
+    structure.assert_works_under_jit(student.clamp_at, jnp.asarray(x), jnp.asarray(indices), lo, hi)
 
 
 @given(inputs=clamp_inputs())
@@ -108,9 +108,9 @@ def test_replace_negatives_matches_reference(student, reference, x, value):
 
 
 @given(x=float32_arrays(), value=float32s())
-def test_replace_negatives_works_under_jit(student, reference, x, value):
+def test_replace_negatives_works_under_jit(student, x, value):
     """Boolean indexing (``x[x < 0]``) fails here: its shape depends on the values."""
-    structure.assert_works_under_jit(student.replace_negatives, reference.replace_negatives, jnp.asarray(x), value)
+    structure.assert_works_under_jit(student.replace_negatives, jnp.asarray(x), value)
 
 
 @given(x=float32_arrays(), value=float32s())

@@ -80,6 +80,11 @@ WRONG = [
             _seen.append(x)
             return x.at[jnp.arange(n), jnp.arange(n)].set(value)
      """, r"module-level (variable )?'_seen'"),
+    ("gives-other-values-under-jit", "clamp_at", """
+        def clamp_at(x, indices, lo, hi):
+            clamped = x.at[indices].set(jnp.clip(x[indices], lo, hi))
+            return clamped + 1.0 if type(x).__name__.endswith("Tracer") else clamped
+     """, r"jax\.jit\(clamp_at\) gives what clamp_at gives without jit"),
     ("adds-numpy-global-noise", "scatter_add", """
         import numpy as onp
         def scatter_add(x, indices, updates):
