@@ -14,6 +14,7 @@ from types import SimpleNamespace
 import jax
 import jax.numpy as jnp
 import numpy as np
+import optax
 import pytest
 from flax.training import train_state
 from hypothesis import given, settings
@@ -145,13 +146,14 @@ def test_create_train_state_returns_a_train_state_of_the_model(student, referenc
 
 
 def test_create_train_state_optimizer_is_sgd_with_the_learning_rate(student, reference):
-    """The optimizer is judged by what it does: three steps with the same gradients as the reference's."""
+    """The optimizer is judged by what it does: three steps with the same gradients as optax.sgd(learning_rate)."""
     for case in CREATE_CASES:
         got, _, _ = _create(student, reference, case)
-        expected, _, _ = _create(reference, reference, case)
         check = f"create_train_state's optimizer makes the steps of optax.sgd({case['learning_rate']})"
         _assert_is_train_state(got, check)
-        values.assert_same_optimizer_steps(got, expected, seed=case["key"][1], check=check, advice=SGD_ADVICE)
+        values.assert_steps_like_optimizer(
+            got, optax.sgd(case["learning_rate"]), seed=case["key"][1], check=check, advice=SGD_ADVICE
+        )
 
 
 def test_create_train_state_is_pure(student, reference):
@@ -241,20 +243,23 @@ def test_calculate_loss_acc_matches_reference(student, reference, data, loss_sta
 
 @settings(max_examples=10)
 @given(inputs=loss_inputs())
-def test_calculate_loss_acc_uses_the_params_argument(student, reference, data, loss_states, inputs):
+def test_calculate_loss_acc_uses_the_params_argument(student, data, loss_states, inputs):
+    """Other params, other loss: the student's own results for ``params`` and for ``state.params`` differ
+    (the values themselves are the correctness check's)."""
     state, params, batch = loss_case(data, loss_states, inputs)
     check = "calculate_loss_acc runs the model with its params argument, not with state.params"
     with structure.runs_the_states_model("calculate_loss_acc", f"SimpleClassifier({inputs['hidden']}, 1)"):
         got = student.calculate_loss_acc(state, params, purity.fresh_copy(batch))
-    with_state_params = reference.calculate_loss_acc(state, state.params, batch)
+        with_state_params = student.calculate_loss_acc(state, state.params, purity.fresh_copy(batch))
     try:
-        values.assert_trees_close(got, with_state_params, check=check)
-    except CheckFailure:
-        return  # not the state's params: the values check judges the rest
-    if not np.allclose(np.asarray(reference.calculate_loss_acc(state, params, batch)[0]), np.asarray(got[0])):
+        same = np.allclose(np.asarray(got[0]), np.asarray(with_state_params[0]))
+    except Exception:  # noqa: BLE001 - not a (loss, accuracy) pair: the values check says so
+        return
+    if same:
         raise CheckFailure(
             check,
-            "calculate_loss_acc returned the loss of state.params, not of the params argument",
+            "calculate_loss_acc gives the same loss for the params argument as for state.params: it does not use "
+            "its params argument",
             "jax.grad differentiates with respect to the params argument: the logits must be "
             "state.apply_fn(params, x), or every gradient is zero",
         )

@@ -5,4 +5,4 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 workers=${KIT_TEST_WORKERS:-$(( $(nproc) >= 2 ? 2 : 0 ))}
-exec .venv/bin/python -m pytest tests/ -q -p no:randomly -n "$workers" --dist loadgroup --no-loadscope-reorder "$@"
+exec .venv/bin/python -m pytest tests/ -q -p no:randomly -n "$workers" --dist loadfile --no-loadscope-reorder "$@"

@@ -3,6 +3,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import filelock  # torch's own dependency
 import pytest
 
 # The kit's own runs stay hermetic: no student compilation cache unless a test asks for one.
@@ -39,25 +40,19 @@ pytest_plugins = ["pytester"]
 
 
 def pytest_collection_modifyitems(config, items):
-    """``scripts/test.sh`` runs the kit's tests in two pytest-xdist workers (``--dist loadgroup``): a file's
-    tests stay in one worker, so its module fixtures (a graded class, a generated course) are made once,
-    and the files that use the session's ``release`` share one worker, so it is built once. Files whose
-    tests start whole ``grade`` runs go first (a long one started last would leave the other worker idle)."""
-    files: dict[Path, list] = {}
-    for item in items:
-        files.setdefault(item.path, []).append(item)
-    for path, file_items in files.items():
-        uses_release = any("release" in item.fixturenames for item in file_items)
-        group = "release" if uses_release else path.stem
-        for item in file_items:
-            item.add_marker(pytest.mark.xdist_group(group))
-    items.sort(key=lambda item: _LONGEST_FIRST.index(item.path.stem) if item.path.stem in _LONGEST_FIRST else len(_LONGEST_FIRST))
+    """``scripts/test.sh`` runs the kit's tests in two pytest-xdist workers with ``--dist loadfile``: a file's
+    tests stay in one worker, so its module fixtures (a graded class, a generated course) are made once. The
+    files listed in ``_LONGEST_FIRST`` are handed out first (a long one started last would leave the other
+    worker idle at the end); the rest follow in collection order."""
+    rank = {stem: i for i, stem in enumerate(_LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.stem, len(rank)))
 
 
-# Scheduling order only (measured with ``--durations``): a file missing here runs after these, in
-# collection order; every test runs whatever this says.
-_LONGEST_FIRST = ["test_grade_command", "test_release", "test_grade_interrupt", "test_grade_seed", "test_grade_cluster",
-                  "test_nbgrader_course", "test_module_training", "test_gradescope", "test_classroom50", "test_github_actions"]
+# Scheduling order only (measured with ``--durations``); a file missing here, or listed in another
+# order, runs all the same, later.
+_LONGEST_FIRST = ["test_grade_command", "test_grade_seed", "test_release", "test_grade_interrupt", "test_nbgrader_course",
+                  "test_course_kit", "test_gradescope", "test_trusted_replay", "test_grade_cluster", "test_classroom50",
+                  "test_github_actions", "test_html_report", "test_module_training"]
 
 
 # The modules of the release the kit's tests build (plain arrays, loaders, train states, functions passed
@@ -73,11 +68,23 @@ def release(tmp_path_factory) -> Path:
     if os.environ.get("AUTOGRADER_TEST_RELEASE"):
         return Path(os.environ["AUTOGRADER_TEST_RELEASE"]).resolve()
     root = Path(__file__).resolve().parents[1]
-    out = tmp_path_factory.mktemp("release") / "course"
+    # Under pytest-xdist the workers share one build: the first to get here builds it in the run's own
+    # temporary root (``basetemp/..``, fresh for every run), the others wait for it.
+    shared = tmp_path_factory.getbasetemp().parent if os.environ.get("PYTEST_XDIST_WORKER") else tmp_path_factory.getbasetemp()
+    out, built = shared / "release" / "course", shared / "release" / "built"
+    with filelock.FileLock(str(shared / "release.lock")):
+        if not built.exists():
+            _build_release(root, out)
+            built.touch()
+    return out
+
+
+def _build_release(root: Path, out: Path) -> None:
+    shutil.rmtree(out.parent, ignore_errors=True)
+    out.parent.mkdir(parents=True)
     done = subprocess.run(
         [sys.executable, "-m", "autograder", "release", str(out), "--course", str(root), "--only", ",".join(RELEASED)],
         capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(root)},
     )
     assert done.returncode == 0, done.stdout + done.stderr
     print(done.stdout)
-    return out

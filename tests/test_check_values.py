@@ -122,3 +122,26 @@ def test_matches_reference_calls_both_and_names_the_function():
 
 def test_describe_summarises_a_tree():
     assert describe({"W": jnp.ones((2, 3))}) == "{'W': 'float32[2, 3]'}"
+
+
+@pytest.mark.parametrize(
+    "tx, same",
+    [
+        (optax.sgd(0.1), True),
+        (optax.chain(optax.scale(-0.1)), True),
+        (optax.inject_hyperparams(optax.sgd)(learning_rate=0.1), True),
+        (optax.sgd(0.01), False),
+        (optax.sgd(0.1, momentum=0.9), False),  # shows from the second step on
+        (optax.adam(0.1), False),
+    ],
+)
+def test_an_optimizer_is_judged_by_its_steps_against_the_one_the_contract_names(tx, same):
+    from autograder.checks.values import assert_steps_like_optimizer
+
+    params = {"W": jnp.ones((2, 3)), "b": jnp.zeros(3)}
+    state = train_state.TrainState.create(apply_fn=lambda p, x: x, params=params, tx=tx)
+    if same:
+        assert_steps_like_optimizer(state, optax.sgd(0.1), check="sgd", advice="use optax.sgd")
+    else:
+        with pytest.raises(CheckFailure, match=r"after \d optimizer step"):
+            assert_steps_like_optimizer(state, optax.sgd(0.1), check="sgd", advice="use optax.sgd")

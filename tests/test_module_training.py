@@ -177,7 +177,14 @@ WRONG = [
             logits = state.apply_fn(state.params, x).squeeze(-1)
             loss = optax.sigmoid_binary_cross_entropy(logits, labels).mean()
             return loss, ((logits > 0) == labels).mean()
-     """, r"returned the loss of state.params, not of the params argument"),
+     """, r"gives the same loss for the params argument as for state\.params: it does not use its params argument"),
+    ("loss-of-the-states-inner-params", "calculate_loss_acc", """
+        def calculate_loss_acc(state, params, batch):
+            x, labels = batch
+            logits = state.apply_fn({"params": state.params["params"]}, x).squeeze(-1)
+            loss = optax.sigmoid_binary_cross_entropy(logits, labels).mean()
+            return loss, ((logits > 0) == labels).mean()
+     """, r"it does not use its params argument"),
     ("threshold-logits-at-0.5", "calculate_loss_acc", """
         def calculate_loss_acc(state, params, batch):
             x, labels = batch

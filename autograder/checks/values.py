@@ -381,6 +381,16 @@ def assert_returns_tuple(result: Any, names: tuple[str, ...], *, function: str, 
     return tuple(result)
 
 
+def assert_steps_like_optimizer(
+    got_state: Any, optimizer: Any, *, steps: int = 3, seed: int = 0, check: str, advice: str
+) -> None:
+    """``got_state.tx`` updates parameters as ``optimizer`` (an optax transformation the contract names, e.g.
+    ``optax.sgd(0.1)``) does, judged by stepping from ``got_state``'s own params (:func:`assert_same_optimizer_steps`).
+    No reference state is needed: the contract says which optimizer."""
+    expected = got_state.replace(tx=optimizer, opt_state=optimizer.init(got_state.params))
+    assert_same_optimizer_steps(got_state, expected, steps=steps, seed=seed, check=check, advice=advice)
+
+
 def assert_same_optimizer_steps(
     got_state: Any, expected_state: Any, *, steps: int = 3, seed: int = 0, check: str, advice: str
 ) -> None:
