@@ -284,7 +284,7 @@ def test_calculate_loss_acc_gradients_match_reference(data, loss_states, loss_an
 
 @settings(max_examples=3)
 @given(inputs=loss_inputs())
-def test_calculate_loss_acc_is_pure(student, reference, data, loss_states, inputs):
+def test_calculate_loss_acc_is_pure(student, data, loss_states, inputs):
     state, params, batch = loss_case(data, loss_states, inputs)
     purity.assert_pure(student.calculate_loss_acc, state, params, batch, module=student)
     purity.assert_no_leaked_tracers(student.calculate_loss_acc, state, params, batch, module=student)
