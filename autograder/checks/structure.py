@@ -62,13 +62,15 @@ def assert_works_under_jit(
     rtol: float = 1e-5,
     atol: float = 1e-6,
     jitted: Callable | None = None,
+    eager: Callable | None = None,
 ) -> Any:
-    """``jax.jit(fn)`` traces, and gives what ``fn`` gives run op by op (:func:`eagerly`).
+    """``jax.jit(fn)`` traces, and gives what ``fn`` gives called without ``jax.jit`` around it.
 
     The comparison is with the student's own function, never with the reference: whether the values are
     right is the correctness checks' question (decided on the trusted side when grading), and a process
     that runs student code holds no expected values for this check. Pass ``jitted`` to reuse one
-    ``jax.jit(fn)`` across hypothesis examples (a new jit per example would compile per example).
+    ``jax.jit(fn)`` across hypothesis examples (a new jit per example would compile per example), and
+    ``eager`` (e.g. :func:`eagerly`) where calling ``fn`` itself would compile anew on every call.
     """
     name = function_name(fn)
     check = f"{name} works under jax.jit"
@@ -81,7 +83,7 @@ def assert_works_under_jit(
             raise
         what, instead = explanation
         raise CheckFailure(check, f"{name} cannot be compiled with jax.jit: {what}", instead) from None
-    without_jit = eagerly(fn)(*args)
+    without_jit = (eager or fn)(*args)
     assert_trees_close(got, without_jit, rtol=rtol, atol=atol, check=f"jax.jit({name}) gives what {name} gives without jit")
     return got
 
