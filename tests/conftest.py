@@ -56,7 +56,7 @@ _LONGEST_FIRST = ["test_grade_command", "test_grade_seed", "test_release", "test
 
 
 # The modules of the release the kit's tests build (plain arrays, loaders, train states, functions passed
-# as arguments, checkpoints the release cannot record): one build per session, shared by every test of a
+# as arguments, checkpoints the release cannot record): one build per run (shared by the xdist workers), used by every test of a
 # released tree (tests/test_release.py, the GitHub Actions and Classroom 50 runs).
 RELEASED = ("at_updates", "vmap_linear", "training", "autodiff", "checkpointing")
 
