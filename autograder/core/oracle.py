@@ -50,6 +50,39 @@ class Oracle:
         return getattr(self._module, name)
 
 
+class OwnAnswers:
+    """The student's own functions standing in for the reference: the oracle of a grading process whose
+    module is judged on the trusted side (:mod:`autograder.grading.verifier`).
+
+    Such a process must hold neither the reference nor its outputs. Its correctness checks then
+    compare the student's function with itself, which passes whenever the function depends only
+    on its arguments; what matters is that they call it on the generated inputs, so that its
+    answers are recorded for the verifier, which compares them with the real reference. A check
+    that fails here (the function raised, or two calls with the same arguments disagreed) fails.
+    """
+
+    def __init__(self, module_name: str, student: ModuleType):
+        self.module_name = module_name
+        self._student = student
+
+    def __getattr__(self, name: str):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return getattr(self._student, name)
+
+    def __repr__(self) -> str:
+        return f"<the student's own answers for {self.module_name}>"
+
+    def sibling(self, module: str):
+        raise RuntimeError(f"{self.module_name} is judged on the trusted side: its checks may not use {module}'s reference")
+
+    def transformed(self, name: str, label: str, transform: Callable) -> Callable:
+        return transform(getattr(self._student, name))
+
+    def helper(self, name: str, own: Callable | None) -> Callable:
+        raise RuntimeError(f"{self.module_name} is judged on the trusted side: its checks may not lend reference helpers")
+
+
 class ReferenceCache:
     """Every reference this process loaded: one import per file version.
 

@@ -50,6 +50,7 @@ class ChildReporter:
         self.skip = set(request.skip)
         self.modules = set(request.modules)
         self.record = request.record
+        self.own_answers = request.own_answers
         self.ids: dict[str, tuple[str, object]] = {}
         self.imported: set[str] = set()
         self.calls: dict[str, dict] = {}
@@ -87,10 +88,13 @@ class ChildReporter:
         items[:] = keep
         if dropped:
             config.hook.pytest_deselected(items=dropped)
-        # The references are loaded before any student code runs; then their
-        # files leave the sandbox, so the student's code cannot read them.
         course_session = session_of(config)
-        course_session.load_all_references()
+        if self.own_answers:  # judged on the trusted side: this process never had a reference
+            course_session.own_answers = True
+        else:
+            # The references are loaded before any student code runs; then their
+            # files leave the sandbox, so the student's code cannot read them.
+            course_session.load_all_references()
         shutil.rmtree(course_session.course.root / "solutions", ignore_errors=True)
 
     def pytest_runtest_logstart(self, nodeid, location) -> None:

@@ -47,7 +47,7 @@ from autograder.core.outcomes import CheckId, CheckOutcome, StudentResult, score
 from autograder.core.status import Status
 from autograder.grading import sandbox
 from autograder.grading.trusted_server import TrustedServer
-from autograder.grading.requests import CHILD, ChildRequest, VerifierRequest
+from autograder.grading.requests import CHILD, UNVERIFIABLE, ChildRequest, VerifierRequest
 from autograder.pytest_plugin.report import strip_ansi
 
 MAX_FILE_BYTES = 1_000_000
@@ -62,6 +62,9 @@ class Check:
     module: str
     function: str
     correctness: bool
+    # its module is judged on the trusted side only (autograder.grading.trusted_only): the
+    # grading process holds no reference, and the verifier's verdict is the check's
+    trusted_only: bool = False
 
     @property
     def test(self) -> str:
@@ -137,6 +140,7 @@ class Grader:
             self.close()
             raise
         self.function_of = {c.id: f"{c.module}.{c.function}" for c in self.plan}
+        self.trusted_only_modules = {c.module for c in self.plan if c.trusted_only}
 
     def _scratch_dir(self) -> Path:
         """A new scratch folder, removed by :meth:`_remove` or at the latest by :meth:`close`."""
@@ -226,7 +230,10 @@ class Grader:
 
     def _plan(self) -> list[Check]:
         data = self._trusted(VerifierRequest("plan", seed=self.options.seed), VERIFY_TIMEOUT)
-        checks = [Check(c["check"], c["module"], c["function"], bool(c["correctness"])) for c in data["plan"]]
+        checks = [
+            Check(c["check"], c["module"], c["function"], bool(c["correctness"]), bool(c.get("trusted_only")))
+            for c in data["plan"]
+        ]
         if not checks:
             raise RuntimeError("the course has no checks for the selected modules")
         return checks
@@ -365,7 +372,8 @@ class Grader:
         """One grading process for ``module`` (only its file is in the sandbox), skipping checks in ``skip``."""
         scratch = self._scratch_dir()
         try:
-            course_root, kit = self.snapshot.materialize(scratch)
+            own_answers = module in self.trusted_only_modules
+            course_root, kit = self.snapshot.materialize(scratch, solutions=not own_answers)
             submission = scratch / "submission"
             submission.mkdir()
             (submission / f"{module}.py").write_bytes(source)
@@ -373,7 +381,9 @@ class Grader:
             work.mkdir()
             if self.run_as:
                 self.run_as.give(scratch)
-            cfg = ChildRequest(str(course_root), str(submission), [module], skip, str(kit), seed=self.options.seed).to_wire()
+            cfg = ChildRequest(
+                str(course_root), str(submission), [module], skip, str(kit), seed=self.options.seed, own_answers=own_answers
+            ).to_wire()
             remaining = {self.function_of[c.id] for c in self.plan if c.module == module}
             limits = sandbox.Limits(
                 self.options.timeout_per_function,
@@ -424,9 +434,12 @@ class Grader:
             confirmed = self.verify(claims, {c: transcripts.get(c, {}) for c in claims})
         except Exception as err:  # noqa: BLE001 - never trust an unconfirmed pass
             confirmed = {c: {"outcome": Status.FAILED, "message": f"the grader could not confirm this check ({err})"} for c in claims}
+        trusted_only = {c.id for c in self.plan if c.trusted_only}
         for check in claims:
             verdict = confirmed.get(check, {"outcome": Status.FAILED, "message": ""})
-            if verdict["outcome"] == Status.FAILED:
+            if check in trusted_only:
+                verdicts[check] = _trusted_verdict(self.function_of[check], verdict)
+            elif verdict["outcome"] == Status.FAILED:
                 qual = self.function_of[check]
                 detail = clean_message(verdict.get("message", "")).strip()
                 verdicts[check] = (
@@ -528,6 +541,22 @@ class Grader:
 def _ends_a_student(future) -> bool:
     """Whether a finished task of :meth:`Grader._tasks` carries its student's result (or error)."""
     return future.exception() is not None or future.result() is not None
+
+
+def _trusted_verdict(qualname: str, verdict: dict) -> tuple[Status, str]:
+    """A claimed pass of a module judged on the trusted side only: the verifier's verdict is the check's,
+    its failure message (expected and got, the first failing input) the student's."""
+    outcome, message = verdict.get("outcome"), clean_message(str(verdict.get("message", ""))).strip()
+    if outcome == Status.PASSED:
+        return Status.PASSED, ""
+    if outcome == UNVERIFIABLE:
+        return Status.ERROR, f"{qualname}: the grader could not judge this check from what your process recorded"
+    if verdict.get("missing"):  # the student's process did not call the function on every input
+        return Status.UNCONFIRMED, (
+            f"{qualname}: your process reported this check as passed, but the grader could not confirm it"
+            + (f":\n{message}" if message else "")
+        )
+    return Status.FAILED, message
 
 
 def _in_files(request: VerifierRequest, scratch: Path) -> VerifierRequest:

@@ -18,6 +18,10 @@ ZYGOTE = f"{__package__}.zygote"
 CHILD = f"{__package__}.child"
 VERIFIER = f"{__package__}.verifier"
 
+# A verifier's verdict is Status.PASSED, Status.FAILED, or UNVERIFIABLE: the check cannot be
+# replayed from plain data (a claimed pass stands, except in a module judged on the trusted side only).
+UNVERIFIABLE = "unverifiable"
+
 
 def _known(cls, data: dict) -> dict:
     names = {f.name for f in fields(cls)}
@@ -36,6 +40,8 @@ class ChildRequest:
     target: str = CHILD
     record: bool = True  # record the transcripts of passed correctness checks
     seed: int | None = None  # `grade --seed N`: inputs drawn from N, not the published ones
+    # the modules are judged on the trusted side: no reference here, the student's own answers stand in
+    own_answers: bool = False
     fd: int = -1  # set by the sandbox: the event channel
     nonce: str = ""  # set by the sandbox: carried by every event
 

@@ -34,11 +34,9 @@ import pytest
 from autograder.core.failures import CheckFailure
 from autograder.core.outcomes import CheckId
 from autograder.core.status import Status
-from autograder.grading.requests import VerifierRequest
+from autograder.grading.requests import UNVERIFIABLE, VerifierRequest
+from autograder.grading.trusted_only import modules_judged_on_the_trusted_side
 
-# A verdict is Status.PASSED, Status.FAILED, or UNVERIFIABLE: the check cannot be
-# replayed from plain data, and the student's claimed pass stands.
-UNVERIFIABLE = "unverifiable"
 
 
 class Unverifiable(Exception):
@@ -48,6 +46,7 @@ class Unverifiable(Exception):
 class _State:
     def __init__(self) -> None:
         self.unverifiable = False
+        self.missing = False  # an input had no recorded answer
 
 
 def _not_replayed(name: str, state: _State):
@@ -75,6 +74,7 @@ def _replayed(name: str, calls: dict, oracle, state: _State, statics, label: str
             state.unverifiable = True
             raise Unverifiable(name)
         if key not in calls:
+            state.missing = True
             raise CheckFailure(
                 f"{name} was called on the grader's inputs",
                 f"the grader re-ran this check and your process reported no result of {name} for one of its inputs",
@@ -142,7 +142,7 @@ class Verifier:
     def pytest_collection_modifyitems(self, session, config, items) -> None:
         from autograder.pytest_plugin.session import CourseSession
 
-        keep = []
+        keep, collected = [], []
         for item in items:
             fn = CourseSession.function_of(item)
             if fn is None:
@@ -150,10 +150,23 @@ class Verifier:
             cid = str(CheckId(fn.module, item.name))
             correctness = item.get_closest_marker("correctness") is not None
             self.plan.append({"check": cid, "module": fn.module, "function": fn.name, "correctness": correctness})
+            collected.append((item, fn.module, correctness))
             if self.mode == "verify" and cid in self.claims and correctness:
                 keep.append(item)
                 self.ids[item.nodeid] = (cid, fn)
+        if self.mode == "plan":
+            trusted_only = modules_judged_on_the_trusted_side(collected)
+            for entry in self.plan:
+                entry["trusted_only"] = entry["module"] in trusted_only
         items[:] = keep
+
+    def pytest_sessionstart(self, session) -> None:
+        """No shrinking here: an input the student's process did not see has no recorded answer (a module
+        judged on the trusted side only fails here first; its message shows the first failing input)."""
+        from autograder.pytest_plugin.profiles import without_shrinking
+
+        if self.mode == "verify":
+            without_shrinking()
 
     @pytest.hookimpl(wrapper=True)
     def pytest_pyfunc_call(self, pyfuncitem):
@@ -201,10 +214,14 @@ class Verifier:
         if state is not None and state.unverifiable:
             self.verdicts[cid] = {"outcome": UNVERIFIABLE, "message": ""}
         elif report.failed:
-            message = report.longreprtext if isinstance(report.longreprtext, str) else ""
-            self.verdicts[cid] = {"outcome": Status.FAILED, "message": message}
+            self.verdicts[cid] = {"outcome": Status.FAILED, "message": _message(report), "missing": state.missing}
         elif report.when == "call" and cid not in self.verdicts:
             self.verdicts[cid] = {"outcome": Status.PASSED, "message": ""}
+
+
+def _message(report) -> str:
+    """The course's message (the plugin puts it in the report, as in the student's process)."""
+    return report.longreprtext if isinstance(report.longreprtext, str) else ""
 
 
 def main() -> None:

@@ -1,4 +1,5 @@
-"""The hypothesis profiles: ``student`` (quick) and ``grading``, both deterministic; ``use_seed`` for ``grade --seed``."""
+"""The hypothesis profiles: ``student`` (quick) and ``grading``, both deterministic; ``use_seed`` for ``grade --seed``;
+``without_shrinking`` for the trusted verifier."""
 
 from __future__ import annotations
 
@@ -59,3 +60,17 @@ def choose(explicit: str | None, grading_flag: bool) -> str:
     if explicit:
         return explicit
     return GRADING if grading_flag or os.environ.get("CI") else STUDENT
+
+
+def without_shrinking() -> None:
+    """The loaded profile without its shrink phase (the trusted verifier: see its ``pytest_sessionstart``).
+
+    Shrinking tries inputs the student's process never saw, so they have no
+    recorded answer. Generation itself is unchanged: the same inputs are drawn
+    in the same order, up to the first failing one.
+    """
+    from hypothesis import Phase, settings
+
+    current = settings.default
+    settings.register_profile("verifying", current, phases=[p for p in current.phases if p != Phase.shrink])
+    settings.load_profile("verifying")

@@ -91,8 +91,16 @@ def student_message(
         return text
     example = failing_input(exc, fixture_names)
     if example:
-        text += "\n  smallest failing input:\n" + example
+        text += f"\n  {_which_failing_input()}:\n" + example
     return text + "\n  " + (hint or f"hint: {function.hint.strip()}")
+
+
+def _which_failing_input() -> str:
+    """Hypothesis shrinks a failing input to the smallest it can find, except on the trusted side of
+    ``grade`` (see :func:`autograder.pytest_plugin.profiles.without_shrinking`)."""
+    from hypothesis import Phase, settings
+
+    return "smallest failing input" if Phase.shrink in settings.default.phases else "first failing input drawn"
 
 
 def _points(value: float) -> str:

@@ -29,7 +29,7 @@ import pytest
 
 from autograder.core.attribution import attribute, module_of
 from autograder.core.course import Course, Function
-from autograder.core.oracle import REFERENCES, Oracle
+from autograder.core.oracle import REFERENCES, Oracle, OwnAnswers
 from autograder.core.outcomes import CheckOutcome
 from autograder.core.submission import SubmissionImportError, load_module, stub_functions
 
@@ -85,6 +85,9 @@ class CourseSession:
     # "module.function" -> why one of its checks was skipped (a release that cannot answer it)
     skipped: dict[str, str] = field(default_factory=dict)
     record_into: Path | None = None  # `--record-oracle DIR` (autograder release)
+    # A grading process of a module judged on the trusted side: no reference, the student's own answers
+    # stand in for it (autograder.core.oracle.OwnAnswers). Set by autograder.grading.child.
+    own_answers: bool = False
     _students: dict[str, ModuleType | Unimportable] = field(default_factory=dict)
     _stubs: dict[str, frozenset[str]] = field(default_factory=dict)
 
@@ -132,10 +135,13 @@ class CourseSession:
 
     # -- the references ---------------------------------------------------
     def reference(self, module: str):
-        """The live reference; in a student release (no ``solutions/``) the recorded oracle in ``oracle/``;
+        """The live reference (in a grading process of a module judged on the trusted side, the student's
+        own answers); in a student release (no ``solutions/``) the recorded oracle in ``oracle/``;
         with ``--record-oracle DIR`` the live reference recording its answers into DIR."""
         from autograder.recording.recorded import RecordedOracle, RecordingOracle
 
+        if self.own_answers:
+            return OwnAnswers(module, self.student(module))
         solutions, recorded = self.course.root / "solutions", self.course.root / "oracle"
         if self.record_into is not None:
             contracted = {fn.name for fn in self.course.module(module).functions}
