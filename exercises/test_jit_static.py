@@ -26,7 +26,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from hypothesis import example, given, settings
+from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 
 from autograder.checks import output
@@ -36,7 +36,6 @@ from autograder.checks import tracing
 from autograder.checks import values
 from autograder.checks.strategies import float32_arrays
 from autograder.core.failures import CheckFailure
-from autograder.core.oracle import transformed
 
 correctness = pytest.mark.correctness
 
@@ -231,11 +230,10 @@ def test_clip_by_norm_gradient_is_finite_at_zero(student):
 
 @settings(max_examples=8)
 @given(x=float32_arrays(((3,),), min_value=-3.0, max_value=3.0))
-def test_clip_by_norm_gradients_match_reference(student, reference, x):
-    got = grad_of_sum(student.clip_by_norm)(x)
-    values.assert_trees_close(
-        got, transformed(reference, "clip_by_norm", "grad_of_sum", grad_of_sum)(x), rtol=1e-4, atol=1e-5, name="gradient",
-        check="the gradient of sum(clip_by_norm(x, 1.0)) equals the reference's",
+def test_clip_by_norm_gradient_is_the_slope_of_the_function(student, x):
+    assume(abs(float(np.linalg.norm(x)) - 1.0) > 0.05)  # central differences across the kink at |x| = 1 are no slope
+    structure.assert_gradient_is_the_slope(
+        lambda v: jnp.sum(student.clip_by_norm(v, 1.0)), x, what="the gradient of sum(clip_by_norm(x, 1.0))"
     )
 
 

@@ -35,8 +35,28 @@ def test_jitted_code_is_compared_with_itself_without_jit_never_with_a_reference(
         calls.append(1)
         return x * len(calls)
 
-    with pytest.raises(CheckFailure, match=r"jax.jit\(counts_its_calls\) gives what counts_its_calls gives without jit"):
+    with pytest.raises(CheckFailure, match=r"jax.jit\(counts_its_calls\) gives what counts_its_calls gives without jit") as err:
         structure.assert_works_under_jit(counts_its_calls, jnp.array([-1.0, 2.0]))
+    assert "differs from counts_its_calls without jit" in str(err.value) and "reference" not in str(err.value)
+
+
+def test_a_gradient_is_compared_with_the_functions_own_slope():
+    """A function whose values are right but whose gradient is not (a stop_gradient) fails; a smooth one passes.
+    The message names central differences, not a reference."""
+    def norm_clip(x):
+        norm = jnp.linalg.norm(x)
+        return jnp.sum(x * jnp.minimum(1.0, 1.0 / norm))
+
+    def stopped(x):
+        norm = jax.lax.stop_gradient(jnp.linalg.norm(x))
+        return jnp.sum(x * jnp.minimum(1.0, 1.0 / norm))
+
+    x = jnp.array([2.0, -1.0, 0.5])
+    structure.assert_gradient_is_the_slope(norm_clip, x)
+    structure.assert_gradient_is_the_slope(jnp.sum, jnp.array([0.1, 0.2]))
+    with pytest.raises(CheckFailure, match=r"gradient differs from the central differences") as err:
+        structure.assert_gradient_is_the_slope(stopped, x)
+    assert "the gradient of stopped equals the slope of the function itself" in str(err.value)
 
 
 def test_a_partial_is_named_after_its_function():

@@ -151,6 +151,15 @@ WRONG = [
             return jax.lax.cond(norm > max_norm, lambda x: x * (max_norm / norm), lambda x: x, x)
      """, r"gradient (at x = 0|of row 0).*nan", "clip_by_norm and finite", id="lax-cond-norm-outside"),
     pytest.param("clip_by_norm", """
+        @jax.jit
+        def clip_by_norm(x, max_norm):
+            sq = jnp.sum(x ** 2)
+            safe = jnp.where(sq > max_norm ** 2, sq, 1.0)
+            scale = jax.lax.stop_gradient(jnp.where(sq > max_norm ** 2, max_norm / jnp.sqrt(safe), 1.0))
+            return x * scale
+     """, r"gradient differs from the central differences(.*\n)*.*checked: the gradient of sum\(clip_by_norm\(x, 1.0\)\) equals the slope",
+        "clip_by_norm and slope", id="stops-the-gradient-of-the-scale"),
+    pytest.param("clip_by_norm", """
         @functools.partial(jax.jit, static_argnames="max_norm")
         def clip_by_norm(x, max_norm):
             sq = jnp.sum(x ** 2)

@@ -1,6 +1,7 @@
 """Structure: facts about *how* a function computes, not what.
 
 - :func:`assert_works_under_jit`   the function can be traced by ``jax.jit`` and gives what it gives without jit
+- :func:`assert_gradient_is_the_slope` ``jax.grad`` through the function gives its own central differences
 - :func:`record_calls`             which calls a helper (e.g. the student's ``linear``) received, and with what
 - :func:`jaxpr_size`               how many equations a function traces to (nested jaxprs included)
 - :func:`assert_jaxpr_size_constant` the program does not grow with the batch (no unrolled Python loop)
@@ -84,8 +85,36 @@ def assert_works_under_jit(
         what, instead = explanation
         raise CheckFailure(check, f"{name} cannot be compiled with jax.jit: {what}", instead) from None
     without_jit = (eager or fn)(*args)
-    assert_trees_close(got, without_jit, rtol=rtol, atol=atol, check=f"jax.jit({name}) gives what {name} gives without jit")
+    assert_trees_close(
+        got, without_jit, rtol=rtol, atol=atol, source=f"{name} without jit",
+        check=f"jax.jit({name}) gives what {name} gives without jit",
+    )
     return got
+
+
+def assert_gradient_is_the_slope(
+    scalar_fn: Callable, x: Any, *, step: float = 1e-2, rtol: float = 1e-2, atol: float = 1e-3, what: str | None = None
+) -> None:
+    """``jax.grad(scalar_fn)(x)`` equals the slope of ``scalar_fn`` itself, by central differences.
+
+    A function can give the right values and the wrong gradient (a ``stop_gradient``, a value taken
+    out of JAX with ``float()`` or NumPy and put back): what JAX differentiates is not what the
+    function computes. The comparison is with the function's own values, so no expected values are
+    needed; differences are taken in float64 around a float32 ``x`` with ``step``, which is accurate to
+    about ``rtol`` for a smooth function (keep ``x`` away from kinks).
+    """
+    what = what or f"the gradient of {function_name(scalar_fn)}"
+    check = f"{what} equals the slope of the function itself (central differences)"
+    point = np.asarray(x, np.float32)
+    got = np.asarray(jax.grad(scalar_fn)(jax.numpy.asarray(point)), np.float64)
+    slope = np.zeros(point.shape, np.float64)
+    for index in np.ndindex(point.shape):
+        up, down = point.copy(), point.copy()
+        up[index] += step
+        down[index] -= step
+        rise = float(scalar_fn(jax.numpy.asarray(up))) - float(scalar_fn(jax.numpy.asarray(down)))
+        slope[index] = rise / (float(up[index]) - float(down[index]))
+    assert_trees_close(got, slope, rtol=rtol, atol=atol, name="gradient", check=check, source="the central differences")
 
 
 @dataclass(frozen=True)

@@ -114,13 +114,15 @@ def _first_differences(expected: np.ndarray, got: np.ndarray, close: np.ndarray)
     return "\n".join(lines)
 
 
-def _compare_leaf(where: str, expected: Any, got: Any, rtol: float, atol: float, check: str) -> None:
+def _compare_leaf(
+    where: str, expected: Any, got: Any, rtol: float, atol: float, check: str, source: str = "the reference"
+) -> None:
     exp_is_key, got_is_key = is_key(expected), type(got) is array_types()[1]
     if exp_is_key != got_is_key:
         kinds = ("a typed key (jax.random.key)", "a legacy uint32 key (jax.random.PRNGKey)")
         raise CheckFailure(
             check,
-            f"{where} is {kinds[not got_is_key]}, but the reference returns {kinds[not exp_is_key]}",
+            f"{where} is {kinds[not got_is_key]}, but {source} returns {kinds[not exp_is_key]}",
             "a returned key must be of the same kind as the key passed in: split it, do not convert it",
         )
     exp = np.asarray(jax.random.key_data(expected)) if exp_is_key else np.asarray(expected)
@@ -143,12 +145,12 @@ def _compare_leaf(where: str, expected: Any, got: Any, rtol: float, atol: float,
         if exp.ndim == 0:
             raise CheckFailure(
                 check,
-                f"{where} differs from the reference: expected {exp.item()!r}, got {arr.item()!r}",
+                f"{where} differs from {source}: expected {exp.item()!r}, got {arr.item()!r}",
                 f"({exp.dtype.name} scalar, tolerance rtol={rtol:g}, atol={atol:g})" if exp.dtype.kind in "fc" else "",
             )
         raise CheckFailure(
             check,
-            f"{where} differs from the reference at {n_bad} of {n} entries ({exp.dtype.name}, shape {exp.shape})",
+            f"{where} differs from {source} at {n_bad} of {n} entries ({exp.dtype.name}, shape {exp.shape})",
             "first differences, index: expected vs got\n" + _first_differences(exp, arr, close),
         )
 
@@ -177,11 +179,13 @@ def assert_trees_close(
     atol: float = 1e-6,
     name: str = "result",
     check: str = "the result equals the reference's",
+    source: str = "the reference",
 ) -> None:
     """``got`` has ``expected``'s structure, and every leaf its shape, dtype and values.
 
     Exact for integer, boolean and key leaves; within ``rtol``/``atol`` for
     floating leaves. PRNG keys are compared by their key data and kind.
+    ``source`` names where ``expected`` comes from in the message ("differs from <source>").
     """
     exp_leaves, exp_def = _flatten(expected)
     try:
@@ -200,11 +204,11 @@ def assert_trees_close(
             diff += f"unexpected: {', '.join(name + p for p in extra[:_MAX_SHOWN])}\n"
         raise CheckFailure(
             check,
-            f"{name} does not have the structure of the reference's",
+            f"{name} does not have the structure of {source}'s",
             f"expected: {describe(expected)}\ngot:      {describe(got)}\n{diff}",
         )
     for (path, exp), (_, leaf) in zip(exp_leaves, got_leaves):
-        _compare_leaf(name + path, exp, leaf, rtol, atol, check)
+        _compare_leaf(name + path, exp, leaf, rtol, atol, check, source)
 
 
 def assert_matches_reference(

@@ -1,0 +1,118 @@
+"""Agreement of ``grade`` with the checks run in-process, on the gallery variants of the modules that
+``grade`` judges on the trusted side only (their grading processes hold no reference).
+
+    python scripts/grade_agreement.py [--modules m1,m2] [--limit N] [--jobs J]
+
+Each variant (every wrong and every differently-correct version of a function,
+from ``tests/test_module_*.py``) is judged twice, check by check, in the grading
+profile: by its function's checks run in this process with the live
+``solutions/`` (as ``pytest exercises/`` judges it), and by a real ``grade``
+of the variant as one student's file (a grading process that answers with the
+student's own functions, then the trusted verifier with the reference).
+Verdicts must agree (passed, or not passed); prints the counts and exits 1 on
+any disagreement. Only the checks of the variant's function are compared.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import textwrap
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "scripts"))
+sys.path.insert(0, str(ROOT / "tests"))
+
+from oracle_agreement import Variant, gallery, judge  # noqa: E402
+
+
+@dataclass
+class Counts:
+    variants: int = 0
+    checks: int = 0
+    agree: int = 0
+    disagreements: list[str] = field(default_factory=list)
+    messages: dict[str, list[str]] = field(default_factory=dict)  # student -> grade's messages of failed checks
+
+
+def trusted_only_modules(jobs: int = 1) -> set[str]:
+    """The modules ``grade`` judges on the trusted side only (from the trusted side's own plan)."""
+    from autograder.core.course import load_course
+    from autograder.grading.grader import Grader, Options
+
+    course = load_course(ROOT)
+    grader = Grader(course, Options(tuple(m.name for m in course.modules), 60, 4000, jobs), workers=1)
+    try:
+        return set(grader.trusted_only_modules)
+    finally:
+        grader.close()
+
+
+def compare(variants: list[Variant], jobs: int = 2) -> Counts:
+    from autograder.core.course import load_course
+    from autograder.grading.grader import Grader, Options
+
+    counts = Counts()
+    modules = tuple(sorted({v.module for v in variants}))
+    with tempfile.TemporaryDirectory(dir=ROOT.parent) as tmp:
+        students, live = [], {}
+        for i, variant in enumerate(variants):
+            name = f"{i:03d}-{variant.module}-{variant.function}-{variant.kind}"
+            here = Path(tmp) / "live" / name
+            here.mkdir(parents=True)
+            live[name] = judge(ROOT, variant, here)
+            folder = Path(tmp) / "class" / name
+            folder.mkdir(parents=True)
+            (folder / f"{variant.module}.py").write_text(textwrap.dedent(variant.source), encoding="utf-8")
+            students.append((name, folder))
+        grader = Grader(load_course(ROOT), Options(modules, 60, 4000, jobs), workers=jobs)
+        try:
+            results = {r.student: r for r in grader.grade_class(students)}
+        finally:
+            grader.close()
+    for (name, _), variant in zip(students, variants):
+        counts.variants += 1
+        graded = {o.check: o for o in results[name].outcomes if o.module == variant.module}
+        counts.messages[name] = [o.message for o in graded.values() if o.status != "passed"]
+        for check, verdict in sorted(live[name].items()):
+            test = check.split("[")[0].rsplit("::", 1)[-1]
+            counts.checks += 1
+            got = graded.get(test)
+            got_status = "missing" if got is None else ("passed" if got.status == "passed" else "failed")
+            if got_status == ("passed" if verdict == "passed" else "failed"):
+                counts.agree += 1
+            else:
+                counts.disagreements.append(f"{name} {test}: in-process {verdict}, grade {got_status}")
+    return counts
+
+
+def select(module: str, limit: int) -> list[Variant]:
+    """The gallery of ``module``; with ``limit``, at most that many variants, as many wrong as correct."""
+    found = gallery(module)
+    if not limit:
+        return found
+    return [v for v in found if v.kind == "correct"][: limit // 2] + [
+        v for v in found if v.kind == "wrong"][: limit - limit // 2]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--modules", default="", help="default: every module grade judges on the trusted side only")
+    parser.add_argument("--limit", type=int, default=0, help="at most N variants per module (0: all)")
+    parser.add_argument("--jobs", type=int, default=2)
+    args = parser.parse_args(argv)
+    modules = args.modules.split(",") if args.modules else sorted(trusted_only_modules())
+    variants = [v for module in modules for v in select(module, args.limit)]
+    counts = compare(variants, args.jobs)
+    print(f"modules: {', '.join(modules)}; variants: {counts.variants}, checks: {counts.checks}, "
+          f"same verdict: {counts.agree}, disagreements: {len(counts.disagreements)}")
+    for line in counts.disagreements:
+        print("  " + line)
+    return 1 if counts.disagreements else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,130 @@
+"""Modules judged on the trusted side only (issue 11, part 3): their grading processes hold no reference.
+
+- the trusted side decides which modules qualify, from the checks it collected
+  (``autograder.grading.trusted_only``); the rules are tested on their own;
+- in ``grade``, the verdicts of those modules' checks agree with the checks run in-process on
+  gallery variants (a deterministic subset; ``python scripts/grade_agreement.py`` runs every
+  variant), and a wrong function's message is the trusted side's: expected and got, an input;
+- the thieves of ``tests/test_grade_seed.py`` (the reference from ``sys.modules`` or ``gc``) earn
+  nothing in such a module.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from autograder.grading import trusted_only
+from support import ROOT
+
+sys.path.insert(0, str(ROOT / "scripts"))
+
+import grade_agreement  # noqa: E402
+
+pytestmark = pytest.mark.timeout(3600)
+
+# Each module's first two correct and first two wrong gallery variants.
+PER_MODULE = 4
+
+
+@pytest.fixture(scope="module")
+def modules():
+    return grade_agreement.trusted_only_modules()
+
+
+@pytest.fixture(scope="module")
+def agreement(modules):
+    variants = [v for module in sorted(modules) for v in grade_agreement.select(module, PER_MODULE)]
+    return variants, grade_agreement.compare(variants, jobs=2)
+
+
+def test_the_modules_that_need_no_reference_next_to_the_students_code_are_judged_on_the_trusted_side(modules):
+    # Today's five; the others keep the reference in the grading process until their
+    # scenarios (train states, loaders, meshes, checkpoints) come from the trusted side.
+    assert {"at_updates", "autodiff", "jit_static", "prng", "vmap_linear"} <= modules
+    for module in ("training", "batchnorm", "dropout_rngs", "checkpointing", "data", "parallel", "pytrees"):
+        assert module not in modules, module
+
+
+def test_the_readme_names_the_modules_judged_on_the_trusted_side(modules):
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    found = re.search(r"judged on\s+the trusted side only\**\s*\(([^)]*)\)", readme)
+    assert found, "the README's trust section names the modules judged on the trusted side only"
+    assert set(re.findall(r"`(\w+)`", found.group(1))) == modules
+
+
+def test_grade_agrees_with_the_checks_on_gallery_variants(agreement):
+    variants, counts = agreement
+    assert counts.variants == len(variants) and {v.kind for v in variants} == {"correct", "wrong"}
+    assert counts.checks >= 3 * len(variants) and not counts.disagreements, counts.disagreements
+
+
+def test_a_wrong_function_gets_the_trusted_sides_message(agreement):
+    """Expected and got, and the input, worked out where the reference is: not "could not confirm"."""
+    _, counts = agreement
+    messages = [m for name, found in counts.messages.items() if name.endswith("-wrong") for m in found]
+    assert messages, counts.messages
+    assert not [m for m in messages if "could not confirm" in m or "could not judge" in m], messages
+    assert [m for m in messages if "differs from the reference" in m and "first failing input drawn" in m], messages
+
+
+# -- the rules ---------------------------------------------------------------
+
+
+def fixture(*argnames):
+    return [SimpleNamespace(argnames=argnames)]
+
+
+def item(fixturenames, definitions=None, module=None):
+    return SimpleNamespace(
+        fixturenames=list(fixturenames),
+        _fixtureinfo=SimpleNamespace(name2fixturedefs=definitions or {}),
+        module=module,
+    )
+
+
+@pytest.fixture
+def check_file(tmp_path):
+    def write(source: str):
+        path = tmp_path / "test_m.py"
+        path.write_text(source, encoding="utf-8")
+        return SimpleNamespace(__file__=str(path), __name__="test_m")
+
+    return write
+
+
+def test_a_correctness_check_that_takes_the_reference_itself_qualifies(check_file):
+    plain = check_file("def test_f(student, reference):\n    assert student.f(1) == reference.f(1)\n")
+    checks = [
+        (item(["student", "reference"], {"student": fixture("request")}, plain), "m", True),
+        (item(["student", "inputs"], {"inputs": fixture()}, plain), "m", False),
+    ]
+    assert trusted_only.modules_judged_on_the_trusted_side(checks) == {"m"}
+
+
+def test_another_check_that_takes_the_reference_disqualifies_its_module(check_file):
+    plain = check_file("")
+    checks = [
+        (item(["student", "reference"], {}, plain), "m", True),
+        (item(["student", "reference"], {}, plain), "m", False),  # e.g. "works under jit" against the reference
+        (item(["student", "reference"], {}, plain), "other", True),
+    ]
+    assert trusted_only.modules_judged_on_the_trusted_side(checks) == {"other"}
+
+
+def test_a_fixture_built_with_the_reference_disqualifies_its_module(check_file):
+    plain = check_file("")
+    scenario = {"scenario": fixture("reference", "data"), "data": fixture()}
+    checks = [(item(["student", "reference", "scenario", "data"], scenario, plain), "m", True)]
+    assert trusted_only.modules_judged_on_the_trusted_side(checks) == set()
+
+
+@pytest.mark.parametrize("call", ["reference_helpers(student, reference, 'g')", "oracle.sibling(reference, 'data')"])
+def test_a_check_file_lending_reference_code_disqualifies_its_module(check_file, call):
+    lends = check_file(f"def helper(student, reference):\n    with {call}:\n        pass\n")
+    checks = [(item(["student", "reference"], {}, lends), "m", True)]
+    assert trusted_only.modules_judged_on_the_trusted_side(checks) == set()
