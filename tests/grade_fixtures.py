@@ -342,11 +342,17 @@ def _remember(find):
 """
 
 
+def thief_source(module: str, finder: str) -> str:
+    """A ``module`` whose every function answers with what ``finder``'s ``_find(name)`` finds (remembered:
+    scanning gc or the disk on every call would only make it slow), else returns its first argument."""
+    fns = [f.name for f in load_course(ROOT).module(module).functions]
+    finder = textwrap.dedent(finder).replace("\ndef _find(name):", "\n@_remember\ndef _find(name):")
+    return "import jax.numpy as jnp\n" + REMEMBER + finder + "".join(THIEF.format(name=fn) for fn in fns)
+
+
 def build_thieves(dest: Path, module: str, *, release_oracle: Path) -> dict[str, str]:
     """A correct student and one thief per route; returns ``{student: route}`` (``None`` for the correct one)."""
-    fns = [f.name for f in load_course(ROOT).module(module).functions]
     ref = reference_source(module)
-    header = "import jax.numpy as jnp\n"
     routes = {
         "steals_from_sys_modules": STEAL_FROM_SYS_MODULES,
         "steals_from_gc": STEAL_FROM_GC,
@@ -355,9 +361,7 @@ def build_thieves(dest: Path, module: str, *, release_oracle: Path) -> dict[str,
     }
     students = {"correct": ref}
     for student, finder in routes.items():
-        # A thief remembers what it found (scanning gc or the disk on every call would only make it slow).
-        finder = textwrap.dedent(finder).replace("\ndef _find(name):", "\n@_remember\ndef _find(name):")
-        students[student] = header + REMEMBER + finder + "".join(THIEF.format(name=fn) for fn in fns)
+        students[student] = thief_source(module, finder)
     for student, source in students.items():
         (dest / student).mkdir(parents=True)
         (dest / student / f"{module}.py").write_text(source, encoding="utf-8")

@@ -5,8 +5,8 @@
 - in ``grade``, the verdicts of those modules' checks agree with the checks run in-process on
   gallery variants (a deterministic subset; ``python scripts/grade_agreement.py`` runs every
   variant), and a wrong function's message is the trusted side's: expected and got, an input;
-- the thieves of ``tests/test_grade_seed.py`` (the reference from ``sys.modules`` or ``gc``) earn
-  nothing in such a module.
+- students who look the reference up in ``sys.modules`` or through ``gc`` (the thieves of
+  ``tests/test_grade_seed.py``) earn nothing in any such module.
 """
 
 from __future__ import annotations
@@ -70,6 +70,42 @@ def test_a_wrong_function_gets_the_trusted_sides_message(agreement):
     assert messages, counts.messages
     assert not [m for m in messages if "could not confirm" in m or "could not judge" in m], messages
     assert [m for m in messages if "differs from the reference" in m and "first failing input drawn" in m], messages
+
+
+@pytest.fixture(scope="module")
+def thieves(modules, tmp_path_factory):
+    """Students whose every function answers with the reference found in memory, in every module judged on
+    the trusted side only but ``at_updates`` (``tests/test_grade_seed.py`` attacks that one), and a student
+    whose files are the references (the control)."""
+    from autograder.core.course import load_course
+    from autograder.grading.grader import Grader, Options
+    from grade_fixtures import STEAL_FROM_GC, STEAL_FROM_SYS_MODULES, thief_source
+
+    attacked = tuple(sorted(modules - {"at_updates"}))
+    base = tmp_path_factory.mktemp("thieves")
+    students = []
+    for name, finder in (("steals_from_sys_modules", STEAL_FROM_SYS_MODULES), ("steals_from_gc", STEAL_FROM_GC), ("correct", None)):
+        folder = base / name
+        folder.mkdir()
+        for module in attacked:
+            source = thief_source(module, finder) if finder else (ROOT / "solutions" / f"{module}.py").read_text()
+            (folder / f"{module}.py").write_text(source, encoding="utf-8")
+        students.append((name, folder))
+    grader = Grader(load_course(ROOT), Options(attacked, 60, 4000, 2), workers=2)
+    try:
+        return attacked, {r.student: r for r in grader.grade_class(students)}
+    finally:
+        grader.close()
+
+
+@pytest.mark.parametrize("student", ["steals_from_sys_modules", "steals_from_gc"])
+def test_the_reference_in_memory_is_out_of_reach_in_every_such_module(thieves, student):
+    attacked, results = thieves
+    assert len(attacked) >= 3
+    earned = {s.function: s.points for s in results[student].scores if s.points}
+    assert not earned, earned
+    control = results["correct"]
+    assert sum(s.points for s in control.scores) == sum(s.max_points for s in control.scores) > 0
 
 
 # -- the rules ---------------------------------------------------------------
