@@ -77,8 +77,7 @@ def compare(variants: list[Variant], jobs: int = 2) -> Counts:
         counts.variants += 1
         graded = {o.check: o for o in results[name].outcomes if o.module == variant.module}
         counts.messages[name] = [o.message for o in graded.values() if o.status != "passed"]
-        for check, verdict in sorted(live[name].items()):
-            test = check.split("[")[0].rsplit("::", 1)[-1]
+        for test, verdict in sorted(live[name].items()):
             counts.checks += 1
             got = graded.get(test)
             got_status = "missing" if got is None else ("passed" if got.status == "passed" else "failed")

@@ -191,8 +191,9 @@ def _recording(reporter: ChildReporter, calls: dict, label: str, original):
 
     @functools.wraps(original)
     def recorded(*args, **kwargs):
+        key = _key(reporter, label, args, kwargs)  # the arguments as given (the function may change them)
         out = original(*args, **kwargs)
-        _record(reporter, calls, label, args, kwargs, out)
+        _record(reporter, calls, key, args, kwargs, out)
         return out
 
     def jit_stand_in(static_argnums: tuple):
@@ -204,14 +205,23 @@ def _recording(reporter: ChildReporter, calls: dict, label: str, original):
     return recorded
 
 
-def _record(reporter: ChildReporter, calls: dict, name: str, args: tuple, kwargs: dict, out) -> None:
+def _key(reporter: ChildReporter, name: str, args: tuple, kwargs: dict) -> str | None:
+    """The digest the verifier will look ``name(*args, **kwargs)`` up by; None when it cannot be made."""
     from autograder.grading import transcript
-    from autograder.recording.plain_data import float_hints
 
     try:
         if reporter.statics is None:
             reporter.statics = transcript.statics()
-        key = transcript.digest(name, args, kwargs, reporter.statics)
+        return transcript.digest(name, args, kwargs, reporter.statics)
+    except Exception:  # noqa: BLE001 - a call that cannot be keyed is simply not recorded
+        return None
+
+
+def _record(reporter: ChildReporter, calls: dict, key: str | None, args: tuple, kwargs: dict, out) -> None:
+    from autograder.grading import transcript
+    from autograder.recording.plain_data import float_hints
+
+    try:
         if key is None or key in calls or reporter.size > MAX_TRANSCRIPT_CHARS:
             return
         encoded = transcript.encode(out, reporter.statics, float_hints([*args, *kwargs.values()]))
