@@ -51,29 +51,36 @@ def trusted_only_modules(jobs: int = 1) -> set[str]:
         grader.close()
 
 
-def compare(variants: list[Variant], jobs: int = 2) -> Counts:
-    from autograder.core.course import load_course
-    from autograder.grading.grader import Grader, Options
+def student_name(i: int, variant: Variant) -> str:
+    return f"{i:03d}-{variant.module}-{variant.function}-{variant.kind}"
 
+
+def live_verdicts(variants: list[Variant], scratch: Path) -> dict[str, dict[str, str]]:
+    """Each variant's verdicts, check by check, from its function's checks run in this process."""
+    verdicts = {}
+    for i, variant in enumerate(variants):
+        here = scratch / "live" / student_name(i, variant)
+        here.mkdir(parents=True)
+        verdicts[student_name(i, variant)] = judge(ROOT, variant, here)
+    return verdicts
+
+
+def write_class(variants: list[Variant], folder: Path) -> list[tuple[str, Path]]:
+    """One student per variant, holding only the variant's module file."""
+    students = []
+    for i, variant in enumerate(variants):
+        student = folder / student_name(i, variant)
+        student.mkdir(parents=True)
+        (student / f"{variant.module}.py").write_text(textwrap.dedent(variant.source), encoding="utf-8")
+        students.append((student.name, student))
+    return students
+
+
+def agreement(variants: list[Variant], live: dict, results: dict) -> Counts:
+    """``live`` verdicts against ``grade``'s ``results`` (student name -> StudentResult)."""
     counts = Counts()
-    modules = tuple(sorted({v.module for v in variants}))
-    with tempfile.TemporaryDirectory(dir=ROOT.parent) as tmp:
-        students, live = [], {}
-        for i, variant in enumerate(variants):
-            name = f"{i:03d}-{variant.module}-{variant.function}-{variant.kind}"
-            here = Path(tmp) / "live" / name
-            here.mkdir(parents=True)
-            live[name] = judge(ROOT, variant, here)
-            folder = Path(tmp) / "class" / name
-            folder.mkdir(parents=True)
-            (folder / f"{variant.module}.py").write_text(textwrap.dedent(variant.source), encoding="utf-8")
-            students.append((name, folder))
-        grader = Grader(load_course(ROOT), Options(modules, 60, 4000, jobs), workers=jobs)
-        try:
-            results = {r.student: r for r in grader.grade_class(students)}
-        finally:
-            grader.close()
-    for (name, _), variant in zip(students, variants):
+    for i, variant in enumerate(variants):
+        name = student_name(i, variant)
         counts.variants += 1
         graded = {o.check: o for o in results[name].outcomes if o.module == variant.module}
         counts.messages[name] = [o.message for o in graded.values() if o.status != "passed"]
@@ -86,6 +93,22 @@ def compare(variants: list[Variant], jobs: int = 2) -> Counts:
             else:
                 counts.disagreements.append(f"{name} {test}: in-process {verdict}, grade {got_status}")
     return counts
+
+
+def compare(variants: list[Variant], jobs: int = 2) -> Counts:
+    from autograder.core.course import load_course
+    from autograder.grading.grader import Grader, Options
+
+    modules = tuple(sorted({v.module for v in variants}))
+    with tempfile.TemporaryDirectory(dir=ROOT.parent) as tmp:
+        live = live_verdicts(variants, Path(tmp))
+        students = write_class(variants, Path(tmp) / "class")
+        grader = Grader(load_course(ROOT), Options(modules, 60, 4000, jobs), workers=jobs)
+        try:
+            results = {r.student: r for r in grader.grade_class(students)}
+        finally:
+            grader.close()
+    return agreement(variants, live, results)
 
 
 def select(module: str, limit: int) -> list[Variant]:

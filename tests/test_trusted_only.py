@@ -27,19 +27,48 @@ import grade_agreement  # noqa: E402
 
 pytestmark = pytest.mark.timeout(3600)
 
-# Each module's first two correct and first two wrong gallery variants.
-PER_MODULE = 4
+# Each module's first correct and first wrong gallery variant.
+PER_MODULE = 2
 
 
 @pytest.fixture(scope="module")
-def modules():
-    return grade_agreement.trusted_only_modules()
+def grader():
+    from autograder.core.course import load_course
+    from autograder.grading.grader import Grader, Options
+
+    course = load_course(ROOT)
+    grader = Grader(course, Options(tuple(m.name for m in course.modules), 60, 4000, 2), workers=2)
+    yield grader
+    grader.close()
 
 
 @pytest.fixture(scope="module")
-def agreement(modules):
+def modules(grader):
+    return set(grader.trusted_only_modules)
+
+
+@pytest.fixture(scope="module")
+def graded(grader, modules, tmp_path_factory):
+    """One ``grade`` of a class: a student per gallery variant (one module file each), and students whose
+    every function answers with the reference found in memory, in every module judged on the trusted side
+    only but ``at_updates`` (``tests/test_grade_seed.py`` attacks that one), with their control (the
+    references' files)."""
+    from grade_fixtures import STEAL_FROM_GC, STEAL_FROM_SYS_MODULES, thief_source
+
+    base = tmp_path_factory.mktemp("trusted_only")
     variants = [v for module in sorted(modules) for v in grade_agreement.select(module, PER_MODULE)]
-    return variants, grade_agreement.compare(variants, jobs=2)
+    live = grade_agreement.live_verdicts(variants, base)
+    students = grade_agreement.write_class(variants, base / "class")
+    attacked = tuple(sorted(modules - {"at_updates"}))
+    for name, finder in (("steals_from_sys_modules", STEAL_FROM_SYS_MODULES), ("steals_from_gc", STEAL_FROM_GC), ("correct", None)):
+        folder = base / "class" / name
+        folder.mkdir()
+        for module in attacked:
+            source = thief_source(module, finder) if finder else (ROOT / "solutions" / f"{module}.py").read_text()
+            (folder / f"{module}.py").write_text(source, encoding="utf-8")
+        students.append((name, folder))
+    results = {r.student: r for r in grader.grade_class(students)}
+    return variants, grade_agreement.agreement(variants, live, results), attacked, results
 
 
 def test_the_modules_that_need_no_reference_next_to_the_students_code_are_judged_on_the_trusted_side(modules):
@@ -57,55 +86,29 @@ def test_the_readme_names_the_modules_judged_on_the_trusted_side(modules):
     assert set(re.findall(r"`(\w+)`", found.group(1))) == modules
 
 
-def test_grade_agrees_with_the_checks_on_gallery_variants(agreement):
-    variants, counts = agreement
+def test_grade_agrees_with_the_checks_on_gallery_variants(graded):
+    variants, counts, _, _ = graded
     assert counts.variants == len(variants) and {v.kind for v in variants} == {"correct", "wrong"}
     assert counts.checks >= 3 * len(variants) and not counts.disagreements, counts.disagreements
 
 
-def test_a_wrong_function_gets_the_trusted_sides_message(agreement):
+def test_a_wrong_function_gets_the_trusted_sides_message(graded):
     """Expected and got, and the input, worked out where the reference is: not "could not confirm"."""
-    _, counts = agreement
+    _, counts, _, _ = graded
     messages = [m for name, found in counts.messages.items() if name.endswith("-wrong") for m in found]
     assert messages, counts.messages
     assert not [m for m in messages if "could not confirm" in m or "could not judge" in m], messages
     assert [m for m in messages if "differs from the reference" in m and "first failing input drawn" in m], messages
 
 
-@pytest.fixture(scope="module")
-def thieves(modules, tmp_path_factory):
-    """Students whose every function answers with the reference found in memory, in every module judged on
-    the trusted side only but ``at_updates`` (``tests/test_grade_seed.py`` attacks that one), and a student
-    whose files are the references (the control)."""
-    from autograder.core.course import load_course
-    from autograder.grading.grader import Grader, Options
-    from grade_fixtures import STEAL_FROM_GC, STEAL_FROM_SYS_MODULES, thief_source
-
-    attacked = tuple(sorted(modules - {"at_updates"}))
-    base = tmp_path_factory.mktemp("thieves")
-    students = []
-    for name, finder in (("steals_from_sys_modules", STEAL_FROM_SYS_MODULES), ("steals_from_gc", STEAL_FROM_GC), ("correct", None)):
-        folder = base / name
-        folder.mkdir()
-        for module in attacked:
-            source = thief_source(module, finder) if finder else (ROOT / "solutions" / f"{module}.py").read_text()
-            (folder / f"{module}.py").write_text(source, encoding="utf-8")
-        students.append((name, folder))
-    grader = Grader(load_course(ROOT), Options(attacked, 60, 4000, 2), workers=2)
-    try:
-        return attacked, {r.student: r for r in grader.grade_class(students)}
-    finally:
-        grader.close()
-
-
 @pytest.mark.parametrize("student", ["steals_from_sys_modules", "steals_from_gc"])
-def test_the_reference_in_memory_is_out_of_reach_in_every_such_module(thieves, student):
-    attacked, results = thieves
+def test_the_reference_in_memory_is_out_of_reach_in_every_such_module(graded, student):
+    _, _, attacked, results = graded
     assert len(attacked) >= 3
-    earned = {s.function: s.points for s in results[student].scores if s.points}
+    earned = {s.function: s.points for s in results[student].scores if s.module in attacked and s.points}
     assert not earned, earned
-    control = results["correct"]
-    assert sum(s.points for s in control.scores) == sum(s.max_points for s in control.scores) > 0
+    control = [s for s in results["correct"].scores if s.module in attacked]
+    assert sum(s.points for s in control) == sum(s.max_points for s in control) > 0
 
 
 # -- the rules ---------------------------------------------------------------
