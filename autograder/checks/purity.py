@@ -13,7 +13,6 @@ Each check is its own function with its own message:
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import inspect
 import random
@@ -24,6 +23,7 @@ from typing import Any, Callable
 import jax
 import numpy as np
 
+from autograder.core import global_rngs
 from autograder.core.failures import CheckFailure
 from autograder.core.oracle import is_reference_function
 from autograder.checks.values import function_name, assert_trees_close, describe, is_key
@@ -108,39 +108,9 @@ def assert_deterministic(fn: Callable, *args: Any, **kwargs: Any) -> None:
         ) from None
 
 
-_RNGS: dict[str, tuple[Callable[[], Any], Callable[[Any], None], Callable[[int], None]]] = {
-    "NumPy's global RNG (np.random)": (np.random.get_state, np.random.set_state, np.random.seed),
-    "Python's random module": (random.getstate, random.setstate, random.seed),
-}
-
-
-def _torch_rng():
-    """torch's global RNG, if torch is in use (importing it just for this would cost seconds)."""
-    torch = sys.modules.get("torch")
-    if torch is None:
-        return None
-    # The CPU generator only: ``torch.manual_seed`` also queues a seeding of every accelerator backend
-    # (recording a formatted stack each time), which made this check several times slower on a CPU machine.
-    return (torch.get_rng_state, torch.set_rng_state, torch.default_generator.manual_seed)
-
-
-@contextlib.contextmanager
-def _preserved_global_rngs():
-    rngs = dict(_RNGS)
-    torch_rng = _torch_rng()
-    if torch_rng:
-        rngs["torch's global RNG (torch.manual_seed)"] = torch_rng
-    saved = {name: get() for name, (get, _, _) in rngs.items()}
-    try:
-        yield rngs
-    finally:
-        for name, (_, set_, _) in rngs.items():
-            set_(saved[name])
-
-
 def assert_no_hidden_rng(fn: Callable, *args: Any, **kwargs: Any) -> None:
     """The result does not change when only a global random generator changes."""
-    with _preserved_global_rngs() as rngs:
+    with global_rngs.preserved() as rngs:
 
         def seed_all(value: int, differently: str | None = None) -> None:
             for rng_name, (_, _, seed) in rngs.items():
@@ -378,7 +348,7 @@ def assert_global_rngs_untouched(fn: Callable, *args: Any, **kwargs: Any) -> Any
     right numbers, but it changes the random state of everyone else.
     Returns ``fn``'s result.
     """
-    with _preserved_global_rngs() as rngs:
+    with global_rngs.preserved() as rngs:
         for _, _, seed in rngs.values():
             seed(4321)
         before = {name: get() for name, (get, _, _) in rngs.items()}

@@ -12,6 +12,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Callable, Iterator
 
+from autograder.core import global_rngs
 from autograder.core.submission import load_module
 
 
@@ -64,11 +65,17 @@ class OwnAnswers:
     def __init__(self, module_name: str, student: ModuleType):
         self.module_name = module_name
         self._student = student
+        self._functions: dict[str, Callable] = {}  # one stand-in per name (one jax.jit of it, as for a reference)
 
     def __getattr__(self, name: str):
         if name.startswith("__"):
             raise AttributeError(name)
-        return getattr(self._student, name)
+        value = getattr(self._student, name)
+        if not callable(value) or isinstance(value, type):
+            return value
+        if name not in self._functions:
+            self._functions[name] = _standing_in(self._student, name)
+        return self._functions[name]
 
     def __repr__(self) -> str:
         return f"<the student's own answers for {self.module_name}>"
@@ -77,10 +84,24 @@ class OwnAnswers:
         raise RuntimeError(f"{self.module_name} is judged on the trusted side: its checks may not use {module}'s reference")
 
     def transformed(self, name: str, label: str, transform: Callable) -> Callable:
-        return transform(getattr(self._student, name))
+        return transform(getattr(self, name))
 
     def helper(self, name: str, own: Callable | None) -> Callable:
         raise RuntimeError(f"{self.module_name} is judged on the trusted side: its checks may not lend reference helpers")
+
+
+def _standing_in(student: ModuleType, name: str) -> Callable:
+    """The student's ``name`` (looked up at each call, so a check's recording of it sees the call) as a
+    function of its own: it leaves the global random generators as a reference leaves them (a function
+    that draws from them must not change what the student's own calls draw), and it is jitted apart
+    from the student's function (``structure.jit_once`` keys by function), as a reference is."""
+
+    def standing_in(*args, **kwargs):
+        with global_rngs.preserved():
+            return getattr(student, name)(*args, **kwargs)
+
+    standing_in.__name__ = standing_in.__qualname__ = name
+    return standing_in
 
 
 class ReferenceCache:

@@ -90,6 +90,7 @@ class CourseSession:
     own_answers: bool = False
     _students: dict[str, ModuleType | Unimportable] = field(default_factory=dict)
     _stubs: dict[str, frozenset[str]] = field(default_factory=dict)
+    _own_answers: dict[str, OwnAnswers] = field(default_factory=dict)
 
     # -- attribution ------------------------------------------------------
     def attribute(self, item: pytest.Item) -> Function | None:
@@ -141,7 +142,9 @@ class CourseSession:
         from autograder.recording.recorded import RecordedOracle, RecordingOracle
 
         if self.own_answers:
-            return OwnAnswers(module, self.student(module))
+            if module not in self._own_answers:
+                self._own_answers[module] = OwnAnswers(module, self.student(module))
+            return self._own_answers[module]
         solutions, recorded = self.course.root / "solutions", self.course.root / "oracle"
         if self.record_into is not None:
             contracted = {fn.name for fn in self.course.module(module).functions}
