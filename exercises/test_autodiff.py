@@ -384,4 +384,4 @@ def test_hvp_works_under_vmap_over_v(student, f, x, seed):
         raise CheckFailure(check, f"hvp cannot be vmapped over v: {explanation[0]}", explanation[1]) from None
     assert_result_is_an_array(got, directions, "jax.vmap of hvp", check)
     expected = jnp.stack([student.hvp(f, x, v) for v in directions])  # row by row: the rows vmap must give
-    values.assert_trees_close(got, expected, rtol=HVP_RTOL, name="rows", check=check)
+    values.assert_trees_close(got, expected, rtol=HVP_RTOL, name="rows", check=check, source="hvp called per direction")

@@ -69,7 +69,9 @@ def test_numpy_collate_works_in_a_dataloader(student, num_workers):
     check = f"numpy_collate works as the collate_fn of a DataLoader with num_workers={num_workers}"
     loaders.assert_batch_count(batches, len(chunks), check=check)
     for i, (got, chunk) in enumerate(zip(batches, chunks)):
-        loaders.assert_numpy_batch(got, student.numpy_collate(chunk), name=f"batches[{i}]", check=check)
+        loaders.assert_numpy_batch(
+            got, student.numpy_collate(chunk), name=f"batches[{i}]", check=check, source="numpy_collate called directly"
+        )
 
 
 # XORDataset -----------------------------------------------------------------
@@ -100,7 +102,8 @@ def test_XORDataset_default_std_is_0_1(student, size, seed):
     expected = student.XORDataset(size, seed, 0.1)
     ds = student.XORDataset(size, seed)
     values.assert_trees_close(
-        ds.data, expected.data, rtol=1e-6, atol=1e-6, name="ds.data", check="XORDataset(size, seed) uses std=0.1"
+        ds.data, expected.data, rtol=1e-6, atol=1e-6, name="ds.data", check="XORDataset(size, seed) uses std=0.1",
+        source="XORDataset(size, seed, 0.1).data",
     )
 
 
@@ -113,7 +116,9 @@ def test_XORDataset_items_are_data_label_pairs(student, size, seed, std):
     indices = sorted({0, size // 2, size - 1})
     check = "XORDataset's ds[i] is the pair (data[i], label[i])"
     for i in indices:
-        values.assert_trees_close(ds[i], (ds.data[i], ds.label[i]), rtol=0, atol=0, name=f"ds[{i}]", check=check)
+        values.assert_trees_close(
+            ds[i], (ds.data[i], ds.label[i]), rtol=0, atol=0, name=f"ds[{i}]", check=check, source=f"(ds.data[{i}], ds.label[{i}])"
+        )
     stacked = (np.asarray([ds[i][0] for i in indices]), np.asarray([ds[i][1] for i in indices]))
     values.assert_trees_close(
         stacked,
@@ -122,6 +127,7 @@ def test_XORDataset_items_are_data_label_pairs(student, size, seed, std):
         atol=0,
         name=f"a batch of ds[i] for i in {indices}",
         check="a batch of XORDataset items keeps the dtypes of ds.data and ds.label (float32 data, int32 labels)",
+        source="ds.data and ds.label",
     )
 
 
@@ -152,7 +158,9 @@ def test_XORDataset_works_in_a_dataloader_with_workers(student):
     loaders.assert_batch_count(batches, len(starts), check=check)
     for j, start in enumerate(starts):
         chunk = [expected[i] for i in range(start, min(start + batch_size, size))]
-        values.assert_trees_close(batches[j], chunk, rtol=0, atol=0, name=f"batches[{j}]", check=check)
+        values.assert_trees_close(
+            batches[j], chunk, rtol=0, atol=0, name=f"batches[{j}]", check=check, source="the dataset's items read here"
+        )
 
 
 @given(size=st.sampled_from([7, 64]), seed=seeds)

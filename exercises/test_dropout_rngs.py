@@ -288,8 +288,9 @@ def test_train_step_dropout_gives_the_same_numbers_for_legacy_keys(student, scen
         typed = run_train_step(student, step.state, step.batch, dropout_key("typed"))
         legacy = run_train_step(student, step.state, step.batch, dropout_key("legacy"))
         with values.located(f"{step.label}, with a legacy key"):
-            values.assert_trees_close(legacy[1], typed[1], rtol=1e-6, name="loss", check=check)
-            values.assert_fields_close(legacy[0], typed[0], ("params",), rtol=1e-6, check=check)
+            same = "the same step with a typed key"
+            values.assert_trees_close(legacy[1], typed[1], rtol=1e-6, name="loss", check=check, source=same)
+            values.assert_fields_close(legacy[0], typed[0], ("params",), rtol=1e-6, check=check, source=same)
 
 
 def test_train_step_dropout_uses_a_new_mask_at_every_step(student, scenario):

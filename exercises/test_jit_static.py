@@ -113,7 +113,10 @@ def test_pad_to_multiple_takes_multiple_as_static_by_position_and_keyword(studen
             by_position = call_pad(student, x, 3, "position")
         except Exception:  # noqa: BLE001 - the check by position reports it
             return
-        values.assert_trees_close(got, by_position, name="(padded, mask)", check=f"{call} gives what pad_to_multiple(x, 3) gives")
+        values.assert_trees_close(
+            got, by_position, name="(padded, mask)", check=f"{call} gives what pad_to_multiple(x, 3) gives",
+            source="pad_to_multiple(x, 3)",
+        )
 
 
 def test_pad_to_multiple_does_not_retrace_once_warm(student):
@@ -303,7 +306,7 @@ def test_newton_sqrt_converges_in_20_steps(student):
     x_n, _ = student.newton_sqrt(a, 20)
     values.assert_trees_close(
         x_n, np.sqrt(a.astype(np.float64)).astype(np.float32), rtol=1e-6, atol=0, name="x_n",
-        check="newton_sqrt(a, 20) is within 1e-6 (relative) of sqrt(a) for a in [1e-3, 1e3]",
+        check="newton_sqrt(a, 20) is within 1e-6 (relative) of sqrt(a) for a in [1e-3, 1e3]", source="np.sqrt(a)",
     )
 
 

@@ -150,7 +150,8 @@ def test_shard_batch_works_on_any_pytree(student):
     for what, tree in trees.items():
         check = f"shard_batch works on any pytree ({what}), leaf by leaf"
         values.assert_trees_close(
-            student.shard_batch(tree, n), jax.tree.map(lambda leaf: student.shard_batch(leaf, n), tree), rtol=0, atol=0, check=check
+            student.shard_batch(tree, n), jax.tree.map(lambda leaf: student.shard_batch(leaf, n), tree), rtol=0, atol=0, check=check,
+            source="its leaves sharded one by one",
         )
 
 
@@ -332,7 +333,7 @@ def test_distribute_keeps_values_and_inputs(student, mesh, seed, use_jax):
     expected = purity.fresh_copy((params, batch))
     got = purity.assert_arguments_unchanged(student.distribute, params, batch, mesh)
     values.assert_trees_close(
-        got, expected, rtol=0, atol=0, name="(params, batch)",
+        got, expected, rtol=0, atol=0, name="(params, batch)", source="the inputs",
         check="distribute returns the params and the batch with their values, shapes and dtypes unchanged",
     )
 

@@ -67,8 +67,21 @@ def graded(grader, modules, tmp_path_factory):
             source = thief_source(module, finder) if finder else (ROOT / "solutions" / f"{module}.py").read_text()
             (folder / f"{module}.py").write_text(source, encoding="utf-8")
         students.append((name, folder))
+    # A set_diagonal that answers differently on every other call (right on the first).
+    flips = base / "class" / "answers_differently_each_call"
+    flips.mkdir()
+    reference = (ROOT / "solutions" / "at_updates.py").read_text()
+    (flips / "at_updates.py").write_text(
+        reference.replace("    return x.at[idx, idx].set(value)\n", FLIPS, 1) + "\n_CALLS = []\n", encoding="utf-8"
+    )
+    students.append((flips.name, flips))
     results = {r.student: r for r in grader.grade_class(students)}
     return variants, grade_agreement.agreement(variants, live, results), attacked, results
+
+
+FLIPS = """    _CALLS.append(1)
+    return x.at[idx, idx].set(value + len(_CALLS) % 2 - 1)
+"""
 
 
 def test_the_modules_that_need_no_reference_next_to_the_students_code_are_judged_on_the_trusted_side(modules):
@@ -99,6 +112,19 @@ def test_a_wrong_function_gets_the_trusted_sides_message(graded):
     assert messages, counts.messages
     assert not [m for m in messages if "could not confirm" in m or "could not judge" in m], messages
     assert [m for m in messages if "differs from the reference" in m and "first failing input drawn" in m], messages
+
+
+def test_answers_that_change_from_call_to_call_are_judged_by_what_the_function_first_returned(graded):
+    """The student's process answers the check's stand-in reference with the function's first answer for the
+    same input, so it never reports "differs from the reference" for a difference between two of the
+    student's own calls: the trusted side judges the recorded answers (and says so), and the purity check
+    names the hidden state."""
+    *_, results = graded
+    outcomes = {o.check: o for o in results["answers_differently_each_call"].outcomes if o.function == "set_diagonal"}
+    correctness = outcomes["test_set_diagonal_matches_reference"]
+    assert correctness.status == "failed" and "first failing input drawn" in correctness.message, correctness
+    assert "expected" in correctness.message and "could not confirm" not in correctness.message
+    assert any("module-level" in o.message or "second time" in o.message for o in outcomes.values()), outcomes
 
 
 @pytest.mark.parametrize("student", ["steals_from_sys_modules", "steals_from_gc"])

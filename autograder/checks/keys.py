@@ -80,7 +80,7 @@ def assert_same_key_same_result(fn: Callable, make_args: Callable[[jax.Array], t
     first = fn(*make_args(make_key(7, kind)))
     second = fn(*make_args(make_key(7, kind)))
     try:
-        assert_trees_close(second, first, rtol=0, atol=0, name="second result")
+        assert_trees_close(second, first, rtol=0, atol=0, name="second result", source="the first result")
     except CheckFailure as failure:
         raise CheckFailure(
             f"{function_name(fn)} gives the same result for the same key",

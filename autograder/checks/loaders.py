@@ -134,15 +134,17 @@ def assert_numpy_batch(
     *,
     name: str = "result",
     check: str = "the collated batch equals the reference's",
+    source: str = "the reference",
 ) -> None:
     """``got`` has ``expected``'s nesting (lists and dicts), ``np.ndarray`` leaves only, equal dtypes and values.
 
-    ``expected`` is a batch as the reference ``numpy_collate`` builds it. Values
+    ``expected`` is a batch as the reference ``numpy_collate`` builds it (or, named by ``source``, what
+    the student's own ``numpy_collate`` gives called directly). Values
     are compared exactly. A torch tensor or a jax.Array leaf is rejected with
     the reason it does not belong in a batch for JAX.
     """
     _assert_batch_structure(got, expected, name, check)
-    assert_trees_close(got, expected, rtol=0, atol=0, name=name, check=check)
+    assert_trees_close(got, expected, rtol=0, atol=0, name=name, check=check, source=source)
 
 
 def load_batches(

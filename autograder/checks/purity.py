@@ -98,7 +98,7 @@ def assert_deterministic(fn: Callable, *args: Any, **kwargs: Any) -> None:
     first = fn(*_snapshot(args), **kwargs)
     second = fn(*_snapshot(args), **kwargs)
     try:
-        assert_trees_close(second, first, rtol=0, atol=0, name="second result")
+        assert_trees_close(second, first, rtol=0, atol=0, name="second result", source="the first result")
     except CheckFailure as failure:
         raise CheckFailure(
             f"{function_name(fn)} gives the same result when called twice with the same arguments",

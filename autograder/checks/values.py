@@ -289,6 +289,7 @@ def assert_fields_close(
     atol: float = 1e-6,
     check: str,
     advice: dict[str, str] | None = None,
+    source: str = "the reference",
 ) -> None:
     """``got.<field>`` equals ``expected.<field>`` for every field (a TrainState's params, opt_state, step, ...).
 
@@ -314,9 +315,9 @@ def assert_fields_close(
                 if not _is_counter(g):
                     raise CheckFailure(check, f"{where} is {describe(g)}, expected an integer counter equal to {int(e)}")
                 if int(g) != int(e):
-                    raise CheckFailure(check, f"{where} differs from the reference: expected {int(e)}, got {int(g)}")
+                    raise CheckFailure(check, f"{where} differs from {source}: expected {int(e)}, got {int(g)}")
             else:
-                assert_trees_close(g, e, rtol=rtol, atol=atol, name=where, check=check)
+                assert_trees_close(g, e, rtol=rtol, atol=atol, name=where, check=check, source=source)
         except CheckFailure as failure:
             if field not in advice:
                 raise

@@ -145,7 +145,10 @@ class ChildReporter:
         if not callable(original):
             return (yield)
         calls = self.calls.setdefault(cid, {})
-        recorded = _recording(self, calls, fn.name, original)
+        # Judged on the trusted side only: the check's stand-in reference calls the student's function
+        # too, and both must see one answer per input (the first), which is what the verifier judges.
+        answers = {} if self.own_answers else None
+        recorded = _recording(self, calls, fn.name, original, answers)
         setattr(student, fn.name, recorded)
         try:
             return (yield)
@@ -184,22 +187,30 @@ class ChildReporter:
         self.report_tampering()
 
 
-def _recording(reporter: ChildReporter, calls: dict, label: str, original):
+def _recording(reporter: ChildReporter, calls: dict, label: str, original, answers: dict | None = None):
     """``original`` (the student's function, or its jitted form), writing each concrete call into ``calls``
     under ``label``. Checks that jit the function (``structure.jit_once``) get a recorded jitted
-    function (``label|jit[...]``), so what they compare is recorded with concrete arguments, not tracers."""
+    function (``label|jit[...]``), so what they compare is recorded with concrete arguments, not tracers.
+    With ``answers`` (a module judged on the trusted side only), a second call with the same arguments
+    gives the first call's answer: the check compares the function with itself, and a function that
+    answers differently each time is the purity checks' finding, not a difference from "the reference"."""
 
     @functools.wraps(original)
     def recorded(*args, **kwargs):
         key = _key(reporter, label, args, kwargs)  # the arguments as given (the function may change them)
+        if answers is not None and key is not None and key in answers:
+            return answers[key]
         out = original(*args, **kwargs)
         _record(reporter, calls, key, args, kwargs, out)
+        if answers is not None and key is not None:
+            answers[key] = out
         return out
 
     def jit_stand_in(static_argnums: tuple):
         from autograder.checks.structure import jit_once  # one jax.jit per function, as for any check
 
-        return _recording(reporter, calls, f"{label}|jit{list(static_argnums)}", jit_once(original, static_argnums))
+        jitted = jit_once(original, static_argnums)
+        return _recording(reporter, calls, f"{label}|jit{list(static_argnums)}", jitted, answers)
 
     recorded.jit_stand_in = jit_stand_in
     return recorded
