@@ -33,6 +33,11 @@ def test_scalar_difference_names_expected_and_got():
     fails(r"result differs from the reference: expected 1\.0, got 2\.0", jnp.float32(2.0), jnp.float32(1.0))
 
 
+def test_a_comparison_with_something_else_than_the_reference_names_it():
+    fails(r"result differs from the first result: expected 1\.0, got 2\.0", jnp.float32(2.0), jnp.float32(1.0), source="the first result")
+    fails(r"result does not have the structure of f without jit\n", (jnp.float32(1.0),), [jnp.float32(1.0)], source="f without jit")
+
+
 def test_shape_and_dtype_are_checked():
     fails(r"result has shape \(3,\), expected \(1, 3\)", jnp.zeros(3), jnp.zeros((1, 3)))
     fails(r"result has dtype float64, expected float32", np.zeros(3), jnp.zeros(3))

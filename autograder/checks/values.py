@@ -171,6 +171,10 @@ def _same_structure(a, b) -> bool:
     return len(children_a) == len(children_b) and all(map(_same_structure, children_a, children_b))
 
 
+def _whose(source: str) -> str:
+    return "the reference's" if source == "the reference" else source
+
+
 def assert_trees_close(
     got: Any,
     expected: Any,
@@ -204,7 +208,7 @@ def assert_trees_close(
             diff += f"unexpected: {', '.join(name + p for p in extra[:_MAX_SHOWN])}\n"
         raise CheckFailure(
             check,
-            f"{name} does not have the structure of {source}'s",
+            f"{name} does not have the structure of {_whose(source)}",
             f"expected: {describe(expected)}\ngot:      {describe(got)}\n{diff}",
         )
     for (path, exp), (_, leaf) in zip(exp_leaves, got_leaves):
