@@ -22,6 +22,12 @@ per module), so whatever a module changes reaches no other module's checks.
 Nothing here is trusted by the parent: the events are claims. Failures are
 taken as they are (a student gains nothing by failing); passes of
 correctness checks are confirmed by :mod:`autograder.grading.verifier`.
+
+A module judged on the trusted side only (:mod:`autograder.grading.trusted_only`,
+``ChildRequest.own_answers``) is graded here without any reference: the
+sandbox has no ``solutions/``, none is loaded, and the checks' oracle answers
+with the student's own functions, so its correctness checks only record what
+the student's functions return; the verifier decides them.
 """
 
 from __future__ import annotations
