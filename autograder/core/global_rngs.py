@@ -12,20 +12,19 @@ import random
 import sys
 from typing import Any, Callable, Iterator
 
-import numpy as np
-
 # name -> (get state, set state, seed)
 Rng = tuple[Callable[[], Any], Callable[[Any], None], Callable[[int], None]]
 
-_ALWAYS: dict[str, Rng] = {
-    "NumPy's global RNG (np.random)": (np.random.get_state, np.random.set_state, np.random.seed),
-    "Python's random module": (random.getstate, random.setstate, random.seed),
-}
-
 
 def global_rngs() -> dict[str, Rng]:
-    """Every global generator in use, by the name a student knows it by."""
-    rngs = dict(_ALWAYS)
+    """Every global generator in use, by the name a student knows it by (NumPy is imported here, not at
+    import: the core imports nothing heavy)."""
+    import numpy as np
+
+    rngs: dict[str, Rng] = {
+        "NumPy's global RNG (np.random)": (np.random.get_state, np.random.set_state, np.random.seed),
+        "Python's random module": (random.getstate, random.setstate, random.seed),
+    }
     torch = sys.modules.get("torch")  # importing torch just for this would cost seconds
     if torch is not None:
         # The CPU generator only: ``torch.manual_seed`` also queues a seeding of every accelerator backend
