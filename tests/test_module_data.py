@@ -306,7 +306,7 @@ WRONG = [
                 return len(self.data)
             def __getitem__(self, i):
                 return [self.data[i], int(self.label[i])]
-     """, r"ds\[0\] does not have the structure of the reference's"),
+     """, r"ds\[0\] does not have the structure of \(ds.data\[0\], ds.label\[0\]\)"),
     ("not-a-torch-dataset", "XORDataset", """
         class XORDataset:
             def __init__(self, size, seed, std=0.1):
