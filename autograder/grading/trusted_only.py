@@ -50,6 +50,7 @@ def _needs_the_reference_here(item: pytest.Item, correctness: bool) -> bool:
         return False
     if not correctness:
         return True
+    # The fixtures' own arguments: pytest has no public way to ask for them (FuncFixtureInfo is stable since 3.x).
     definitions = getattr(item, "_fixtureinfo").name2fixturedefs
     built_with_it = any(
         REFERENCE in definition.argnames

@@ -7,7 +7,10 @@ student after student by one long-lived process (``serve``,
 
 - ``plan``: collect every check of the course with the function it judges and
   whether it is a correctness check, so that what the student's process
-  claims is matched against a list the student could not change.
+  claims is matched against a list the student could not change; and which
+  modules are judged here only (:mod:`autograder.grading.trusted_only`: their
+  grading processes hold no reference, and the verdicts of their correctness
+  checks, failure messages included, are this side's).
 - ``verify``: re-run the correctness checks a student's process claims to have
   passed, on the trusted side, with the real reference and the real
   comparisons. The inputs are generated here (hypothesis, derandomized, the
@@ -18,7 +21,9 @@ student after student by one long-lived process (``serve``,
   recorded answer fails it. Checks whose inputs or results are not data
   (a loader, a mesh, a checkpoint manager) cannot be replayed and are reported
   ``unverifiable``; the module's other functions are not replayed either, so
-  a check that calls them is ``unverifiable`` too.
+  a check that calls them is ``unverifiable`` too. Nothing is shrunk here (an
+  input the student's process never saw has no recorded answer): a failure
+  shows the first failing input drawn.
 """
 
 from __future__ import annotations
@@ -36,7 +41,6 @@ from autograder.core.outcomes import CheckId
 from autograder.core.status import Status
 from autograder.grading.requests import UNVERIFIABLE, VerifierRequest
 from autograder.grading.trusted_only import modules_judged_on_the_trusted_side
-
 
 
 class Unverifiable(Exception):
