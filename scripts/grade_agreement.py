@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
 sys.path.insert(0, str(ROOT / "tests"))
 
-from oracle_agreement import Variant, gallery, judge  # noqa: E402
+from oracle_agreement import Variant, judge, select  # noqa: E402
 
 
 @dataclass
@@ -109,15 +109,6 @@ def compare(variants: list[Variant], jobs: int = 2) -> Counts:
         finally:
             grader.close()
     return agreement(variants, live, results)
-
-
-def select(module: str, limit: int) -> list[Variant]:
-    """The gallery of ``module``; with ``limit``, at most that many variants, as many wrong as correct."""
-    found = gallery(module)
-    if not limit:
-        return found
-    return [v for v in found if v.kind == "correct"][: limit // 2] + [
-        v for v in found if v.kind == "wrong"][: limit - limit // 2]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -57,6 +57,15 @@ def gallery(module: str) -> list[Variant]:
     ]
 
 
+def select(module: str, limit: int) -> list[Variant]:
+    """The gallery of ``module``; with ``limit``, at most that many variants, as many wrong as correct."""
+    found = gallery(module)
+    if not limit:
+        return found
+    return [v for v in found if v.kind == "correct"][: limit // 2] + [
+        v for v in found if v.kind == "wrong"][: limit - limit // 2]
+
+
 def _strings(entry) -> list[str]:
     if hasattr(entry, "values") and hasattr(entry, "marks"):  # pytest.param(...)
         entry = entry.values
@@ -157,11 +166,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     variants = []
     for module in args.modules.split(","):
-        found = gallery(module)
-        if args.limit:  # as many wrong variants as correct ones
-            found = [v for v in found if v.kind == "correct"][: args.limit // 2] + [
-                v for v in found if v.kind == "wrong"][: args.limit - args.limit // 2]
-        variants += found
+        variants += select(module, args.limit)
     counts = compare(args.release.resolve(), variants)
     print(f"variants: {counts.variants}, checks: {counts.checks}, same verdict: {counts.agree}, "
           f"skipped in the release: {counts.skipped}, disagreements: {len(counts.disagreements)}")
