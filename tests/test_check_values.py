@@ -9,6 +9,7 @@ import pytest
 from flax.training import train_state
 
 from autograder.core.failures import CheckFailure
+from autograder.checks import values
 from autograder.checks.values import assert_leaf_types, assert_matches_reference, assert_trees_close, describe
 
 
@@ -150,3 +151,13 @@ def test_an_optimizer_is_judged_by_its_steps_against_the_one_the_contract_names(
     else:
         with pytest.raises(CheckFailure, match=r"after \d optimizer step"):
             assert_steps_like_optimizer(state, optax.sgd(0.1), check="sgd", advice="use optax.sgd")
+
+
+def test_assert_leaves_moved_without_an_expected_update_wants_every_leaf_changed():
+    before = {"W": np.ones((2, 2), np.float32), "b": np.zeros(2, np.float32)}
+    moved = {"W": before["W"] - 0.1, "b": before["b"] + 0.1}
+    values.assert_leaves_moved(before, moved, name="p", check="c", advice="a")
+    with pytest.raises(CheckFailure, match=r"p\['b'\] did not change at all, although a gradient step"):
+        values.assert_leaves_moved(before, {"W": moved["W"], "b": before["b"].copy()}, name="p", check="c", advice="a")
+    # with the reference's update, only the leaves it changes must change
+    values.assert_leaves_moved(before, {"W": moved["W"], "b": before["b"]}, {"W": moved["W"], "b": before["b"]}, name="p", check="c", advice="a")

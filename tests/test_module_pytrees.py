@@ -238,7 +238,7 @@ def test_wrong_implementation_fails_with_the_right_message(pytester, function, r
 
 
 def test_a_wrong_sgd_update_fails_only_sgd_update(pytester):
-    """fit calls sgd_update, yet is judged with the reference's."""
+    """fit is judged with the student's own sgd_update: a fit that runs it n_steps times is right."""
     wrong = """
         @jax.jit
         def sgd_update(params, learning_rate, x, y):
@@ -248,6 +248,52 @@ def test_a_wrong_sgd_update_fails_only_sgd_update(pytester):
     results = grade(pytester, MODULE, IMPORTS + with_function(MODULE, wrong), only="sgd_update_matches or fit")
     assert results["sgd_update"].status == "failed"
     assert results["fit"].status == "passed", results["fit"].message
+
+
+# fit with an sgd_update that is wrong in another way: (id, replacement, fit's status, regex of fit's message)
+FIT_WITH_ANOTHER_SGD_UPDATE = [
+    ("inline-steps-and-a-wrong-sgd-update", """
+        @jax.jit
+        def sgd_update(params, learning_rate, x, y):
+            return jax.tree.map(lambda p, g: p + learning_rate * g, params, jax.grad(mse)(params, x, y))
+
+        def fit(params, x, y, learning_rate, n_steps):
+            step = jax.jit(lambda p: jax.tree.map(lambda a, g: a - learning_rate * g, p, jax.grad(mse)(p, x, y)))
+            for _ in range(n_steps):
+                params = step(params)
+            return params
+     """, "passed", None),
+    ("sgd-update-moves-nothing", """
+        @jax.jit
+        def sgd_update(params, learning_rate, x, y):
+            grads = jax.grad(lambda p: mse(jax.lax.stop_gradient(p), x, y))(params)
+            return jax.tree.map(lambda p, g: p - learning_rate * g, params, grads)
+     """, "failed", r"your sgd_update leaves the params unchanged(.*\n)*.*fix sgd_update first"),
+    ("both-do-nothing", """
+        def sgd_update(params, learning_rate, x, y):
+            return params
+
+        def fit(params, x, y, learning_rate, n_steps):
+            return params
+     """, "failed", r"leaves the params unchanged|returned the params after 0 step"),
+    ("sgd-update-not-started", """
+        def sgd_update(params, learning_rate, x, y):
+            raise NotImplementedError
+     """, "failed", r"fit raised NotImplementedError.*and so does your sgd_update"),
+]
+
+
+@pytest.mark.parametrize(
+    "replacement, status, pattern", [c[1:] for c in FIT_WITH_ANOTHER_SGD_UPDATE], ids=[c[0] for c in FIT_WITH_ANOTHER_SGD_UPDATE]
+)
+def test_fit_is_judged_with_the_students_own_sgd_update(pytester, replacement, status, pattern):
+    """Right when it gives the reference's values or runs a step that moves the params n_steps times; a
+    step that moves nothing, or raises, is named in fit's message (fit cannot be told apart from doing nothing)."""
+    result = grade(pytester, MODULE, IMPORTS + with_function(MODULE, replacement), only="fit")["fit"]
+    if status == "passed":
+        assert_accepted(result)
+    else:
+        assert_rejected(result, pattern)
 
 
 @pytest.fixture(scope="module")

@@ -19,7 +19,7 @@ from types import SimpleNamespace
 import pytest
 
 from autograder.grading import trusted_only
-from support import ROOT
+from support import ROOT, with_function
 
 sys.path.insert(0, str(ROOT / "scripts"))
 
@@ -75,9 +75,20 @@ def graded(grader, modules, tmp_path_factory):
         reference.replace("    return x.at[idx, idx].set(value)\n", FLIPS, 1) + "\n_CALLS = []\n", encoding="utf-8"
     )
     students.append((flips.name, flips))
+    # pytrees' fit is judged with the student's own sgd_update, whose calls the verifier replays.
+    wrong_step = base / "class" / "wrong_sgd_update"
+    wrong_step.mkdir()
+    (wrong_step / "pytrees.py").write_text(with_function("pytrees", GRADIENT_ASCENT), encoding="utf-8")
+    students.append((wrong_step.name, wrong_step))
     results = {r.student: r for r in grader.grade_class(students)}
     return variants, grade_agreement.agreement(variants, live, results), attacked, results
 
+
+GRADIENT_ASCENT = """
+@jax.jit
+def sgd_update(params, learning_rate, x, y):
+    return jax.tree.map(lambda p, g: p + learning_rate * g, params, jax.grad(mse)(params, x, y))
+"""
 
 FLIPS = """    _CALLS.append(1)
     return x.at[idx, idx].set(value + len(_CALLS) % 2 - 1)
@@ -85,10 +96,10 @@ FLIPS = """    _CALLS.append(1)
 
 
 def test_the_modules_that_need_no_reference_next_to_the_students_code_are_judged_on_the_trusted_side(modules):
-    # Today's five; the others keep the reference in the grading process until their
+    # Today's six; the others keep the reference in the grading process until their
     # scenarios (train states, loaders, meshes, checkpoints) come from the trusted side.
-    assert {"at_updates", "autodiff", "jit_static", "prng", "vmap_linear"} <= modules
-    for module in ("training", "batchnorm", "dropout_rngs", "checkpointing", "data", "parallel", "pytrees"):
+    assert {"at_updates", "autodiff", "jit_static", "prng", "pytrees", "vmap_linear"} <= modules
+    for module in ("training", "batchnorm", "dropout_rngs", "checkpointing", "data", "parallel"):
         assert module not in modules, module
 
 
@@ -125,6 +136,15 @@ def test_answers_that_change_from_call_to_call_are_judged_by_what_the_function_f
     assert correctness.status == "failed" and "first failing input drawn" in correctness.message, correctness
     assert "expected" in correctness.message and "could not confirm" not in correctness.message
     assert any("module-level" in o.message or "second time" in o.message for o in outcomes.values()), outcomes
+
+
+def test_a_function_judged_with_the_students_own_helper_is_replayed_with_its_recorded_answers(graded):
+    """fit runs the student's wrong sgd_update n times: right, as in the student's own run (the grading
+    process records the helper's answers, the verifier replays them); sgd_update itself earns nothing."""
+    *_, results = graded
+    scores = {s.function: s for s in results["wrong_sgd_update"].scores}
+    assert scores["fit"].points == scores["fit"].max_points > 0, results["wrong_sgd_update"].outcomes
+    assert scores["sgd_update"].points == 0
 
 
 @pytest.mark.parametrize("student", ["steals_from_sys_modules", "steals_from_gc"])

@@ -331,39 +331,37 @@ def assert_fields_close(
 def assert_leaves_moved(
     before: Any,
     got: Any,
-    expected: Any,
+    expected: Any = None,
     *,
     name: str,
     check: str,
     advice: str,
 ) -> None:
-    """Every leaf the reference changes (``before`` -> ``expected``) is changed in ``got`` too.
+    """Every leaf the reference changes (``before`` -> ``expected``) is changed in ``got`` too; with no
+    ``expected``, every leaf (a step from a point where no leaf's gradient is zero).
 
     Diagnoses an update that silently does nothing, e.g. gradients that are
     all zero because the loss reads another copy of the parameters than the
     one being differentiated. ``got`` must have ``before``'s structure.
     """
-    b_leaves, _ = _flatten(before)
+    b_leaves, b_def = _flatten(before)
     g_leaves, g_def = _flatten(got)
-    e_leaves, e_def = _flatten(expected)
+    e_leaves, e_def = _flatten(expected) if expected is not None else ([(path, None) for path, _ in b_leaves], b_def)
     if g_def != e_def:
         return  # a structure problem: the values check reports it
     frozen = []
     for (path, b), (_, g), (_, e) in zip(b_leaves, g_leaves, e_leaves):
-        b, e = np.asarray(b), np.asarray(e)
-        if np.array_equal(b, e) or not hasattr(g, "shape") or isinstance(g, jax.core.Tracer):
+        b = np.asarray(b)
+        if (e is not None and np.array_equal(b, np.asarray(e))) or not hasattr(g, "shape") or isinstance(g, jax.core.Tracer):
             continue
         g = np.asarray(g)
         if g.shape == b.shape and np.array_equal(g, b):
             frozen.append(name + path)
     if frozen:
         shown = ", ".join(frozen[:_MAX_SHOWN]) + (f" and {len(frozen) - _MAX_SHOWN} more" if len(frozen) > _MAX_SHOWN else "")
-        raise CheckFailure(
-            check,
-            f"{shown} did not change at all, although the reference's update changes "
-            f"{'it' if len(frozen) == 1 else 'them'}",
-            advice,
-        )
+        which = "it" if len(frozen) == 1 else "them"
+        changer = "the reference's update changes" if expected is not None else "a gradient step from these params changes"
+        raise CheckFailure(check, f"{shown} did not change at all, although {changer} {which}", advice)
 
 
 @contextlib.contextmanager

@@ -152,14 +152,25 @@ class ChildReporter:
             return (yield)
         calls = self.calls.setdefault(cid, {})
         # Judged on the trusted side only: the check's stand-in reference calls the student's function
-        # too, and both must see one answer per input (the first), which is what the verifier judges.
+        # too, and both must see one answer per input (the first), which is what the verifier judges;
+        # and the module's other functions a check calls (fit judged with the student's own sgd_update)
+        # are recorded too, so that the verifier can replay them.
         answers = {} if self.own_answers else None
-        recorded = _recording(self, calls, fn.name, original, answers)
-        setattr(student, fn.name, recorded)
+        saved = {fn.name: original}
+        if self.own_answers:
+            from autograder.pytest_plugin.session import session_of
+
+            for other in session_of(pyfuncitem.config).course.module(fn.module).functions:
+                value = vars(student).get(other.name)
+                if other.name != fn.name and callable(value) and not isinstance(value, type):
+                    saved[other.name] = value
+        for name, value in saved.items():
+            setattr(student, name, _recording(self, calls, name, value, answers))
         try:
             return (yield)
         finally:
-            setattr(student, fn.name, original)
+            for name, value in saved.items():
+                setattr(student, name, value)
 
     def pytest_runtest_logfinish(self, nodeid, location) -> None:
         from autograder.core.status import Status

@@ -15,7 +15,10 @@ the student's code, that is when
 In such a module's grading process the student's own answers stand in for the
 reference (:class:`autograder.core.oracle.OwnAnswers`): the correctness checks
 only record what the student's functions return, and the verifier, which has
-the reference, decides them (its failures are the student's messages).
+the reference, decides them (its failures are the student's messages). A check
+may judge a function with another of the student's own (``pytrees``' ``fit``
+runs the student's ``sgd_update``): those calls are recorded too and replayed
+by the verifier.
 Decided on the trusted side while planning, from the checks it collected.
 """
 

@@ -20,8 +20,10 @@ student after student by one long-lived process (``serve``,
   stands only when the replayed check passes here; an input that has no
   recorded answer fails it. Checks whose inputs or results are not data
   (a loader, a mesh, a checkpoint manager) cannot be replayed and are reported
-  ``unverifiable``; the module's other functions are not replayed either, so
-  a check that calls them is ``unverifiable`` too. Nothing is shrunk here (an
+  ``unverifiable``; the module's other functions answer what the student's
+  process recorded of them (it records them in a module judged on the trusted
+  side only), and a check that fails on a call of theirs with no recorded
+  answer is ``unverifiable`` too. Nothing is shrunk here (an
   input the student's process never saw has no recorded answer): a failure
   shows the first failing input drawn.
 """
@@ -51,17 +53,35 @@ class _State:
     def __init__(self) -> None:
         self.unverifiable = False
         self.missing = False  # an input had no recorded answer
+        self.other_missing = False  # the check called another function of the module with no recorded answer
 
 
-def _not_replayed(name: str, state: _State):
-    """Another of the student's functions, called by a replayed check: its answers were not recorded."""
+def _other_function(name: str, calls: dict, state: _State, statics):
+    """Another of the student's functions, called by a replayed check: it answers what the student's
+    process recorded of it (a module judged on the trusted side only records them: ``fit`` is judged
+    with the student's own ``sgd_update``). A call with no recorded answer raises :class:`Unverifiable`;
+    if the check does not get past it, the check cannot be replayed."""
+    from autograder.grading import transcript
 
-    def not_replayed(*args, **kwargs):
-        state.unverifiable = True
-        raise Unverifiable(name)
+    def other(*args, **kwargs):
+        try:
+            key = transcript.digest(name, args, kwargs, statics)
+        except Exception:  # noqa: BLE001 - arguments that are not data: not replayed
+            key = None
+        if key is None or key not in calls:
+            state.other_missing = True
+            raise Unverifiable(name)
+        try:
+            out = transcript.decode(calls[key], statics)
+        except ValueError:
+            out = transcript.Opaque("malformed")
+        if isinstance(out, transcript.Opaque):
+            state.other_missing = True
+            raise Unverifiable(name)
+        return out
 
-    not_replayed.__name__ = not_replayed.__qualname__ = name
-    return not_replayed
+    other.__name__ = other.__qualname__ = name
+    return other
 
 
 def _replayed(name: str, calls: dict, oracle, state: _State, statics, label: str | None = None, static_argnums: tuple | None = None):
@@ -193,10 +213,10 @@ class Verifier:
             self.statics = transcript.statics(_course_classes(session))
         name_classes_by_course_module(student, fn.module)  # as the student's process names the student's
         calls = self.transcripts.get(cid)
-        stand_ins = {other.name: _not_replayed(other.name, state) for other in session.course.module(fn.module).functions}
-        stand_ins[fn.name] = _replayed(
-            fn.name, calls if isinstance(calls, dict) else {}, session.reference(fn.module), state, self.statics
-        )
+        calls = calls if isinstance(calls, dict) else {}
+        functions = session.course.module(fn.module).functions
+        stand_ins = {other.name: _other_function(other.name, calls, state, self.statics) for other in functions}
+        stand_ins[fn.name] = _replayed(fn.name, calls, session.reference(fn.module), state, self.statics)
         saved = {name: getattr(student, name) for name in stand_ins if hasattr(student, name)}
         for name, stand_in in stand_ins.items():
             setattr(student, name, stand_in)
@@ -215,7 +235,7 @@ class Verifier:
             return
         cid, fn = entry
         state = self.states.get(cid)
-        if state is not None and state.unverifiable:
+        if state is not None and (state.unverifiable or (report.failed and state.other_missing)):
             self.verdicts[cid] = {"outcome": UNVERIFIABLE, "message": ""}
         elif report.failed:
             self.verdicts[cid] = {"outcome": Status.FAILED, "message": _message(report), "missing": state.missing}
