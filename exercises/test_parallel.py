@@ -2,9 +2,11 @@
 
 Every check is named after the function it judges; its points and hint come
 from ``course.toml``. The checks run with 8 CPU devices. A parallel step is
-judged against the single-device step on the whole batch, which the
-reference computes on one device; where the results live (how many devices,
-replicated or split) is judged from each array's ``sharding``. Steps run in
+judged against the single-device step on the whole batch (the reference's
+results on the same inputs); where the results live (how many devices,
+replicated or split) is judged from each array's ``sharding``. The mesh and
+the placed inputs the sharded step gets are made here, as the contract spells
+them, so no check needs the reference next to the student's code. Steps run in
 a loop that feeds their outputs back, as training does, and once warm they
 must not trace again, not even for a new learning rate.
 """
@@ -260,8 +262,7 @@ def test_pmap_sgd_step_equals_the_single_device_step(student, reference, n, seed
         f"{len(x)} rows on one device"
     )
     got = run_pmap_step(student, inputs, learning_rate)
-    expected_params, expected_loss = reference.sharded_sgd_step(params, x, y, learning_rate)
-    expected = (replicate(expected_params, n), np.full((n,), expected_loss, np.float32))
+    expected = reference.pmap_sgd_step(*purity.fresh_copy(inputs), learning_rate)  # the single-device step, n times
     try:
         values.assert_trees_close(got, expected, rtol=1e-5, atol=1e-6, name="(new_params, loss)", check=check)
     except CheckFailure as failure:
@@ -309,8 +310,9 @@ BATCH_ROWS = COURSE_CPU_DEVICES * ROWS_PER_DEVICE
 
 
 @pytest.fixture(scope="module")
-def mesh(reference):
-    return reference.make_data_mesh()
+def mesh():
+    """The module's given ``make_data_mesh()``, as the contract spells it (Auto axes)."""
+    return jax.make_mesh((jax.device_count(),), ("batch",), axis_types=(jax.sharding.AxisType.Auto,))
 
 
 def distribute_inputs(seed, use_jax=False):
@@ -376,10 +378,12 @@ def test_sharded_sgd_step_is_jitted(student):
     tracing.assert_is_jitted(student.sharded_sgd_step, "sharded_sgd_step")
 
 
-def sharded_inputs(reference, mesh, seed):
+def sharded_inputs(mesh, seed):
+    """``(params, x, y)`` placed as the contract places them (params replicated, rows split over the mesh)."""
     params, x, y = regression(seed, BATCH_ROWS)
-    placed_params, (placed_x, placed_y) = reference.distribute(params, (x, y), mesh)
-    return (placed_params, placed_x, placed_y), (params, x, y)
+    placed_params = jax.device_put(params, NamedSharding(mesh, P()))
+    placed_x, placed_y = jax.device_put((x, y), NamedSharding(mesh, P("batch")))
+    return placed_params, placed_x, placed_y
 
 
 def run_sharded_step(student, args, learning_rate):
@@ -392,17 +396,17 @@ def run_sharded_step(student, args, learning_rate):
 @settings(max_examples=5)
 @given(seed=st.integers(0, 2**16), learning_rate=st.sampled_from(LEARNING_RATES))
 def test_sharded_sgd_step_equals_the_single_device_step(student, reference, mesh, seed, learning_rate):
-    placed, (params, x, y) = sharded_inputs(reference, mesh, seed)
+    placed = sharded_inputs(mesh, seed)
     got = run_sharded_step(student, placed, learning_rate)
     values.assert_trees_close(
-        got, reference.sharded_sgd_step(params, x, y, learning_rate), rtol=1e-5, atol=1e-6,
+        got, reference.sharded_sgd_step(*placed, learning_rate), rtol=1e-5, atol=1e-6,
         name="(new_params, loss)",
         check=f"sharded_sgd_step on a batch split over {mesh.size} devices equals one SGD step on one device",
     )
 
 
-def test_sharded_sgd_step_results_are_replicated_on_all_devices(student, reference, mesh):
-    placed, _ = sharded_inputs(reference, mesh, 1)
+def test_sharded_sgd_step_results_are_replicated_on_all_devices(student, mesh):
+    placed = sharded_inputs(mesh, 1)
     got = run_sharded_step(student, placed, 0.1)
     assert_replicated(
         got, mesh, name="(new_params, loss)",
@@ -412,8 +416,8 @@ def test_sharded_sgd_step_results_are_replicated_on_all_devices(student, referen
     )
 
 
-def test_sharded_sgd_step_compiles_to_an_all_reduce(student, reference, mesh):
-    placed, _ = sharded_inputs(reference, mesh, 2)
+def test_sharded_sgd_step_compiles_to_an_all_reduce(student, mesh):
+    placed = sharded_inputs(mesh, 2)
     fn = student.sharded_sgd_step
     jitted = fn if tracing.is_jitted(fn) else jax.jit(fn)
     hlo = jitted.lower(*placed, 0.1).compile().as_text()
@@ -427,17 +431,17 @@ def test_sharded_sgd_step_compiles_to_an_all_reduce(student, reference, mesh):
         )
 
 
-def test_sharded_sgd_step_new_learning_rate_does_not_retrace(student, reference, mesh):
-    first, _ = sharded_inputs(reference, mesh, 3)
+def test_sharded_sgd_step_new_learning_rate_does_not_retrace(student, mesh):
+    first = sharded_inputs(mesh, 3)
 
     def next_args(out, i):
-        (_, x, y), _ = sharded_inputs(reference, mesh, 20 + i)
+        _, x, y = sharded_inputs(mesh, 20 + i)
         return (out[0], x, y, 0.1 * (i + 1))
 
     loops.assert_no_retrace_when_fed_back(student.sharded_sgd_step, (*first, 0.1), next_args, name="sharded_sgd_step")
 
 
-def test_sharded_sgd_step_is_pure(student, reference, mesh):
-    placed, _ = sharded_inputs(reference, mesh, 4)
+def test_sharded_sgd_step_is_pure(student, mesh):
+    placed = sharded_inputs(mesh, 4)
     purity.assert_pure(student.sharded_sgd_step, *placed, 0.1, module=student)
     purity.assert_no_leaked_tracers(purity.cold(student.sharded_sgd_step), *placed, 0.1, module=student)

@@ -121,6 +121,20 @@ def test_digests_tell_inputs_apart():
     assert d(1.0) != d(1) != d(1, name="g")
 
 
+def test_a_device_mesh_argument_is_digested_by_its_devices_and_axis_names():
+    """``distribute(params, batch, mesh)`` is replayed: the mesh the check makes digests alike in every process;
+    as a result it stays opaque (a mesh is never rebuilt from a transcript)."""
+    s = transcript.statics()
+    devices = np.array(jax.devices())
+    auto = (jax.sharding.AxisType.Auto,)
+    mesh = jax.sharding.Mesh(devices, ("batch",), axis_types=auto)
+    assert transcript.digest("f", (mesh,), {}, s) == transcript.digest("f", (jax.sharding.Mesh(devices, ("batch",), axis_types=auto),), {}, s)
+    assert transcript.digest("f", (mesh,), {}, s) != transcript.digest("f", (jax.sharding.Mesh(devices, ("data",), axis_types=auto),), {}, s)
+    if len(devices) > 1:
+        assert transcript.digest("f", (mesh,), {}, s) != transcript.digest("f", (jax.sharding.Mesh(devices[::-1], ("batch",), axis_types=auto),), {}, s)
+    assert transcript.is_opaque(transcript.encode(mesh, s))
+
+
 def packed(tree, arrays=()):
     return {"tree": tree, "arrays": list(arrays)}
 

@@ -236,6 +236,8 @@ def encode(value: Any, arrays: list | None, statics: Statics, hints: list[float]
         encoded = getattr(v, "plain_data", None)
         if callable(encoded):
             return encoded(enc)
+        if arrays is None and isinstance(v, jax.sharding.Mesh):  # an argument: digested by its devices and axes
+            return ["mesh", list(v.axis_names), np.asarray(v.device_ids).tolist(), [str(t) for t in v.axis_types]]
         if arrays is None and callable(v):
             named = function_identity(v)
             if named is not None:
