@@ -171,10 +171,18 @@ def test_XORDataset_uses_its_own_generator(student, size, seed):
 
 # make_loader ----------------------------------------------------------------
 
+def collate_indexed_samples(samples):
+    """What a right ``numpy_collate`` makes of :func:`~autograder.checks.loaders.indexed_samples`: ``[features
+    (B, 2) float32, indices (B,) int32]``. It knows those samples only; while make_loader is judged it stands in
+    for the student's numpy_collate, so a bug there fails numpy_collate's checks only."""
+    return [np.stack([np.asarray(s[0]) for s in samples]), np.array([s[1] for s in samples], np.int32)]
+
+
 @pytest.fixture
-def loader_module(student, reference, monkeypatch):
-    """The student's module with ``numpy_collate`` swapped for the reference's: make_loader is judged on its own."""
-    monkeypatch.setattr(student, "numpy_collate", reference.numpy_collate, raising=False)
+def loader_module(student, monkeypatch):
+    """The student's module with ``numpy_collate`` swapped for :func:`collate_indexed_samples`: make_loader is
+    judged on its own, and no reference is lent to the student's module."""
+    monkeypatch.setattr(student, "numpy_collate", collate_indexed_samples, raising=False)
     return student
 
 
@@ -187,8 +195,8 @@ def epoch_of(module, n, batch_size, shuffle, **kwargs):
 
 @correctness
 @pytest.mark.parametrize("drop_last", [False, True])
-def test_make_loader_gives_numpy_batches(loader_module, reference, drop_last):
-    """Batches as numpy_collate builds them from consecutive samples (shuffle=False)."""
+def test_make_loader_gives_numpy_batches(loader_module, drop_last):
+    """Batches as the module's numpy_collate builds them from consecutive samples (shuffle=False)."""
     samples = indexed_samples(10)
     loader = loader_module.make_loader(SampleDataset(samples), 4, False, seed=0, drop_last=drop_last)
     loaders.assert_is_dataloader(loader, "make_loader")
@@ -197,8 +205,10 @@ def test_make_loader_gives_numpy_batches(loader_module, reference, drop_last):
     starts = range(0, 8 if drop_last else 10, 4)
     loaders.assert_batch_count(batches, len(starts), check=check)
     for j, start in enumerate(starts):
-        expected = reference.numpy_collate(samples[start : start + 4])
-        loaders.assert_numpy_batch(batches[j], expected, name=f"batches[{j}]", check=check)
+        expected = collate_indexed_samples(samples[start : start + 4])
+        loaders.assert_numpy_batch(
+            batches[j], expected, name=f"batches[{j}]", check=check, source=f"numpy_collate of samples {start}..{start + 3}"
+        )
 
 
 @pytest.mark.parametrize("shuffle", [False, True])

@@ -93,10 +93,15 @@ class OwnAnswers:
 def _standing_in(student: ModuleType, name: str) -> Callable:
     """The student's ``name`` (looked up at each call, so a check's recording of it sees the call) as a
     function of its own: it leaves the global random generators as a reference leaves them (a function
-    that draws from them must not change what the student's own calls draw), and it is jitted apart
-    from the student's function (``structure.jit_once`` keys by function), as a reference is."""
+    that draws from them must not change what the student's own calls draw), it leaves its arguments
+    as a reference leaves them (it is given copies: a function that writes into its arguments must not
+    change what the check passes next), and it is jitted apart from the student's function
+    (``structure.jit_once`` keys by function), as a reference is."""
 
     def standing_in(*args, **kwargs):
+        from autograder.checks.purity import fresh_copy  # NumPy and JAX: imported when called, never by the core
+
+        args, kwargs = fresh_copy((args, kwargs))
         with global_rngs.preserved():
             return getattr(student, name)(*args, **kwargs)
 

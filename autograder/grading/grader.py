@@ -65,6 +65,9 @@ class Check:
     # its module is judged on the trusted side only (autograder.grading.trusted_only): the
     # grading process holds no reference, and the verifier's verdict is the check's
     trusted_only: bool = False
+    # it takes the reference: in a module judged on the trusted side only, its pass in the grading
+    # process compared the student's function with itself, so only the verifier can decide it
+    takes_reference: bool = True
 
     @property
     def test(self) -> str:
@@ -231,7 +234,10 @@ class Grader:
     def _plan(self) -> list[Check]:
         data = self._trusted(VerifierRequest("plan", seed=self.options.seed), VERIFY_TIMEOUT)
         checks = [
-            Check(c["check"], c["module"], c["function"], bool(c["correctness"]), bool(c.get("trusted_only")))
+            Check(
+                c["check"], c["module"], c["function"], bool(c["correctness"]), bool(c.get("trusted_only")),
+                bool(c.get("takes_reference", True)),
+            )
             for c in data["plan"]
         ]
         if not checks:
@@ -434,10 +440,10 @@ class Grader:
             confirmed = self.verify(claims, {c: transcripts.get(c, {}) for c in claims})
         except Exception as err:  # noqa: BLE001 - never trust an unconfirmed pass
             confirmed = {c: {"outcome": Status.FAILED, "message": f"the grader could not confirm this check ({err})"} for c in claims}
-        trusted_only = {c.id for c in self.plan if c.trusted_only}
+        trusted_only = {c.id: c for c in self.plan if c.trusted_only}
         for check in claims:
             verdict = confirmed.get(check, {"outcome": Status.FAILED, "message": ""})
-            if check in trusted_only:
+            if check in trusted_only and not (verdict.get("outcome") == UNVERIFIABLE and not trusted_only[check].takes_reference):
                 verdicts[check] = _trusted_verdict(self.function_of[check], verdict)
             elif verdict["outcome"] == Status.FAILED:
                 qual = self.function_of[check]
@@ -545,7 +551,9 @@ def _ends_a_student(future) -> bool:
 
 def _trusted_verdict(qualname: str, verdict: dict) -> tuple[Status, str]:
     """A claimed pass of a module judged on the trusted side only: the verifier's verdict is the check's,
-    its failure message (expected and got, the first failing input) the student's."""
+    its failure message (expected and got, the first failing input) the student's. (A check that takes no
+    reference and cannot be replayed, e.g. make_loader's batches against the module's numpy_collate, keeps
+    the grading process's verdict, as every check of other properties does.)"""
     outcome, message = verdict.get("outcome"), clean_message(str(verdict.get("message", ""))).strip()
     if outcome == Status.PASSED:
         return Status.PASSED, ""

@@ -173,7 +173,10 @@ class Verifier:
                 continue
             cid = str(CheckId(fn.module, item.name))
             correctness = item.get_closest_marker("correctness") is not None
-            self.plan.append({"check": cid, "module": fn.module, "function": fn.name, "correctness": correctness})
+            self.plan.append({
+                "check": cid, "module": fn.module, "function": fn.name, "correctness": correctness,
+                "takes_reference": "reference" in getattr(item, "fixturenames", ()),
+            })
             collected.append((item, fn.module, correctness))
             if self.mode == "verify" and cid in self.claims and correctness:
                 keep.append(item)

@@ -97,13 +97,24 @@ class RecordedDataset:
         return ["dataset", self._ref, enc(attributes), enc(self._items)]
 
 
+# Modules whose classes are never a course's dataset (containers, arrays, library data classes).
+_NOT_DATASETS = ("builtins", "collections", "numpy", "jax", "jaxlib", "flax", "optax", "torch")
+
+
 def as_dataset(live: Any) -> RecordedDataset | None:
-    """A live ``torch.utils.data.Dataset`` with array attributes, as a :class:`RecordedDataset`."""
+    """A live ``torch.utils.data.Dataset`` with array attributes, as a :class:`RecordedDataset`; or an object of a
+    course's own class that indexes like one (``__len__``, ``__getitem__``) without subclassing it (that it
+    should is another check's finding: its data and items are still what they are)."""
     try:
         from torch.utils.data import Dataset
     except ImportError:
         return None
-    if not isinstance(live, Dataset) or not hasattr(live, "__len__"):
+    kind = type(live)
+    indexes_like_one = (
+        kind.__module__.split(".")[0] not in _NOT_DATASETS and hasattr(live, "__dict__")
+        and callable(getattr(kind, "__getitem__", None))
+    )
+    if not (isinstance(live, Dataset) or indexes_like_one) or not hasattr(live, "__len__"):
         return None
     attributes = {k: v for k, v in vars(live).items() if not k.startswith("_") and _is_data(v)}
     return RecordedDataset(attributes, [live[i] for i in range(len(live))], plain_data.class_ref(type(live)))
