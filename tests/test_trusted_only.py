@@ -5,8 +5,10 @@
 - in ``grade``, the verdicts of those modules' checks agree with the checks run in-process on
   gallery variants (a deterministic subset; ``python scripts/grade_agreement.py`` runs every
   variant), and a wrong function's message is the trusted side's: expected and got, an input;
-- students who look the reference up in ``sys.modules`` or through ``gc`` (the thieves of
-  ``tests/test_grade_seed.py``) earn nothing in any such module.
+- a student who looks the reference up in ``sys.modules`` and through ``gc`` (the routes of
+  ``tests/test_grade_seed.py``'s thieves, tried one after the other) earns nothing in any such module
+  (that the references' own files earn full marks in every module under ``grade`` is
+  ``tests/test_grade_command.py``'s every-module test).
 """
 
 from __future__ import annotations
@@ -53,11 +55,10 @@ def modules(grader):
 
 @pytest.fixture(scope="module")
 def graded(grader, modules, tmp_path_factory):
-    """One ``grade`` of a class: a student per gallery variant (one module file each), and students whose
+    """One ``grade`` of a class: a student per gallery variant (one module file each), and a student whose
     every function answers with the reference found in memory, in every module judged on the trusted side
-    only but ``at_updates`` (``tests/test_grade_seed.py`` attacks that one), with their control (the
-    references' files)."""
-    from grade_fixtures import STEAL_FROM_GC, STEAL_FROM_SYS_MODULES, thief_source
+    only but ``at_updates`` (``tests/test_grade_seed.py`` attacks that one)."""
+    from grade_fixtures import STEAL_FROM_MEMORY, thief_source
 
     base = tmp_path_factory.mktemp("trusted_only")
     variants = [v for module in sorted(modules) for v in grade_agreement.select(module, PER_MODULE)]
@@ -65,13 +66,11 @@ def graded(grader, modules, tmp_path_factory):
     live = grade_agreement.live_verdicts(variants, base)
     students = grade_agreement.write_class(variants, base / "class")
     attacked = tuple(sorted(modules - {"at_updates"}))
-    for name, finder in (("steals_from_sys_modules", STEAL_FROM_SYS_MODULES), ("steals_from_gc", STEAL_FROM_GC), ("correct", None)):
-        folder = base / "class" / name
-        folder.mkdir()
-        for module in attacked:
-            source = thief_source(module, finder) if finder else (ROOT / "solutions" / f"{module}.py").read_text()
-            (folder / f"{module}.py").write_text(source, encoding="utf-8")
-        students.append((name, folder))
+    thief = base / "class" / "steals_from_memory"
+    thief.mkdir()
+    for module in attacked:
+        (thief / f"{module}.py").write_text(thief_source(module, STEAL_FROM_MEMORY), encoding="utf-8")
+    students.append((thief.name, thief))
     # A set_diagonal that answers differently on every other call (right on the first).
     flips = base / "class" / "answers_differently_each_call"
     flips.mkdir()
@@ -153,14 +152,13 @@ def test_a_function_judged_with_the_students_own_helper_is_replayed_with_its_rec
     assert scores["sgd_update"].points == 0
 
 
-@pytest.mark.parametrize("student", ["steals_from_sys_modules", "steals_from_gc"])
-def test_the_reference_in_memory_is_out_of_reach_in_every_such_module(graded, student):
+def test_the_reference_in_memory_is_out_of_reach_in_every_such_module(graded):
     _, _, attacked, results = graded
     assert len(attacked) >= 3
-    earned = {s.function: s.points for s in results[student].scores if s.module in attacked and s.points}
+    earned = {s.function: s.points for s in results["steals_from_memory"].scores if s.module in attacked and s.points}
     assert not earned, earned
-    control = [s for s in results["correct"].scores if s.module in attacked]
-    assert sum(s.points for s in control) == sum(s.max_points for s in control) > 0
+    judged = {o.module for o in results["steals_from_memory"].outcomes if "first failing input drawn" in o.message}
+    assert {"autodiff", "prng", "vmap_linear"} <= judged, judged  # judged by the trusted side, not broken
 
 
 # -- the rules ---------------------------------------------------------------

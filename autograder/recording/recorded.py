@@ -113,6 +113,7 @@ def as_dataset(live: Any) -> RecordedDataset | None:
     indexes_like_one = (
         kind.__module__.split(".")[0] not in _NOT_DATASETS and hasattr(live, "__dict__")
         and callable(getattr(kind, "__getitem__", None))
+        and not isinstance(live, (list, tuple, dict, str, bytes)) and not hasattr(live, "__array__")
     )
     if not (isinstance(live, Dataset) or indexes_like_one) or not hasattr(live, "__len__"):
         return None
