@@ -255,21 +255,15 @@ def _find(name):
 """
 
 # Both routes to the reference in memory, one after the other (one student tries them all).
-STEAL_FROM_MEMORY = """
-import gc as _gc
-import sys as _sys
-import types as _types
-
+STEAL_FROM_MEMORY = (
+    STEAL_FROM_SYS_MODULES.replace("def _find(", "def _find_in_sys_modules(")
+    + STEAL_FROM_GC.replace("def _find(", "def _find_in_gc(")
+    + """
 
 def _find(name):
-    for _module in list(_sys.modules.values()):
-        if getattr(_module, "__name__", "").startswith("_course_reference_.") and hasattr(_module, name):
-            return getattr(_module, name)
-    for _obj in _gc.get_objects():
-        if isinstance(_obj, _types.FunctionType) and _obj.__name__ == name and "_course_reference_" in (_obj.__module__ or ""):
-            return _obj
-    return None
+    return _find_in_sys_modules(name) or _find_in_gc(name)
 """
+)
 
 STEAL_FROM_FILES = """
 import pathlib as _pathlib

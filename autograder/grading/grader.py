@@ -443,8 +443,8 @@ class Grader:
         trusted_only = {c.id: c for c in self.plan if c.trusted_only}
         for check in claims:
             verdict = confirmed.get(check, {"outcome": Status.FAILED, "message": ""})
-            if check in trusted_only and not (verdict.get("outcome") == UNVERIFIABLE and not trusted_only[check].takes_reference):
-                verdicts[check] = _trusted_verdict(self.function_of[check], verdict)
+            if check in trusted_only:
+                verdicts[check] = _trusted_verdict(self.function_of[check], verdict, trusted_only[check].takes_reference)
             elif verdict["outcome"] == Status.FAILED:
                 qual = self.function_of[check]
                 detail = clean_message(verdict.get("message", "")).strip()
@@ -549,13 +549,13 @@ def _ends_a_student(future) -> bool:
     return future.exception() is not None or future.result() is not None
 
 
-def _trusted_verdict(qualname: str, verdict: dict) -> tuple[Status, str]:
+def _trusted_verdict(qualname: str, verdict: dict, takes_reference: bool) -> tuple[Status, str]:
     """A claimed pass of a module judged on the trusted side only: the verifier's verdict is the check's,
-    its failure message (expected and got, the first failing input) the student's. (A check that takes no
-    reference and cannot be replayed, e.g. make_loader's batches against the module's numpy_collate, keeps
-    the grading process's verdict, as every check of other properties does.)"""
+    its failure message (expected and got, the first failing input) the student's. A check that takes no
+    reference and cannot be replayed (make_loader's batches against the check's own collate) keeps the
+    grading process's pass, as every check of other properties does."""
     outcome, message = verdict.get("outcome"), clean_message(str(verdict.get("message", ""))).strip()
-    if outcome == Status.PASSED:
+    if outcome == Status.PASSED or (outcome == UNVERIFIABLE and not takes_reference):
         return Status.PASSED, ""
     if outcome == UNVERIFIABLE:
         return Status.ERROR, f"{qualname}: the grader could not judge this check from what your process recorded"

@@ -80,7 +80,7 @@ def _is_data_class(cls: type) -> bool:
 
 
 def digest(name: str, args: tuple, kwargs: dict, statics: plain_data.Statics) -> str | None:
-    """A digest of a call's arguments, or None when one has no value to look it up by (a mesh, an object)."""
+    """A digest of a call's arguments, or None when one has no value to look it up by (an object, a tracer)."""
     try:
         tree = plain_data.encode([name, list(args), dict(sorted(kwargs.items()))], None, statics)
     except plain_data.Unencodable:  # a traced argument
