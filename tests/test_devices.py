@@ -1,4 +1,4 @@
-"""The course's 8 CPU devices are in effect wherever checks run: this pytest session (set by the plugin before
+"""The course's 8 CPU devices (and its quick-compilation XLA flags) are in effect wherever checks run: this pytest session (set by the plugin before
 tests/conftest.py imported JAX), a fresh interpreter, and a notebook kernel. The sandboxed grading processes
 (zygote, child and trusted verifier) are proven by ``test_grade_command``'s every-module run, started without
 the variable: the parallel and checkpointing references get full marks there under the grader's limits."""
@@ -9,7 +9,7 @@ import sys
 
 import jax
 
-from autograder.core.devices import COURSE_CPU_DEVICES
+from autograder.core.devices import COURSE_CPU_DEVICES, QUICK_COMPILE_FLAGS, with_quick_compile
 from support import ROOT
 
 PROBE = """
@@ -19,6 +19,15 @@ from autograder.core.devices import use_course_devices
 ok = use_course_devices()
 import jax
 print(ok, jax.device_count())
+"""
+
+BACKEND_PROBE = """
+import os
+from autograder.core.devices import use_course_backend
+{before}
+ok = use_course_backend()
+import jax
+print(ok, jax.device_count(), os.environ["XLA_FLAGS"])
 """
 
 
@@ -41,6 +50,26 @@ def test_use_course_devices_works_before_and_after_importing_jax():
 
 def test_use_course_devices_reports_a_backend_that_already_started():
     assert probe("import jax.numpy as jnp; jnp.zeros(1)") == "False 1"
+
+
+def test_quick_compilation_is_on_in_this_session_and_in_grading_processes():
+    from autograder.grading import sandbox
+
+    for flags in (os.environ["XLA_FLAGS"], sandbox.child_env()["XLA_FLAGS"]):
+        assert set(QUICK_COMPILE_FLAGS) <= set(flags.split())
+    # a grading process keeps its own flags beside them
+    assert "--xla_cpu_multi_thread_eigen=false" in sandbox.child_env()["XLA_FLAGS"].split()
+
+
+def test_use_course_backend_adds_the_flags_and_keeps_the_users():
+    env = dict(os.environ, PYTHONPATH=str(ROOT), XLA_FLAGS="--xla_backend_optimization_level=2 --xla_dump_to=/nowhere")
+    env.pop("JAX_NUM_CPU_DEVICES", None)
+    proc = subprocess.run([sys.executable, "-c", BACKEND_PROBE.format(before="")], env=env, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    ok, count, *flags = proc.stdout.split()
+    assert (ok, count) == ("True", "8")
+    assert flags == ["--xla_backend_optimization_level=2", "--xla_dump_to=/nowhere", "--xla_cpu_use_fusion_emitters=false"]
+    assert with_quick_compile("") == " ".join(QUICK_COMPILE_FLAGS)
 
 
 NOTEBOOK_RUN = """

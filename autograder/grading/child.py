@@ -107,7 +107,10 @@ class ChildReporter:
         if nodeid in self.ids:
             self.emit(event="begin", check=self.ids[nodeid][0])
 
+    @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_setup(self, item) -> None:
+        """The student's module is imported here, before the plugin's own setup (which fails a check
+        of a module that cannot be imported before its fixtures) and before any fixture."""
         from autograder.pytest_plugin.session import session_of
 
         entry = self.ids.get(item.nodeid)

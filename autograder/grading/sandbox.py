@@ -42,6 +42,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from autograder.core import devices
+
 BOOT = "import sys; sys.path.insert(0, sys.argv[1]); import {module} as m; m.main()"
 MAX_CHANNEL_BYTES = 256 * 2**20
 MAX_FILE_BYTES = 1 * 2**30
@@ -162,7 +164,7 @@ def child_env(extra: dict[str, str] | None = None) -> dict[str, str]:
         PYTHONDONTWRITEBYTECODE="1",
         PYTHONHASHSEED="0",
         JAX_PLATFORMS="cpu",
-        XLA_FLAGS="--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1",
+        XLA_FLAGS=devices.with_quick_compile("--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"),
         OMP_NUM_THREADS="1",
         TF_CPP_MIN_LOG_LEVEL="3",
     )

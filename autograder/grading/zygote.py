@@ -41,9 +41,9 @@ def preload() -> None:
     8 CPU devices set before JAX is imported (a forked child starts JAX's backend with them).
     The list is :data:`autograder.core.preload.GRADING`."""
     from autograder.core import preload as names
-    from autograder.core.devices import use_course_devices
+    from autograder.core.devices import use_course_backend
 
-    use_course_devices()
+    use_course_backend()
     names.import_all(names.GRADING)
 
 

@@ -50,8 +50,8 @@ SETUP_ID = "setup"
 # The first lines of every notebook's setup cell: the kernel's JAX gets the course's CPU devices
 # before anything computes with it (it fixes the number at its first operation).
 DEVICES_SETUP = """\
-from autograder.notebook import use_course_devices
-use_course_devices()  # the course's 8 CPU devices; run this cell before anything else
+from autograder.notebook import use_course_backend
+use_course_backend()  # the course's 8 CPU devices, quick compilation; run this cell before anything else
 """
 
 

@@ -36,13 +36,13 @@ from autograder.student import progress as local_progress
 from autograder.core import compile_cache
 from autograder.core.attribution import AttributionError
 from autograder.core.course import CourseError, find_root, load_course
-from autograder.core.devices import use_course_devices
+from autograder.core.devices import use_course_backend
 from autograder.core.failures import status_of
 from autograder.core.outcomes import CheckOutcome, results_payload, score_functions
 from autograder.core.status import Status
-from autograder.core.submission import not_started
+from autograder.core.submission import SubmissionImportError, not_started
 from autograder.pytest_plugin import profiles, report
-from autograder.pytest_plugin.session import FUNCTION_KEY, SESSION_KEY, CourseSession, Settings, session_of
+from autograder.pytest_plugin.session import FUNCTION_KEY, SESSION_KEY, CourseSession, Settings, Unimportable, session_of
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -87,7 +87,7 @@ def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Pa
     """The earliest hook of a plugin: the course's 8 CPU devices, before any conftest imports JAX."""
     paths = early_config.known_args_namespace.file_or_dir or []
     if course_root_of(early_config.invocation_params.dir, paths) is not None:
-        use_course_devices()
+        use_course_backend()
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -178,10 +178,20 @@ def _fail_if_stub(item: pytest.Item) -> None:
         raise not_started(fn.module, fn.name)
 
 
-@pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item: pytest.Item) -> None:
-    """An untouched stub fails before its fixtures are set up (a training scenario costs seconds)."""
+    """A check that cannot get past its first line fails before its fixtures are set up (a training
+    scenario costs seconds): an untouched stub, or a module that cannot be imported (the import error).
+
+    Not ``tryfirst``: a grading process imports the student's module in its own ``tryfirst`` hook, to
+    report the import as such (:mod:`autograder.grading.child`); pytest's runner sets up the fixtures
+    after every plain hook of a plugin registered later, as this one is.
+    """
     _fail_if_stub(item)
+    fn = CourseSession.function_of(item)
+    if fn is not None:
+        module = session_of(item.config).student(fn.module)
+        if isinstance(module, Unimportable):
+            raise module.error
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -248,6 +258,9 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     else:
         message, status = "", Status.PASSED
     rep.course_status = status  # read by pytest_report_teststatus
+    # The student's module failed before the check's fixtures (pytest_runtest_setup): the check failed,
+    # it did not break (pytest would call a failed setup an error).
+    rep.failed_before_fixtures = rep.when == "setup" and rep.failed and isinstance(call.excinfo.value, SubmissionImportError)
     if rep.when == "call" or rep.failed:
         correctness = item.get_closest_marker("correctness") is not None
         name = getattr(item, "originalname", item.name)
@@ -262,6 +275,8 @@ def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config):
     """
     if report.failed and getattr(report, "course_status", None) == Status.NOT_STARTED:
         return "not started", "n", ("NOT STARTED", {"yellow": True})
+    if getattr(report, "failed_before_fixtures", False):
+        return "failed", "F", "FAILED"
     return None
 
 
