@@ -1,6 +1,6 @@
 """Every speed figure of the kit in one run, as seconds and as ratios to the floor.
 
-    python benchmarks/speed.py [--quick] [--repeats N] [--modules m1,m2] [--class-sizes 5,20]
+    python benchmarks/speed.py [--quick] [--repeats N] [--modules m1,m2] [--class-sizes 5,20,80] [--grade-modules 6,12]
 
 The floor is one process that imports the stack (jax, flax.linen, optax,
 torch.utils.data, hypothesis, pytest) and runs one JAX op. Every row is
@@ -11,7 +11,9 @@ timings are noisy: compare ratios, not seconds, across runs.
 Rows: each module's checks on the reference (student profile) on a cold
 compilation cache and again on the warm one (the student's re-run after an
 edit); the whole course in both profiles; ``grade`` per submission for classes
-of the given sizes at ``--jobs 2``; ``nbgrader autograde`` of one notebook.
+of the given sizes at ``--jobs 2``, over the first N modules of the course for
+each N of ``--grade-modules`` (with the largest grading process's peak memory);
+``nbgrader autograde`` of one notebook.
 Not a test: the figures depend on the machine and its load.
 """
 
@@ -32,6 +34,13 @@ PYTHON = sys.executable
 FLOOR = (
     "import jax, flax.linen, optax, torch.utils.data, hypothesis, pytest; "
     "jax.numpy.ones(1).block_until_ready()"
+)
+
+
+# Runs a command and prints the peak memory of its largest process (itself or any descendant it waited for).
+PEAK = (
+    "import resource, subprocess, sys; code = subprocess.run(sys.argv[1:]).returncode; "
+    "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, file=sys.stderr); sys.exit(code)"
 )
 
 
@@ -100,25 +109,36 @@ def course_rows(table: Table, scratch: Path) -> None:
     table.row("whole course, grading profile, first run", profile("--grading"))
 
 
-def grade_rows(table: Table, sizes: list[int], scratch: Path) -> None:
+def grade_rows(table: Table, sizes: list[int], module_counts: list[int], scratch: Path) -> None:
     sys.path.insert(0, str(ROOT / "benchmarks"))
     from grade_class import build  # the mixed class of benchmarks/grade_class.py
 
     from autograder.core.course import load_course
 
-    modules = [m.name for m in load_course(ROOT).modules]
-    for size in sizes:
-        copies = max(1, size // 4)
+    course_modules = [m.name for m in load_course(ROOT).modules]
+    for count in module_counts:
+        modules = course_modules[:count]
+        for size in sizes:
+            copies = max(1, size // 4)
+            peaks: list[int] = []
 
-        def run(size=size, copies=copies) -> float:
-            work = Path(tempfile.mkdtemp(dir=scratch))
-            n = build(work / "class", copies, modules)
-            seconds = timed([PYTHON, "-m", "autograder", "grade", str(work / "class"), "--out", str(work / "out"),
-                             "--jobs", "2"])
-            shutil.rmtree(work, ignore_errors=True)
-            return seconds / n
+            def run(copies=copies, modules=modules, peaks=peaks) -> float:
+                work = Path(tempfile.mkdtemp(dir=scratch))
+                n = build(work / "class", copies, modules)
+                cmd = [PYTHON, "-m", "autograder", "grade", str(work / "class"), "--out", str(work / "out"), "--jobs", "2"]
+                for module in modules:
+                    cmd += ["--only", module]
+                start = time.perf_counter()
+                done = subprocess.run([PYTHON, "-c", PEAK, *cmd], cwd=ROOT, capture_output=True, text=True)
+                seconds = time.perf_counter() - start
+                if done.returncode != 0:
+                    raise SystemExit(f"grade failed: {done.stderr[-2000:]}")
+                peaks.append(int(done.stderr.split()[-1]))
+                shutil.rmtree(work, ignore_errors=True)
+                return seconds / n
 
-        table.row(f"grade, whole course, --jobs 2, class of {copies * 4}, per submission", run)
+            table.row(f"grade, {len(modules)} modules, --jobs 2, class of {copies * 4}, per submission", run)
+            print(f"{'  ... largest grading process, peak memory':58s} {max(peaks) / 1024:8.0f} MiB", flush=True)
 
 
 def nbgrader_row(table: Table, scratch: Path, module: str) -> None:
@@ -143,6 +163,8 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--modules", help="comma-separated modules (default: every module of course.toml)")
     parser.add_argument("--class-sizes", default="20", help="comma-separated class sizes for the grade rows")
+    parser.add_argument("--grade-modules", default="", help="comma-separated module counts for the grade rows "
+                        "(the first N of course.toml; default: every module)")
     parser.add_argument("--skip", default="", help="comma-separated rows to skip: modules,course,grade,nbgrader")
     args = parser.parse_args()
     sys.path.insert(0, str(ROOT))
@@ -150,6 +172,8 @@ def main() -> None:
 
     modules = args.modules.split(",") if args.modules else [m.name for m in load_course(ROOT).modules]
     sizes = [int(s) for s in args.class_sizes.split(",")]
+    course_size = len(load_course(ROOT).modules)
+    module_counts = [int(n) for n in args.grade_modules.split(",") if n] or [course_size]
     repeats = args.repeats
     if args.quick:
         modules, sizes, repeats = modules[:2], [4], 1
@@ -165,7 +189,7 @@ def main() -> None:
         if "course" not in skip:
             course_rows(table, scratch)
         if "grade" not in skip:
-            grade_rows(table, sizes, scratch)
+            grade_rows(table, sizes, module_counts, scratch)
         if "nbgrader" not in skip:
             nbgrader_row(table, scratch, modules[0])
         print(f"(floor median over the run: {statistics.median(table.floors):.2f} s, {len(table.floors)} samples)")
