@@ -30,12 +30,10 @@ student after student by one long-lived process (``serve``,
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import sys
 from pathlib import Path
-from types import ModuleType
 from typing import Callable
 
 import pytest
@@ -43,7 +41,6 @@ import pytest
 from autograder.core.failures import CheckFailure
 from autograder.core.outcomes import CheckId
 from autograder.core.status import Status
-from autograder.grading.reference_memory import ReferenceMemory
 from autograder.grading.requests import UNVERIFIABLE, VerifierRequest
 from autograder.grading.trusted_only import modules_judged_on_the_trusted_side
 
@@ -153,9 +150,8 @@ def _course_classes(session) -> Callable[[str, str], type]:
 class Verifier:
     """pytest plugin: keep the claimed checks, replay the student, record verdicts."""
 
-    def __init__(self, request: VerifierRequest, memory: ReferenceMemory | None = None):
+    def __init__(self, request: VerifierRequest):
         self.mode = request.mode
-        self.memory = memory  # the reference's answers for earlier students (a long-lived verifier's)
         self.claims = set(request.checks)
         self.transcripts: dict = request.transcripts
         if request.transcripts_file:
@@ -227,14 +223,8 @@ class Verifier:
         saved = {name: getattr(student, name) for name in stand_ins if hasattr(student, name)}
         for name, stand_in in stand_ins.items():
             setattr(student, name, stand_in)
-        reference = pyfuncitem.funcargs.get("reference")
-        remembering = (
-            self.memory.answering(reference, [f.name for f in functions], self.statics)
-            if self.memory is not None and isinstance(reference, ModuleType) else contextlib.nullcontext()
-        )
         try:
-            with remembering:
-                return (yield)
+            return (yield)
         finally:
             for name in stand_ins:
                 if name in saved:
@@ -278,11 +268,10 @@ def run(cfg: dict) -> None:
     os._exit(code)
 
 
-def answer(request: VerifierRequest, memory: ReferenceMemory | None = None) -> bool:
-    """Run one plan or verify request in this process; whether its answer was written to ``request.out``.
-    ``memory``: the reference's answers kept from earlier requests (:mod:`autograder.grading.reference_memory`)."""
+def answer(request: VerifierRequest) -> bool:
+    """Run one plan or verify request in this process; whether its answer was written to ``request.out``."""
     course_root = Path(request.course_root)
-    verifier = Verifier(request, memory)
+    verifier = Verifier(request)
     args = [str(course_root / "exercises" / f"test_{m}.py") for m in request.modules]
     args += [
         "--solutions", "--grading", "-q", "--tb=short", "-p", "no:cacheprovider", "-p", "no:unraisableexception", "--import-mode=importlib",
@@ -309,16 +298,14 @@ def serve(request: VerifierRequest, fd: int) -> None:
 
     One process verifies every student of a worker: it never runs student code, so nothing of one
     student reaches another, while what is the same for all of them stays warm — the references and the
-    checks imported, JAX's compiled programs (a fresh process lowers and compiles each again), and the
-    reference's answers to the class's inputs (every student is judged on the same ones)."""
+    checks imported, JAX's compiled programs (a fresh process lowers and compiles each again)."""
     import socket
 
     channel = socket.socket(fileno=fd)
-    memory = ReferenceMemory()
     for line in channel.makefile("rb"):
         asked = VerifierRequest.from_wire(
             dict(json.loads(line), mode="verify", course_root=request.course_root, modules=request.modules, seed=request.seed)
         )
-        answered = answer(asked, memory)
+        answered = answer(asked)
         channel.sendall(json.dumps({"answered": answered}).encode() + b"\n")
     os._exit(0)
