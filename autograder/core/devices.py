@@ -16,9 +16,9 @@ Quick compilation: a run of the course compiles about a thousand tiny programs
 (every new function, shape or dtype), and XLA's CPU compiler spends most of a
 first run optimising code that then runs for microseconds. With LLVM's
 optimisation off and XLA's older loop emitters, compiling takes about a third
-of the time (``benchmarks/speed.py``); the programs compute the same values
-(no fast-math: rounding is IEEE's either way), and every process that checks
-(the student's, a grading process, the trusted verifier) uses the same flags.
+of the time (``benchmarks/speed.py``). The arithmetic is IEEE's either way (no
+fast-math), and every process whose results are compared (the student's, a
+grading process, the trusted verifier, a release's recording) uses the same flags.
 They travel in ``XLA_FLAGS``, which XLA reads when its backend starts.
 """
 

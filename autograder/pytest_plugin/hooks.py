@@ -84,7 +84,8 @@ def course_root_of(invocation_dir: Path, paths: list[str]) -> Path | None:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Parser, args: list[str]) -> None:
-    """The earliest hook of a plugin: the course's 8 CPU devices, before any conftest imports JAX."""
+    """The earliest hook of a plugin: the course's JAX backend (8 CPU devices, quick compilation), before
+    any conftest imports JAX."""
     paths = early_config.known_args_namespace.file_or_dir or []
     if course_root_of(early_config.invocation_params.dir, paths) is not None:
         use_course_backend()
