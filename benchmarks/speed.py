@@ -45,13 +45,18 @@ PEAK = (
 
 
 def timed(cmd: list[str], env: dict | None = None, cwd: Path = ROOT) -> float:
+    return run_timed(cmd, env, cwd)[0]
+
+
+def run_timed(cmd: list[str], env: dict | None = None, cwd: Path = ROOT) -> tuple[float, subprocess.CompletedProcess]:
+    """Seconds ``cmd`` took, and its completed process (output captured)."""
     start = time.perf_counter()
     done = subprocess.run(cmd, cwd=cwd, env={**os.environ, **(env or {})}, capture_output=True, text=True)
     seconds = time.perf_counter() - start
     if done.returncode not in (0, 1):  # 1: some check failed, still a timing
         sys.stderr.write(done.stdout[-2000:] + done.stderr[-2000:])
         raise SystemExit(f"benchmark command failed ({done.returncode}): {' '.join(cmd)}")
-    return seconds
+    return seconds, done
 
 
 class Table:
@@ -128,9 +133,7 @@ def grade_rows(table: Table, sizes: list[int], module_counts: list[int], scratch
                 cmd = [PYTHON, "-m", "autograder", "grade", str(work / "class"), "--out", str(work / "out"), "--jobs", "2"]
                 for module in modules:
                     cmd += ["--only", module]
-                start = time.perf_counter()
-                done = subprocess.run([PYTHON, "-c", PEAK, *cmd], cwd=ROOT, capture_output=True, text=True)
-                seconds = time.perf_counter() - start
+                seconds, done = run_timed([PYTHON, "-c", PEAK, *cmd])
                 if done.returncode != 0:
                     raise SystemExit(f"grade failed: {done.stderr[-2000:]}")
                 peaks.append(int(done.stderr.split()[-1]))
@@ -170,10 +173,10 @@ def main() -> None:
     sys.path.insert(0, str(ROOT))
     from autograder.core.course import load_course
 
-    modules = args.modules.split(",") if args.modules else [m.name for m in load_course(ROOT).modules]
+    course_modules = [m.name for m in load_course(ROOT).modules]
+    modules = args.modules.split(",") if args.modules else course_modules
     sizes = [int(s) for s in args.class_sizes.split(",")]
-    course_size = len(load_course(ROOT).modules)
-    module_counts = [int(n) for n in args.grade_modules.split(",") if n] or [course_size]
+    module_counts = [int(n) for n in args.grade_modules.split(",") if n] or [len(course_modules)]
     repeats = args.repeats
     if args.quick:
         modules, sizes, repeats = modules[:2], [4], 1

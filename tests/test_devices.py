@@ -1,5 +1,5 @@
-"""The course's 8 CPU devices (and its quick-compilation XLA flags) are in effect wherever checks run: this pytest session (set by the plugin before
-tests/conftest.py imported JAX), a fresh interpreter, and a notebook kernel. The sandboxed grading processes
+"""The course's 8 CPU devices (and its quick-compilation XLA flags) are in effect wherever checks run: this
+pytest session (set by the plugin before tests/conftest.py imported JAX), a fresh interpreter, and a notebook kernel. The sandboxed grading processes
 (zygote, child and trusted verifier) are proven by ``test_grade_command``'s every-module run, started without
 the variable: the parallel and checkpointing references get full marks there under the grader's limits."""
 
