@@ -435,22 +435,29 @@ def test_train_model_matches_reference(student, reference, data, start):
     )
 
 
+# The contract's target, on fewer epochs: the reference reaches 100% after 5 epochs already (and after 100),
+# and 10 epochs cost a tenth of the time.
+TARGET_EPOCHS, TARGET_ACCURACY = 10, 0.95
+
+
 def test_train_model_reaches_the_accuracy_of_the_contract(student, reference, data):
-    """The course contract: XORDataset(2500, 42), batches of 128, 100 epochs, SimpleClassifier(8, 1), lr 0.1."""
+    """The course contract: XORDataset(2500, 42), batches of 128, SimpleClassifier(8, 1), lr 0.1; 95% after 100
+    epochs, asked here after 10."""
     rng, inp_rng, init_rng = jax.random.split(jax.random.PRNGKey(42), 3)
     model = reference.SimpleClassifier(8, 1)
     state = reference.create_train_state(init_rng, model, 0.1, jax.random.normal(inp_rng, (8, 2)))
     loader = data.make_loader(data.XORDataset(2500, 42), 128, shuffle=True, seed=0)
     with reference_helpers(student, reference, "train_step", "calculate_loss_acc"):
-        trained = student.train_model(state, loader, 100)
+        trained = student.train_model(state, loader, TARGET_EPOCHS)
     if not hasattr(trained, "params"):
         raise CheckFailure("train_model returns the trained state", f"train_model returned {values.describe(trained)}")
     test = data.XORDataset(500, 123)
     accuracy = float(reference.eval_step(trained, (test.data, test.label)))
-    if accuracy < 0.95:
+    if accuracy < TARGET_ACCURACY:
         raise CheckFailure(
-            "train_model trains a SimpleClassifier(8, 1) to >= 95% accuracy on XORDataset(500, 123)",
-            f"after 100 epochs the accuracy on the test set is {accuracy:.1%}, below 95%",
+            f"{TARGET_EPOCHS} epochs of train_model train a SimpleClassifier(8, 1) to >= {TARGET_ACCURACY:.0%} "
+            "accuracy on XORDataset(500, 123)",
+            f"after {TARGET_EPOCHS} epochs the accuracy on the test set is {accuracy:.1%}, below {TARGET_ACCURACY:.0%}",
             "train on every batch of every epoch and return the last state",
         )
 

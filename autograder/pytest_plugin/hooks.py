@@ -41,7 +41,7 @@ from autograder.core.failures import status_of
 from autograder.core.outcomes import CheckOutcome, results_payload, score_functions
 from autograder.core.status import Status
 from autograder.core.submission import SubmissionImportError, not_started
-from autograder.pytest_plugin import profiles, report
+from autograder.pytest_plugin import garbage, profiles, report
 from autograder.pytest_plugin.session import FUNCTION_KEY, SESSION_KEY, CourseSession, Settings, Unimportable, session_of
 
 
@@ -121,22 +121,7 @@ def pytest_configure(config: pytest.Config) -> None:
     # Grading neither reads nor writes a student's local progress.
     own_run = not (settings_.grading or config.getoption("solutions") or config.getoption("submission"))
     config.stash[SESSION_KEY].progress = local_progress.load(root) if own_run else None
-    skip_final_garbage_collection(config)
-
-
-def skip_final_garbage_collection(config: pytest.Config) -> None:
-    """No full garbage collection when the run ends, only to look for exceptions raised in finalizers.
-
-    pytest's ``unraisableexception`` plugin collects once at exit; with JAX, Flax and torch loaded
-    that walks a heap of millions of objects (0.3 s of a 3 s run). Exceptions raised in finalizers
-    while the checks run are still reported; the ``gc_collect_iterations_key`` stash item is the
-    plugin's own switch for this.
-    """
-    try:
-        from _pytest.unraisableexception import gc_collect_iterations_key
-    except ImportError:  # another pytest: keep its behaviour
-        return
-    config.stash[gc_collect_iterations_key] = 0
+    garbage.skip_final_collection(config)
 
 
 def use_compile_cache(cache_dir: Path | None) -> None:
@@ -164,6 +149,18 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
             course_session.attribute(item)
         except AttributionError as err:
             raise pytest.UsageError(f"{item.nodeid}: {err}") from None
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """In a student's own run, what the imports left alive is not walked again by every full garbage
+    collection (:mod:`autograder.pytest_plugin.garbage`)."""
+    course_session = session_of(session.config)
+    if course_session is not None and not course_session.settings.grading:
+        garbage.set_aside_what_is_alive(session.config)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    garbage.give_back(config)
 
 
 def _module_under_test(request: pytest.FixtureRequest) -> tuple[CourseSession, str]:
