@@ -68,3 +68,20 @@ def test_the_core_imports_neither_jax_nor_pytest():
     code = "import sys\n" + "".join(f"import autograder.core.{m}\n" for m in modules)
     code += "print(sorted(m for m in ('jax', 'pytest', 'numpy') if m in sys.modules))"
     assert run_python(code) == "[]"
+
+
+def test_a_grading_process_sets_its_libraries_aside_from_garbage_collection_and_nothing_after():
+    """A forked child's full collections walk only what came after the zygote's imports; what a grading
+    process loads later (a reference, a submission) is still found through ``gc`` (the attack tests'
+    thieves look there)."""
+    code = (
+        "import gc\n"
+        "from autograder.grading.zygote import preload\n"
+        "preload()\n"
+        "class LoadedLater: pass\n"
+        "later = LoadedLater()\n"
+        "import jax\n"
+        "print(gc.get_freeze_count() > 10000, any(o is later for o in gc.get_objects()),"
+        " any(o is jax.jit for o in gc.get_objects()))"
+    )
+    assert run_python(code) == "True True False"
