@@ -1,0 +1,97 @@
+"""Tamper detection reports every kind of change to the grader's callables by name, and nothing else.
+
+Unit cases of :mod:`autograder.grading.tamper` on a watched module of their own, one per way a
+submission can change a function, a class or its members; the grading tests (`test_grade_command.py`)
+show the same on real submissions.
+"""
+
+import sys
+import types
+
+import pytest
+
+from autograder.grading import tamper
+
+PROBE = "autograder._tamper_probe"  # a watched name (the kit's own package)
+
+
+def make_probe() -> types.ModuleType:
+    module = types.ModuleType(PROBE)
+    exec(
+        "def helper(x):\n    return x\n"
+        "class Checker:\n"
+        "    def method(self):\n        return 1\n"
+        "    @property\n    def value(self):\n        return 2\n"
+        "    @staticmethod\n    def static():\n        return 3\n"
+        "    @classmethod\n    def build(cls):\n        return cls()\n"
+        "counter = 0\n",
+        vars(module),
+    )
+    for value in vars(module).values():
+        if isinstance(value, type):
+            value.__module__ = PROBE
+    return module
+
+
+@pytest.fixture
+def probe():
+    module = make_probe()
+    sys.modules[PROBE] = module
+    try:
+        yield module
+    finally:
+        sys.modules.pop(PROBE, None)
+
+
+def replacement_code():
+    def other(*args, **kwargs):
+        return None
+
+    return other.__code__
+
+
+CHANGES = {
+    "a function rebound": (lambda m: setattr(m, "helper", lambda x: x), ["helper"]),
+    "a function's code rewritten": (lambda m: setattr(m.helper, "__code__", replacement_code()), ["helper"]),
+    "a function removed": (lambda m: delattr(m, "helper"), ["helper"]),
+    "a class replaced": (
+        lambda m: setattr(m, "Checker", type("Checker", (), {})),
+        ["Checker", "Checker.build", "Checker.method", "Checker.static", "Checker.value"],
+    ),
+    "a method rebound": (lambda m: setattr(m.Checker, "method", lambda self: 1), ["Checker.method"]),
+    "a method's code rewritten": (lambda m: setattr(m.Checker.method, "__code__", replacement_code()), ["Checker.method"]),
+    "a property's getter rewritten": (
+        lambda m: setattr(vars(m.Checker)["value"].fget, "__code__", replacement_code()), ["Checker.value"]
+    ),
+    "a staticmethod's code rewritten": (
+        lambda m: setattr(vars(m.Checker)["static"].__func__, "__code__", replacement_code()), ["Checker.static"]
+    ),
+    "a classmethod replaced": (lambda m: setattr(m.Checker, "build", classmethod(lambda cls: None)), ["Checker.build"]),
+    "the module replaced by one without the function": (
+        lambda m: sys.modules.__setitem__(PROBE, types.ModuleType(PROBE)), ["Checker", "Checker.build", "Checker.method",
+                                                                            "Checker.static", "Checker.value", "helper"]
+    ),
+}
+
+
+@pytest.mark.parametrize("change", CHANGES, ids=list(CHANGES))
+def test_every_kind_of_change_is_reported_by_name(probe, change):
+    before = tamper.snapshot()
+    assert tamper.changed(before) == []
+    apply, names = CHANGES[change]
+    apply(probe)
+    assert tamper.changed(before) == [f"{PROBE}.{name}" for name in names]
+
+
+def test_data_new_names_and_pytests_own_rebinding_are_not_changes(probe):
+    before = tamper.snapshot()
+    probe.counter += 1  # data changes legitimately while checks run
+    probe.Checker.added = lambda self: None  # new names are not compared
+    util = sys.modules.get("_pytest.assertion.util")
+    if util is not None:  # pytest rebinds these around every test
+        util._reprcompare, saved = (lambda *a: None), util._reprcompare
+    try:
+        assert tamper.changed(before) == []
+    finally:
+        if util is not None:
+            util._reprcompare = saved
