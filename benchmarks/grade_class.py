@@ -36,7 +36,9 @@ def wrong(source: str) -> str:
     return ast.unparse(tree)
 
 
-def build(dest: Path, copies: int, modules: list[str]) -> int:
+def build(dest: Path, copies: int, modules: list[str], size: int | None = None) -> int:
+    """``copies`` of the four kinds of submission (or the first ``size`` students of as many copies as that
+    takes: a class of 5 is the four kinds and one more correct submission); the number of students."""
     kinds = {
         "correct": lambda m: (ROOT / "solutions" / f"{m}.py").read_text(),
         "stub": lambda m: (ROOT / "exercises" / f"{m}.py").read_text(),
@@ -44,8 +46,12 @@ def build(dest: Path, copies: int, modules: list[str]) -> int:
         "broken": lambda m: (ROOT / "solutions" / f"{m}.py").read_text() + "\ndef oops(:\n",
     }
     n = 0
+    if size is not None:
+        copies = -(-size // len(kinds))
     for copy in range(copies):
         for kind, make in kinds.items():
+            if size is not None and n == size:
+                return n
             folder = dest / f"{kind}_{copy:03d}"
             folder.mkdir(parents=True)
             for module in modules:

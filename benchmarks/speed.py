@@ -124,12 +124,11 @@ def grade_rows(table: Table, sizes: list[int], module_counts: list[int], scratch
     for count in module_counts:
         modules = course_modules[:count]
         for size in sizes:
-            copies = max(1, size // 4)
             peaks: list[int] = []
 
-            def run(copies=copies, modules=modules, peaks=peaks) -> float:
+            def run(size=size, modules=modules, peaks=peaks) -> float:
                 work = Path(tempfile.mkdtemp(dir=scratch))
-                n = build(work / "class", copies, modules)
+                n = build(work / "class", 0, modules, size)
                 cmd = [PYTHON, "-m", "autograder", "grade", str(work / "class"), "--out", str(work / "out"), "--jobs", "2"]
                 for module in modules:
                     cmd += ["--only", module]
@@ -140,7 +139,7 @@ def grade_rows(table: Table, sizes: list[int], module_counts: list[int], scratch
                 shutil.rmtree(work, ignore_errors=True)
                 return seconds / n
 
-            table.row(f"grade, {len(modules)} modules, --jobs 2, class of {copies * 4}, per submission", run)
+            table.row(f"grade, {len(modules)} modules, --jobs 2, class of {size}, per submission", run)
             print(f"{'  ... largest grading process, peak memory':58s} {max(peaks) / 1024:8.0f} MiB", flush=True)
 
 
