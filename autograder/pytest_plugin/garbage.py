@@ -27,6 +27,7 @@ FROZEN = pytest.StashKey[bool]()
 
 
 def skip_final_collection(config: pytest.Config) -> None:
+    """No heap walk by pytest's ``unraisableexception`` plugin when the run ends (any run of the course)."""
     try:
         from _pytest.unraisableexception import gc_collect_iterations_key
     except ImportError:  # another pytest: keep its behaviour
@@ -41,6 +42,7 @@ def set_aside_what_is_alive(config: pytest.Config) -> None:
 
 
 def give_back(config: pytest.Config) -> None:
+    """``gc.unfreeze()`` if this run froze anything."""
     if config.stash.get(FROZEN, False):
         gc.unfreeze()
         config.stash[FROZEN] = False

@@ -12,6 +12,7 @@ outside a folder with a ``course.toml``. It
 - replaces JAX tracebacks with the student-facing message and hint;
 - prints a score table, and writes JSON results with ``--results-json``;
 - says which checks waited long for JAX to compile (``compile_time``);
+- keeps Python's garbage collector off the heap the imports left (``garbage``);
 - in a student's own run on ``exercises/`` (not the grading profile), keeps
   their local progress (``.autograder/progress.json``), which decides when a
   failed check shows the direct hint (``autograder.student.hints``);
