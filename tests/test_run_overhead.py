@@ -9,6 +9,7 @@ machine, they were about 1.6 s of a 5 s ``pytest exercises/test_training.py`` re
 """
 
 import os
+import shutil
 import subprocess
 import sys
 
@@ -52,3 +53,46 @@ def test_a_course_run_rewrites_no_module_and_walks_the_imported_heap_rarely(tmp_
     line = next((line for line in proc.stdout.splitlines() if line.startswith("PROBE")), None)
     assert line is not None, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert line == f"PROBE plain 0 [] {not grading} False", line
+
+
+GRADING_PROBE = '''
+import sys
+
+import pytest
+
+from autograder.grading.requests import pytest_args
+
+
+class Probe:
+    def pytest_unconfigure(self, config):
+        rewritten = sorted(
+            name for name, module in list(sys.modules.items())
+            if type(getattr(module, "__loader__", None)).__name__ == "AssertionRewritingHook"
+        )
+        unused = [name for name in ("xdist", "anyio", "unraisableexception") if config.pluginmanager.has_plugin(name)]
+        print("PROBE", rewritten, unused, sorted(m for m in ("xdist", "anyio") if m in sys.modules))
+
+
+root = sys.argv[1]
+pytest.main([f"{root}/exercises/test_at_updates.py", "--solutions", "--collect-only", *pytest_args(root)], plugins=[Probe()])
+'''
+
+
+def test_grading_processes_rewrite_no_module_and_load_no_unused_plugin(tmp_path):
+    """The options of every grading process (child and verifier): no module through pytest's rewriting
+    hook, neither xdist nor anyio imported (each process would import them again)."""
+    course = tmp_path / "course"  # what the sandbox holds: the course, its checks, a pytest.ini of its own
+    for folder in ("exercises", "solutions"):
+        (course / folder).mkdir(parents=True)
+        for name in ("at_updates.py", "test_at_updates.py"):
+            if (ROOT / folder / name).is_file():
+                shutil.copy(ROOT / folder / name, course / folder / name)
+    shutil.copy(ROOT / "course.toml", course / "course.toml")
+    (course / "pytest.ini").write_text("[pytest]\n")
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1", "PYTHONPATH": str(ROOT), "JAX_COURSE_CACHE_DIR": ""}
+    proc = subprocess.run(
+        [sys.executable, "-c", GRADING_PROBE, str(course)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600,
+    )
+    line = next((line for line in proc.stdout.splitlines() if line.startswith("PROBE")), None)
+    assert line is not None, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert line == "PROBE [] [] []", line

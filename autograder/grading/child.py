@@ -41,7 +41,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder.grading.requests import ChildRequest
+from autograder.grading.requests import ChildRequest, pytest_args
 from autograder.grading import tamper
 
 MAX_TRANSCRIPT_CHARS = 20_000_000
@@ -274,11 +274,7 @@ def run(cfg: dict) -> None:
     reporter = ChildReporter(request)
     course_root = Path(request.course_root)
     args = [str(course_root / "exercises" / f"test_{m}.py") for m in request.modules]
-    args += [
-        "--submission", request.submission,
-        "--grading", "-q", "--tb=no", "-p", "no:cacheprovider", "-p", "no:unraisableexception", "--import-mode=importlib",
-        "--rootdir", str(course_root), "-c", str(course_root / "pytest.ini"),
-    ]
+    args += ["--submission", request.submission, "--tb=no", *pytest_args(str(course_root))]
     emit = reporter.emit  # bound before any student code runs
     if request.seed is not None:  # `grade --seed N`: the child and the verifier draw the same inputs
         args += ["--grading-seed", str(request.seed)]

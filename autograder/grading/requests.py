@@ -18,6 +18,19 @@ ZYGOTE = f"{__package__}.zygote"
 CHILD = f"{__package__}.child"
 VERIFIER = f"{__package__}.verifier"
 
+def pytest_args(course_root: str) -> list[str]:
+    """The pytest options every grading process runs the checks with (the course's own ``pytest.ini`` of
+    the sandbox, the grading profile). Off: pytest's cache, its heap walk at exit looking for exceptions
+    in finalizers, assertion rewriting (the checks raise their own messages; without bytecode, as in
+    the sandbox, it re-compiles every module it rewrites in every process), and the installed plugins
+    the checks never use (xdist, anyio), which each process would import again."""
+    unused = ("cacheprovider", "unraisableexception", "xdist", "xdist.looponfail", "anyio")
+    return [
+        "--grading", "-q", *(arg for name in unused for arg in ("-p", f"no:{name}")),
+        "--assert=plain", "--import-mode=importlib", "--rootdir", course_root, "-c", f"{course_root}/pytest.ini",
+    ]
+
+
 # A verifier's verdict is Status.PASSED, Status.FAILED, or UNVERIFIABLE: the check cannot be
 # replayed from plain data (a claimed pass stands, except in a module judged on the trusted side only).
 UNVERIFIABLE = "unverifiable"

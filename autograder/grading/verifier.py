@@ -41,7 +41,7 @@ import pytest
 from autograder.core.failures import CheckFailure
 from autograder.core.outcomes import CheckId
 from autograder.core.status import Status
-from autograder.grading.requests import UNVERIFIABLE, VerifierRequest
+from autograder.grading.requests import UNVERIFIABLE, VerifierRequest, pytest_args
 from autograder.grading.trusted_only import modules_judged_on_the_trusted_side
 
 
@@ -273,10 +273,7 @@ def answer(request: VerifierRequest) -> bool:
     course_root = Path(request.course_root)
     verifier = Verifier(request)
     args = [str(course_root / "exercises" / f"test_{m}.py") for m in request.modules]
-    args += [
-        "--solutions", "--grading", "-q", "--tb=short", "-p", "no:cacheprovider", "-p", "no:unraisableexception", "--import-mode=importlib",
-        "--rootdir", str(course_root), "-c", str(course_root / "pytest.ini"),
-    ]
+    args += ["--solutions", "--tb=short", *pytest_args(str(course_root))]
     if request.seed is not None:  # `grade --seed N`: the child and the verifier draw the same inputs
         args += ["--grading-seed", str(request.seed)]
     if request.mode == "plan":
