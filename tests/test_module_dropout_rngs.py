@@ -2,7 +2,6 @@
 Python loops over samples are rejected with a message naming what was detected, attributed to the right
 function; correct answers written differently pass."""
 
-
 import jax
 import jax.numpy as jnp
 import numpy as np

@@ -1,7 +1,6 @@
 """The pytrees checks judge right: answers written as students of the tutorial write them are rejected with
 a message naming what was detected, attributed to the right function; correct answers written differently pass."""
 
-
 import jax
 import jax.numpy as jnp
 import numpy as np

@@ -17,6 +17,12 @@ import pytest
 
 from support import ROOT
 
+# The modules of the probed process that pytest's assertion rewriting hook loaded (a probe's expression).
+REWRITTEN = (
+    'sorted(name for name, module in list(sys.modules.items()) '
+    'if type(getattr(module, "__loader__", None)).__name__ == "AssertionRewritingHook")'
+)
+
 PROBE = '''
 import atexit, gc, sys
 
@@ -27,14 +33,19 @@ def pytest_runtest_call(item):
 
 def pytest_unconfigure(config):
     from _pytest.unraisableexception import gc_collect_iterations_key
-    seen["rewritten"] = sorted(
-        name for name, module in list(sys.modules.items())
-        if type(getattr(module, "__loader__", None)).__name__ == "AssertionRewritingHook"
-    )
+    seen["rewritten"] = {REWRITTEN}
     seen["assert"], seen["final_gc"] = config.getoption("assertmode"), config.stash.get(gc_collect_iterations_key, None)
 
 atexit.register(lambda: print("PROBE", seen["assert"], seen["final_gc"], seen["rewritten"], seen["during"], gc.get_freeze_count() > 0))
-'''
+'''.replace("{REWRITTEN}", REWRITTEN)
+
+
+def probe_line(cmd: list[str], cwd, env: dict) -> str:
+    """The line the probe printed (``PROBE ...``) when ``cmd`` ran."""
+    proc = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
+    line = next((line for line in proc.stdout.splitlines() if line.startswith("PROBE")), None)
+    assert line is not None, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return line
 
 
 @pytest.mark.parametrize("grading", [False, True], ids=["student", "grading"])
@@ -45,13 +56,11 @@ def test_a_course_run_rewrites_no_module_and_walks_the_imported_heap_rarely(tmp_
     (tmp_path / "overhead_probe.py").write_text(PROBE)
     env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1", "PYTHONPATH": f"{tmp_path}{os.pathsep}{ROOT}", "JAX_COURSE_CACHE_DIR": ""}
     env.pop("CI", None)
-    proc = subprocess.run(
+    line = probe_line(
         [sys.executable, "-m", "pytest", "exercises/test_at_updates.py", "--solutions", "-q", "-p", "overhead_probe",
          "-p", "no:cacheprovider", "-p", "no:randomly", *(["--grading"] if grading else [])],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=600,
+        ROOT, env,
     )
-    line = next((line for line in proc.stdout.splitlines() if line.startswith("PROBE")), None)
-    assert line is not None, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert line == f"PROBE plain 0 [] {not grading} False", line
 
 
@@ -65,17 +74,14 @@ from autograder.grading.requests import pytest_args
 
 class Probe:
     def pytest_unconfigure(self, config):
-        rewritten = sorted(
-            name for name, module in list(sys.modules.items())
-            if type(getattr(module, "__loader__", None)).__name__ == "AssertionRewritingHook"
-        )
+        rewritten = {REWRITTEN}
         unused = [name for name in ("xdist", "anyio", "unraisableexception") if config.pluginmanager.has_plugin(name)]
         print("PROBE", rewritten, unused, sorted(m for m in ("xdist", "anyio") if m in sys.modules))
 
 
 root = sys.argv[1]
 pytest.main([f"{root}/exercises/test_at_updates.py", "--solutions", "--collect-only", *pytest_args(root)], plugins=[Probe()])
-'''
+'''.replace("{REWRITTEN}", REWRITTEN)
 
 
 def test_grading_processes_rewrite_no_module_and_load_no_unused_plugin(tmp_path):
@@ -90,9 +96,5 @@ def test_grading_processes_rewrite_no_module_and_load_no_unused_plugin(tmp_path)
     shutil.copy(ROOT / "course.toml", course / "course.toml")
     (course / "pytest.ini").write_text("[pytest]\n")
     env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1", "PYTHONPATH": str(ROOT), "JAX_COURSE_CACHE_DIR": ""}
-    proc = subprocess.run(
-        [sys.executable, "-c", GRADING_PROBE, str(course)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600,
-    )
-    line = next((line for line in proc.stdout.splitlines() if line.startswith("PROBE")), None)
-    assert line is not None, proc.stdout[-3000:] + proc.stderr[-3000:]
+    line = probe_line([sys.executable, "-c", GRADING_PROBE, str(course)], tmp_path, env)
     assert line == "PROBE [] [] []", line

@@ -18,6 +18,7 @@ ZYGOTE = f"{__package__}.zygote"
 CHILD = f"{__package__}.child"
 VERIFIER = f"{__package__}.verifier"
 
+
 def pytest_args(course_root: str) -> list[str]:
     """The pytest options every grading process runs the checks with (the course's own ``pytest.ini`` of
     the sandbox, the grading profile). Off: pytest's cache, its heap walk at exit looking for exceptions
