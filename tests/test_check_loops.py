@@ -67,3 +67,21 @@ def test_fresh_arguments_do_not_show_what_the_loop_shows():
     tracing.assert_no_retrace(step, lambda i: (Counter(jnp.zeros((), jnp.int32)), jnp.int32(i)), name="step")
     with pytest.raises(CheckFailure):
         run(step)
+
+
+@functools.partial(jax.jit, static_argnums=2)
+def _module_step_at(state, x, at):
+    return Counter(state.value + x + 0 * at, state.tag)
+
+
+def step_through_a_jitted_helper_of_its_module(state, x):
+    """As a student's module writes it: a plain step calling a module-level jitted helper with int(state.value)."""
+    return _module_step_at(state, x, int(state.value))
+
+
+def test_a_retracing_step_fails_even_when_earlier_checks_already_ran_its_step_numbers():
+    """The loop starts cold: the module's jitted functions' caches are cleared, so a loop over step numbers an
+    earlier check already compiled (the same start state, the same batches) still shows every retrace."""
+    for _ in range(2):  # the second loop runs exactly the step numbers the first one compiled
+        with pytest.raises(CheckFailure, match=r"step traced again at call\(s\) 4, 5, 6, 7 of 7"):
+            run(step_through_a_jitted_helper_of_its_module)

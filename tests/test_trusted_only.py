@@ -102,10 +102,12 @@ FLIPS = """    _CALLS.append(1)
 
 
 def test_the_modules_that_need_no_reference_next_to_the_students_code_are_judged_on_the_trusted_side(modules):
-    # Today's eight; the others keep the reference in the grading process until their
-    # scenarios (train states, checkpoints) come from the trusted side.
-    assert {"at_updates", "autodiff", "data", "jit_static", "parallel", "prng", "pytrees", "vmap_linear"} <= modules
-    for module in ("training", "batchnorm", "dropout_rngs", "checkpointing"):
+    # Today's nine (dropout_rngs with givens); the others keep the reference in the grading process until
+    # their checks of other properties stop asking it (train states, checkpoints).
+    assert {
+        "at_updates", "autodiff", "data", "jit_static", "parallel", "prng", "pytrees", "vmap_linear", "dropout_rngs"
+    } <= modules
+    for module in ("training", "batchnorm", "checkpointing"):
         assert module not in modules, module
 
 
@@ -170,10 +172,13 @@ def fixture(*argnames):
     return [SimpleNamespace(argnames=argnames)]
 
 
-def item(fixturenames, definitions=None, module=None):
+def item(fixturenames, definitions=None, module=None, argnames=None):
+    """A collected check: ``argnames`` its function's own arguments (by default all of ``fixturenames``)."""
     return SimpleNamespace(
         fixturenames=list(fixturenames),
-        _fixtureinfo=SimpleNamespace(name2fixturedefs=definitions or {}),
+        _fixtureinfo=SimpleNamespace(
+            name2fixturedefs=definitions or {}, argnames=tuple(fixturenames if argnames is None else argnames)
+        ),
         module=module,
     )
 
@@ -207,15 +212,28 @@ def test_another_check_that_takes_the_reference_disqualifies_its_module(check_fi
     assert trusted_only.modules_judged_on_the_trusted_side(checks) == {"other"}
 
 
-def test_a_fixture_built_with_the_reference_disqualifies_its_module(check_file):
+def test_a_fixture_built_with_the_reference_is_a_given_its_module_qualifies_and_records(check_file):
+    """Any check may use a fixture built with the reference (the trusted side records its calls: givens)."""
+    plain = check_file("def start(reference):\n    return oracle.sibling(reference, 'data')\n")
+    scenario = {"scenario": fixture("reference", "data"), "data": fixture(), "reference": fixture("request")}
+    checks = [
+        (item(["student", "reference", "scenario", "data"], scenario, plain, argnames=["student", "reference", "scenario"]), "m", True),
+        (item(["student", "reference", "scenario", "data"], scenario, plain, argnames=["student", "scenario"]), "m", False),
+        (item(["student", "reference"], {"reference": fixture("request")}, plain), "n", True),
+    ]
+    assert trusted_only.modules_judged_on_the_trusted_side(checks) == {"m", "n"}
+    assert trusted_only.modules_with_givens(checks, {"m", "n"}) == {"m"}
+    assert trusted_only.modules_with_givens(checks, {"n"}) == set()
+
+
+def test_another_check_that_takes_the_reference_through_a_fixture_and_itself_disqualifies(check_file):
     plain = check_file("")
-    scenario = {"scenario": fixture("reference", "data"), "data": fixture()}
-    checks = [(item(["student", "reference", "scenario", "data"], scenario, plain), "m", True)]
+    scenario = {"scenario": fixture("reference")}
+    checks = [(item(["student", "reference", "scenario"], scenario, plain, argnames=["reference", "scenario"]), "m", False)]
     assert trusted_only.modules_judged_on_the_trusted_side(checks) == set()
 
 
-@pytest.mark.parametrize("call", ["reference_helpers(student, reference, 'g')", "oracle.sibling(reference, 'data')"])
-def test_a_check_file_lending_reference_code_disqualifies_its_module(check_file, call):
-    lends = check_file(f"def helper(student, reference):\n    with {call}:\n        pass\n")
+def test_a_check_file_lending_reference_code_disqualifies_its_module(check_file):
+    lends = check_file("def helper(student, reference):\n    with reference_helpers(student, reference, 'g'):\n        pass\n")
     checks = [(item(["student", "reference"], {}, lends), "m", True)]
     assert trusted_only.modules_judged_on_the_trusted_side(checks) == set()

@@ -166,6 +166,14 @@ def transformed(reference, name: str, label: str, transform: Callable) -> Callab
     return reference.transformed(name, label, transform)
 
 
+def continue_from(reference, got, expected):
+    """The state a check's next step starts from, after a step that returned ``got`` where the reference
+    returned ``expected`` (both already compared): the student's own ``got``, so that the trusted side, which
+    replays the student's recorded answers, walks the same path as the student's process; a recorded
+    oracle (a release), which knows the reference's path only, continues from ``expected``."""
+    return expected if getattr(reference, "knows_only_its_own_path", False) else got
+
+
 @contextlib.contextmanager
 def reference_helpers(student: ModuleType, reference: Oracle, *names: str) -> Iterator[None]:
     """While active, the student's module calls the reference's ``names`` instead of its own.

@@ -27,7 +27,9 @@ A module judged on the trusted side only (:mod:`autograder.grading.trusted_only`
 ``ChildRequest.own_answers``) is graded here without any reference: the
 sandbox has no ``solutions/``, none is loaded, and the checks' oracle answers
 with the student's own functions, so its correctness checks only record what
-the student's functions return; the verifier decides them.
+the student's functions return; the verifier decides them. What its fixtures
+build with the reference (start states, batches) is answered from the givens
+the trusted side recorded (:mod:`autograder.recording.givens`).
 """
 
 from __future__ import annotations
@@ -57,6 +59,7 @@ class ChildReporter:
         self.modules = set(request.modules)
         self.record = request.record
         self.own_answers = request.own_answers
+        self.givens = request.givens
         self.ids: dict[str, tuple[str, object]] = {}
         self.imported: set[str] = set()
         self.calls: dict[str, dict] = {}
@@ -97,11 +100,20 @@ class ChildReporter:
         course_session = session_of(config)
         if self.own_answers:  # judged on the trusted side: this process never had a reference
             course_session.own_answers = True
+            course_session.givens = Path(self.givens) if self.givens else None
         else:
             # The references are loaded before any student code runs; then their
             # files leave the sandbox, so the student's code cannot read them.
             course_session.load_all_references()
         shutil.rmtree(course_session.course.root / "solutions", ignore_errors=True)
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_fixture_setup(self, fixturedef, request):
+        """While a fixture is set up, the reference answers from the givens (autograder.recording.givens)."""
+        from autograder.recording.givens import setting_up_fixtures
+
+        with setting_up_fixtures():
+            return (yield)
 
     def pytest_runtest_logstart(self, nodeid, location) -> None:
         if nodeid in self.ids:

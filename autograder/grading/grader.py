@@ -128,6 +128,8 @@ class Grader:
                 self.env["HOME"] = str(self.cache_dir)
             # The trusted side has its own compilation cache, whose path no student process is given.
             self.trusted_cache_dir = self._scratch_dir()
+            # What the fixtures of modules judged on the trusted side only are given (recorded while planning).
+            self.givens_dir = self._scratch_dir()
             self.trusted_env = sandbox.child_env(_cache_env(self.trusted_cache_dir))
             workers = min(max(0, workers), self.options.jobs) if self.options.zygote else 0
             for _ in range(workers):
@@ -232,7 +234,7 @@ class Grader:
         return zygote
 
     def _plan(self) -> list[Check]:
-        data = self._trusted(VerifierRequest("plan", seed=self.options.seed), VERIFY_TIMEOUT)
+        data = self._trusted(VerifierRequest("plan", seed=self.options.seed, givens=str(self.givens_dir)), VERIFY_TIMEOUT)
         checks = [
             Check(
                 c["check"], c["module"], c["function"], bool(c["correctness"]), bool(c.get("trusted_only")),
@@ -380,6 +382,10 @@ class Grader:
         try:
             own_answers = module in self.trusted_only_modules
             course_root, kit = self.snapshot.materialize(scratch, solutions=not own_answers)
+            givens = ""
+            if own_answers and any(self.givens_dir.iterdir()):
+                shutil.copytree(self.givens_dir, scratch / "givens")
+                givens = str(scratch / "givens")
             submission = scratch / "submission"
             submission.mkdir()
             (submission / f"{module}.py").write_bytes(source)
@@ -388,7 +394,8 @@ class Grader:
             if self.run_as:
                 self.run_as.give(scratch)
             cfg = ChildRequest(
-                str(course_root), str(submission), [module], skip, str(kit), seed=self.options.seed, own_answers=own_answers
+                str(course_root), str(submission), [module], skip, str(kit), seed=self.options.seed,
+                own_answers=own_answers, givens=givens,
             ).to_wire()
             remaining = {self.function_of[c.id] for c in self.plan if c.module == module}
             limits = sandbox.Limits(

@@ -56,6 +56,8 @@ class ChildRequest:
     seed: int | None = None  # `grade --seed N`: inputs drawn from N, not the published ones
     # the modules are judged on the trusted side: no reference here, the student's own answers stand in
     own_answers: bool = False
+    # with own_answers: the folder of the givens the trusted side recorded (autograder.recording.givens)
+    givens: str = ""
     fd: int = -1  # set by the sandbox: the event channel
     nonce: str = ""  # set by the sandbox: carried by every event
 
@@ -82,6 +84,7 @@ class VerifierRequest:
     transcripts_file: str = ""  # where the grader wrote ``transcripts`` (too large for the request itself)
     target: str = VERIFIER
     seed: int | None = None  # `grade --seed N`: regenerate the inputs the child drew from N
+    givens: str = ""  # plan: record the givens of the modules judged here only into this folder
 
     def to_wire(self) -> dict:
         return asdict(self)

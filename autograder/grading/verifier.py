@@ -42,7 +42,7 @@ from autograder.core.failures import CheckFailure
 from autograder.core.outcomes import CheckId
 from autograder.core.status import Status
 from autograder.grading.requests import UNVERIFIABLE, VerifierRequest, pytest_args
-from autograder.grading.trusted_only import modules_judged_on_the_trusted_side
+from autograder.grading.trusted_only import modules_judged_on_the_trusted_side, modules_with_givens
 
 
 class Unverifiable(Exception):
@@ -158,6 +158,7 @@ class Verifier:
             self.transcripts = json.loads(Path(request.transcripts_file).read_text(encoding="utf-8"))
         self.ids: dict[str, tuple[str, object]] = {}
         self.plan: list[dict] = []
+        self.with_givens: set[str] = set()  # plan: modules judged here only whose fixtures use the reference
         self.verdicts: dict[str, dict] = {}
         self.states: dict[str, _State] = {}
         self.statics = None  # the recipes of states' static fields, shared by every replayed check
@@ -183,8 +184,10 @@ class Verifier:
                 self.ids[item.nodeid] = (cid, fn)
         if self.mode == "plan":
             trusted_only = modules_judged_on_the_trusted_side(collected)
+            self.with_givens = modules_with_givens(collected, trusted_only)
             for entry in self.plan:
                 entry["trusted_only"] = entry["module"] in trusted_only
+                entry["givens"] = entry["module"] in self.with_givens
         items[:] = keep
 
     def pytest_sessionstart(self, session) -> None:
@@ -280,6 +283,8 @@ def answer(request: VerifierRequest) -> bool:
         args.append("--collect-only")
     try:
         pytest.main(args, plugins=[verifier])
+        if request.mode == "plan" and request.givens and verifier.with_givens:
+            record_givens(course_root, sorted(verifier.with_givens), Path(request.givens), request.seed)
         payload = {"plan": verifier.plan, "verdicts": verifier.verdicts}
         Path(request.out).write_text(json.dumps(payload), encoding="utf-8")
     except BaseException:  # noqa: BLE001 - the parent reads the missing file as an error
@@ -287,6 +292,20 @@ def answer(request: VerifierRequest) -> bool:
     finally:
         sys.stdout.flush()
     return True
+
+
+def record_givens(course_root: Path, modules: list[str], folder: Path, seed: int | None) -> None:
+    """Set up (only) the fixtures of ``modules``' checks with the live reference recording every call into
+    ``folder``: the givens their grading processes answer their fixtures from (:mod:`autograder.recording.givens`)."""
+    from autograder.recording.givens import write_given_modules
+
+    args = [str(course_root / "exercises" / f"test_{m}.py") for m in modules]
+    args += ["--solutions", "--setup-only", "--record-oracle", str(folder), *pytest_args(str(course_root))]
+    if seed is not None:
+        args += ["--grading-seed", str(seed)]
+    if pytest.main(args) not in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):
+        raise RuntimeError(f"recording the givens of {modules} failed")
+    write_given_modules(course_root, folder)
 
 
 def serve(request: VerifierRequest, fd: int) -> None:

@@ -88,6 +88,7 @@ class CourseSession:
     # A grading process of a module judged on the trusted side: no reference, the student's own answers
     # stand in for it (autograder.core.oracle.OwnAnswers). Set by autograder.grading.child.
     own_answers: bool = False
+    givens: Path | None = None  # there: the givens its fixtures are answered from (autograder.recording.givens)
     _students: dict[str, ModuleType | Unimportable] = field(default_factory=dict)
     _stubs: dict[str, frozenset[str]] = field(default_factory=dict)
     _own_answers: dict[str, OwnAnswers] = field(default_factory=dict)
@@ -144,7 +145,12 @@ class CourseSession:
         if self.own_answers:
             if module not in self._own_answers:
                 self._own_answers[module] = OwnAnswers(module, self.student(module))
-            return self._own_answers[module]
+            if self.givens is None:
+                return self._own_answers[module]
+            from autograder.recording.givens import GivensThenOwnAnswers
+
+            givens = RecordedOracle(self.givens, module) if (self.givens / f"{module}.json").is_file() else None
+            return GivensThenOwnAnswers(module, givens, self._own_answers[module])
         solutions, recorded = self.course.root / "solutions", self.course.root / "oracle"
         if self.record_into is not None:
             contracted = {fn.name for fn in self.course.module(module).functions}

@@ -65,7 +65,7 @@ def misses() -> list[str]:
     return _MISSES
 
 
-def _short(args: tuple, kwargs: dict, limit: int = 120) -> str:
+def call_text(args: tuple, kwargs: dict, limit: int = 120) -> str:
     """The call's arguments in a line (for the reason a check was not judged)."""
     text = ", ".join([repr(a) for a in args] + [f"{k}={v!r}" for k, v in kwargs.items()])
     text = " ".join(text.split())
@@ -244,6 +244,8 @@ def _course_classes(given: Callable[[str], ModuleType]) -> Callable[[str, str], 
 class RecordedOracle:
     """A module's reference answered from its recording (the student release's ``reference``)."""
 
+    knows_only_its_own_path = True  # see oracle.continue_from
+
     _given: dict[Path, ModuleType] = {}
     _statics: dict[Path, plain_data.Statics] = {}
     _recordings: dict[tuple[Path, str], Recording] = {}
@@ -351,7 +353,7 @@ class RecordedFunction:
         if entry is None:
             raise NotRecorded(self.name)
         if entry[1][0] == UNRECORDABLE:
-            not_recorded(f"the release cannot record reference.{self.__name__}{_short(args, kwargs)}: {entry[1][1]}")
+            not_recorded(f"the release cannot record reference.{self.__name__}{call_text(args, kwargs)}: {entry[1][1]}")
         return self.oracle.decode(entry[1])
 
     def __call__(self, *args, **kwargs):
@@ -366,7 +368,7 @@ class RecordedFunction:
             why = self.oracle.recording.unrecordable.get(self.name)
             if why is not None:
                 not_recorded(f"the release cannot record reference.{self.__name__}: {why}")
-            not_recorded(f"reference.{self.__name__}{_short(args, kwargs)}")
+            not_recorded(f"reference.{self.__name__}{call_text(args, kwargs)}")
 
     def __repr__(self) -> str:
         return f"<recorded reference {self.name}>"
@@ -377,6 +379,8 @@ class RecordedFunction:
 
 class RecordingOracle:
     """The live reference, writing down every concrete call while the checks run (release builds)."""
+
+    knows_only_its_own_path = True  # it records the reference's path (see oracle.continue_from)
 
     _recordings: dict[tuple[Path, str], Recording] = {}
     _loaders: dict[tuple[Path, str], dict[str, list[RecordedLoader]]] = {}

@@ -1,0 +1,110 @@
+"""Givens: what a module's fixtures build with the reference, recorded on the trusted side and shipped as data.
+
+A module judged on the trusted side only (:mod:`autograder.grading.trusted_only`)
+has grading processes that hold no reference. Its fixtures may still build what
+the checks are *given* with the reference — a start state, the batches of a
+loader, a state trained elsewhere — because the trusted side records those calls
+first (``--setup-only`` with a recording oracle: fixtures run, checks do not)
+and the grading process answers them from the recording. The checks' own calls
+of ``reference.<fn>`` are answered by the student's own functions
+(:class:`autograder.core.oracle.OwnAnswers`), and the verifier decides them.
+
+A given is never an answer to a graded input: a fixture builds its states on
+other seeds, keys and data than the checks judge. ``tests/test_givens.py``
+proves it on the course: no array the givens hold equals an expected value of
+a check.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+from autograder.recording.recorded import NotRecorded, RecordedFunction, RecordedOracle, call_text
+
+_DEPTH = [0]  # fixtures being set up (fixtures set up fixtures)
+
+
+@contextlib.contextmanager
+def setting_up_fixtures() -> Iterator[None]:
+    """While active, ``reference.<fn>`` answers from the givens (the grading process wraps each fixture's setup)."""
+    _DEPTH[0] += 1
+    try:
+        yield
+    finally:
+        _DEPTH[0] -= 1
+
+
+def in_fixture_setup() -> bool:
+    return _DEPTH[0] > 0
+
+
+class GivensMissing(RuntimeError):
+    """A fixture asked the reference something the trusted side did not record: the course's fixtures
+    do not build the same inputs on both sides (a course bug, never the student's)."""
+
+
+def write_given_modules(course_root: Path, folder: Path) -> None:
+    """Copy the stub of every recorded module into ``folder/given`` (the classes the course gives)."""
+    given = folder / "given"
+    given.mkdir(parents=True, exist_ok=True)
+    for index in folder.glob("*.json"):
+        stub = course_root / "exercises" / f"{index.stem}.py"
+        if stub.is_file():
+            (given / stub.name).write_bytes(stub.read_bytes())
+
+
+class GivensThenOwnAnswers:
+    """The oracle of a grading process with givens: while fixtures are set up, the recorded givens; in a check,
+    the student's own answers (``own``; None for a sibling module, whose functions a check may not call).
+    The classes the course gives (``DropoutClassifier``) are the stub's, never the student's."""
+
+    def __init__(self, module_name: str, givens: RecordedOracle | None, own: Any):
+        self.module_name, self.givens, self.own = module_name, givens, own
+
+    def __getattr__(self, name: str):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        given = getattr(self.givens, name, None)
+        if given is not None and not isinstance(given, RecordedFunction):
+            return given  # a given class or constant, from the stub
+        if in_fixture_setup():
+            if given is None:
+                raise GivensMissing(f"no givens were recorded for {self.module_name}")
+            return _Given(given)
+        if self.own is None:
+            raise RuntimeError(f"{self.module_name}'s reference may be used by fixtures only here")
+        return getattr(self.own, name)
+
+    def __repr__(self) -> str:
+        return f"<givens, then the student's own answers, for {self.module_name}>"
+
+    def sibling(self, module: str) -> "GivensThenOwnAnswers":
+        return GivensThenOwnAnswers(module, self.givens.sibling(module) if self.givens is not None else None, None)
+
+    def transformed(self, name: str, label: str, transform: Callable) -> Callable:
+        if in_fixture_setup():
+            return _Given(self.givens.transformed(name, label, transform))
+        return self.own.transformed(name, label, transform)
+
+    def helper(self, name: str, own: Callable | None) -> Callable:
+        return self.own.helper(name, own)
+
+
+class _Given:
+    """A reference function answering a fixture from the givens; an input they do not hold is a course bug."""
+
+    reference_function = True  # a function to the checks (see oracle.is_reference_function)
+
+    def __init__(self, recorded: RecordedFunction):
+        self.recorded = recorded
+        self.__name__ = self.__qualname__ = recorded.__name__
+
+    def __call__(self, *args, **kwargs):
+        try:
+            return self.recorded.lookup(args, kwargs)
+        except NotRecorded:
+            raise GivensMissing(
+                f"the grader's givens hold no answer of reference.{self.__name__}{call_text(args, kwargs)}"
+            ) from None

@@ -1,0 +1,161 @@
+"""Givens are never answers (issue 11, part 3): what a module's fixtures build with the reference, which
+``grade`` records on its trusted side and ships to the grading processes of a module judged there only,
+holds no answer to a question the checks judge.
+
+One real recording of the course: the trusted side's plan (``verifier.answer``, which records the givens of
+every module that has some), then every check of those modules run against the reference with each
+reference call noted as asked by a fixture or by a check. For every such module:
+
+- no call a check makes was also made by a fixture (the givens would hold its answer), and
+- no array a given holds (two or more numbers) equals an array of the answer to a check's call:
+  a fixture's start state built from the key a correctness check judges, or a state on the path the
+  checks judge, would be caught here.
+
+The comparison is itself tested on a recording that leaks.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from support import ROOT
+
+pytestmark = pytest.mark.timeout(1200)
+
+ARRAY_KINDS = ("np", "jax", "npscalar")
+
+RECORD = r"""
+import json, sys
+from pathlib import Path
+
+import pytest
+
+from autograder.grading.requests import VerifierRequest, pytest_args
+from autograder.grading.verifier import answer
+from autograder.recording import givens, plain_data
+from autograder.recording.recorded import RecordingFunction, RecordingOracle
+
+course, out = Path(sys.argv[1]), Path(sys.argv[2])
+modules = [p.stem.removeprefix("test_") for p in sorted((course / "exercises").glob("test_*.py"))]
+plan = out / "plan.json"
+assert answer(VerifierRequest("plan", course_root=str(course), modules=modules, out=str(plan), givens=str(out / "givens")))
+with_givens = sorted({c["module"] for c in json.loads(plan.read_text())["plan"] if c.get("givens")})
+RecordingOracle.reset()
+
+asked_by_checks = {}
+recording_call = RecordingFunction.__call__
+
+
+def call(self, *args, **kwargs):
+    if not givens.in_fixture_setup():
+        try:
+            key = plain_data.digest(self.name, args, kwargs, self.oracle.statics)
+        except plain_data.Unencodable:  # traced: nothing concrete is asked
+            key = None
+        if key is not None:
+            asked_by_checks.setdefault(self.oracle.module_name, []).append(key)
+    return recording_call(self, *args, **kwargs)
+
+
+RecordingFunction.__call__ = call
+
+
+class Phases:
+    @pytest.hookimpl(wrapper=True)
+    def pytest_fixture_setup(self, fixturedef, request):
+        with givens.setting_up_fixtures():
+            return (yield)
+
+
+args = [str(course / "exercises" / f"test_{m}.py") for m in with_givens]
+code = pytest.main(args + ["--solutions", "--record-oracle", str(out / "checks"), *pytest_args(str(course))], plugins=[Phases()])
+(out / "asked_by_checks.json").write_text(json.dumps({"modules": with_givens, "code": int(code), "asked": asked_by_checks}))
+"""
+
+
+def array_indices(tree) -> list[int]:
+    """The indices of the arrays a recorded output refers to."""
+    found = []
+
+    def walk(t):
+        if isinstance(t, list):
+            if len(t) == 2 and t[0] in ARRAY_KINDS and type(t[1]) is int:
+                found.append(t[1])
+                return
+            for x in t:
+                walk(x)
+
+    walk(tree)
+    return found
+
+
+def fingerprint(a: np.ndarray) -> tuple:
+    a = np.asarray(a)
+    return a.dtype.str, a.shape, np.ascontiguousarray(a).tobytes()
+
+
+def leaks(given: dict, checks: dict, asked: dict[str, list[str]]) -> list[str]:
+    """What the givens (module -> Recording) hold of the answers to the checks' calls (module -> Recording, with
+    the digests each module's checks asked in ``asked``)."""
+    found = []
+    held = {fingerprint(a) for recording in given.values() for a in recording.arrays if np.size(a) >= 2}
+    for module, keys in asked.items():
+        recording = checks.get(module)
+        if recording is None:
+            continue
+        given_calls = given[module].calls if module in given else {}
+        for key in dict.fromkeys(keys):
+            if key in given_calls:
+                found.append(f"{module}: a fixture made the call {given_calls[key][0]} that a check asks too")
+            entry = recording.calls.get(key)
+            if entry is None:
+                continue
+            for i in array_indices(entry[1]):
+                if np.size(recording.arrays[i]) >= 2 and fingerprint(recording.arrays[i]) in held:
+                    found.append(f"{module}: the givens hold an array of the answer of {entry[0]}")
+                    break
+    return found
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory):
+    from autograder.recording.recorded import Recording
+
+    out = tmp_path_factory.mktemp("givens")
+    done = subprocess.run([sys.executable, "-c", RECORD, str(ROOT), str(out)], capture_output=True, text=True, cwd=out)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    result = json.loads((out / "asked_by_checks.json").read_text())
+    assert result["code"] == 0, done.stdout[-3000:]
+
+    def load(folder: Path) -> dict:
+        return {p.stem: Recording.load(folder, p.stem) for p in folder.glob("*.json")}
+
+    return result["modules"], load(out / "givens"), load(out / "checks"), result["asked"]
+
+
+def test_the_givens_hold_no_answer_to_a_question_the_checks_ask(recorded):
+    modules, given, checks, asked = recorded
+    assert "dropout_rngs" in modules, modules
+    assert given["dropout_rngs"].calls and asked["dropout_rngs"], "the recording saw the givens and the checks' calls"
+    assert "data" in given  # the batches come from the data module's reference
+    assert not leaks(given, checks, asked)
+
+
+def test_the_comparison_finds_a_given_that_answers_a_check():
+    """A fixture's start state built from the key a check judges create_train_state with (the dropout
+    checks before the givens: start from PRNGKey(0), judged on jax.random.key(0)), and a call asked twice."""
+    from autograder.recording.recorded import Recording
+
+    params = np.linspace(-1, 1, 14, dtype=np.float32).reshape(2, 7)
+    given = {"m": Recording("m", {"g": ["create", ["struct", ["np", 0]]]}, [params])}
+    checks = {"m": Recording("m", {"c": ["create", ["struct", ["jax", 0], ["py", 1]]], "g": ["create", ["np", 0]]}, [params.copy()])}
+    assert len(leaks(given, checks, {"m": ["c"]})) == 1
+    assert len(leaks(given, checks, {"m": ["g"]})) == 2
+    other = {"m": Recording("m", {"c": ["create", ["jax", 0]]}, [params + 1])}
+    assert not leaks(given, other, {"m": ["c"]})
