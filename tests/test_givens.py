@@ -7,7 +7,7 @@ every module that has some), then every check of those modules run against the r
 reference call noted as asked by a fixture or by a check. For every such module:
 
 - no call a check makes was also made by a fixture (the givens would hold its answer), and
-- no array a given holds (two or more numbers) equals an array of the answer to a check's call:
+- no array a given holds (two or more numbers, not all equal) equals an array of the answer to a check's call:
   a fixture's start state built from the key a correctness check judges, or a state on the path the
   checks judge, would be caught here.
 
@@ -95,6 +95,12 @@ def array_indices(tree) -> list[int]:
     return found
 
 
+def informative(a: np.ndarray) -> bool:
+    """Two numbers or more, not all equal: a zero bias is in every fresh state, and tells nothing."""
+    a = np.asarray(a)
+    return a.size >= 2 and not (a == a.reshape(-1)[0]).all()
+
+
 def fingerprint(a: np.ndarray) -> tuple:
     a = np.asarray(a)
     return a.dtype.str, a.shape, np.ascontiguousarray(a).tobytes()
@@ -104,7 +110,7 @@ def leaks(given: dict, checks: dict, asked: dict[str, list[str]]) -> list[str]:
     """What the givens (module -> Recording) hold of the answers to the checks' calls (module -> Recording, with
     the digests each module's checks asked in ``asked``)."""
     found = []
-    held = {fingerprint(a) for recording in given.values() for a in recording.arrays if np.size(a) >= 2}
+    held = {fingerprint(a) for recording in given.values() for a in recording.arrays if informative(a)}
     for module, keys in asked.items():
         recording = checks.get(module)
         if recording is None:
@@ -117,7 +123,7 @@ def leaks(given: dict, checks: dict, asked: dict[str, list[str]]) -> list[str]:
             if entry is None:
                 continue
             for i in array_indices(entry[1]):
-                if np.size(recording.arrays[i]) >= 2 and fingerprint(recording.arrays[i]) in held:
+                if informative(recording.arrays[i]) and fingerprint(recording.arrays[i]) in held:
                     found.append(f"{module}: the givens hold an array of the answer of {entry[0]}")
                     break
     return found
@@ -127,8 +133,11 @@ def leaks(given: dict, checks: dict, asked: dict[str, list[str]]) -> list[str]:
 def recorded(tmp_path_factory):
     from autograder.recording.recorded import Recording
 
+    from autograder.grading.sandbox import Snapshot
+
     out = tmp_path_factory.mktemp("givens")
-    done = subprocess.run([sys.executable, "-c", RECORD, str(ROOT), str(out)], capture_output=True, text=True, cwd=out)
+    course, _ = Snapshot.take(ROOT).materialize(out / "copy")  # as grade's trusted side has it
+    done = subprocess.run([sys.executable, "-c", RECORD, str(course), str(out)], capture_output=True, text=True, cwd=out)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     result = json.loads((out / "asked_by_checks.json").read_text())
     assert result["code"] == 0, done.stdout[-3000:]
@@ -159,3 +168,6 @@ def test_the_comparison_finds_a_given_that_answers_a_check():
     assert len(leaks(given, checks, {"m": ["g"]})) == 2
     other = {"m": Recording("m", {"c": ["create", ["jax", 0]]}, [params + 1])}
     assert not leaks(given, other, {"m": ["c"]})
+    zeros = {"m": Recording("m", {"g": ["create", ["np", 0]]}, [np.zeros(7, np.float32)])}
+    asked_zeros = {"m": Recording("m", {"c": ["create", ["np", 0]]}, [np.zeros(7, np.float32)])}
+    assert not leaks(zeros, asked_zeros, {"m": ["c"]})  # a zero bias is in every fresh state

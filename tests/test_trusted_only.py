@@ -60,7 +60,7 @@ def graded(grader, modules, tmp_path_factory):
     """One ``grade`` of a class: a student per gallery variant (one module file each), and a student whose
     every function answers with the reference found in memory, in every module judged on the trusted side
     only but ``at_updates`` (``tests/test_grade_seed.py`` attacks that one)."""
-    from grade_fixtures import STEAL_FROM_MEMORY, thief_source
+    from grade_fixtures import STEAL_FROM_GIVENS, STEAL_FROM_MEMORY, thief_source
 
     base = tmp_path_factory.mktemp("trusted_only")
     variants = [v for module in sorted(modules) for v in grade_agreement.select(module, PER_MODULE)]
@@ -73,6 +73,13 @@ def graded(grader, modules, tmp_path_factory):
     for module in attacked:
         (thief / f"{module}.py").write_text(thief_source(module, STEAL_FROM_MEMORY), encoding="utf-8")
     students.append((thief.name, thief))
+    # A student who looks its inputs up in the givens next to its grading process (dropout_rngs has some).
+    givens_thief = base / "class" / "steals_from_givens"
+    givens_thief.mkdir()
+    (givens_thief / "dropout_rngs.py").write_text(
+        thief_source("dropout_rngs", STEAL_FROM_GIVENS.format(module="dropout_rngs")), encoding="utf-8"
+    )
+    students.append((givens_thief.name, givens_thief))
     # A set_diagonal that answers differently on every other call (right on the first).
     flips = base / "class" / "answers_differently_each_call"
     flips.mkdir()
@@ -145,6 +152,16 @@ def test_answers_that_change_from_call_to_call_are_judged_by_what_the_function_f
     assert correctness.status == "failed" and "first failing input drawn" in correctness.message, correctness
     assert "expected" in correctness.message and "could not confirm" not in correctness.message
     assert any("module-level" in o.message or "second time" in o.message for o in outcomes.values()), outcomes
+
+
+def test_the_givens_next_to_the_grading_process_hold_no_answer(graded):
+    """The thief finds the givens (its module imports: it opens them) and looks every input up: nothing it
+    finds is an answer, so it earns nothing, and the trusted side judges it (expected and got)."""
+    *_, results = graded
+    result = results["steals_from_givens"]
+    assert not [s for s in result.scores if s.points], result.scores
+    assert not [o for o in result.outcomes if "could not be imported" in o.message], result.outcomes
+    assert [o for o in result.outcomes if "first failing input drawn" in o.message], result.outcomes
 
 
 def test_a_function_judged_with_the_students_own_helper_is_replayed_with_its_recorded_answers(graded):
