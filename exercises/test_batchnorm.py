@@ -6,6 +6,13 @@ training scenario starts from running averages far from their initial values
 (mean 0, variance 1) and from the data's statistics, so a step that forgets to
 pass them in, or to keep the new ones, or that runs in the wrong mode, gives
 different numbers.
+
+The fixtures build what the checks are *given* (states, batches); the checks
+ask the reference only for the answers they compare. The student's steps are
+judged along the student's own path: each starts from the state the student's
+previous step returned and is compared with the reference's step from that
+same state. (``grade`` records the fixtures' givens on its trusted side and
+judges this module there: its grading processes hold no reference.)
 """
 
 import functools
@@ -26,10 +33,9 @@ from autograder.checks import values
 from autograder.core.failures import CheckFailure
 from autograder.checks.keys import make_key
 from autograder.checks.scenario import (
-    BATCH, EPOCHS, TRAIN_SIZE, Step, eval_cases, evaluation_batches, full_batch_steps, sample_input, training_steps,
-    unseen_step,
+    BATCH, EPOCHS, TRAIN_SIZE, epoch_batches, evaluation_batches, sample_input, states_trained_elsewhere, unseen_step,
 )
-from autograder.core.oracle import sibling
+from autograder.core.oracle import continue_from, sibling
 
 correctness = pytest.mark.correctness
 
@@ -70,6 +76,12 @@ def far_state(reference, hidden=HIDDEN, seed=0):
 
 
 @pytest.fixture(scope="module")
+def classifier(reference):
+    """The course's ``BNClassifier`` (given in the module, not the student's to change)."""
+    return reference.BNClassifier
+
+
+@pytest.fixture(scope="module")
 def start(reference):
     """The scenario's first state. Every check starts from this object (its apply_fn and tx are static for
     jax.jit: a new TrainStateBN.create would compile again)."""
@@ -77,20 +89,22 @@ def start(reference):
 
 
 @pytest.fixture(scope="module")
-def scenario(reference, data, start):
-    return training_steps(reference.train_step_bn, data, start, model=f"BNClassifier({HIDDEN}, 1)")
+def other_start(reference):
+    """The first state of a BNClassifier(OTHER_HIDDEN, 1): a step must run the state's model."""
+    return far_state(reference, OTHER_HIDDEN, seed=2)
 
 
 @pytest.fixture(scope="module")
-def other_model_steps(reference, scenario):
-    """Two reference steps of a BNClassifier(OTHER_HIDDEN, 1): a step must run the state's model."""
-    state, steps = far_state(reference, OTHER_HIDDEN, seed=2), []
-    model = f"BNClassifier({OTHER_HIDDEN}, 1)"
-    for i, step in enumerate(scenario[:2]):
-        expected = reference.train_step_bn(state, step.batch)
-        steps.append(Step(f"with a {model} state, at step {i + 1}", state, step.batch, expected, model))
-        state = expected[0]
-    return steps
+def steps(data):
+    """(label, batch) of every step of the scenario's epochs: the student's steps run over them from ``start``."""
+    return epoch_batches(data)
+
+
+@pytest.fixture(scope="module")
+def trained(reference, data):
+    """A first, a middle and a last state of the reference's training elsewhere (another start and other data
+    than the checks judge): the states evaluation and the checks of other properties are given."""
+    return states_trained_elsewhere(reference.train_step_bn, data, far_state(reference, seed=3))
 
 
 @pytest.fixture(scope="module")
@@ -98,10 +112,28 @@ def test_batches(data):
     return evaluation_batches(data)
 
 
-def run_train_step_bn(student, step):
+def run_train_step_bn(student, state, batch):
     check = "train_step_bn(state, batch) returns (new_state, loss)"
-    result = student.train_step_bn(purity.fresh_copy(step.state), purity.fresh_copy(step.batch))
+    result = student.train_step_bn(purity.fresh_copy(state), purity.fresh_copy(batch))
     return values.assert_returns_tuple(result, ("new_state", "loss"), function="train_step_bn", check=check)
+
+
+def two_steps(start, trained, steps):
+    """(label, state, batch) of the checks of other properties: the start state, and a trained one."""
+    return [
+        (steps[0][0], start, steps[0][1]),
+        (f"from a trained state at step {int(trained[1].step)}, batch of {len(steps[1][1][0])} examples", trained[1], steps[1][1]),
+    ]
+
+
+def full_batches(steps):
+    return [batch for _, batch in steps if len(batch[0]) == BATCH]
+
+
+def eval_cases(trained, batches):
+    """(label, state, batch): early, middle and final states on every evaluation batch (with batch normalisation
+    their running averages differ from the batches' statistics, so the mode, train=False, shows)."""
+    return [(f"state at step {int(s.step)}, test batch of {len(b[0])}", s, b) for s in trained for b in batches]
 
 
 # create_train_state_bn ------------------------------------------------------
@@ -112,8 +144,8 @@ CREATE_CASES = [
 ]
 
 
-def _create(module, reference, case):
-    model = reference.BNClassifier(case["hidden"], 1)
+def _create(module, classifier, case):
+    model = classifier(case["hidden"], 1)
     sample = sample_input(case["n"])
     key = make_key(case["key"][1], case["key"][0])
     return module.create_train_state_bn(key, model, case["learning_rate"], sample), model, sample
@@ -129,19 +161,19 @@ def _assert_is_train_state_bn(state, check):
 
 
 @correctness
-def test_create_train_state_bn_matches_reference(student, reference):
+def test_create_train_state_bn_matches_reference(student, reference, classifier):
     check = "create_train_state_bn's params and batch_stats are those of model.init(rng, sample_input, train=False)"
     for case in CREATE_CASES:
-        got, _, _ = _create(student, reference, case)
-        expected, _, _ = _create(reference, reference, case)
+        got, _, _ = _create(student, classifier, case)
+        expected, _, _ = _create(reference, classifier, case)
         with values.located(f"with a {case['key'][0]} key and BNClassifier({case['hidden']}, 1)"):
             values.assert_fields_close(got, expected, ("params", "batch_stats"), name="state", check=check)
 
 
-def test_create_train_state_bn_returns_a_train_state_of_the_model(student, reference):
+def test_create_train_state_bn_returns_a_train_state_of_the_model(student, classifier):
     check = "create_train_state_bn returns a TrainState with batch_stats, at step 0, whose apply_fn is model.apply"
     for case in CREATE_CASES:
-        got, model, sample = _create(student, reference, case)
+        got, model, sample = _create(student, classifier, case)
         _assert_is_train_state_bn(got, check)
         values.assert_fields_close(got, SimpleNamespace(step=0), ("step",), name="state", check=check)
         variables = model.init(jax.random.PRNGKey(1), sample, train=False)
@@ -154,10 +186,10 @@ def test_create_train_state_bn_returns_a_train_state_of_the_model(student, refer
             )
 
 
-def test_create_train_state_bn_optimizer_is_sgd_with_the_learning_rate(student, reference):
+def test_create_train_state_bn_optimizer_is_sgd_with_the_learning_rate(student, classifier):
     """The optimizer is judged by what it does: three steps with the same gradients as optax.sgd(learning_rate)."""
     for case in CREATE_CASES:
-        got, _, _ = _create(student, reference, case)
+        got, _, _ = _create(student, classifier, case)
         check = f"create_train_state_bn's optimizer makes the steps of optax.sgd({case['learning_rate']})"
         _assert_is_train_state_bn(got, check)
         values.assert_steps_like_optimizer(
@@ -165,9 +197,9 @@ def test_create_train_state_bn_optimizer_is_sgd_with_the_learning_rate(student, 
         )
 
 
-def test_create_train_state_bn_is_pure(student, reference):
+def test_create_train_state_bn_is_pure(student, classifier):
     case = CREATE_CASES[1]
-    model = reference.BNClassifier(case["hidden"], 1)
+    model = classifier(case["hidden"], 1)
     sample = np.ones((case["n"], 2), np.float32)
 
     @functools.wraps(student.create_train_state_bn)
@@ -185,40 +217,45 @@ def test_create_train_state_bn_is_pure(student, reference):
 # train_step_bn --------------------------------------------------------------
 
 @correctness
-def test_train_step_bn_matches_reference_at_every_step(student, scenario, other_model_steps):
+def test_train_step_bn_matches_reference_at_every_step(student, reference, start, other_start, steps):
+    """Each step of the student's own training loop is compared with the reference's step from the same state."""
     check = (
         f"train_step_bn equals the reference at every step of {EPOCHS} epochs of a DataLoader "
-        f"({len(scenario)} steps, batches of {BATCH} and a last batch of {TRAIN_SIZE % BATCH}), "
+        f"({len(steps)} steps, batches of {BATCH} and a last batch of {TRAIN_SIZE % BATCH}), "
         f"starting from running averages far from their initial values, and on states of a BNClassifier({OTHER_HIDDEN}, 1)"
     )
-    for step in scenario + other_model_steps:
-        with structure.runs_the_states_model("train_step_bn", step.model):
-            new_state, loss = run_train_step_bn(student, step)
-        expected_state, expected_loss = step.expected
-        with values.located(step.label):
-            values.assert_fields_close(
-                new_state, expected_state, STATE_FIELDS, check=check, advice={"batch_stats": RUNNING_AVERAGES}
-            )
-            values.assert_trees_close(loss, expected_loss, name="loss", check=check)
+    other = f"BNClassifier({OTHER_HIDDEN}, 1)"
+    paths = [(start, steps, ""), (other_start, [(f"with a {other} state, at step {i + 1}", b) for i, (_, b) in enumerate(steps[:2])], other)]
+    for state, path, model in paths:
+        for label, batch in path:
+            with structure.runs_the_states_model("train_step_bn", model):
+                new_state, loss = run_train_step_bn(student, state, batch)
+            expected_state, expected_loss = reference.train_step_bn(state, batch)
+            with values.located(label):
+                values.assert_fields_close(
+                    new_state, expected_state, STATE_FIELDS, check=check, advice={"batch_stats": RUNNING_AVERAGES}
+                )
+                values.assert_trees_close(loss, expected_loss, name="loss", check=check)
+            state = continue_from(reference, state, new_state, expected_state)
 
 
-def test_train_step_bn_updates_the_running_averages(student, scenario):
+@correctness
+def test_train_step_bn_updates_the_running_averages(student, reference, start, trained, steps):
     """A step in evaluation mode (train=False) leaves batch_stats as they were."""
     check = "train_step_bn moves batch_stats towards the batch's statistics, as the reference does"
-    for step in scenario[:2]:
-        new_state, _ = run_train_step_bn(student, step)
-        with values.located(step.label):
+    for label, state, batch in two_steps(start, trained, steps):
+        new_state, _ = run_train_step_bn(student, state, batch)
+        with values.located(label):
             values.assert_leaves_moved(
-                step.state.batch_stats, getattr(new_state, "batch_stats", None), step.expected[0].batch_stats,
+                state.batch_stats, getattr(new_state, "batch_stats", None), reference.train_step_bn(state, batch)[0].batch_stats,
                 name="new_state.batch_stats", check=check,
                 advice="run the model in training mode (train=True) with mutable=['batch_stats'] and keep "
                 "updates['batch_stats'] in the new state",
             )
 
 
-def test_train_step_bn_keeps_the_batch_stats_structure(student, scenario):
-    step = scenario[0]
-    new_state, _ = run_train_step_bn(student, step)
+def test_train_step_bn_keeps_the_batch_stats_structure(student, start, steps):
+    new_state, _ = run_train_step_bn(student, start, steps[0][1])
     check = "the new state's batch_stats have the structure of the old ones"
     got = getattr(new_state, "batch_stats", None)
     if isinstance(got, dict) and "batch_stats" in got:
@@ -229,26 +266,27 @@ def test_train_step_bn_keeps_the_batch_stats_structure(student, scenario):
             "store updates['batch_stats'], or the next step finds no 'BatchNorm_0' statistics",
         )
     values.assert_trees_close(
-        jax.tree_util.tree_map(np.shape, got), jax.tree_util.tree_map(np.shape, step.state.batch_stats),
+        jax.tree_util.tree_map(np.shape, got), jax.tree_util.tree_map(np.shape, start.batch_stats),
         name="new_state.batch_stats shapes", check=check,
     )
 
 
-def test_train_step_bn_takes_gradients_with_respect_to_params(student, scenario):
+@correctness
+def test_train_step_bn_takes_gradients_with_respect_to_params(student, reference, start, trained, steps):
     check = "train_step_bn moves every parameter the reference's step moves"
-    for step in scenario[:2]:
-        new_state, _ = run_train_step_bn(student, step)
-        with values.located(step.label):
+    for label, state, batch in two_steps(start, trained, steps):
+        new_state, _ = run_train_step_bn(student, state, batch)
+        with values.located(label):
             values.assert_leaves_moved(
-                step.state.params, getattr(new_state, "params", None), step.expected[0].params,
+                state.params, getattr(new_state, "params", None), reference.train_step_bn(state, batch)[0].params,
                 name="new_state.params", check=check, advice=ZERO_GRADIENTS,
             )
 
 
-def test_train_step_bn_leaves_its_input_state_unchanged(student, scenario):
-    for step in scenario[:2]:
+def test_train_step_bn_leaves_its_input_state_unchanged(student, start, trained, steps):
+    for _, state, batch in two_steps(start, trained, steps):
         purity.assert_pytree_arguments_unchanged(
-            student.train_step_bn, purity.fresh_copy(step.state), purity.fresh_copy(step.batch), allow_donation=True
+            student.train_step_bn, purity.fresh_copy(state), purity.fresh_copy(batch), allow_donation=True
         )
 
 
@@ -256,31 +294,31 @@ def test_train_step_bn_is_jitted(student):
     tracing.assert_is_jitted(student.train_step_bn, "train_step_bn")
 
 
-def test_train_step_bn_does_not_retrace(student, scenario):
+def test_train_step_bn_does_not_retrace(student, trained, steps):
     """A training loop: each step is given the state the previous one returned, from an unseen step number."""
-    steps = full_batch_steps(scenario)
     loops.assert_chained_steps_do_not_retrace(
-        student.train_step_bn, unseen_step(steps[0].state, 0), [s.batch for s in steps], name="train_step_bn"
+        student.train_step_bn, unseen_step(trained[1], 0), full_batches(steps), name="train_step_bn"
     )
 
 
-def test_train_step_bn_is_pure(student, scenario):
-    step = full_batch_steps(scenario)[0]
+def test_train_step_bn_is_pure(student, trained, steps):
+    state, batch = trained[1], full_batches(steps)[0]
     purity.assert_module_state_unchanged(
-        student, purity.cold(student.train_step_bn), purity.fresh_copy(step.state), purity.fresh_copy(step.batch)
+        student, purity.cold(student.train_step_bn), purity.fresh_copy(state), purity.fresh_copy(batch)
     )
     purity.assert_no_leaked_tracers(
-        purity.cold(student.train_step_bn), purity.fresh_copy(step.state), purity.fresh_copy(step.batch), module=student
+        purity.cold(student.train_step_bn), purity.fresh_copy(state), purity.fresh_copy(batch), module=student
     )
 
 
 # eval_step_bn ---------------------------------------------------------------
 
 @correctness
-def test_eval_step_bn_matches_reference(student, reference, scenario, other_model_steps, test_batches):
+def test_eval_step_bn_matches_reference(student, reference, trained, other_start, test_batches):
     check = "eval_step_bn(state, batch) is the accuracy in evaluation mode (train=False: running averages)"
-    cases = [(label, state, batch, f"BNClassifier({HIDDEN}, 1)") for label, state, batch in eval_cases(scenario, test_batches)]
-    cases += [(f"{s.label}, test batch of {len(b[0])}", s.state, b, s.model) for s in other_model_steps for b in test_batches]
+    cases = [(label, state, batch, f"BNClassifier({HIDDEN}, 1)") for label, state, batch in eval_cases(trained, test_batches)]
+    other = f"BNClassifier({OTHER_HIDDEN}, 1)"
+    cases += [(f"with a {other} state, test batch of {len(b[0])}", other_start, b, other) for b in test_batches]
     for label, state, batch, model in cases:
         with structure.runs_the_states_model("eval_step_bn", model):
             got = student.eval_step_bn(purity.fresh_copy(state), purity.fresh_copy(batch))
@@ -288,8 +326,8 @@ def test_eval_step_bn_matches_reference(student, reference, scenario, other_mode
             values.assert_trees_close(got, reference.eval_step_bn(state, batch), name="accuracy", check=check)
 
 
-def test_eval_step_bn_changes_nothing(student, scenario, test_batches):
-    for _, state, batch in eval_cases(scenario, test_batches)[-2:]:
+def test_eval_step_bn_changes_nothing(student, trained, test_batches):
+    for _, state, batch in eval_cases(trained, test_batches)[-2:]:
         purity.assert_pytree_arguments_unchanged(
             student.eval_step_bn, purity.fresh_copy(state), purity.fresh_copy(batch), allow_donation=False
         )
@@ -299,20 +337,20 @@ def test_eval_step_bn_is_jitted(student):
     tracing.assert_is_jitted(student.eval_step_bn, "eval_step_bn")
 
 
-def test_eval_step_bn_does_not_retrace(student, reference, scenario, test_batches):
-    """Evaluation inside a training loop: the state of each call is the reference's next training step."""
-    steps = full_batch_steps(scenario)
+def test_eval_step_bn_does_not_retrace(student, trained, test_batches):
+    """Evaluation inside a training loop: each call's state is new (the next step, new params and running averages)."""
+
+    def a_step_later(state, _):
+        moved = jax.tree.map(lambda p: p * 0.9 + 0.01, {"params": state.params, "batch_stats": state.batch_stats})
+        return state.replace(step=state.step + 1, **moved)
+
     loops.assert_chained_steps_do_not_retrace(
-        student.eval_step_bn,
-        unseen_step(steps[0].state, 1),
-        [test_batches[0]],
-        next_state=lambda state, _: reference.train_step_bn(state, steps[0].batch)[0],
-        name="eval_step_bn",
+        student.eval_step_bn, unseen_step(trained[1], 1), [test_batches[0]], next_state=a_step_later, name="eval_step_bn",
     )
 
 
-def test_eval_step_bn_is_pure(student, scenario, test_batches):
-    state = scenario[-1].state
+def test_eval_step_bn_is_pure(student, trained, test_batches):
+    state = trained[-1]
     purity.assert_module_state_unchanged(
         student, purity.cold(student.eval_step_bn), purity.fresh_copy(state), purity.fresh_copy(test_batches[0])
     )

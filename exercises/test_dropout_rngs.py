@@ -304,7 +304,7 @@ def test_train_step_dropout_matches_reference_at_every_step(student, reference, 
             values.assert_fields_close(
                 new_state, expected_state, STATE_FIELDS, check=check, advice={"params": KEY_DERIVATION}
             )
-        state = continue_from(reference, new_state, expected_state)
+        state = continue_from(reference, state, new_state, expected_state)
 
 
 def test_train_step_dropout_gives_the_same_numbers_for_legacy_keys(student, start, trained, steps):

@@ -150,7 +150,7 @@ def recorded(tmp_path_factory):
 
 def test_the_givens_hold_no_answer_to_a_question_the_checks_ask(recorded):
     modules, given, checks, asked = recorded
-    assert "dropout_rngs" in modules, modules
+    assert {"dropout_rngs", "batchnorm"} <= set(modules), modules
     assert given["dropout_rngs"].calls and asked["dropout_rngs"], "the recording saw the givens and the checks' calls"
     assert "data" in given  # the batches come from the data module's reference
     assert not leaks(given, checks, asked)
@@ -171,3 +171,63 @@ def test_the_comparison_finds_a_given_that_answers_a_check():
     zeros = {"m": Recording("m", {"g": ["create", ["np", 0]]}, [np.zeros(7, np.float32)])}
     asked_zeros = {"m": Recording("m", {"c": ["create", ["np", 0]]}, [np.zeros(7, np.float32)])}
     assert not leaks(zeros, asked_zeros, {"m": ["c"]})  # a zero bias is in every fresh state
+
+
+# -- the pieces -------------------------------------------------------------------------------------
+
+
+def test_a_check_continues_along_the_students_path_in_the_given_structure():
+    """The student's numbers in the given state's static structure (a state whose apply_fn or tx is not data
+    still continues); a recorded oracle continues along the reference's path, which is all it knows."""
+    from flax.training import train_state
+    import jax.numpy as jnp
+    import optax
+    from types import SimpleNamespace
+
+    from autograder.core.oracle import continue_from
+    from autograder.recording.givens import GivensThenOwnAnswers
+
+    def apply(variables, x):
+        return x
+
+    given = train_state.TrainState.create(apply_fn=apply, params={"w": jnp.zeros(2)}, tx=optax.sgd(0.1))
+    got = given.replace(step=given.step + 1, params={"w": jnp.ones(2)}, apply_fn=lambda v, x: x)
+    expected = given.replace(step=given.step + 1, params={"w": jnp.full(2, 0.5)})
+    # the givens are a recorded oracle, which walks the reference's path: the combined oracle does not
+    recorded_givens = SimpleNamespace(knows_only_its_own_path=True)
+    for live in (SimpleNamespace(), GivensThenOwnAnswers("m", recorded_givens, SimpleNamespace())):
+        following = continue_from(live, given, got, expected)
+        assert following.apply_fn is apply and following.tx is given.tx
+        assert float(following.params["w"][0]) == 1.0 and int(following.step) == 1
+    assert continue_from(SimpleNamespace(knows_only_its_own_path=True), given, got, expected) is expected
+    assert continue_from(SimpleNamespace(), given, (1, 2), expected) == (1, 2)  # not a state: the student's answer
+
+
+def test_fixtures_are_answered_from_the_givens_and_checks_by_the_students_own_functions(tmp_path):
+    from types import SimpleNamespace
+
+    from autograder.recording.givens import GivensMissing, GivensThenOwnAnswers, setting_up_fixtures, write_given_modules
+    from autograder.recording.recorded import RecordedOracle, RecordingOracle
+
+    course = tmp_path / "course"
+    (course / "exercises").mkdir(parents=True)
+    (course / "exercises" / "m.py").write_text(
+        "class Given:\n    size = 3\n\n\ndef double(x):\n    raise NotImplementedError\n", encoding="utf-8"
+    )
+    RecordingOracle.reset()
+    live = SimpleNamespace(module_name="m", double=lambda x: np.asarray(x) * 2)
+    RecordingOracle(live, tmp_path / "givens", {"double"}).double(np.arange(3.0))
+    RecordingOracle.save_all()
+    RecordingOracle.reset()
+    write_given_modules(course, tmp_path / "givens")
+
+    own = SimpleNamespace(double=lambda x: np.asarray(x) * 3)  # the student's own (wrong) double
+    oracle = GivensThenOwnAnswers("m", RecordedOracle(tmp_path / "givens", "m"), own)
+    with setting_up_fixtures():
+        assert oracle.double(np.arange(3.0)).tolist() == [0.0, 2.0, 4.0]  # recorded on the trusted side
+        with pytest.raises(GivensMissing, match="no answer of reference.double"):
+            oracle.double(np.arange(4.0))
+    assert oracle.double(np.arange(3.0)).tolist() == [0.0, 3.0, 6.0]  # in a check: the student's own
+    assert oracle.Given.size == 3  # a class the course gives comes from the stub
+    with pytest.raises(RuntimeError, match="fixtures only"):
+        oracle.sibling("m").double(np.arange(3.0))

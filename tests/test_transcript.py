@@ -68,6 +68,23 @@ def test_a_train_state_comes_back_with_the_verifiers_own_static_fields():
     assert int(got.step) == 1
 
 
+def test_a_state_whose_static_fields_are_not_data_comes_back_with_its_numbers():
+    """An optimizer with momentum, a functools.partial of apply: the numbers of the state still reach the
+    verifier (a correctness check compares params), the static fields come back as inert stand-ins."""
+    import functools
+
+    from autograder.recording.plain_data import OpaqueStatic
+
+    model = Course()
+    params = model.init(jax.random.key(0), jnp.ones((1, 3)))["params"]
+    state = train_state.TrainState.create(apply_fn=functools.partial(model.apply), params=params, tx=optax.sgd(0.3, momentum=0.9))
+    got = roundtrip(state, hints=[0.3])
+    assert isinstance(got.tx, OpaqueStatic) and isinstance(got.apply_fn, OpaqueStatic)
+    assert "not plain data" in repr(got.tx)
+    np.testing.assert_array_equal(got.params["Dense_0"]["kernel"], params["Dense_0"]["kernel"])
+    assert jax.tree.structure(got.opt_state) == jax.tree.structure(state.opt_state)
+
+
 def test_a_dataset_comes_back_as_its_items():
     from torch.utils.data import Dataset
 

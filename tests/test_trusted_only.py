@@ -109,12 +109,13 @@ FLIPS = """    _CALLS.append(1)
 
 
 def test_the_modules_that_need_no_reference_next_to_the_students_code_are_judged_on_the_trusted_side(modules):
-    # Today's nine (dropout_rngs with givens); the others keep the reference in the grading process until
-    # their checks of other properties stop asking it (train states, checkpoints).
+    # Today's ten (dropout_rngs and batchnorm with givens); the others keep the reference in the grading
+    # process until their checks of other properties stop asking it (train states, checkpoints).
     assert {
-        "at_updates", "autodiff", "data", "jit_static", "parallel", "prng", "pytrees", "vmap_linear", "dropout_rngs"
+        "at_updates", "autodiff", "data", "jit_static", "parallel", "prng", "pytrees", "vmap_linear", "dropout_rngs",
+        "batchnorm",
     } <= modules
-    for module in ("training", "batchnorm", "checkpointing"):
+    for module in ("training", "checkpointing"):
         assert module not in modules, module
 
 

@@ -199,8 +199,8 @@ def assert_chained_steps_do_not_retrace(
     counter turned static, a leaf of another dtype) compiles again on every
     step, although it never retraces on the same input twice.
     ``next_state(state, result)`` is the state of the next call (by default
-    ``result[0]``; for an evaluation step, the state after a reference
-    training step). The first ``warmup`` calls may compile (a TrainState's
+    ``result[0]``; for an evaluation step, a state one training step later).
+    The first ``warmup`` calls may compile (a TrainState's
     step starts as a Python int); each of the others, with the batch
     ``batches[i % len(batches)]``, must not. ``batches`` must all have one shape.
     A failure names what changed between the state given and the state returned.

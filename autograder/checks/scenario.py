@@ -42,6 +42,29 @@ def training_steps(step: Callable, data: Any, start: Any, *, epochs: int = EPOCH
     return steps
 
 
+def epoch_batches(data: Any, *, epochs: int = EPOCHS) -> list[tuple[str, Any]]:
+    """``(label, batch)`` of every step of ``epochs`` epochs of the scenario's shuffling DataLoader: the batches a
+    check runs the student's own steps over, from a given start state, comparing each with the reference's
+    step from the same state (``oracle.continue_from``)."""
+    loader = data.make_loader(data.XORDataset(TRAIN_SIZE, 7), BATCH, shuffle=True, seed=3)
+    return [
+        (f"at step {e * len(loader) + i + 1} (epoch {e + 1}, batch {i + 1} of {len(loader)}, {len(batch[0])} examples)", batch)
+        for e in range(epochs) for i, batch in enumerate(loader)
+    ]
+
+
+def states_trained_elsewhere(step: Callable, data: Any, start: Any, *, epochs: int = EPOCHS) -> list[Any]:
+    """The first, a middle and the last state of the reference ``step`` trained from ``start`` on other data than
+    :func:`epoch_batches` (a given of the checks of other properties and of evaluation: never a state on the
+    path the training checks judge)."""
+    loader = data.make_loader(data.XORDataset(TRAIN_SIZE, 8), BATCH, shuffle=True, seed=4)
+    states = [start]
+    for _ in range(epochs):
+        for batch in loader:
+            states.append(step(states[-1], batch)[0])
+    return [states[0], states[len(states) // 2], states[-1]]
+
+
 def evaluation_batches(data: Any) -> list:
     """The batches of a held-out XOR set, in order."""
     return list(data.make_loader(data.XORDataset(TEST_SIZE, 11), BATCH, shuffle=False))

@@ -8,6 +8,7 @@ replays recorded outputs) without touching a single check.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from pathlib import Path
 from types import ModuleType
 from typing import Callable, Iterator
@@ -166,12 +167,22 @@ def transformed(reference, name: str, label: str, transform: Callable) -> Callab
     return reference.transformed(name, label, transform)
 
 
-def continue_from(reference, got, expected):
-    """The state a check's next step starts from, after a step that returned ``got`` where the reference
-    returned ``expected`` (both already compared): the student's own ``got``, so that the trusted side, which
-    replays the student's recorded answers, walks the same path as the student's process; a recorded
-    oracle (a release), which knows the reference's path only, continues from ``expected``."""
-    return expected if getattr(reference, "knows_only_its_own_path", False) else got
+def continue_from(reference, state, got, expected):
+    """The state a check's next step starts from, after a step from ``state`` returned ``got`` where the
+    reference returned ``expected`` (both already compared).
+
+    The student's own numbers (``got``'s data fields) in ``state``'s structure (its static fields: the
+    given ``apply_fn`` and ``tx``, whatever objects the student's step put there): the trusted side, which
+    replays the student's recorded answers, then walks the same path as the student's process, and a state
+    whose static fields are not data still continues. A recorded oracle (a release), which knows the
+    reference's path only, continues from ``expected``.
+    """
+    if getattr(reference, "knows_only_its_own_path", False):
+        return expected
+    if not dataclasses.is_dataclass(state) or not all(hasattr(got, f.name) for f in dataclasses.fields(state)):
+        return got
+    numbers = {f.name: getattr(got, f.name) for f in dataclasses.fields(state) if f.metadata.get("pytree_node", True)}
+    return state.replace(**numbers)
 
 
 @contextlib.contextmanager

@@ -95,7 +95,7 @@ def encode(value: Any, statics: plain_data.Statics, hints: list[float] = ()) -> 
     dataset = as_dataset(value)
     arrays: list = []
     try:
-        tree = plain_data.encode(value if dataset is None else dataset, arrays, statics, hints)
+        tree = plain_data.encode(value if dataset is None else dataset, arrays, statics, hints, opaque_statics=True)
         packed = [_pack(a) for a in arrays]
     except plain_data.Unencodable as err:
         return {"opaque": f"a result holding {err}"}

@@ -60,6 +60,8 @@ class GivensThenOwnAnswers:
     the student's own answers (``own``; None for a sibling module, whose functions a check may not call).
     The classes the course gives (``DropoutClassifier``) are the stub's, never the student's."""
 
+    knows_only_its_own_path = False  # a check continues along the student's path (oracle.continue_from)
+
     def __init__(self, module_name: str, givens: RecordedOracle | None, own: Any):
         self.module_name, self.givens, self.own = module_name, givens, own
 

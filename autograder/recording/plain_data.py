@@ -86,6 +86,17 @@ def struct_fields(value: Any) -> tuple[dict[str, Any], dict[str, Any]]:
     return data, static
 
 
+class OpaqueStatic:
+    """Stands for a static field of a student's state that no recipe describes (an optimizer with momentum, a
+    ``functools.partial`` of ``apply``): the state's numbers can be compared, the field cannot be used."""
+
+    def __init__(self, qualname: str):
+        self.qualname = qualname[:100]
+
+    def __repr__(self) -> str:
+        return f"<a {self.qualname} (not plain data)>"
+
+
 class Statics:
     """Recipes for the static fields of recorded states, and the one object each recipe stands for.
 
@@ -121,6 +132,8 @@ class Statics:
                 if not is_flax_module(owner):
                     raise Unencodable(f"a method recipe of a {type(owner).__qualname__}")
                 value = owner.apply
+            elif recipe[0] == "opaque" and type(recipe[1]) is str:
+                value = OpaqueStatic(recipe[1])
             elif recipe[0] == "optimizer" and recipe[1] in self.OPTIMIZERS and type(recipe[2]) in (int, float):
                 import optax
 
@@ -183,9 +196,11 @@ def float_hints(args: Any) -> list[float]:
     return out
 
 
-def encode(value: Any, arrays: list | None, statics: Statics, hints: list[float] = ()) -> Any:
+def encode(value: Any, arrays: list | None, statics: Statics, hints: list[float] = (), opaque_statics: bool = False) -> Any:
     """``value`` as a JSON tree. Arrays go to ``arrays`` (their index is stored) or, with
-    ``arrays=None``, are replaced by a hash of their bytes (for digests)."""
+    ``arrays=None``, are replaced by a hash of their bytes (for digests). With ``opaque_statics`` (a
+    student's answer), a static field that no recipe describes is stored as an :class:`OpaqueStatic`
+    (a state's numbers can still be compared); otherwise such a value cannot be stored."""
 
     def array(kind: str, a: np.ndarray) -> list:
         a = np.asarray(a)
@@ -227,6 +242,8 @@ def encode(value: Any, arrays: list | None, statics: Statics, hints: list[float]
             recipes = {}
             for name, s in static.items():
                 recipe = statics.recipe(s, hints)
+                if recipe is None and arrays is not None and opaque_statics:
+                    recipe = ["opaque", type(s).__qualname__]
                 if recipe is None:
                     if arrays is not None:
                         raise Unencodable(f"the static field {name} of a {type(v).__qualname__}")
