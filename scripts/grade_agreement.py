@@ -10,7 +10,9 @@ profile: by its function's checks run in this process with the live
 of the variant as one student's file (a grading process that answers with the
 student's own functions, then the trusted verifier with the reference).
 Verdicts must agree (passed, or not passed); prints the counts and exits 1 on
-any disagreement. Only the checks of the variant's function are compared.
+any disagreement. Only the checks of the variant's function are compared. A
+check that ``grade`` failed because the function ran into its time limit (the
+in-process run has none) is listed apart, not as a disagreement.
 """
 
 from __future__ import annotations
@@ -35,6 +37,8 @@ class Counts:
     checks: int = 0
     agree: int = 0
     disagreements: list[str] = field(default_factory=list)
+    # grade's time limit stopped the function (the in-process run has none): not a judgement, listed apart
+    timed_out: list[str] = field(default_factory=list)
     messages: dict[str, list[str]] = field(default_factory=dict)  # student -> grade's messages of failed checks
 
 
@@ -90,6 +94,8 @@ def agreement(variants: list[Variant], live: dict, results: dict) -> Counts:
             got_status = "missing" if got is None else ("passed" if got.status == "passed" else "failed")
             if got_status == ("passed" if verdict == "passed" else "failed"):
                 counts.agree += 1
+            elif got is not None and "timed out after" in got.message:
+                counts.timed_out.append(f"{name} {test}: in-process {verdict}, grade timed out")
             else:
                 counts.disagreements.append(f"{name} {test}: in-process {verdict}, grade {got_status}")
     return counts
@@ -121,8 +127,8 @@ def main(argv: list[str] | None = None) -> int:
     variants = [v for module in modules for v in select(module, args.limit)]
     counts = compare(variants, args.jobs)
     print(f"modules: {', '.join(modules)}; variants: {counts.variants}, checks: {counts.checks}, "
-          f"same verdict: {counts.agree}, disagreements: {len(counts.disagreements)}")
-    for line in counts.disagreements:
+          f"same verdict: {counts.agree}, disagreements: {len(counts.disagreements)}, timed out in grade: {len(counts.timed_out)}")
+    for line in counts.disagreements + counts.timed_out:
         print("  " + line)
     return 1 if counts.disagreements else 0
 
