@@ -60,8 +60,8 @@ def states_trained_elsewhere(step: Callable, data: Any, start: Any, *, epochs: i
     loader = data.make_loader(data.XORDataset(TRAIN_SIZE, 8), BATCH, shuffle=True, seed=4)
     states = [start]
     for _ in range(epochs):
-        for batch in loader:
-            states.append(step(states[-1], batch)[0])
+        for next_batch in loader:
+            states.append(step(states[-1], next_batch)[0])
     return [states[0], states[len(states) // 2], states[-1]]
 
 
