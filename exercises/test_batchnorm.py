@@ -239,16 +239,15 @@ def test_train_step_bn_matches_reference_at_every_step(student, reference, start
             state = continue_from(reference, state, new_state, expected_state)
 
 
-@correctness
-def test_train_step_bn_updates_the_running_averages(student, reference, start, trained, steps):
-    """A step in evaluation mode (train=False) leaves batch_stats as they were."""
-    check = "train_step_bn moves batch_stats towards the batch's statistics, as the reference does"
+def test_train_step_bn_updates_the_running_averages(student, start, trained, steps):
+    """A step in evaluation mode (train=False) leaves batch_stats as they were: from running averages far from
+    every batch's statistics, a step in training mode moves every one of them."""
+    check = "train_step_bn moves batch_stats towards the batch's statistics"
     for label, state, batch in two_steps(start, trained, steps):
         new_state, _ = run_train_step_bn(student, state, batch)
         with values.located(label):
             values.assert_leaves_moved(
-                state.batch_stats, getattr(new_state, "batch_stats", None), reference.train_step_bn(state, batch)[0].batch_stats,
-                name="new_state.batch_stats", check=check,
+                state.batch_stats, getattr(new_state, "batch_stats", None), name="new_state.batch_stats", check=check,
                 advice="run the model in training mode (train=True) with mutable=['batch_stats'] and keep "
                 "updates['batch_stats'] in the new state",
             )
@@ -271,14 +270,22 @@ def test_train_step_bn_keeps_the_batch_stats_structure(student, start, steps):
     )
 
 
-@correctness
-def test_train_step_bn_takes_gradients_with_respect_to_params(student, reference, start, trained, steps):
-    check = "train_step_bn moves every parameter the reference's step moves"
+def without_the_bias_before_batchnorm(params):
+    """``params`` without Dense_0's bias: BatchNorm subtracts the batch mean right after Dense_0, so in training
+    mode that bias has no gradient (it moves by rounding only, or not at all)."""
+    if not isinstance(params, dict) or not isinstance(params.get("Dense_0"), dict):
+        return params
+    return {**params, "Dense_0": {k: v for k, v in params["Dense_0"].items() if k != "bias"}}
+
+
+def test_train_step_bn_takes_gradients_with_respect_to_params(student, start, trained, steps):
+    check = "train_step_bn moves every parameter that has a gradient (all but Dense_0's bias, which BatchNorm cancels)"
     for label, state, batch in two_steps(start, trained, steps):
         new_state, _ = run_train_step_bn(student, state, batch)
         with values.located(label):
             values.assert_leaves_moved(
-                state.params, getattr(new_state, "params", None), reference.train_step_bn(state, batch)[0].params,
+                without_the_bias_before_batchnorm(state.params),
+                without_the_bias_before_batchnorm(getattr(new_state, "params", None)),
                 name="new_state.params", check=check, advice=ZERO_GRADIENTS,
             )
 

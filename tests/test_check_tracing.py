@@ -97,6 +97,29 @@ def test_a_value_computed_on_the_host_from_traced_state_is_caught():
         assert_no_retrace(step, make)
 
 
+@functools.partial(jax.jit, static_argnums=1)
+def _module_helper(x, count):
+    return x * count
+
+
+def reads_its_count_on_the_host(x, step_count):
+    """As a student's module writes it: a plain function calling a module-level jitted helper with int(...)."""
+    return _module_helper(x, int(step_count))
+
+
+def test_a_retrace_is_caught_even_when_earlier_checks_compiled_the_same_values():
+    """The check starts cold (the module's jitted functions' caches are cleared): calls on values an earlier
+    check already compiled still show every retrace."""
+
+    def make(i):
+        return (jnp.ones(3), np.int32(i))
+
+    for i in range(6):  # an earlier check ran every value this one will
+        reads_its_count_on_the_host(*make(i))
+    with pytest.raises(CheckFailure, match=r"reads_its_count_on_the_host traced 3"):
+        assert_no_retrace(reads_its_count_on_the_host, make)
+
+
 def test_is_jitted_accepts_decorated_and_partial_jit_and_rejects_plain_functions():
     @jax.jit
     def a(x):

@@ -27,7 +27,7 @@ from typing import Any, Callable
 import jax
 import numpy as np
 
-from autograder.checks.tracing import TraceCounter, explain_cache_misses, tidy_explanation
+from autograder.checks.tracing import TraceCounter, explain_cache_misses, start_cold, tidy_explanation
 from autograder.checks.values import function_name
 from autograder.core.failures import CheckFailure
 
@@ -65,7 +65,7 @@ def _run(
     """``warmup`` uncounted calls, then ``calls`` counted ones; call ``i`` is ``fn(*make_args(i, carry))``,
     then ``carry = next_carry(i, carry, result)`` (outside the counted region)."""
     loop = _Loop()
-    _cold_module_of(fn)
+    start_cold(fn)
     for i in range(warmup + calls):
         args = make_args(i, carry)
         with TraceCounter() as counter:
@@ -81,26 +81,6 @@ def _run(
         carry = following
     loop.carry = carry
     return loop
-
-
-def _cold_module_of(fn: Callable) -> None:
-    """Clear the ``jax.jit`` caches of ``fn`` and of every jitted function of the module that defines it.
-
-    A loop then starts cold whatever the checks before it called: a step that reads ``state.step`` on the
-    host and passes it on as a static argument compiles once per step number, and would trace nothing in a
-    loop over step numbers that earlier checks already ran.
-    """
-    inner = fn
-    for _ in range(8):  # jax.jit and functools.wraps wrappers, functools.partial
-        unwrapped = getattr(inner, "__wrapped__", None) or getattr(inner, "func", None)
-        if unwrapped is None:
-            break
-        inner = unwrapped
-    defined_in = getattr(inner, "__globals__", {})
-    for value in [fn, *list(defined_in.values())]:
-        clear = getattr(value, "clear_cache", None)
-        if callable(clear) and callable(getattr(value, "lower", None)):
-            clear()
 
 
 def _why(fn: Callable, args: tuple) -> str:

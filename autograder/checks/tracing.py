@@ -97,6 +97,26 @@ def tidy_explanation(explanation: str, limit: int = 14) -> str:
     return "\n".join(lines)
 
 
+def start_cold(fn: Callable) -> None:
+    """Clear the ``jax.jit`` caches of ``fn`` and of every jitted function of the module that defines it.
+
+    A retracing check then starts cold whatever the checks before it called: a step that reads
+    ``state.step`` on the host and passes it on as a static argument compiles once per step number, and
+    would trace nothing in a loop over step numbers that earlier checks already ran.
+    """
+    inner = fn
+    for _ in range(8):  # jax.jit and functools.wraps wrappers, functools.partial
+        unwrapped = getattr(inner, "__wrapped__", None) or getattr(inner, "func", None)
+        if unwrapped is None:
+            break
+        inner = unwrapped
+    defined_in = getattr(inner, "__globals__", {})
+    for value in [fn, *list(defined_in.values())]:
+        clear = getattr(value, "clear_cache", None)
+        if callable(clear) and callable(getattr(value, "lower", None)):
+            clear()
+
+
 def assert_no_retrace(
     fn: Callable,
     make_args: Callable[[int], tuple],
@@ -112,6 +132,7 @@ def assert_no_retrace(
     outside the counted region.
     """
     name = name or function_name(fn)
+    start_cold(fn)
     result = None
     for i in range(warmup):
         result = fn(*make_args(i))
