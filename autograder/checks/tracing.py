@@ -98,23 +98,59 @@ def tidy_explanation(explanation: str, limit: int = 14) -> str:
 
 
 def start_cold(fn: Callable) -> None:
-    """Clear the ``jax.jit`` caches of ``fn`` and of every jitted function of the module that defines it.
+    """Clear the ``jax.jit`` caches of ``fn`` and of every jitted function it calls by name (its module's
+    globals and its closure, followed through the plain functions it calls, a few levels deep).
 
     A retracing check then starts cold whatever the checks before it called: a step that reads
-    ``state.step`` on the host and passes it on as a static argument compiles once per step number, and
-    would trace nothing in a loop over step numbers that earlier checks already ran.
+    ``state.step`` on the host and passes it on as a static argument to a jitted helper compiles once per
+    step number, and would trace nothing in a loop over step numbers that earlier checks already ran.
+    The module's other jitted functions keep their caches (the checks after this one reuse them).
     """
-    inner = fn
+    seen: set[int] = set()
+
+    def clear(value: Any, depth: int) -> None:
+        if id(value) in seen or depth > _COLD_DEPTH:
+            return
+        seen.add(id(value))
+        clear_cache = getattr(value, "clear_cache", None)
+        if callable(clear_cache) and callable(getattr(value, "lower", None)):
+            clear_cache()
+        inner = _unwrapped(value)
+        code = getattr(inner, "__code__", None)
+        if code is None:
+            return
+        scope = getattr(inner, "__globals__", {})
+        for name in _names_used(code):
+            if name in scope:
+                clear(scope[name], depth + 1)
+        for cell in getattr(inner, "__closure__", None) or ():
+            try:
+                clear(cell.cell_contents, depth + 1)
+            except ValueError:  # an empty cell
+                pass
+
+    clear(fn, 0)
+
+
+_COLD_DEPTH = 4
+
+
+def _unwrapped(fn: Any) -> Any:
     for _ in range(8):  # jax.jit and functools.wraps wrappers, functools.partial
-        unwrapped = getattr(inner, "__wrapped__", None) or getattr(inner, "func", None)
-        if unwrapped is None:
+        inner = getattr(fn, "__wrapped__", None) or getattr(fn, "func", None)
+        if inner is None or inner is fn:
             break
-        inner = unwrapped
-    defined_in = getattr(inner, "__globals__", {})
-    for value in [fn, *list(defined_in.values())]:
-        clear = getattr(value, "clear_cache", None)
-        if callable(clear) and callable(getattr(value, "lower", None)):
-            clear()
+        fn = inner
+    return fn
+
+
+def _names_used(code: Any) -> set[str]:
+    """The global names a function's code (and the functions defined inside it) refers to."""
+    names = set(code.co_names)
+    for const in code.co_consts:
+        if hasattr(const, "co_names"):
+            names |= _names_used(const)
+    return names
 
 
 def assert_no_retrace(
