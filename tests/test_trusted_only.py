@@ -53,6 +53,7 @@ def grader(modules):
 
     grader = Grader(load_course(ROOT), Options(tuple(sorted(modules)), 60, 4000, 2), workers=2)
     assert set(grader.trusted_only_modules) == modules
+    assert grader.modules_with_givens == set(WITH_GIVENS)  # only their grading processes get the givens
     yield grader
     grader.close()
 

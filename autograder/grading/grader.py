@@ -68,6 +68,8 @@ class Check:
     # it takes the reference: in a module judged on the trusted side only, its pass in the grading
     # process compared the student's function with itself, so only the verifier can decide it
     takes_reference: bool = True
+    # its module's fixtures are answered from the givens the plan recorded (autograder.recording.givens)
+    givens: bool = False
 
     @property
     def test(self) -> str:
@@ -146,6 +148,7 @@ class Grader:
             raise
         self.function_of = {c.id: f"{c.module}.{c.function}" for c in self.plan}
         self.trusted_only_modules = {c.module for c in self.plan if c.trusted_only}
+        self.modules_with_givens = {c.module for c in self.plan if c.givens}
 
     def _scratch_dir(self) -> Path:
         """A new scratch folder, removed by :meth:`_remove` or at the latest by :meth:`close`."""
@@ -238,7 +241,7 @@ class Grader:
         checks = [
             Check(
                 c["check"], c["module"], c["function"], bool(c["correctness"]), bool(c.get("trusted_only")),
-                bool(c.get("takes_reference", True)),
+                bool(c.get("takes_reference", True)), bool(c.get("givens")),
             )
             for c in data["plan"]
         ]
@@ -383,7 +386,7 @@ class Grader:
             own_answers = module in self.trusted_only_modules
             course_root, kit = self.snapshot.materialize(scratch, solutions=not own_answers)
             givens = ""
-            if own_answers and any(self.givens_dir.iterdir()):
+            if own_answers and module in self.modules_with_givens:
                 shutil.copytree(self.givens_dir, scratch / "givens")
                 givens = str(scratch / "givens")
             submission = scratch / "submission"
