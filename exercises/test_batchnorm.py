@@ -33,7 +33,8 @@ from autograder.checks import values
 from autograder.core.failures import CheckFailure
 from autograder.checks.keys import make_key
 from autograder.checks.scenario import (
-    BATCH, EPOCHS, TRAIN_SIZE, epoch_batches, evaluation_batches, sample_input, states_trained_elsewhere, unseen_step,
+    BATCH, EPOCHS, TRAIN_SIZE, epoch_batches, eval_cases, evaluation_batches, full_batches, sample_input,
+    states_trained_elsewhere, two_steps, unseen_step,
 )
 from autograder.core.oracle import continue_from, sibling
 
@@ -116,24 +117,6 @@ def run_train_step_bn(student, state, batch):
     check = "train_step_bn(state, batch) returns (new_state, loss)"
     result = student.train_step_bn(purity.fresh_copy(state), purity.fresh_copy(batch))
     return values.assert_returns_tuple(result, ("new_state", "loss"), function="train_step_bn", check=check)
-
-
-def two_steps(start, trained, steps):
-    """(label, state, batch) of the checks of other properties: the start state, and a trained one."""
-    return [
-        (steps[0][0], start, steps[0][1]),
-        (f"from a trained state at step {int(trained[1].step)}, batch of {len(steps[1][1][0])} examples", trained[1], steps[1][1]),
-    ]
-
-
-def full_batches(steps):
-    return [batch for _, batch in steps if len(batch[0]) == BATCH]
-
-
-def eval_cases(trained, batches):
-    """(label, state, batch): early, middle and final states on every evaluation batch (with batch normalisation
-    their running averages differ from the batches' statistics, so the mode, train=False, shows)."""
-    return [(f"state at step {int(s.step)}, test batch of {len(b[0])}", s, b) for s in trained for b in batches]
 
 
 # create_train_state_bn ------------------------------------------------------
@@ -243,7 +226,7 @@ def test_train_step_bn_updates_the_running_averages(student, start, trained, ste
     """A step in evaluation mode (train=False) leaves batch_stats as they were: from running averages far from
     every batch's statistics, a step in training mode moves every one of them."""
     check = "train_step_bn moves batch_stats towards the batch's statistics"
-    for label, state, batch in two_steps(start, trained, steps):
+    for label, state, batch in two_steps(start, trained[1], steps):
         new_state, _ = run_train_step_bn(student, state, batch)
         with values.located(label):
             values.assert_leaves_moved(
@@ -280,7 +263,7 @@ def without_the_bias_before_batchnorm(params):
 
 def test_train_step_bn_takes_gradients_with_respect_to_params(student, start, trained, steps):
     check = "train_step_bn moves every parameter that has a gradient (all but Dense_0's bias, which BatchNorm cancels)"
-    for label, state, batch in two_steps(start, trained, steps):
+    for label, state, batch in two_steps(start, trained[1], steps):
         new_state, _ = run_train_step_bn(student, state, batch)
         with values.located(label):
             values.assert_leaves_moved(
@@ -291,7 +274,7 @@ def test_train_step_bn_takes_gradients_with_respect_to_params(student, start, tr
 
 
 def test_train_step_bn_leaves_its_input_state_unchanged(student, start, trained, steps):
-    for _, state, batch in two_steps(start, trained, steps):
+    for _, state, batch in two_steps(start, trained[1], steps):
         purity.assert_pytree_arguments_unchanged(
             student.train_step_bn, purity.fresh_copy(state), purity.fresh_copy(batch), allow_donation=True
         )

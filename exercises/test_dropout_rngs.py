@@ -35,6 +35,7 @@ from autograder.checks import structure
 from autograder.checks import tracing
 from autograder.checks import values
 from autograder.core.failures import CheckFailure
+from autograder.checks.scenario import epochs_of, eval_cases, full_batches, two_steps
 from autograder.core.oracle import continue_from, sibling
 
 correctness = pytest.mark.correctness
@@ -86,14 +87,6 @@ def new_state(reference, hidden=HIDDEN, rate=RATE, learning_rate=LEARNING_RATE, 
     return state.replace(step=jnp.zeros((), jnp.int32))
 
 
-def epochs_of(loader, epochs):
-    """Every batch of ``epochs`` passes over ``loader``, in order: ``[(label, batch), ...]``."""
-    return [
-        (f"at step {e * len(loader) + i + 1} (epoch {e + 1}, batch {i + 1} of {len(loader)}, {len(batch[0])} examples)", batch)
-        for e in range(epochs) for i, batch in enumerate(loader)
-    ]
-
-
 @pytest.fixture(scope="module")
 def start(reference):
     """The scenario's first state; every check starts from this object (apply_fn and tx are static for jit)."""
@@ -120,18 +113,6 @@ def trained(reference, data):
 @pytest.fixture(scope="module")
 def test_batches(data):
     return list(data.make_loader(data.XORDataset(TEST_SIZE, 11), BATCH, shuffle=False))
-
-
-def full_batches(steps):
-    return [batch for _, batch in steps if len(batch[0]) == BATCH]
-
-
-def two_steps(start, trained, steps):
-    """Two (label, state, batch) of the checks of other properties: the start state, and a trained one."""
-    return [
-        (steps[0][0], start, steps[0][1]),
-        (f"from a trained state at step {int(trained.step)}, batch of {len(steps[1][1][0])} examples", trained, steps[1][1]),
-    ]
 
 
 def run_train_step(student, state, batch, key):
@@ -336,7 +317,7 @@ def test_train_step_dropout_uses_a_new_mask_at_every_step(student, trained, step
 
 def test_train_step_dropout_uses_the_base_key_without_consuming_it(student, start, steps):
     """Under jax.debug_key_reuse(True), a loop of steps given the same base key raises nothing."""
-    batches = full_batches(steps)
+    batches = full_batches(steps, BATCH)
     key = keys.as_typed(dropout_key())
     state = purity.fresh_copy(start)
     try:
@@ -355,7 +336,7 @@ def test_train_step_dropout_uses_the_base_key_without_consuming_it(student, star
 
 def test_train_step_dropout_does_not_retrace_in_a_training_loop(student, start, steps):
     """A real loop: each step gets the previous step's new_state, a new batch, and the same base key."""
-    batches = full_batches(steps)
+    batches = full_batches(steps, BATCH)
 
     def make_args(i, state):
         return state, purity.fresh_copy(batches[i % len(batches)]), dropout_key()
@@ -444,10 +425,6 @@ def test_train_step_dropout_trains_the_classifier_of_the_contract(student, contr
 
 # eval_step_dropout ----------------------------------------------------------
 
-def eval_cases(start, trained, test_batches):
-    return [(f"state at step {int(s.step)}, test batch of {len(b[0])}", s, b) for s in (start, trained) for b in test_batches]
-
-
 EVAL_CHECK = "eval_step_dropout(state, batch) is the accuracy of the network with dropout off (train=False)"
 EVAL_ADVICE = "run the model with train=False: Dropout is then off (no mask, no rescaling, no key)"
 
@@ -458,7 +435,7 @@ def test_eval_step_dropout_is_jitted(student):
 
 @correctness
 def test_eval_step_dropout_matches_reference(student, reference, start, trained, test_batches):
-    for label, state, batch in eval_cases(start, trained, test_batches):
+    for label, state, batch in eval_cases((start, trained), test_batches):
         got = student.eval_step_dropout(purity.fresh_copy(state), purity.fresh_copy(batch))
         with values.located(label):
             values.assert_trees_close(got, reference.eval_step_dropout(state, batch), name="accuracy", check=EVAL_CHECK)
@@ -516,7 +493,7 @@ def test_eval_step_dropout_does_not_retrace_in_a_training_loop(student, start, t
 
 
 def test_eval_step_dropout_changes_nothing(student, start, trained, test_batches):
-    for _, state, batch in eval_cases(start, trained, test_batches)[-2:]:
+    for _, state, batch in eval_cases((start, trained), test_batches)[-2:]:
         purity.assert_pytree_arguments_unchanged(
             student.eval_step_dropout, purity.fresh_copy(state), purity.fresh_copy(batch), allow_donation=False
         )

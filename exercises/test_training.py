@@ -29,8 +29,8 @@ from autograder.core.failures import CheckFailure
 from autograder.core.oracle import reference_helpers, sibling, transformed
 from autograder.checks.keys import make_key
 from autograder.checks.scenario import (
-    BATCH, EPOCHS, TRAIN_SIZE, Step, eval_cases, evaluation_batches, full_batch_steps, sample_input, training_steps,
-    unseen_step,
+    BATCH, EPOCHS, TRAIN_SIZE, Step, eval_cases, evaluated_states, evaluation_batches, full_batch_steps, sample_input,
+    training_steps, unseen_step,
 )
 
 correctness = pytest.mark.correctness
@@ -371,7 +371,7 @@ def test_train_step_is_pure(student, reference, scenario):
 @correctness
 def test_eval_step_matches_reference(student, reference, scenario, other_model_steps, test_batches):
     check = "eval_step(state, batch) is the accuracy of state.params on the batch"
-    cases = [(label, state, batch, f"SimpleClassifier({HIDDEN}, 1)") for label, state, batch in eval_cases(scenario, test_batches)]
+    cases = [(label, state, batch, f"SimpleClassifier({HIDDEN}, 1)") for label, state, batch in eval_cases(evaluated_states(scenario), test_batches)]
     cases += [(f"{s.label}, test batch of {len(b[0])}", s.state, b, s.model) for s in other_model_steps[1:] for b in test_batches]
     with reference_helpers(student, reference, "calculate_loss_acc"):
         for label, state, batch, model in cases:
@@ -383,7 +383,7 @@ def test_eval_step_matches_reference(student, reference, scenario, other_model_s
 
 def test_eval_step_changes_nothing(student, reference, scenario, test_batches):
     with reference_helpers(student, reference, "calculate_loss_acc"):
-        for _, state, batch in eval_cases(scenario, test_batches)[-2:]:
+        for _, state, batch in eval_cases(evaluated_states(scenario), test_batches)[-2:]:
             purity.assert_pytree_arguments_unchanged(
                 student.eval_step, purity.fresh_copy(state), purity.fresh_copy(batch), allow_donation=False
             )

@@ -206,8 +206,8 @@ def test_a_check_continues_along_the_students_path_in_the_given_structure():
 def test_fixtures_are_answered_from_the_givens_and_checks_by_the_students_own_functions(tmp_path):
     from types import SimpleNamespace
 
-    from autograder.recording.givens import GivensMissing, GivensThenOwnAnswers, setting_up_fixtures, write_given_modules
-    from autograder.recording.recorded import RecordedOracle, RecordingOracle
+    from autograder.recording.givens import GivensMissing, GivensThenOwnAnswers, setting_up_fixtures
+    from autograder.recording.recorded import RecordedOracle, RecordingOracle, write_given_modules
 
     course = tmp_path / "course"
     (course / "exercises").mkdir(parents=True)

@@ -28,17 +28,22 @@ class Step:
     model: str = ""  # the state's model, e.g. "SimpleClassifier(5, 1)", named when a step runs another one
 
 
+def epochs_of(loader: Any, epochs: int) -> list[tuple[str, Any]]:
+    """``(label, batch)`` of every step of ``epochs`` passes over ``loader``, in order (a shuffling loader gives
+    each epoch its own order); the label names the step, the epoch and the batch."""
+    return [
+        (f"at step {e * len(loader) + i + 1} (epoch {e + 1}, batch {i + 1} of {len(loader)}, {len(batch[0])} examples)", batch)
+        for e in range(epochs) for i, batch in enumerate(loader)
+    ]
+
+
 def training_steps(step: Callable, data: Any, start: Any, *, epochs: int = EPOCHS, model: str = "") -> list[Step]:
     """Every step of the reference ``step`` from ``start``, over ``epochs`` epochs of a shuffling DataLoader."""
-    loader = data.make_loader(data.XORDataset(TRAIN_SIZE, 7), BATCH, shuffle=True, seed=3)
     state, steps = start, []
-    for epoch in range(epochs):
-        n_batches = len(loader)
-        for i, batch in enumerate(loader):
-            expected = step(state, batch)
-            label = f"at step {len(steps) + 1} (epoch {epoch + 1}, batch {i + 1} of {n_batches}, {len(batch[0])} examples)"
-            steps.append(Step(label, state, batch, expected, model))
-            state = expected[0]
+    for label, batch in epoch_batches(data, epochs=epochs):
+        expected = step(state, batch)
+        steps.append(Step(label, state, batch, expected, model))
+        state = expected[0]
     return steps
 
 
@@ -46,22 +51,16 @@ def epoch_batches(data: Any, *, epochs: int = EPOCHS) -> list[tuple[str, Any]]:
     """``(label, batch)`` of every step of ``epochs`` epochs of the scenario's shuffling DataLoader: the batches a
     check runs the student's own steps over, from a given start state, comparing each with the reference's
     step from the same state (``oracle.continue_from``)."""
-    loader = data.make_loader(data.XORDataset(TRAIN_SIZE, 7), BATCH, shuffle=True, seed=3)
-    return [
-        (f"at step {e * len(loader) + i + 1} (epoch {e + 1}, batch {i + 1} of {len(loader)}, {len(batch[0])} examples)", batch)
-        for e in range(epochs) for i, batch in enumerate(loader)
-    ]
+    return epochs_of(data.make_loader(data.XORDataset(TRAIN_SIZE, 7), BATCH, shuffle=True, seed=3), epochs)
 
 
 def states_trained_elsewhere(step: Callable, data: Any, start: Any, *, epochs: int = EPOCHS) -> list[Any]:
     """The first, a middle and the last state of the reference ``step`` trained from ``start`` on other data than
     :func:`epoch_batches` (a given of the checks of other properties and of evaluation: never a state on the
     path the training checks judge)."""
-    loader = data.make_loader(data.XORDataset(TRAIN_SIZE, 8), BATCH, shuffle=True, seed=4)
     states = [start]
-    for _ in range(epochs):
-        for next_batch in loader:
-            states.append(step(states[-1], next_batch)[0])
+    for _, next_batch in epochs_of(data.make_loader(data.XORDataset(TRAIN_SIZE, 8), BATCH, shuffle=True, seed=4), epochs):
+        states.append(step(states[-1], next_batch)[0])
     return [states[0], states[len(states) // 2], states[-1]]
 
 
@@ -81,12 +80,31 @@ def full_batch_steps(steps: list[Step]) -> list[Step]:
     return [s for s in steps if len(s.batch[0]) == BATCH and int(s.state.step) > 0]
 
 
-def eval_cases(steps: list[Step], batches: list) -> list[tuple[str, Any, Any]]:
-    """(label, state, batch): early, middle and final states on every evaluation batch.
+def full_batches(steps: list[tuple[str, Any]], size: int = BATCH) -> list:
+    """The batches of ``steps`` (``(label, batch)``) that hold ``size`` examples: one shape, so a jitted step
+    must not retrace on them."""
+    return [batch for _, batch in steps if len(batch[0]) == size]
+
+
+def two_steps(start: Any, trained: Any, steps: list[tuple[str, Any]]) -> list[tuple[str, Any, Any]]:
+    """``(label, state, batch)`` of the checks of other properties: the start state on the first batch, and a
+    state trained elsewhere on the second."""
+    return [
+        (steps[0][0], start, steps[0][1]),
+        (f"from a trained state at step {int(trained.step)}, batch of {len(steps[1][1][0])} examples", trained, steps[1][1]),
+    ]
+
+
+def evaluated_states(steps: list[Step]) -> list[Any]:
+    """The early, middle and final states of a reference scenario."""
+    return [steps[0].state, steps[len(steps) // 2].state, steps[-1].expected[0]]
+
+
+def eval_cases(states: list[Any], batches: list) -> list[tuple[str, Any, Any]]:
+    """(label, state, batch): every state (early, middle and final ones) on every evaluation batch.
 
     With batch normalisation, their running averages differ from the batches' statistics,
     so the mode (``train=False``) shows in the accuracy."""
-    states = [steps[0].state, steps[len(steps) // 2].state, steps[-1].expected[0]]
     return [(f"state at step {int(s.step)}, test batch of {len(b[0])}", s, b) for s in states for b in batches]
 
 

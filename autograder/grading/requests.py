@@ -19,9 +19,10 @@ CHILD = f"{__package__}.child"
 VERIFIER = f"{__package__}.verifier"
 
 
-def pytest_args(course_root: str) -> list[str]:
+def pytest_args(course_root: str, seed: int | None = None) -> list[str]:
     """The pytest options every grading process runs the checks with (the course's own ``pytest.ini`` of
-    the sandbox, the grading profile). Off: pytest's cache, its heap walk at exit looking for exceptions
+    the sandbox, the grading profile; with ``seed``, `grade --seed N`'s inputs, drawn alike by the
+    child and the verifier). Off: pytest's cache, its heap walk at exit looking for exceptions
     in finalizers, assertion rewriting (the checks raise their own messages; without bytecode, as in
     the sandbox, it re-compiles every module it rewrites in every process), and the installed plugins
     the checks never use (xdist, anyio), which each process would import again."""
@@ -29,6 +30,7 @@ def pytest_args(course_root: str) -> list[str]:
     return [
         "--grading", "-q", *(arg for name in unused for arg in ("-p", f"no:{name}")),
         "--assert=plain", "--import-mode=importlib", "--rootdir", course_root, "-c", f"{course_root}/pytest.ini",
+        *(["--grading-seed", str(seed)] if seed is not None else []),
     ]
 
 

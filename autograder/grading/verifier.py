@@ -276,9 +276,7 @@ def answer(request: VerifierRequest) -> bool:
     course_root = Path(request.course_root)
     verifier = Verifier(request)
     args = [str(course_root / "exercises" / f"test_{m}.py") for m in request.modules]
-    args += ["--solutions", "--tb=short", *pytest_args(str(course_root))]
-    if request.seed is not None:  # `grade --seed N`: the child and the verifier draw the same inputs
-        args += ["--grading-seed", str(request.seed)]
+    args += ["--solutions", "--tb=short", *pytest_args(str(course_root), request.seed)]
     if request.mode == "plan":
         args.append("--collect-only")
     try:
@@ -297,12 +295,10 @@ def answer(request: VerifierRequest) -> bool:
 def record_givens(course_root: Path, modules: list[str], folder: Path, seed: int | None) -> None:
     """Set up (only) the fixtures of ``modules``' checks with the live reference recording every call into
     ``folder``: the givens their grading processes answer their fixtures from (:mod:`autograder.recording.givens`)."""
-    from autograder.recording.givens import write_given_modules
+    from autograder.recording.recorded import write_given_modules
 
     args = [str(course_root / "exercises" / f"test_{m}.py") for m in modules]
-    args += ["--solutions", "--setup-only", "--record-oracle", str(folder), *pytest_args(str(course_root))]
-    if seed is not None:
-        args += ["--grading-seed", str(seed)]
+    args += ["--solutions", "--setup-only", "--record-oracle", str(folder), *pytest_args(str(course_root), seed)]
     if pytest.main(args) not in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):
         raise RuntimeError(f"recording the givens of {modules} failed")
     write_given_modules(course_root, folder)

@@ -18,7 +18,6 @@ a check.
 from __future__ import annotations
 
 import contextlib
-from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from autograder.recording.recorded import NotRecorded, RecordedFunction, RecordedOracle, call_text
@@ -43,16 +42,6 @@ def in_fixture_setup() -> bool:
 class GivensMissing(RuntimeError):
     """A fixture asked the reference something the trusted side did not record: the course's fixtures
     do not build the same inputs on both sides (a course bug, never the student's)."""
-
-
-def write_given_modules(course_root: Path, folder: Path) -> None:
-    """Copy the stub of every recorded module into ``folder/given`` (the classes the course gives)."""
-    given = folder / "given"
-    given.mkdir(parents=True, exist_ok=True)
-    for index in folder.glob("*.json"):
-        stub = course_root / "exercises" / f"{index.stem}.py"
-        if stub.is_file():
-            (given / stub.name).write_bytes(stub.read_bytes())
 
 
 class GivensThenOwnAnswers:

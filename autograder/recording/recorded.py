@@ -231,6 +231,17 @@ class Recording:
         np.savez_compressed(folder / f"{self.module}.npz", **buffers)
 
 
+def write_given_modules(course_root: Path, folder: Path) -> None:
+    """Copy the stub of every module recorded in ``folder`` into ``folder/given``: the classes the course gives
+    (``SimpleClassifier``), which a :class:`RecordedOracle` takes from there."""
+    given = folder / "given"
+    given.mkdir(parents=True, exist_ok=True)
+    for index in folder.glob("*.json"):
+        stub = course_root / "exercises" / f"{index.stem}.py"
+        if stub.is_file():
+            (given / stub.name).write_bytes(stub.read_bytes())
+
+
 def _course_classes(given: Callable[[str], ModuleType]) -> Callable[[str, str], type]:
     def course_class(module: str, qualname: str) -> type:
         obj: Any = given(module)

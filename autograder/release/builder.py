@@ -68,11 +68,9 @@ def build_release(course: Course, out: Path, only: list[str] | None = None) -> R
             if not (staging / "exercises" / f"{module.name}.py").exists():
                 shutil.copyfile(course.root / "exercises" / f"{module.name}.py", staging / "exercises" / f"{module.name}.py")
         record_oracle(staging, out / "oracle")
-    given = out / "oracle" / "given"
-    given.mkdir(parents=True, exist_ok=True)
-    for module in course.modules:  # every recorded one: a later module builds its scenarios with earlier ones
-        if (out / "oracle" / f"{module.name}.json").is_file():
-            shutil.copyfile(course.root / "exercises" / f"{module.name}.py", given / f"{module.name}.py")
+    from autograder.recording.recorded import write_given_modules  # NumPy: imported when a release is built
+
+    write_given_modules(course.root, out / "oracle")  # every recorded one: later modules build scenarios with earlier ones
     for cache in out.rglob("__pycache__"):
         shutil.rmtree(cache)
     return Release(out, time.perf_counter() - started, _size(out / "oracle"), _size(out), unrecordable(out / "oracle"))
