@@ -18,8 +18,8 @@ holds every name ``exercises/test_*.py`` import to this list):
 - ``autograder.CheckFailure``, ``autograder.Status``
 - ``autograder.checks.values``, ``.purity``, ``.tracing``, ``.keys``, ``.structure``, ``.loaders``,
   ``.strategies``, ``.scenario``, ``.calls``, ``.jaxprs``, ``.output``, ``.loops``: each module's public names
-- ``autograder.core.failures.CheckFailure``, ``autograder.core.oracle.sibling`` and
-  ``.reference_helpers``, ``.transformed`` and ``.continue_from``, ``autograder.core.devices.COURSE_CPU_DEVICES`` and ``.wrong_device_count_advice``
+- ``autograder.core.failures.CheckFailure``, ``autograder.core.oracle.sibling``,
+  ``.transformed`` and ``.continue_from``, ``autograder.core.devices.COURSE_CPU_DEVICES`` and ``.wrong_device_count_advice``
 
 Everything else is internal and may move. Importing this package does no work (no JAX, no pytest).
 """
@@ -38,6 +38,6 @@ PUBLIC_NAMES = {
     "autograder": ("CheckFailure", "Status"),
     "autograder.checks": tuple(m.rsplit(".", 1)[1] for m in PUBLIC_MODULES),
     "autograder.core.failures": ("CheckFailure",),
-    "autograder.core.oracle": ("sibling", "reference_helpers", "transformed", "continue_from"),
+    "autograder.core.oracle": ("sibling", "transformed", "continue_from"),
     "autograder.core.devices": ("COURSE_CPU_DEVICES", "wrong_device_count_advice"),
 }

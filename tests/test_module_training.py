@@ -419,8 +419,9 @@ def test_wrong_implementation_fails_with_the_right_message(pytester, function, r
     assert_rejected(results[function], pattern)
 
 
-def test_a_wrong_loss_fails_only_calculate_loss_acc(pytester):
-    """train_step, eval_step and train_model call calculate_loss_acc, yet are judged with the reference's."""
+def test_a_wrong_loss_fails_the_functions_that_run_it_and_says_so(pytester):
+    """train_step and train_model run the student's own calculate_loss_acc (no reference is lent into a
+    student's process): they fail with it, and their message names what they build on."""
     wrong = """
         def calculate_loss_acc(state, params, batch):
             x, labels = batch
@@ -431,13 +432,15 @@ def test_a_wrong_loss_fails_only_calculate_loss_acc(pytester):
     assert {name: r.status for name, r in results.items()} == {
         "create_train_state": "passed",
         "calculate_loss_acc": "failed",
-        "train_step": "passed",
-        "eval_step": "passed",
-        "train_model": "passed",
+        "train_step": "failed",
+        "eval_step": "passed",  # the accuracy of a squared-error loss is still right
+        "train_model": "failed",
     }, {name: r.message for name, r in results.items()}
+    assert_rejected(results["train_step"], r"differs from the reference(.*\n)*.*train_step runs your calculate_loss_acc: when")
+    assert_rejected(results["train_model"], r"train_model runs your train_step: when train_step fails its own checks")
 
 
-def test_a_wrong_train_step_fails_only_train_step(pytester):
+def test_a_wrong_train_step_fails_train_model_too_and_says_so(pytester):
     wrong = """
         @jax.jit
         def train_step(state, batch):
@@ -446,4 +449,4 @@ def test_a_wrong_train_step_fails_only_train_step(pytester):
     """
     results = grade(pytester, MODULE, IMPORTS + with_function(MODULE, wrong), only="train_step or train_model")
     assert results["train_step"].status == "failed"
-    assert results["train_model"].status == "passed", results["train_model"].message
+    assert_rejected(results["train_model"], r"final state.step differs from the reference: expected 12, got 0(.*\n)*.*train_model runs your train_step")

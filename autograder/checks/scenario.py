@@ -9,7 +9,6 @@ only that module's checks.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Callable
 
 import numpy as np
@@ -17,15 +16,6 @@ import numpy as np
 from autograder.checks import purity
 
 TRAIN_SIZE, TEST_SIZE, BATCH, EPOCHS = 100, 36, 32, 3
-
-
-@dataclass
-class Step:
-    label: str
-    state: Any  # the input state (the reference's state after the previous step)
-    batch: Any
-    expected: tuple  # what the reference's step returns: (new_state, loss[, acc])
-    model: str = ""  # the state's model, e.g. "SimpleClassifier(5, 1)", named when a step runs another one
 
 
 def epochs_of(loader: Any, epochs: int) -> list[tuple[str, Any]]:
@@ -37,14 +27,32 @@ def epochs_of(loader: Any, epochs: int) -> list[tuple[str, Any]]:
     ]
 
 
-def training_steps(step: Callable, data: Any, start: Any, *, epochs: int = EPOCHS, model: str = "") -> list[Step]:
-    """Every step of the reference ``step`` from ``start``, over ``epochs`` epochs of a shuffling DataLoader."""
-    state, steps = start, []
-    for label, batch in epoch_batches(data, epochs=epochs):
-        expected = step(state, batch)
-        steps.append(Step(label, state, batch, expected, model))
-        state = expected[0]
-    return steps
+class EpochsLoader:
+    """A loader as a check gives one: its ``k``-th pass yields the ``k``-th of ``epochs`` (the batches of a real
+    shuffling ``DataLoader``'s passes, in order: a new order per epoch). It is data, digested by the batches it
+    holds and the passes made, so the trusted side can replay a function that takes one; a pass beyond the
+    last epoch starts them again."""
+
+    def __init__(self, epochs: list[list[Any]]):
+        self.epochs, self.passes = epochs, 0
+
+    def __len__(self) -> int:
+        return len(self.epochs[0])
+
+    def __iter__(self):
+        epoch, self.passes = self.epochs[self.passes % len(self.epochs)], self.passes + 1
+        return iter(purity.fresh_copy(epoch))
+
+    def __repr__(self) -> str:
+        return f"<a loader of {len(self.epochs)} epochs of {len(self)} batches>"
+
+    def plain_data(self, enc: Callable) -> list:
+        return ["epochs", enc(self.epochs), self.passes]
+
+
+def passes_of(loader: Any, epochs: int) -> list[list[Any]]:
+    """The batches of ``epochs`` passes over ``loader``, one list per pass."""
+    return [list(loader) for _ in range(epochs)]
 
 
 def epoch_batches(data: Any, *, epochs: int = EPOCHS) -> list[tuple[str, Any]]:
@@ -75,11 +83,6 @@ def unseen_step(state: Any, i: int) -> Any:
     return purity.fresh_copy(state.replace(step=state.step + 1000 * (i + 1)))
 
 
-def full_batch_steps(steps: list[Step]) -> list[Step]:
-    """The steps on a full batch, after the first: same shapes, so a jitted step must not retrace."""
-    return [s for s in steps if len(s.batch[0]) == BATCH and int(s.state.step) > 0]
-
-
 def full_batches(steps: list[tuple[str, Any]], size: int = BATCH) -> list:
     """The batches of ``steps`` (``(label, batch)``) that hold ``size`` examples: one shape, so a jitted step
     must not retrace on them."""
@@ -93,11 +96,6 @@ def two_steps(start: Any, trained: Any, steps: list[tuple[str, Any]]) -> list[tu
         (steps[0][0], start, steps[0][1]),
         (f"from a trained state at step {int(trained.step)}, batch of {len(steps[1][1][0])} examples", trained, steps[1][1]),
     ]
-
-
-def evaluated_states(steps: list[Step]) -> list[Any]:
-    """The early, middle and final states of a reference scenario."""
-    return [steps[0].state, steps[len(steps) // 2].state, steps[-1].expected[0]]
 
 
 def eval_cases(states: list[Any], batches: list) -> list[tuple[str, Any, Any]]:

@@ -295,6 +295,25 @@ def jit_once(fn: Callable, static_argnums: Sequence[int] = ()) -> Callable:
     return _jit_cache[key][1]
 
 
+_transform_cache: dict[tuple[int, str], tuple[Callable, Callable]] = {}
+
+
+def transformed_once(fn: Callable, label: str, transform: Callable[[Callable], Callable]) -> Callable:
+    """``transform(fn)`` (e.g. a jitted ``value_and_grad``), made once per function and ``label`` and reused
+    across hypothesis examples: the student's side of :func:`autograder.core.oracle.transformed`.
+
+    A function that stands for the student's (while a grading process records its answers, or while the
+    trusted side replays them) is not traced: its ``transform_stand_in(label, transform)`` gives what
+    answers, or records, as the transformed function does.
+    """
+    if hasattr(fn, "transform_stand_in"):
+        return fn.transform_stand_in(label, transform)
+    key = (id(fn), label)
+    if key not in _transform_cache or _transform_cache[key][0] is not fn:
+        _transform_cache[key] = (fn, transform(fn))
+    return _transform_cache[key][1]
+
+
 def _what_vmap_does(helper: str) -> str:
     return (
         f"jax.vmap({helper}, in_axes=(0, None, None)) takes {helper}, written for ONE example, and returns a "

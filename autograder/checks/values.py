@@ -377,6 +377,19 @@ def located(where: str) -> Iterator[None]:
         raise CheckFailure(failure.check, f"{where}: {failure.problem}", failure.details) from None
 
 
+@contextlib.contextmanager
+def advised(advice: str) -> Iterator[None]:
+    """Add ``advice`` to the details of a :class:`CheckFailure` raised inside.
+
+    ``with advised("train_step runs your calculate_loss_acc: ..."): ...`` makes every
+    value failure of a step name what the step builds on.
+    """
+    try:
+        yield
+    except CheckFailure as failure:
+        raise CheckFailure(failure.check, failure.problem, "\n".join(filter(None, (failure.details, advice)))) from None
+
+
 def assert_returns_tuple(result: Any, names: tuple[str, ...], *, function: str, check: str) -> tuple:
     """``result`` is a tuple (or list) of ``len(names)`` values, as the contract says; returns it as a tuple."""
     shape = "(" + ", ".join(names) + ")"

@@ -7,11 +7,10 @@ replays recorded outputs) without touching a single check.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 from pathlib import Path
 from types import ModuleType
-from typing import Callable, Iterator
+from typing import Callable
 
 from autograder.core import global_rngs
 from autograder.core.submission import load_module
@@ -35,6 +34,7 @@ class Oracle:
         self.module_name = module_name
         self.solutions_dir = solutions_dir
         self._module = module
+        self._transformed: dict[str, Callable] = {}  # one transform per label (one jax.jit: compiled per shape)
 
     def __getattr__(self, name: str):
         return getattr(self._module, name)
@@ -46,10 +46,10 @@ class Oracle:
         return load_reference(self.solutions_dir, module)
 
     def transformed(self, name: str, label: str, transform: Callable) -> Callable:
-        return transform(getattr(self._module, name))
-
-    def helper(self, name: str, own: Callable | None) -> Callable:
-        return getattr(self._module, name)
+        key = f"{name}|{label}"
+        if key not in self._transformed:
+            self._transformed[key] = transform(getattr(self._module, name))
+        return self._transformed[key]
 
 
 class OwnAnswers:
@@ -85,10 +85,10 @@ class OwnAnswers:
         raise RuntimeError(f"{self.module_name} is judged on the trusted side: its checks may not use {module}'s reference")
 
     def transformed(self, name: str, label: str, transform: Callable) -> Callable:
-        return transform(getattr(self, name))
-
-    def helper(self, name: str, own: Callable | None) -> Callable:
-        raise RuntimeError(f"{self.module_name} is judged on the trusted side: its checks may not lend reference helpers")
+        key = f"{name}|{label}"
+        if key not in self._functions:
+            self._functions[key] = transform(getattr(self, name))
+        return self._functions[key]
 
 
 def _standing_in(student: ModuleType, name: str) -> Callable:
@@ -183,24 +183,3 @@ def continue_from(reference, state, got, expected):
         return got
     numbers = {f.name: getattr(got, f.name) for f in dataclasses.fields(state) if f.metadata.get("pytree_node", True)}
     return state.replace(**numbers)
-
-
-@contextlib.contextmanager
-def reference_helpers(student: ModuleType, reference: Oracle, *names: str) -> Iterator[None]:
-    """While active, the student's module calls the reference's ``names`` instead of its own.
-
-    A function the contract builds on another (``train_step`` on
-    ``calculate_loss_acc``) is then judged on its own: a bug in the helper
-    fails the helper's checks only. Names the student's module does not
-    define are left alone; everything is restored on exit. (A recorded
-    oracle answers recorded concrete calls only: under ``jax.jit`` the
-    student's own helper runs.)
-    """
-    saved = {name: vars(student)[name] for name in names if name in vars(student)}
-    try:
-        for name, own in saved.items():
-            setattr(student, name, reference.helper(name, own))
-        yield
-    finally:
-        for name, value in saved.items():
-            setattr(student, name, value)

@@ -40,6 +40,7 @@ import os
 import shutil
 import sys
 from pathlib import Path
+from typing import Callable
 
 import pytest
 
@@ -246,7 +247,14 @@ def _recording(reporter: ChildReporter, calls: dict, label: str, original, answe
         jitted = jit_once(original, static_argnums)
         return _recording(reporter, calls, f"{label}|jit{list(static_argnums)}", jitted, answers)
 
+    def transform_stand_in(transform_label: str, transform: Callable):
+        from autograder.checks.structure import transformed_once  # one transform per function, as for any check
+
+        transformed = transformed_once(original, transform_label, transform)
+        return _recording(reporter, calls, f"{label}|{transform_label}", transformed, answers)
+
     recorded.jit_stand_in = jit_stand_in
+    recorded.transform_stand_in = transform_stand_in
     return recorded
 
 

@@ -1,12 +1,9 @@
 """Which modules are judged on the trusted side only: their grading processes hold no reference.
 
 A module qualifies when no check needs the reference in the process that runs
-the student's code, that is when
-
-- its checks of other properties (purity, retracing, jit, ...) do not take the
-  ``reference`` fixture themselves (a fixture of theirs may, see below), and
-- its check file lends no reference helper (``reference_helpers``: without the
-  reference there, a bug in the helper would fail the functions built on it too).
+the student's code, that is when its checks of other properties (purity,
+retracing, jit, ...) do not take the ``reference`` fixture themselves (a
+fixture of theirs may, see below).
 
 Its correctness checks take the reference themselves, to compare the student's
 answer with the reference's on the same arguments. Its fixtures may build what
@@ -30,16 +27,11 @@ Decided on the trusted side while planning, from the checks it collected.
 
 from __future__ import annotations
 
-import ast
-from pathlib import Path
-from types import ModuleType
 from typing import Iterable
 
 import pytest
 
 REFERENCE = "reference"
-# What a check file may not call for its module to be judged on the trusted side only.
-NEEDS_THE_REFERENCE_HERE = ("reference_helpers",)
 
 
 def modules_judged_on_the_trusted_side(items: Iterable[tuple[pytest.Item, str, bool]]) -> set[str]:
@@ -66,27 +58,5 @@ def modules_with_givens(items: Iterable[tuple[pytest.Item, str, bool]], modules:
 
 
 def _needs_the_reference_here(item: pytest.Item, correctness: bool) -> bool:
-    if REFERENCE not in set(getattr(item, "fixturenames", ())):
-        return False
     # The check function's own arguments: pytest's FuncFixtureInfo (stable since 3.x) has no public accessor.
-    takes_it_itself = REFERENCE in getattr(item, "_fixtureinfo").argnames
-    return (takes_it_itself and not correctness) or _lends_reference_code(item.module)
-
-
-def _lends_reference_code(module: ModuleType | None) -> bool:
-    """Whether the check file calls ``reference_helpers`` anywhere (fixtures included)."""
-    path = getattr(module, "__file__", None)
-    if path is None:
-        return False
-    tree = ast.parse(Path(path).read_text(encoding="utf-8"))
-    return any(
-        isinstance(node, ast.Call) and _called_name(node.func) in NEEDS_THE_REFERENCE_HERE for node in ast.walk(tree)
-    )
-
-
-def _called_name(func: ast.expr) -> str | None:
-    if isinstance(func, ast.Name):
-        return func.id
-    if isinstance(func, ast.Attribute):
-        return func.attr
-    return None
+    return not correctness and REFERENCE in getattr(item, "_fixtureinfo").argnames

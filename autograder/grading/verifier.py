@@ -84,10 +84,12 @@ def _other_function(name: str, calls: dict, state: _State, statics):
     return other
 
 
-def _replayed(name: str, calls: dict, oracle, state: _State, statics, label: str | None = None, static_argnums: tuple | None = None):
+def _replayed(name: str, calls: dict, oracle, state: _State, statics, label: str | None = None,
+              form: Callable[[Callable], Callable] | None = None):
     """The student's ``name`` answering from ``calls`` (recorded under ``label``, by default ``name``).
-    Checks that jit it (``structure.jit_once``) get the replay of its jitted form, which the student's
-    process recorded under ``name|jit[...]`` with concrete arguments."""
+    Checks that jit or transform it (``structure.jit_once``, ``structure.transformed_once``) get the replay
+    of that form, which the student's process recorded under ``name|jit[...]`` or ``name|<label>`` with
+    concrete arguments; ``form`` makes the reference's function the same form."""
     from autograder.grading import transcript
 
     label = label or name
@@ -111,21 +113,30 @@ def _replayed(name: str, calls: dict, oracle, state: _State, statics, label: str
             raise CheckFailure(f"{name} returned plain data", f"the result recorded for {name} was malformed") from None
         if isinstance(out, transcript.Opaque):
             reference = getattr(oracle, name)
-            if static_argnums is not None:
-                from autograder.checks.structure import jit_once
-
-                reference = jit_once(reference, static_argnums)
+            if form is not None:
+                reference = form(reference)
             if transcript.is_opaque(transcript.encode(reference(*args, **kwargs), statics)):
                 state.unverifiable = True  # neither result is plain data: the check compares objects
                 raise Unverifiable(name)
         return out
 
     def jit_stand_in(static: tuple):
-        return _replayed(name, calls, oracle, state, statics, f"{name}|jit{list(static)}", static)
+        from autograder.checks.structure import jit_once
+
+        return _replayed(name, calls, oracle, state, statics, f"{name}|jit{list(static)}", lambda f: jit_once(f, static))
+
+    def transform_stand_in(transform_label: str, transform: Callable):
+        from autograder.checks.structure import transformed_once
+
+        return _replayed(
+            name, calls, oracle, state, statics, f"{name}|{transform_label}",
+            lambda f: transformed_once(f, transform_label, transform),
+        )
 
     replayed.__name__ = name
     replayed.__qualname__ = name
     replayed.jit_stand_in = jit_stand_in
+    replayed.transform_stand_in = transform_stand_in
     return replayed
 
 

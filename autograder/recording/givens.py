@@ -79,9 +79,6 @@ class GivensThenOwnAnswers:
             return _Given(self.givens.transformed(name, label, transform))
         return self.own.transformed(name, label, transform)
 
-    def helper(self, name: str, own: Callable | None) -> Callable:
-        return self.own.helper(name, own)
-
 
 class _Given:
     """A reference function answering a fixture from the givens; an input they do not hold is a course bug."""

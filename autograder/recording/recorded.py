@@ -304,28 +304,6 @@ class RecordedOracle:
     def transformed(self, name: str, label: str, transform: Callable) -> "RecordedFunction":
         return RecordedFunction(self, f"{name}|{label}")
 
-    def helper(self, name: str, own: Callable | None) -> Callable:
-        """What the student's module calls instead of its own ``name`` (see ``reference_helpers``).
-
-        A recording answers only concrete, recorded inputs; called under a JAX
-        transformation, or with another input, the student's own function runs.
-        """
-        recorded = RecordedFunction(self, name)
-        if own is None:
-            return recorded
-
-        def helper(*args, **kwargs):
-            if not _traced(args, kwargs):
-                try:
-                    return recorded.lookup(args, kwargs)
-                except NotRecorded:
-                    pass
-            return own(*args, **kwargs)
-
-        helper.__name__ = helper.__qualname__ = name
-        helper.__wrapped__ = own
-        return helper
-
     def decode(self, tree: Any) -> Any:
         return plain_data.decode(tree, self.recording.arrays, self.statics, self._objects)
 
@@ -459,10 +437,7 @@ class RecordingOracle:
         return stub_functions(course.root / "exercises" / f"{module}.py")
 
     def transformed(self, name: str, label: str, transform: Callable) -> "RecordingFunction":
-        return RecordingFunction(self, f"{name}|{label}", transform(getattr(self.live, name)))
-
-    def helper(self, name: str, own: Callable | None) -> Callable:
-        return RecordingFunction(self, name, getattr(self.live, name))
+        return RecordingFunction(self, f"{name}|{label}", self.live.transformed(name, label, transform))
 
     def record(self, name: str, key: str, hints: list[float], output: Any, unfindable: str | None = None) -> Any:
         """Store ``output`` for the call ``key``; return what the release will return (datasets and loaders as data).
