@@ -150,7 +150,7 @@ def recorded(tmp_path_factory):
 
 def test_the_givens_hold_no_answer_to_a_question_the_checks_ask(recorded):
     modules, given, checks, asked = recorded
-    assert {"dropout_rngs", "batchnorm", "training"} <= set(modules), modules
+    assert {"dropout_rngs", "batchnorm", "training", "checkpointing"} <= set(modules), modules
     assert given["dropout_rngs"].calls and asked["dropout_rngs"], "the recording saw the givens and the checks' calls"
     assert "data" in given  # the batches come from the data module's reference
     assert not leaks(given, checks, asked)

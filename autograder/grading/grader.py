@@ -260,7 +260,8 @@ class Grader:
     def verify(self, claims: list[str], transcripts: dict) -> dict[str, dict]:
         if not claims:
             return {}
-        request = VerifierRequest("verify", checks=claims, transcripts=transcripts, seed=self.options.seed)
+        givens = str(self.givens_dir) if self.modules_with_givens else ""
+        request = VerifierRequest("verify", checks=claims, transcripts=transcripts, seed=self.options.seed, givens=givens)
         if not self.options.zygote:
             return self._trusted(request, VERIFY_TIMEOUT)["verdicts"]
         server = self._trusted_server()

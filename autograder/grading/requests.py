@@ -86,7 +86,9 @@ class VerifierRequest:
     transcripts_file: str = ""  # where the grader wrote ``transcripts`` (too large for the request itself)
     target: str = VERIFIER
     seed: int | None = None  # `grade --seed N`: regenerate the inputs the child drew from N
-    givens: str = ""  # plan: record the givens of the modules judged here only into this folder
+    # plan: record the givens of the modules judged here only into this folder; verify: answer those
+    # modules' fixtures from it
+    givens: str = ""
 
     def to_wire(self) -> dict:
         return asdict(self)

@@ -173,10 +173,13 @@ class Verifier:
         self.verdicts: dict[str, dict] = {}
         self.states: dict[str, _State] = {}
         self.statics = None  # the recipes of states' static fields, shared by every replayed check
+        # verify: the givens the grading processes answered their fixtures from; fixtures here answer from
+        # them too, so both sides build the checks' inputs from the same data
+        self.givens = request.givens if request.mode == "verify" else ""
 
     @pytest.hookimpl(trylast=True)
     def pytest_collection_modifyitems(self, session, config, items) -> None:
-        from autograder.pytest_plugin.session import CourseSession
+        from autograder.pytest_plugin.session import CourseSession, session_of
 
         keep, collected = [], []
         for item in items:
@@ -200,6 +203,18 @@ class Verifier:
                 entry["trusted_only"] = entry["module"] in trusted_only
                 entry["givens"] = entry["module"] in self.with_givens
         items[:] = keep
+        if self.givens:
+            session_of(config).givens = Path(self.givens)
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_fixture_setup(self, fixturedef, request):
+        """While a fixture is set up, the reference answers from the givens (as in the grading process)."""
+        if not self.givens:
+            return (yield)
+        from autograder.recording.givens import setting_up_fixtures
+
+        with setting_up_fixtures():
+            return (yield)
 
     def pytest_sessionstart(self, session) -> None:
         """No shrinking here: an input the student's process did not see has no recorded answer (a module

@@ -88,7 +88,7 @@ class CourseSession:
     # A grading process of a module judged on the trusted side: no reference, the student's own answers
     # stand in for it (autograder.core.oracle.OwnAnswers). Set by autograder.grading.child.
     own_answers: bool = False
-    givens: Path | None = None  # there: the givens its fixtures are answered from (autograder.recording.givens)
+    givens: Path | None = None  # there and on the trusted side: the givens fixtures are answered from (autograder.recording.givens)
     _students: dict[str, ModuleType | Unimportable] = field(default_factory=dict)
     _stubs: dict[str, frozenset[str]] = field(default_factory=dict)
     _own_answers: dict[str, OwnAnswers] = field(default_factory=dict)
@@ -142,22 +142,32 @@ class CourseSession:
         with ``--record-oracle DIR`` the live reference recording its answers into DIR."""
         from autograder.recording.recorded import RecordedOracle, RecordingOracle
 
+        from autograder.recording.givens import GivensFirst
+
+        givens = self.givens_of(module)
         if self.own_answers:
             if module not in self._own_answers:
                 self._own_answers[module] = OwnAnswers(module, self.student(module))
             if self.givens is None:
                 return self._own_answers[module]
-            from autograder.recording.givens import GivensThenOwnAnswers
-
-            givens = RecordedOracle(self.givens, module) if (self.givens / f"{module}.json").is_file() else None
-            return GivensThenOwnAnswers(module, givens, self._own_answers[module])
+            return GivensFirst(module, givens, self._own_answers[module])
         solutions, recorded = self.course.root / "solutions", self.course.root / "oracle"
         if self.record_into is not None:
             contracted = {fn.name for fn in self.course.module(module).functions}
             return RecordingOracle(REFERENCES.load(solutions, module), self.record_into, contracted)
         if not (solutions / f"{module}.py").is_file() and (recorded / f"{module}.json").is_file():
             return RecordedOracle(recorded, module)
+        if givens is not None:  # the trusted side: the fixtures from the givens the grading processes have
+            return GivensFirst(module, givens, REFERENCES.load(solutions, module), live=True)
         return REFERENCES.load(solutions, module)
+
+    def givens_of(self, module: str):
+        """The givens recorded for ``module`` (a RecordedOracle), or None."""
+        from autograder.recording.recorded import RecordedOracle
+
+        if self.givens is None or not (self.givens / f"{module}.json").is_file():
+            return None
+        return RecordedOracle(self.givens, module)
 
     def load_all_references(self) -> None:
         """Load every module's reference, before ``solutions/`` leaves a grading sandbox.

@@ -7,7 +7,8 @@ loader, a state trained elsewhere — because the trusted side records those cal
 first (``--setup-only`` with a recording oracle: fixtures run, checks do not)
 and the grading process answers them from the recording. The checks' own calls
 of ``reference.<fn>`` are answered by the student's own functions
-(:class:`autograder.core.oracle.OwnAnswers`), and the verifier decides them.
+(:class:`autograder.core.oracle.OwnAnswers`), and the verifier decides them,
+its fixtures answered from the same givens.
 
 A given is never an answer to a graded input: a fixture builds its states on
 other seeds, keys and data than the checks judge. ``tests/test_givens.py``
@@ -44,40 +45,52 @@ class GivensMissing(RuntimeError):
     do not build the same inputs on both sides (a course bug, never the student's)."""
 
 
-class GivensThenOwnAnswers:
-    """The oracle of a grading process with givens: while fixtures are set up, the recorded givens; in a check,
-    the student's own answers (``own``; None for a sibling module, whose functions a check may not call).
-    The classes the course gives (``DropoutClassifier``) are the stub's, never the student's."""
+class GivensFirst:
+    """A module's oracle where its fixtures are answered from the givens: while fixtures are set up, the
+    recorded givens; in a check, ``then``. In a grading process ``then`` is the student's own answers (it
+    holds no reference), on the trusted side the live reference: both sides then build the checks' inputs
+    from the same recorded data (a checkpoint's files, which Orbax never writes twice alike, included).
+
+    The classes the course gives (``DropoutClassifier``) are the stub's in a grading process (never the
+    student's), the reference's on the trusted side. ``then`` is None for a sibling module in a grading
+    process: its functions may build fixtures only.
+    """
 
     knows_only_its_own_path = False  # a check continues along the student's path (oracle.continue_from)
 
-    def __init__(self, module_name: str, givens: RecordedOracle | None, own: Any):
-        self.module_name, self.givens, self.own = module_name, givens, own
+    def __init__(self, module_name: str, givens: RecordedOracle | None, then: Any, *, live: bool = False):
+        self.module_name, self.givens, self.then, self.live = module_name, givens, then, live
+
+    @property
+    def __name__(self) -> str:  # the reference module's name, for the course's classes on the trusted side
+        return getattr(self.then, "__name__", self.module_name)
 
     def __getattr__(self, name: str):
         if name.startswith("__"):
             raise AttributeError(name)
         given = getattr(self.givens, name, None)
         if given is not None and not isinstance(given, RecordedFunction):
-            return given  # a given class or constant, from the stub
+            return getattr(self.then, name) if self.live else given  # a given class or constant
         if in_fixture_setup():
             if given is None:
                 raise GivensMissing(f"no givens were recorded for {self.module_name}")
             return _Given(given)
-        if self.own is None:
+        if self.then is None:
             raise RuntimeError(f"{self.module_name}'s reference may be used by fixtures only here")
-        return getattr(self.own, name)
+        return getattr(self.then, name)
 
     def __repr__(self) -> str:
-        return f"<givens, then the student's own answers, for {self.module_name}>"
+        return f"<givens, then {self.then!r}, for {self.module_name}>"
 
-    def sibling(self, module: str) -> "GivensThenOwnAnswers":
-        return GivensThenOwnAnswers(module, self.givens.sibling(module) if self.givens is not None else None, None)
+    def sibling(self, module: str) -> "GivensFirst":
+        givens = self.givens.sibling(module) if self.givens is not None else None
+        then = self.then.sibling(module) if self.live else None
+        return GivensFirst(module, givens, then, live=self.live)
 
     def transformed(self, name: str, label: str, transform: Callable) -> Callable:
         if in_fixture_setup():
             return _Given(self.givens.transformed(name, label, transform))
-        return self.own.transformed(name, label, transform)
+        return self.then.transformed(name, label, transform)
 
 
 class _Given:
