@@ -33,6 +33,7 @@ correctness = pytest.mark.correctness
 
 STATE_FIELDS = ("step", "params", "opt_state")
 TMP_SUFFIX = ".orbax-checkpoint-tmp"
+TRAINED_SEED, TARGET_SEED = 0, 7  # the target's params are no other module's given either
 
 
 # The scenario ---------------------------------------------------------------
@@ -78,7 +79,7 @@ def steps_from(state, batch, n):
 @pytest.fixture(scope="module")
 def trained(model, tx, batch):
     """Three steps from a fresh state: step 3 (an int32 array), Adam moments that are not zero."""
-    return steps_from(fresh_state(model, tx, seed=0), batch, 3)
+    return steps_from(fresh_state(model, tx, seed=TRAINED_SEED), batch, 3)
 
 
 @pytest.fixture(scope="module")
@@ -89,7 +90,7 @@ def trained_more(trained, batch):
 @pytest.fixture
 def target(model, tx):
     """A fresh state of the same model and optimizer, with other params: what a restarted program has."""
-    return fresh_state(model, tx, seed=1)
+    return fresh_state(model, tx, seed=TARGET_SEED)
 
 
 @pytest.fixture

@@ -106,11 +106,80 @@ def fingerprint(a: np.ndarray) -> tuple:
     return a.dtype.str, a.shape, np.ascontiguousarray(a).tobytes()
 
 
+# The checks' calls whose input is a checkpoint the reference wrote and the grading process is given.
+READERS_OF_GIVEN_CHECKPOINTS = ("restore_checkpoint|from files", "restore_latest|from a run")
+
+
+def numbers_of_output(recording, tree, checkpoints: bool = True) -> list[np.ndarray]:
+    """The informative arrays of one recorded output; of a checkpoint recorded as files (``checks.files``), the
+    arrays it holds (its bytes are compared by what they hold: two checkpoints of one model share their
+    metadata files, which tell nothing)."""
+    found = [recording.arrays[i] for i in array_indices(tree) if not is_file(recording.arrays[i])]
+    for checkpoint in checkpoints_in(recording, tree) if checkpoints else ():
+        found += checkpoint_values(checkpoint)
+    return [a for a in found if informative(a)]
+
+
+def numbers_of_recording(recording, checkpoints: bool = True) -> list[np.ndarray]:
+    return [a for _, output in recording.calls.values() for a in numbers_of_output(recording, output, checkpoints)]
+
+
+def is_file(a) -> bool:
+    return np.asarray(a).dtype == np.uint8
+
+
+def checkpoints_in(recording, tree) -> list[dict]:
+    """The files snapshots (relative path -> bytes or None) in a recorded output that hold an Orbax checkpoint."""
+    found = []
+
+    def walk(t):
+        if isinstance(t, list) and len(t) == 3 and t[0] == "dict":
+            entries = t[2]
+            if entries and all(k[0] == "py" and isinstance(k[1], str) for k, _ in entries):
+                snapshot = {}
+                for k, v in entries:
+                    if v == ["py", None]:
+                        snapshot[k[1]] = None
+                    elif isinstance(v, list) and len(v) == 2 and v[0] == "np" and is_file(recording.arrays[v[1]]):
+                        snapshot[k[1]] = recording.arrays[v[1]]
+                if len(snapshot) == len(entries) and any(p.endswith("_METADATA") for p in snapshot):
+                    found.append(snapshot)
+                    return
+        if isinstance(t, list):
+            for x in t:
+                walk(x)
+
+    walk(tree)
+    return found
+
+
+def checkpoint_values(snapshot: dict) -> list[np.ndarray]:
+    """The arrays every checkpoint in ``snapshot`` holds, read with Orbax (no target: plain arrays)."""
+    import tempfile
+
+    import jax
+    import orbax.checkpoint as ocp
+
+    from autograder.checks import files
+
+    with tempfile.TemporaryDirectory() as tmp:
+        root = files.materialise(snapshot, Path(tmp) / "c")
+        found = []
+        for metadata in sorted(root.rglob("_METADATA")):
+            with ocp.StandardCheckpointer() as checkpointer:
+                found += [np.asarray(leaf) for leaf in jax.tree.leaves(checkpointer.restore(metadata.parent))]
+        return found
+
+
 def leaks(given: dict, checks: dict, asked: dict[str, list[str]]) -> list[str]:
     """What the givens (module -> Recording) hold of the answers to the checks' calls (module -> Recording, with
     the digests each module's checks asked in ``asked``)."""
     found = []
-    held = {fingerprint(a) for recording in given.values() for a in recording.arrays if informative(a)}
+    held = {fingerprint(a) for recording in given.values() for a in numbers_of_recording(recording)}
+    # A reader of a given checkpoint is judged on what that checkpoint holds: that is its task, not a leak.
+    held_apart_from_checkpoints = {
+        fingerprint(a) for recording in given.values() for a in numbers_of_recording(recording, checkpoints=False)
+    }
     for module, keys in asked.items():
         recording = checks.get(module)
         if recording is None:
@@ -122,10 +191,9 @@ def leaks(given: dict, checks: dict, asked: dict[str, list[str]]) -> list[str]:
             entry = recording.calls.get(key)
             if entry is None:
                 continue
-            for i in array_indices(entry[1]):
-                if informative(recording.arrays[i]) and fingerprint(recording.arrays[i]) in held:
-                    found.append(f"{module}: the givens hold an array of the answer of {entry[0]}")
-                    break
+            compared = held_apart_from_checkpoints if entry[0] in READERS_OF_GIVEN_CHECKPOINTS else held
+            if any(fingerprint(a) in compared for a in numbers_of_output(recording, entry[1])):
+                found.append(f"{module}: the givens hold an array of the answer of {entry[0]}")
     return found
 
 
@@ -173,6 +241,36 @@ def test_the_comparison_finds_a_given_that_answers_a_check():
     assert not leaks(zeros, asked_zeros, {"m": ["c"]})  # a zero bias is in every fresh state
 
 
+def test_the_comparison_reads_checkpoints_given_as_files(tmp_path):
+    """A given checkpoint of the state a save check is judged on leaks (its files differ, its values do not);
+    a checkpoint of other values does not, nor do the metadata files every checkpoint of the model shares; a
+    reader of the given checkpoint is judged on what it holds."""
+    import orbax.checkpoint as ocp
+
+    from autograder.checks import files
+    from autograder.recording import plain_data
+    from autograder.recording.recorded import Recording
+
+    def checkpoint(values):
+        path = tmp_path / f"c{len(list(tmp_path.iterdir()))}"
+        with ocp.StandardCheckpointer() as checkpointer:
+            checkpointer.save(path, {"w": values})
+        return files.snapshot(path)
+
+    def recording(calls):
+        arrays, statics = [], plain_data.Statics(lambda module, qualname: None)
+        return Recording("m", {k: [name, plain_data.encode(v, arrays, statics)] for k, (name, v) in calls.items()}, arrays)
+
+    w = np.linspace(-1, 1, 6, dtype=np.float32)
+    given = {"m": recording({"g": ("save_checkpoint|files written", checkpoint(w))})}
+    same = {"m": recording({"c": ("save_checkpoint|files written", checkpoint(w))})}
+    other = {"m": recording({"c": ("save_checkpoint|files written", checkpoint(w + 1))})}
+    read = {"m": recording({"c": ("restore_checkpoint|from files", {"w": w})})}
+    assert len(leaks(given, same, {"m": ["c"]})) == 1
+    assert not leaks(given, other, {"m": ["c"]})
+    assert not leaks(given, read, {"m": ["c"]})
+
+
 # -- the pieces -------------------------------------------------------------------------------------
 
 
@@ -185,7 +283,7 @@ def test_a_check_continues_along_the_students_path_in_the_given_structure():
     from types import SimpleNamespace
 
     from autograder.core.oracle import continue_from
-    from autograder.recording.givens import GivensThenOwnAnswers
+    from autograder.recording.givens import GivensFirst
 
     def apply(variables, x):
         return x
@@ -195,7 +293,7 @@ def test_a_check_continues_along_the_students_path_in_the_given_structure():
     expected = given.replace(step=given.step + 1, params={"w": jnp.full(2, 0.5)})
     # the givens are a recorded oracle, which walks the reference's path: the combined oracle does not
     recorded_givens = SimpleNamespace(knows_only_its_own_path=True)
-    for live in (SimpleNamespace(), GivensThenOwnAnswers("m", recorded_givens, SimpleNamespace())):
+    for live in (SimpleNamespace(), GivensFirst("m", recorded_givens, SimpleNamespace())):
         following = continue_from(live, given, got, expected)
         assert following.apply_fn is apply and following.tx is given.tx
         assert float(following.params["w"][0]) == 1.0 and int(following.step) == 1
@@ -206,7 +304,7 @@ def test_a_check_continues_along_the_students_path_in_the_given_structure():
 def test_fixtures_are_answered_from_the_givens_and_checks_by_the_students_own_functions(tmp_path):
     from types import SimpleNamespace
 
-    from autograder.recording.givens import GivensMissing, GivensThenOwnAnswers, setting_up_fixtures
+    from autograder.recording.givens import GivensMissing, GivensFirst, setting_up_fixtures
     from autograder.recording.recorded import RecordedOracle, RecordingOracle, write_given_modules
 
     course = tmp_path / "course"
@@ -222,7 +320,7 @@ def test_fixtures_are_answered_from_the_givens_and_checks_by_the_students_own_fu
     write_given_modules(course, tmp_path / "givens")
 
     own = SimpleNamespace(double=lambda x: np.asarray(x) * 3)  # the student's own (wrong) double
-    oracle = GivensThenOwnAnswers("m", RecordedOracle(tmp_path / "givens", "m"), own)
+    oracle = GivensFirst("m", RecordedOracle(tmp_path / "givens", "m"), own)
     with setting_up_fixtures():
         assert oracle.double(np.arange(3.0)).tolist() == [0.0, 2.0, 4.0]  # recorded on the trusted side
         with pytest.raises(GivensMissing, match="no answer of reference.double"):
