@@ -122,21 +122,22 @@ def judged(course, unjudged: dict) -> float:
     return course.points - sum(fn.points for fn in course.functions if fn.qualname in unjudged)
 
 
-# What the release cannot answer: every check of these skips (file paths and checkpoint managers).
-UNJUDGED = {"checkpointing.restore_checkpoint", "checkpointing.save_to_manager", "checkpointing.restore_latest"}
+# What the release cannot answer: every check of these would skip. Since its checks judge files as data
+# (checks.files), the release answers every function; the path stays tested with a result that skips one.
+UNJUDGED: set[str] = set()
 
 
 def test_the_reference_gets_full_marks(release, course, tmp_path):
-    """Full marks of what the release can judge; what it cannot is named, warned about, and not counted."""
+    """Full marks: the release judges every function of the course."""
     run = Run(student_tree(release, tmp_path / "repo", [m.name for m in course.modules])).execute()
     assert run.failed_step is None, run.log[-3000:]
     results = json.loads(run.artifact.read_text())
     unjudged = github_actions.not_judged(course, results)
-    assert set(unjudged) == UNJUDGED and all("not judged" in why for why in unjudged.values()), unjudged
+    assert set(unjudged) == UNJUDGED, unjudged
     full = judged(course, unjudged)
-    assert full < course.points and results["score"] == full
+    assert full == course.points and results["score"] == full
     assert run.notice == {"totalPoints": full, "maxPoints": full}
-    assert "::warning title=Not judged here::checkpointing.restore_checkpoint" in run.log
+    assert "Not judged here" not in run.log
     summary = run.summary.read_text()
     assert f": {full:g}/{full:g} points" in summary
     for fn in course.functions:
@@ -145,6 +146,31 @@ def test_the_reference_gets_full_marks(release, course, tmp_path):
         assert re.search(rf"^\| {fn.qualname} \| {earned:g}/{fn.points:g} \| [^|]+ \| {status} \|$", summary, re.M), fn.qualname
     assert f"points={full:g}\nmax-points={full:g}" in run.outputs.read_text()
     print(f"\nActions-style run (cached set-up, checks and report), reference: {run.seconds:.0f} s")
+
+
+def test_a_function_the_release_cannot_answer_is_named_and_not_counted(course, tmp_path, capsys):
+    """Every check of a function skipped (the release lists why): a warning, 0 of 0, and the maximum without it."""
+    fn = course.functions[-1]
+    results = {
+        "score": course.points - fn.points,
+        "functions": [
+            {"module": f.module, "function": f.name, "points": f.points, "passed": 1, "total": 1, "status": "passed"}
+            for f in course.functions if f is not fn
+        ],
+        "skipped": {fn.qualname: "not judged: the release cannot record reference.x of a file path"},
+    }
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps(results))
+    env = {"GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md"), "GITHUB_OUTPUT": str(tmp_path / "outputs.txt")}
+    assert github_actions.report(course, path, env) == 0
+    printed = capsys.readouterr().out
+    assert f"::warning title=Not judged here::{fn.qualname}" in printed
+    full = course.points - fn.points
+    notice = next(line for line in printed.splitlines() if line.startswith("::notice title=Autograding report::"))
+    assert json.loads(notice.split("::", 2)[2]) == {"totalPoints": full, "maxPoints": full}
+    summary = (tmp_path / "summary.md").read_text()
+    assert re.search(rf"^\| {fn.qualname} \| 0/{fn.points:g} \| — \| not judged here \(the release cannot answer its checks\) \|$", summary, re.M), summary
+    assert f"points={full:g}\nmax-points={full:g}" in (tmp_path / "outputs.txt").read_text()
 
 
 def test_the_stubs_get_zero_all_not_started(release, course, tmp_path):

@@ -7,7 +7,7 @@ import pytest
 from support import assert_accepted, assert_rejected, grade, with_function
 
 MODULE = "checkpointing"
-IMPORTS = "import os\nimport pickle\n"
+IMPORTS = "import os\nimport pickle\nimport jax.numpy as jnp\n"
 
 CORRECT = [
     ("save_checkpoint", "explicit-wait-and-close", """
@@ -71,7 +71,7 @@ WRONG = [
             os.makedirs(path)
             with open(os.path.join(path, "state.pkl"), "wb") as f:
                 pickle.dump(jax.device_get((state.step, state.params, state.opt_state)), f)
-    """, r"the reference could not read the checkpoint .*(.*\n)*.*not pickle, msgpack"),
+    """, r"Orbax could not read the checkpoint it wrote(.*\n)*.*not pickle, msgpack"),
     ("save_checkpoint", "flax-msgpack-bytes", """
         from flax import serialization
 
@@ -79,7 +79,7 @@ WRONG = [
             os.makedirs(path)
             with open(os.path.join(path, "state.msgpack"), "wb") as f:
                 f.write(serialization.to_bytes(state))
-    """, r"the reference could not read the checkpoint"),
+    """, r"Orbax could not read the checkpoint it wrote"),
     ("save_checkpoint", "sidecar-file-beside-path", """
         def save_checkpoint(path, state):
             with ocp.StandardCheckpointer() as checkpointer:
@@ -92,6 +92,17 @@ WRONG = [
             with ocp.StandardCheckpointer() as checkpointer:
                 checkpointer.save(os.path.abspath(os.path.basename(path)), state)
     """, r"is not a directory|could not read|wrote outside"),
+    # what was written is judged by what the reference reads from it, not by its bytes
+    ("save_checkpoint", "params-only", """
+        def save_checkpoint(path, state):
+            with ocp.StandardCheckpointer() as checkpointer:
+                checkpointer.save(path, {"params": state.params})
+    """, r"saving a trained state \(step 4\): the checkpoint does not have the structure of the reference's"),
+    ("save_checkpoint", "step-reset-to-zero", """
+        def save_checkpoint(path, state):
+            with ocp.StandardCheckpointer() as checkpointer:
+                checkpointer.save(path, state.replace(step=jnp.zeros((), jnp.int32)))
+    """, r"saving a trained state \(step 4\): the checkpoint\['step'\] differs from the reference"),
     ("restore_checkpoint", "restore-without-target", """
         def restore_checkpoint(path, target):
             with ocp.StandardCheckpointer() as checkpointer:
