@@ -93,9 +93,10 @@ def target(model, tx):
     return fresh_state(model, tx, seed=TARGET_SEED)
 
 
-@pytest.fixture
+@pytest.fixture(autouse=True)
 def workdir(tmp_path, monkeypatch):
-    """This check's own directory, also the working directory (so relative writes are seen too)."""
+    """Every check's own directory, also its working directory (so relative writes are seen too, and a function
+    that writes where it should not writes there)."""
     root = tmp_path / "work"
     (root / "cwd").mkdir(parents=True)
     monkeypatch.chdir(root / "cwd")
