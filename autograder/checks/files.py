@@ -3,8 +3,8 @@
 A check that judges files (an Orbax checkpoint, a manager's step directories)
 runs the function in a new directory and keeps what it wrote as data: the
 trusted side can then judge it without the process that wrote it (it puts the
-files back with :func:`materialise` and reads them with the reference), and a
-checkpoint the reference wrote can be given to a process that has no reference.
+files back with :func:`materialise` and reads them), and a checkpoint the
+reference wrote can be given to a process that has no reference.
 """
 
 from __future__ import annotations
