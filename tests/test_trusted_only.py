@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import re
 import sys
-from pathlib import Path
 from types import SimpleNamespace
 
 import pytest

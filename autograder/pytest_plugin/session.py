@@ -29,7 +29,7 @@ import pytest
 
 from autograder.core.attribution import attribute, module_of
 from autograder.core.course import Course, Function
-from autograder.core.oracle import REFERENCES, Oracle, OwnAnswers
+from autograder.core.oracle import REFERENCES, OwnAnswers
 from autograder.core.outcomes import CheckOutcome
 from autograder.core.submission import SubmissionImportError, load_module, stub_functions
 
