@@ -33,7 +33,7 @@ from autograder.checks import values
 from autograder.core.failures import CheckFailure
 from autograder.checks.keys import make_key
 from autograder.checks.scenario import (
-    BATCH, EPOCHS, TRAIN_SIZE, epoch_batches, eval_cases, evaluation_batches, full_batches, sample_input,
+    BATCH, EPOCHS, TRAIN_SIZE, epoch_batches, eval_cases, eval_cases_of_two_models, evaluation_batches, full_batches, sample_input,
     states_trained_elsewhere, two_steps, unseen_step,
 )
 from autograder.core.oracle import continue_from, sibling
@@ -306,10 +306,8 @@ def test_train_step_bn_is_pure(student, trained, steps):
 @correctness
 def test_eval_step_bn_matches_reference(student, reference, trained, other_start, test_batches):
     check = "eval_step_bn(state, batch) is the accuracy in evaluation mode (train=False: running averages)"
-    cases = [(label, state, batch, f"BNClassifier({HIDDEN}, 1)") for label, state, batch in eval_cases(trained, test_batches)]
-    other = f"BNClassifier({OTHER_HIDDEN}, 1)"
-    cases += [(f"with a {other} state, test batch of {len(b[0])}", other_start, b, other) for b in test_batches]
-    for label, state, batch, model in cases:
+    models = f"BNClassifier({HIDDEN}, 1)", f"BNClassifier({OTHER_HIDDEN}, 1)"
+    for label, state, batch, model in eval_cases_of_two_models(trained, other_start, test_batches, *models):
         with structure.runs_the_states_model("eval_step_bn", model):
             got = student.eval_step_bn(purity.fresh_copy(state), purity.fresh_copy(batch))
         with values.located(label):

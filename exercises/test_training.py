@@ -37,7 +37,8 @@ from autograder.checks import values
 from autograder.core.failures import CheckFailure
 from autograder.checks.keys import make_key
 from autograder.checks.scenario import (
-    BATCH, EPOCHS, TRAIN_SIZE, EpochsLoader, epoch_batches, eval_cases, evaluation_batches, full_batches,
+    BATCH, EPOCHS, TRAIN_SIZE, EpochsLoader, epoch_batches, eval_cases, eval_cases_of_two_models, evaluation_batches,
+    full_batches,
     passes_of, sample_input, states_trained_elsewhere, two_steps, unseen_step,
 )
 from autograder.core.oracle import continue_from, sibling, transformed
@@ -394,10 +395,8 @@ def test_train_step_is_pure(student, start, steps):
 @correctness
 def test_eval_step_matches_reference(student, reference, trained, other_start, test_batches):
     check = "eval_step(state, batch) is the accuracy of state.params on the batch"
-    other = f"SimpleClassifier({OTHER_HIDDEN}, 1)"
-    cases = [(label, state, batch, f"SimpleClassifier({HIDDEN}, 1)") for label, state, batch in eval_cases(trained, test_batches)]
-    cases += [(f"with a {other} state, test batch of {len(b[0])}", other_start, b, other) for b in test_batches]
-    for label, state, batch, model in cases:
+    models = f"SimpleClassifier({HIDDEN}, 1)", f"SimpleClassifier({OTHER_HIDDEN}, 1)"
+    for label, state, batch, model in eval_cases_of_two_models(trained, other_start, test_batches, *models):
         with structure.runs_the_states_model("eval_step", model):
             got = student.eval_step(purity.fresh_copy(state), purity.fresh_copy(batch))
         with values.located(label):

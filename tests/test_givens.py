@@ -66,15 +66,8 @@ def call(self, *args, **kwargs):
 RecordingFunction.__call__ = call
 
 
-class Phases:
-    @pytest.hookimpl(wrapper=True)
-    def pytest_fixture_setup(self, fixturedef, request):
-        with givens.setting_up_fixtures():
-            return (yield)
-
-
 args = [str(course / "exercises" / f"test_{m}.py") for m in with_givens]
-code = pytest.main(args + ["--solutions", "--record-oracle", str(out / "checks"), *pytest_args(str(course))], plugins=[Phases()])
+code = pytest.main(args + ["--solutions", "--record-oracle", str(out / "checks"), *pytest_args(str(course))], plugins=[givens.FixturesFromGivens()])
 (out / "asked_by_checks.json").write_text(json.dumps({"modules": with_givens, "code": int(code), "asked": asked_by_checks}))
 """
 

@@ -106,6 +106,13 @@ def eval_cases(states: list[Any], batches: list) -> list[tuple[str, Any, Any]]:
     return [(f"state at step {int(s.step)}, test batch of {len(b[0])}", s, b) for s in states for b in batches]
 
 
+def eval_cases_of_two_models(states: list[Any], other_start: Any, batches: list, model: str, other: str) -> list[tuple]:
+    """(label, state, batch, model): :func:`eval_cases` of ``states`` (a ``model``), then ``other_start`` (a state of
+    ``other``, another model size) on every batch: an evaluation must run the state's model."""
+    cases = [(label, state, batch, model) for label, state, batch in eval_cases(states, batches)]
+    return cases + [(f"with a {other} state, test batch of {len(b[0])}", other_start, b, other) for b in batches]
+
+
 def sample_input(n: int) -> np.ndarray:
     """``n`` float32 XOR-like points in [-1, 1], to initialise a model with."""
     return np.linspace(-1, 1, n * 2, dtype=np.float32).reshape(n, 2)

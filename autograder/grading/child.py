@@ -108,16 +108,6 @@ class ChildReporter:
             course_session.load_all_references()
         shutil.rmtree(course_session.course.root / "solutions", ignore_errors=True)
 
-    @pytest.hookimpl(wrapper=True)
-    def pytest_fixture_setup(self, fixturedef, request):
-        """While a fixture is set up, the reference answers from the givens (autograder.recording.givens)."""
-        if not self.givens:
-            return (yield)
-        from autograder.recording.givens import setting_up_fixtures
-
-        with setting_up_fixtures():
-            return (yield)
-
     def pytest_runtest_logstart(self, nodeid, location) -> None:
         if nodeid in self.ids:
             self.emit(event="begin", check=self.ids[nodeid][0])
@@ -258,6 +248,15 @@ def _recording(reporter: ChildReporter, calls: dict, label: str, original, answe
     return recorded
 
 
+def _givens_plugin(givens: str) -> list:
+    """With givens, the plugin that answers fixtures from them (autograder.recording.givens)."""
+    if not givens:
+        return []
+    from autograder.recording.givens import FixturesFromGivens
+
+    return [FixturesFromGivens()]
+
+
 def _key(reporter: ChildReporter, name: str, args: tuple, kwargs: dict) -> str | None:
     """The digest the verifier will look ``name(*args, **kwargs)`` up by; None when it cannot be made."""
     from autograder.grading import transcript
@@ -299,7 +298,7 @@ def run(cfg: dict) -> None:
     args += ["--submission", request.submission, "--tb=no", *pytest_args(str(course_root), request.seed)]
     emit = reporter.emit  # bound before any student code runs
     try:
-        pytest.main(args, plugins=[reporter])
+        pytest.main(args, plugins=[reporter, *_givens_plugin(request.givens)])
         emit(event="done")
     finally:
         sys.stdout.flush()

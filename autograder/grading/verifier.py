@@ -206,16 +206,6 @@ class Verifier:
         if self.givens:
             session_of(config).givens = Path(self.givens)
 
-    @pytest.hookimpl(wrapper=True)
-    def pytest_fixture_setup(self, fixturedef, request):
-        """While a fixture is set up, the reference answers from the givens (as in the grading process)."""
-        if not self.givens:
-            return (yield)
-        from autograder.recording.givens import setting_up_fixtures
-
-        with setting_up_fixtures():
-            return (yield)
-
     def pytest_sessionstart(self, session) -> None:
         """No shrinking here: an input the student's process did not see has no recorded answer (a module
         judged on the trusted side only fails here first; its message shows the first failing input)."""
@@ -306,7 +296,10 @@ def answer(request: VerifierRequest) -> bool:
     if request.mode == "plan":
         args.append("--collect-only")
     try:
-        pytest.main(args, plugins=[verifier])
+        from autograder.recording.givens import FixturesFromGivens
+
+        givens = [FixturesFromGivens()] if verifier.givens else []  # fixtures answered as in the grading process
+        pytest.main(args, plugins=[verifier, *givens])
         if request.mode == "plan" and request.givens and verifier.with_givens:
             record_givens(course_root, sorted(verifier.with_givens), Path(request.givens), request.seed)
         payload = {"plan": verifier.plan, "verdicts": verifier.verdicts}

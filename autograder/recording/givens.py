@@ -21,6 +21,8 @@ from __future__ import annotations
 import contextlib
 from typing import Any, Callable, Iterator
 
+import pytest
+
 from autograder.recording.recorded import NotRecorded, RecordedFunction, RecordedOracle, call_text
 
 _DEPTH = [0]  # fixtures being set up (fixtures set up fixtures)
@@ -38,6 +40,16 @@ def setting_up_fixtures() -> Iterator[None]:
 
 def in_fixture_setup() -> bool:
     return _DEPTH[0] > 0
+
+
+class FixturesFromGivens:
+    """pytest plugin of a process that has givens (a grading process, the verifier): while a fixture is set up,
+    ``reference.<fn>`` answers from them (:func:`setting_up_fixtures`)."""
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_fixture_setup(self, fixturedef, request):
+        with setting_up_fixtures():
+            return (yield)
 
 
 class GivensMissing(RuntimeError):
