@@ -37,6 +37,7 @@ from autograder.student import progress as local_progress
 from autograder.core import compile_cache
 from autograder.core.attribution import AttributionError
 from autograder.core.course import CourseError, find_root, load_course
+from autograder.core import lowering
 from autograder.core.devices import use_course_backend
 from autograder.core.failures import status_of
 from autograder.core.outcomes import CheckOutcome, results_payload, score_functions
@@ -119,6 +120,7 @@ def pytest_configure(config: pytest.Config) -> None:
     session.record_into = Path(record_into).resolve() if record_into else None
     if not settings_.grading:
         use_compile_cache(compile_cache.student_cache_dir(root))
+    lowering.reuse_ir_contexts()
     # Grading neither reads nor writes a student's local progress.
     own_run = not (settings_.grading or config.getoption("solutions") or config.getoption("submission"))
     config.stash[SESSION_KEY].progress = local_progress.load(root) if own_run else None
