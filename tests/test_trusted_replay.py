@@ -102,19 +102,20 @@ def _nudge(encoded) -> None:
 
 
 def test_one_trusted_process_confirms_student_after_student(graded_reference):
-    """The worker's verifier outlives a student (its compiled programs stay warm): a student it failed leaves
+    """The run's verifier outlives a student (its compiled programs stay warm): a student it failed leaves
     nothing behind for the next, and one that died is replaced."""
     grader, _, seen = graded_reference
     honest = {claim: seen["transcripts"][claim] for claim in replayable(seen)}
-    server = grader._local.trusted_server
+    [server] = grader.verifiers.started()
     grader.verify(replayable(seen), {claim: {} for claim in replayable(seen)})
     verdicts = grader.verify(replayable(seen), honest)
     assert {v["outcome"] for v in verdicts.values()} == {str(Status.PASSED)}, verdicts
-    assert grader._local.trusted_server is server and server.alive()
+    assert grader.verifiers.started() == [server] and server.alive()
 
     os.kill(server.handle.pid, signal.SIGKILL)
     while server.alive():
         time.sleep(0.05)
     verdicts = grader.verify(replayable(seen), honest)
     assert {v["outcome"] for v in verdicts.values()} == {str(Status.PASSED)}, verdicts
-    assert grader._local.trusted_server is not server
+    [replaced] = grader.verifiers.started()
+    assert replaced is not server and replaced.alive()

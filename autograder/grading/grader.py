@@ -46,7 +46,7 @@ from autograder.core.course import Course
 from autograder.core.outcomes import CheckId, CheckOutcome, StudentResult, score_functions
 from autograder.core.status import Status
 from autograder.grading import sandbox
-from autograder.grading.trusted_server import TrustedServer
+from autograder.grading.trusted_server import TrustedServer, Verifiers, verifiers_for
 from autograder.grading.requests import CHILD, UNVERIFIABLE, ChildRequest, VerifierRequest
 from autograder.pytest_plugin.report import strip_ansi
 
@@ -119,6 +119,8 @@ class Grader:
         self._local = threading.local()
         self._zygotes: list[tuple[sandbox.Zygote, Path]] = []
         self._spare: dict[str, list[sandbox.Zygote]] = {"zygote": [], "trusted_zygote": []}
+        self._trusted_zygotes: list[sandbox.Zygote] = []
+        self.verifiers = Verifiers(0, self._start_verifier, self.stop)  # with zygotes: one per few workers
         try:
             self.snapshot = snapshot or sandbox.Snapshot.take(course.root)
             self._own_cache = options.cache_dir is None
@@ -137,12 +139,11 @@ class Grader:
             for _ in range(workers):
                 self._spare["zygote"].append(self._new_zygote("zygote"))
             self.plan = self._plan()
-            if workers:
-                # The planning thread is done with its trusted zygote: the first worker takes it over.
-                self._spare["trusted_zygote"].append(self._local.trusted_zygote)
-                del self._local.trusted_zygote
-                for _ in range(workers - 1):
-                    self._spare["trusted_zygote"].append(self._new_zygote("trusted_zygote"))
+            if self.options.zygote:
+                # The verifiers' trusted zygotes: the planning thread's first (it is done with it), then new ones.
+                self._trusted_zygotes = [self._local.__dict__.pop("trusted_zygote")]
+                self._trusted_zygotes += [self._new_zygote("trusted_zygote") for _ in range(verifiers_for(workers) - 1)]
+                self.verifiers = Verifiers(len(self._trusted_zygotes), self._start_verifier, self.stop)
         except BaseException:
             self.close()
             raise
@@ -264,27 +265,25 @@ class Grader:
         request = VerifierRequest("verify", checks=claims, transcripts=transcripts, seed=self.options.seed, givens=givens)
         if not self.options.zygote:
             return self._trusted(request, VERIFY_TIMEOUT)["verdicts"]
-        server = self._trusted_server()
         scratch = self._scratch_dir()
         try:
             asked = _in_files(request, scratch)
             out = Path(asked.out)
-            if not server.answer(asked, VERIFY_TIMEOUT) or not out.is_file():
-                self._local.trusted_server = None
-                server.close()
-                raise RuntimeError(f"the trusted grader failed:\n{sandbox.file_tail(server.stderr)}")
+            with self.verifiers.lend() as server:
+                if not server.answer(asked, VERIFY_TIMEOUT) or not out.is_file():
+                    self.verifiers.discard(server)
+                    raise RuntimeError(f"the trusted grader failed:\n{sandbox.file_tail(server.stderr)}")
             return json.loads(out.read_text(encoding="utf-8"))["verdicts"]
         finally:
             self._remove(scratch)
 
-    def _trusted_server(self) -> TrustedServer:
-        """This worker thread's long-lived verifier (see :mod:`autograder.grading.trusted_server`)."""
-        server = getattr(self._local, "trusted_server", None)
-        if server is None or not server.alive():
-            zygote = self._zygote("trusted_zygote")
-            server = TrustedServer(zygote, self._scratch_dir(), self.snapshot, list(self.options.modules), self.options.seed)
-            self._local.trusted_server = server
-        return server
+    def _start_verifier(self, slot: int) -> TrustedServer:
+        """The long-lived verifier of ``slot`` (see :mod:`autograder.grading.trusted_server`), forked from that
+        slot's trusted zygote (restarted if it died)."""
+        zygote = self._trusted_zygotes[slot]
+        if not zygote.alive():
+            zygote = self._trusted_zygotes[slot] = self._new_zygote("trusted_zygote")
+        return TrustedServer(zygote, self._scratch_dir(), self.snapshot, list(self.options.modules), self.options.seed)
 
     # -- one submission ---------------------------------------------------
     def grade_submission(self, student: str, folder: Path) -> StudentResult:

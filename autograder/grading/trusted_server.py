@@ -1,25 +1,42 @@
-"""The trusted side's long-lived verifier: one per worker, for every student that worker grades.
+"""The trusted side's long-lived verifiers: a few per ``grade`` run, for every student of the class.
 
 A fresh trusted process per student imports the references and the checks
 again and lowers and compiles every JAX program again: the same work for
 every student of a class. The verifier never runs student code (it replays
 transcripts, decoded into plain data), so one process can confirm the passes
-of many students. :class:`TrustedServer` forks it from the worker's trusted
-zygote on its own copy of the course (``verifier.serve``), sends it one verify
-request per student over a socket pair and waits for its answer; a server that
-died, timed out or failed is ended, and the next request starts a new one.
+of many students. :class:`TrustedServer` forks it from a trusted zygote on its
+own copy of the course (``verifier.serve``), sends it one verify request per
+student over a socket pair and waits for its answer; a server that died, timed
+out or failed is ended, and the next request starts a new one.
+
+:class:`Verifiers` lends the run's servers to the worker threads, one request
+at a time. A server's first student costs several times a warm one (it
+compiles every reference), and confirming a warm student takes a fraction of
+grading one, so one server serves :data:`WORKERS_PER_VERIFIER` workers: a
+class pays that first student once, not once per worker.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+import queue
 import select
 import socket
+import threading
 import time
 from pathlib import Path
+from typing import Callable, Iterator
 
 from autograder.grading import sandbox
 from autograder.grading.requests import VerifierRequest
+
+WORKERS_PER_VERIFIER = 4
+
+
+def verifiers_for(workers: int) -> int:
+    """How many long-lived verifiers serve ``workers`` worker threads (none without workers)."""
+    return -(-workers // WORKERS_PER_VERIFIER) if workers > 0 else 0
 
 
 class TrustedServer:
@@ -76,3 +93,49 @@ class TrustedServer:
         self.channel.close()
         if self.alive():
             self.handle.kill()
+
+
+class Verifiers:
+    """The run's long-lived verifiers, each lent to one worker thread at a time (:meth:`lend`).
+
+    ``start(slot)`` starts the server of a slot: at its first loan, and again after it died or was
+    :meth:`discard`-ed. A worker waits for a free one; :attr:`stop` ends the wait."""
+
+    def __init__(self, count: int, start: Callable[[int], TrustedServer], stop: threading.Event):
+        self._start = start
+        self.stop = stop
+        self._servers: list[TrustedServer | None] = [None] * count
+        self._free: queue.Queue[int] = queue.Queue()
+        for slot in range(count):
+            self._free.put(slot)
+
+    @contextlib.contextmanager
+    def lend(self) -> Iterator[TrustedServer]:
+        """A live server for this worker alone until the block ends; raises :class:`sandbox.Interrupted` on stop."""
+        slot = None
+        while slot is None:
+            sandbox.check(self.stop)
+            try:
+                slot = self._free.get(timeout=sandbox.POLL)
+            except queue.Empty:
+                pass
+        try:
+            server = self._servers[slot]
+            if server is None or not server.alive():
+                server = self._servers[slot] = self._start(slot)
+            yield server
+        finally:
+            self._free.put(slot)
+
+    def discard(self, server: TrustedServer) -> None:
+        """End ``server`` (it failed a request): its slot starts a new one at the next loan."""
+        server.close()
+        self._servers = [None if s is server else s for s in self._servers]
+
+    @property
+    def count(self) -> int:
+        return len(self._servers)
+
+    def started(self) -> list[TrustedServer]:
+        """The servers started so far (for tests)."""
+        return [server for server in self._servers if server is not None]
