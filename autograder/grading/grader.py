@@ -12,7 +12,7 @@ For one submission (:func:`grade_submission`):
    what is left; a module found changing the grader's own functions earns
    nothing, and its results say so;
 3. the correctness checks it claims to pass are re-run on the trusted side
-   (:mod:`autograder.grading.verifier`, served by one long-lived process per worker:
+   (:mod:`autograder.grading.verifier`, served by long-lived processes the workers share:
    :mod:`autograder.grading.trusted_server`); a pass that is not confirmed is a failure;
 4. the outcomes become points with :func:`autograder.core.outcomes.score_functions`.
 
