@@ -7,8 +7,6 @@ import threading
 import time
 from pathlib import Path
 
-import pytest
-
 from autograder.core.course import load_course
 from autograder.core.status import Status
 from autograder.grading import sandbox
