@@ -10,6 +10,8 @@ import json
 import re
 import shutil
 import subprocess
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -247,6 +249,26 @@ def test_status_run_checks_now_with_the_grading_profile_and_counts_no_attempt(co
     saved = local_progress.load(course_copy)
     assert saved.of("at_updates.clamp_at").status == "failed" and saved.of("at_updates.clamp_at").failed_runs == 0
     assert saved.of("at_updates.clamp_at").profile == "grading"
+
+
+def test_status_run_checks_the_modules_side_by_side_and_reports_them_in_course_order(monkeypatch):
+    """Each module still runs in its own process (run_module); two run at once, and the results come back in
+    the order asked, whichever ends first."""
+    from autograder.student import runs
+
+    both_running = threading.Barrier(2, timeout=20)
+    ended = []
+
+    def module_run(course, module, *, grading=False):
+        if module in ("a", "b"):
+            both_running.wait()  # broken (and the test fails) unless a and b run at the same time
+        time.sleep(0.3 if module == "a" else 0.0)
+        ended.append(module)
+        return module
+
+    monkeypatch.setattr(runs, "run_module", module_run)
+    assert list(runs.run_modules(None, ["a", "b", "c"], grading=True, jobs=2)) == ["a", "b", "c"]
+    assert ended.index("b") < ended.index("a")
 
 
 @pytest.mark.parametrize(

@@ -3,6 +3,9 @@
 A new process per run means every run imports the student's code as it is
 on disk now. What keeps re-runs fast is the plugin's persistent compilation
 cache in the student's git-ignored ``.jax_cache/`` (``autograder.core.compile_cache``).
+:func:`run_modules` runs several modules' processes side by side, one per core
+(at most :data:`MAX_PARALLEL_RUNS`): each process spends most of its time in one
+thread, importing the stack and compiling.
 """
 
 from __future__ import annotations
@@ -13,8 +16,10 @@ import subprocess
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Iterator
 
 from autograder.core.course import Course
 from autograder.core.status import Status
@@ -48,6 +53,9 @@ class ModuleRun:
         return next((f for f in self.functions if f.status == Status.FAILED), None)
 
 
+MAX_PARALLEL_RUNS = 4  # each process holds JAX and its compiled programs: several hundred MB
+
+
 def checks_environment() -> dict[str, str]:
     env = dict(os.environ)
     env.pop("CI", None)  # the profile is chosen explicitly below
@@ -74,3 +82,13 @@ def run_module(course: Course, module: str, *, grading: bool = False) -> ModuleR
     return ModuleRun(
         module, functions, payload.get("slow_compiles", {}), time.monotonic() - started, proc.returncode, proc.stdout + proc.stderr
     )
+
+
+def run_modules(course: Course, modules: list[str], *, grading: bool = False, jobs: int | None = None) -> Iterator[ModuleRun]:
+    """:func:`run_module` for each of ``modules``, ``jobs`` processes at a time (default: one per core, at most
+    :data:`MAX_PARALLEL_RUNS`); the runs are yielded in the order of ``modules``, each once it has ended."""
+    jobs = jobs or min(os.cpu_count() or 1, MAX_PARALLEL_RUNS)
+    with ThreadPoolExecutor(max_workers=max(1, min(jobs, len(modules) or 1))) as pool:
+        runs = [pool.submit(run_module, course, module, grading=grading) for module in modules]
+        for run in runs:
+            yield run.result()

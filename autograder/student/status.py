@@ -16,7 +16,7 @@ from autograder.core.course import Course, Function
 from autograder.core.submission import stub_functions
 from autograder.core.status import Status
 from autograder.student import progress as local_progress
-from autograder.student.runs import run_module
+from autograder.student.runs import run_modules
 
 DONE, STARTED, NOT_YET = "done", "started", "not started"
 _MARK = {DONE: "✓", STARTED: "✗", NOT_YET: "·"}
@@ -95,8 +95,7 @@ def render(course: Course, table: list[Row], source: str) -> str:
 
 def status(course: Course, *, run: bool = False) -> str:
     if run:
-        for module in course.modules:
-            result = run_module(course, module.name, grading=True)
+        for result in run_modules(course, [module.name for module in course.modules], grading=True):
             # status --run is not one of the student's attempts: it updates the last results only.
             local_progress.record_run(course.root, result.functions, profile="grading", count_failures=False)
         source = "checked just now: every module's checks, grading profile"
