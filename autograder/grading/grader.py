@@ -118,9 +118,8 @@ class Grader:
         self._scratch: set[Path] = set()
         self._local = threading.local()
         self._zygotes: list[tuple[sandbox.Zygote, Path]] = []
-        self._spare: dict[str, list[sandbox.Zygote]] = {"zygote": [], "trusted_zygote": []}
-        self._trusted_zygotes: list[sandbox.Zygote] = []
-        self.verifiers = Verifiers(0, self._start_verifier, self.stop)  # with zygotes: one per few workers
+        self._spare: dict[str, list[sandbox.Zygote]] = {"zygote": []}  # the workers' zygotes, started ahead
+        self._trusted_zygotes: list[sandbox.Zygote] = []  # the verifiers', one per slot of self.verifiers
         try:
             self.snapshot = snapshot or sandbox.Snapshot.take(course.root)
             self._own_cache = options.cache_dir is None
@@ -141,9 +140,10 @@ class Grader:
             self.plan = self._plan()
             if self.options.zygote:
                 # The verifiers' trusted zygotes: the planning thread's first (it is done with it), then new ones.
-                self._trusted_zygotes = [self._local.__dict__.pop("trusted_zygote")]
+                self._trusted_zygotes = [vars(self._local).pop("trusted_zygote")]
                 self._trusted_zygotes += [self._new_zygote("trusted_zygote") for _ in range(verifiers_for(workers) - 1)]
-                self.verifiers = Verifiers(len(self._trusted_zygotes), self._start_verifier, self.stop)
+            # Without zygotes there are none: each verification is a fresh trusted process (verify).
+            self.verifiers = Verifiers(len(self._trusted_zygotes), self._start_verifier, self.stop)
         except BaseException:
             self.close()
             raise
@@ -208,12 +208,13 @@ class Grader:
             self._remove(scratch)
 
     def _zygote(self, slot: str) -> sandbox.Zygote:
-        """This worker thread's zygote for ``slot`` ("zygote" or "trusted_zygote"): a spare one started
-        ahead, else a new one; restarted if it died."""
+        """This thread's zygote for ``slot`` ("zygote" or "trusted_zygote"): a spare one started ahead (workers'
+        zygotes only), else a new one; restarted if it died."""
         zygote = getattr(self._local, slot, None)
         if zygote is None or not zygote.alive():
             with self._lock:
-                zygote = self._spare[slot].pop() if self._spare[slot] else None
+                spares = self._spare.get(slot)
+                zygote = spares.pop() if spares else None
             if zygote is None or not zygote.alive():
                 zygote = self._new_zygote(slot)
             setattr(self._local, slot, zygote)

@@ -88,7 +88,7 @@ def run_modules(course: Course, modules: list[str], *, grading: bool = False, jo
     """:func:`run_module` for each of ``modules``, ``jobs`` processes at a time (default: one per core, at most
     :data:`MAX_PARALLEL_RUNS`); the runs are yielded in the order of ``modules``, each once it has ended."""
     jobs = jobs or min(os.cpu_count() or 1, MAX_PARALLEL_RUNS)
-    with ThreadPoolExecutor(max_workers=max(1, min(jobs, len(modules) or 1))) as pool:
+    with ThreadPoolExecutor(max_workers=max(1, min(jobs, len(modules)))) as pool:
         runs = [pool.submit(run_module, course, module, grading=grading) for module in modules]
         for run in runs:
             yield run.result()
