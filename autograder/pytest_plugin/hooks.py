@@ -25,8 +25,8 @@ The run's state lives in one :class:`~autograder.pytest_plugin.session.CourseSes
 from __future__ import annotations
 
 import contextlib
-
 import json
+from dataclasses import asdict
 from pathlib import Path
 
 import pytest
@@ -43,8 +43,10 @@ from autograder.core.failures import status_of
 from autograder.core.outcomes import CheckOutcome, results_payload, score_functions
 from autograder.core.status import Status
 from autograder.core.submission import SubmissionImportError, not_started
-from autograder.pytest_plugin import garbage, profiles, report
-from autograder.pytest_plugin.session import FUNCTION_KEY, SESSION_KEY, CourseSession, Settings, Unimportable, session_of
+from autograder.pytest_plugin import garbage, parallel, profiles, report
+from autograder.pytest_plugin.session import (
+    COMPILE_SECONDS_KEY, SESSION_KEY, UNJUDGED_KEY, CourseSession, Settings, Unimportable, session_of,
+)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -87,10 +89,12 @@ def course_root_of(invocation_dir: Path, paths: list[str]) -> Path | None:
 @pytest.hookimpl(tryfirst=True)
 def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Parser, args: list[str]) -> None:
     """The earliest hook of a plugin: the course's JAX backend (8 CPU devices, quick compilation), before
-    any conftest imports JAX."""
+    any conftest imports JAX; a run of several modules is spread over the cores (:mod:`.parallel`)."""
     paths = early_config.known_args_namespace.file_or_dir or []
-    if course_root_of(early_config.invocation_params.dir, paths) is not None:
+    root = course_root_of(early_config.invocation_params.dir, paths)
+    if root is not None:
         use_course_backend()
+        parallel.spread_over_cores(early_config, root, args)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -105,25 +109,28 @@ def pytest_configure(config: pytest.Config) -> None:
     except CourseError as err:
         raise pytest.UsageError(str(err)) from None
 
+    explicit = config.getoption("hypothesis_profile", None)
+    profile = profiles.choose(explicit, config.getoption("grading"))
+    settings_ = Settings.from_config(config, root, profile)
+    config.stash[SESSION_KEY] = session = CourseSession(course, settings_)
+    config.pluginmanager.register(session.reports(), "jax-course-reports")
+    # Grading neither reads nor writes a student's local progress.
+    own_run = not (settings_.grading or config.getoption("solutions") or config.getoption("submission"))
+    session.progress = local_progress.load(root) if own_run else None
+    if parallel.is_controller(config):
+        return  # the workers check; this process only gathers their reports (no JAX, no hypothesis here)
     from hypothesis import settings
 
     profiles.register_profiles()
-    explicit = config.getoption("hypothesis_profile", None)
-    profile = profiles.choose(explicit, config.getoption("grading"))
     if not explicit:
         settings.load_profile(profile)
     if config.getoption("grading_seed", None) is not None:
         profiles.use_seed(config.getoption("grading_seed"))
-    settings_ = Settings.from_config(config, root, profile)
-    config.stash[SESSION_KEY] = session = CourseSession(course, settings_)
     record_into = config.getoption("record_oracle", None)
     session.record_into = Path(record_into).resolve() if record_into else None
     if not settings_.grading:
         use_compile_cache(compile_cache.student_cache_dir(root))
     lowering.reuse_ir_contexts()
-    # Grading neither reads nor writes a student's local progress.
-    own_run = not (settings_.grading or config.getoption("solutions") or config.getoption("submission"))
-    config.stash[SESSION_KEY].progress = local_progress.load(root) if own_run else None
     garbage.skip_final_collection(config)
 
 
@@ -231,7 +238,7 @@ def pytest_runtest_call(item: pytest.Item):
             result = yield
             unjudged = len(recorded.misses()) - before
             if unjudged and timed:  # passed, judged on fewer of its inputs than the course generates
-                session_of(item.config).partly_judged[item.name] = unjudged
+                item.stash[UNJUDGED_KEY] = unjudged
             return result
         except BaseException as exc:
             from hypothesis.errors import FailedHealthCheck, Unsatisfiable
@@ -241,11 +248,11 @@ def pytest_runtest_call(item: pytest.Item):
             raise
         finally:
             if timed and is_slow(clock.seconds):
-                session_of(item.config).slow_compiles[item.name] = round(clock.seconds, 2)
+                item.stash[COMPILE_SECONDS_KEY] = round(clock.seconds, 2)
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    if session.config.getoption("record_oracle", None):
+    if session.config.getoption("record_oracle", None) and not parallel.is_controller(session.config):
         from autograder.recording.recorded import RecordingOracle
 
         RecordingOracle.save_all()
@@ -253,15 +260,18 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
+    """A course check's report carries what the score table needs (``report.course``, see
+    :meth:`CourseSession.facts_of`): the run's table is built from reports, wherever they arrive."""
     outcome = yield
     rep: pytest.TestReport = outcome.get_result()
     fn = CourseSession.function_of(item)
-    if fn is not None and rep.skipped:
-        reason = rep.longrepr[2] if isinstance(rep.longrepr, tuple) else str(rep.longrepr)
-        session_of(item.config).skipped.setdefault(fn.qualname, reason.removeprefix("Skipped: "))
-    if fn is None or rep.skipped or (rep.when != "call" and rep.passed):
+    if fn is None:
         return
     course_session = session_of(item.config)
+    facts = course_session.facts_of(item, rep)
+    rep.course = facts
+    if rep.skipped or (rep.when != "call" and rep.passed):
+        return
     if rep.failed:
         exc = call.excinfo.value
         progress = course_session.progress
@@ -274,14 +284,14 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
             rep.longrepr = message
     else:
         message, status = "", Status.PASSED
-    rep.course_status = status  # read by pytest_report_teststatus
+    rep.course_status = str(status)  # read by pytest_report_teststatus (a plain str: it crosses xdist's wire)
     # The student's module failed before the check's fixtures (pytest_runtest_setup): the check failed,
     # it did not break (pytest would call a failed setup an error).
     rep.failed_before_fixtures = rep.when == "setup" and rep.failed and isinstance(call.excinfo.value, SubmissionImportError)
     if rep.when == "call" or rep.failed:
         correctness = item.get_closest_marker("correctness") is not None
         name = getattr(item, "originalname", item.name)
-        course_session.outcomes.append(CheckOutcome(fn.module, fn.name, name, status, correctness, message))
+        facts["outcome"] = {**asdict(CheckOutcome(fn.module, fn.name, name, status, correctness, message)), "status": str(status)}
 
 
 def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config):
@@ -302,17 +312,20 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
     if course_session is None:
         return None
     course, settings = course_session.course, course_session.settings
-    return [
+    lines = [
         f"course: {course.title} ({len(course.modules)} modules)",
         f"checking: {settings.source} (hypothesis profile: {settings.profile})",
     ]
+    if parallel.is_controller(config):
+        lines.append("the modules are checked side by side, one process per core (-n 0: in this one process)")
+    return lines
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
     course_session = session_of(config)
-    if course_session is None:
+    if course_session is None or parallel.is_worker(config):  # a worker's reports are summed up where they arrive
         return
-    course, outcomes = course_session.course, course_session.outcomes
+    course, outcomes = course_session.course, course_session.outcomes_in_course_order()
     scores = score_functions(course, outcomes)
     table = report.score_table(course, scores)
     if table:

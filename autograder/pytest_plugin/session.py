@@ -31,10 +31,13 @@ from autograder.core.attribution import attribute, module_of
 from autograder.core.course import Course, Function
 from autograder.core.oracle import REFERENCES, OwnAnswers
 from autograder.core.outcomes import CheckOutcome
+from autograder.core.status import Status
 from autograder.core.submission import SubmissionImportError, load_module, stub_functions
 
 SESSION_KEY = pytest.StashKey["CourseSession"]()
 FUNCTION_KEY = pytest.StashKey[Function]()
+COMPILE_SECONDS_KEY = pytest.StashKey[float]()  # a check that waited long for JAX to compile
+UNJUDGED_KEY = pytest.StashKey[int]()  # a passed check's inputs a release's recorded oracle could not answer
 
 
 @dataclass(frozen=True)
@@ -113,6 +116,59 @@ class CourseSession:
     def module_under_test(self, path: Path) -> str | None:
         return module_of(path, self.course)
 
+    # -- the run's results, from the checks' reports -------------------------
+    def facts_of(self, item: pytest.Item, report: pytest.TestReport) -> dict:
+        """What the run's results need from one report of a course check, as plain JSON values (they
+        cross pytest-xdist's wire when a worker ran the check): the plugin adds the check's ``outcome``."""
+        fn = self.function_of(item)
+        facts: dict[str, Any] = {"module": fn.module}
+        if report.skipped:
+            reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+            facts["skipped"] = [fn.qualname, reason.removeprefix("Skipped: ")]
+        if report.when == "call":
+            if COMPILE_SECONDS_KEY in item.stash:
+                facts["compile_seconds"] = [item.name, item.stash[COMPILE_SECONDS_KEY]]
+            if UNJUDGED_KEY in item.stash:
+                facts["unjudged"] = [item.name, item.stash[UNJUDGED_KEY]]
+        return facts
+
+    def record(self, report: pytest.TestReport) -> None:
+        """Add one report's facts (:meth:`facts_of`) to the run's results."""
+        facts = getattr(report, "course", None)
+        if not facts:
+            return
+        if "skipped" in facts:
+            qualname, reason = facts["skipped"]
+            self.skipped.setdefault(qualname, reason)
+        if "compile_seconds" in facts:
+            name, seconds = facts["compile_seconds"]
+            self.slow_compiles[name] = seconds
+        if "unjudged" in facts:
+            name, count = facts["unjudged"]
+            self.partly_judged[name] = count
+        if "outcome" in facts:
+            outcome = dict(facts["outcome"])
+            outcome["status"] = Status.parse(outcome["status"])
+            self.outcomes.append(CheckOutcome(**outcome))
+
+    def reports(self) -> "ReportsOf":
+        """The plugin object that records every report of this run (registered in ``pytest_configure``)."""
+        return ReportsOf(self)
+
+    def outcomes_in_course_order(self) -> list[CheckOutcome]:
+        """The outcomes by module in ``course.toml`` order, in the order each module's checks ran: the same
+        list whether the modules ran one after another or side by side (:mod:`.parallel`)."""
+        return sorted(self.outcomes, key=lambda outcome: self._position(outcome.module))
+
+    def reports_in_course_order(self, reports: list) -> list:
+        """``reports`` (pytest's) with the course's checks by module in ``course.toml`` order, each
+        module's in the order they ran, and any other report after them."""
+        return sorted(reports, key=lambda report: self._position((getattr(report, "course", None) or {}).get("module")))
+
+    def _position(self, module: str | None) -> int:
+        names = [m.name for m in self.course.modules]
+        return names.index(module) if module in names else len(names)
+
     # -- what is checked --------------------------------------------------
     def student(self, module: str) -> ModuleType | Unimportable:
         """The module under test, imported once per session (or what stands in when it cannot be)."""
@@ -177,6 +233,30 @@ class CourseSession:
         """
         for module in self.course.modules:
             self.reference(module.name)
+
+
+class ReportsOf:
+    """Records each check's report into its session: in the process that ran the check, and in the
+    process that gathers an xdist run's reports (its workers send them there)."""
+
+    def __init__(self, session: CourseSession):
+        self.session = session
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        """Record the report; a check's student message is shown alone, without the line naming the
+        xdist worker that ran it (after the terminal's own use of it: ``-v`` still names the worker)."""
+        self.session.record(report)
+        if getattr(report, "course_status", None) and isinstance(report.longrepr, str):
+            vars(report).pop("node", None)
+
+    @pytest.hookimpl(wrapper=True, tryfirst=True)
+    def pytest_terminal_summary(self, terminalreporter):
+        """Failures are listed by module in course order, as the score table is, whether the modules ran in
+        this process or side by side (where reports arrive as the workers finish them)."""
+        for category, reports in terminalreporter.stats.items():
+            terminalreporter.stats[category] = self.session.reports_in_course_order(reports)
+        return (yield)
 
 
 def session_of(config: pytest.Config) -> CourseSession | None:

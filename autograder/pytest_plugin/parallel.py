@@ -1,0 +1,93 @@
+"""``pytest exercises/`` on every core: the modules are checked side by side, one file per process.
+
+A run of several modules spends its time in JAX (tracing, compiling, running) on one core
+while the others idle. When a command-line run selects two or more of the course's check
+files, the plugin hands them to pytest-xdist: one worker process per core (at most
+:data:`MAX_WORKERS`, never more than the modules selected), each module checked whole by
+one worker (``--dist loadfile``: a module's checks share its imports and its compiled
+programs). The workers' reports come back to the process the student started, which
+prints the same score table, messages and hints, and records the same progress, as a
+run in one process (:mod:`autograder.pytest_plugin.session` builds them from the reports).
+
+A run stays in one process
+
+- when it selects one module (a student's usual loop: its imports are paid once);
+- when the user chose: ``-n N`` / ``--dist`` (xdist's own options; ``-n 0`` is one process),
+  ``-p no:xdist``;
+- when the workers could not report what the user asked for: ``--pdb``, ``--trace``, ``-s``
+  (a worker's prints are not shown), ``--sw``, ``--collect-only``, ``--record-oracle``
+  (``autograder release`` records each profile in one process);
+- in a run started in-process with plugins of its own (a grading process, the verifier, a
+  notebook's check cells), and in any process started by an xdist worker (its cores are
+  already in use: the kit's own tests);
+- on one core.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+MAX_WORKERS = 4  # each worker holds JAX, the stack and its module's programs (about 0.5 GiB)
+
+
+def available_cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+def selected_modules(root: Path, invocation_dir: Path, paths: list[str], modules: list[str]) -> list[str]:
+    """The course modules (of ``modules``) whose check file ``paths`` select: a folder selects every
+    check file under it, a file or a node id (``file::check``) its own."""
+    checks = {(root / "exercises" / f"test_{module}.py").resolve(): module for module in modules}
+    chosen: list[str] = []
+    for arg in paths:
+        path = Path(invocation_dir, str(arg).split("::")[0]).resolve()
+        for check_file, module in checks.items():
+            if module not in chosen and (check_file == path or path in check_file.parents):
+                chosen.append(module)
+    return chosen
+
+
+def workers_for(early_config: pytest.Config, root: Path, paths: list[str]) -> int:
+    """How many processes check this run: 1 (this one) unless it is a multi-module run that can be spread."""
+    options = early_config.known_args_namespace
+    if os.environ.get("PYTEST_XDIST_WORKER") or early_config.invocation_params.plugins:
+        return 1
+    if not early_config.pluginmanager.has_plugin("xdist"):
+        return 1
+    chose = getattr(options, "numprocesses", None) is not None or getattr(options, "dist", "no") != "no" or getattr(options, "tx", None)
+    cannot = (
+        options.usepdb or getattr(options, "trace", False) or options.capture == "no" or options.collectonly
+        or getattr(options, "stepwise", False) or getattr(options, "stepwise_skip", False)
+        or getattr(options, "record_oracle", None) or options.help or options.version
+    )
+    if chose or cannot:
+        return 1
+    from autograder.core.course import load_course
+
+    modules = [module.name for module in load_course(root, verify_files=False).modules]
+    count = len(selected_modules(root, early_config.invocation_params.dir, paths, modules))
+    return max(1, min(count, available_cores(), MAX_WORKERS))
+
+
+def spread_over_cores(early_config: pytest.Config, root: Path, args: list[str]) -> int:
+    """Add xdist's options to ``args`` (the command line, before pytest parses it) when the run is
+    spread; returns the number of processes that check it."""
+    workers = workers_for(early_config, root, early_config.known_args_namespace.file_or_dir or [])
+    if workers > 1:
+        args[:0] = ["-n", str(workers), "--dist", "loadfile"]
+    return workers
+
+
+def is_controller(config: pytest.Config) -> bool:
+    """This process hands the checks to xdist workers and collects their reports (it runs none)."""
+    return config.getoption("dist", "no") != "no" and bool(config.getoption("tx", None))
+
+
+def is_worker(config: pytest.Config) -> bool:
+    return hasattr(config, "workerinput")
