@@ -179,3 +179,19 @@ def test_a_students_spread_run_records_their_progress(tmp_path):
     assert saved["at_updates.set_diagonal"]["status"] == "passed"
     assert saved["data.numpy_collate"]["status"] == "not started"
     assert "hint: " in run.stdout and "not started" in run.stdout
+
+
+def test_the_process_that_gathers_the_reports_imports_no_jax(tmp_path):
+    """It only prints what its workers report: importing JAX there (0.6 s) would compete with them for the cores."""
+    if parallel.available_cores() < 2:
+        pytest.skip("one core: a run is never spread")
+    probe = (
+        "import sys, pytest\n"
+        "code = pytest.main(['-q', '-p', 'no:cacheprovider', 'exercises/test_data.py', 'exercises/test_jit_static.py', '--solutions'])\n"
+        "print('PROBE', int(code), sorted(m for m in ('jax', 'torch', 'numpy', 'flax') if m in sys.modules))\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTEST_XDIST_WORKER", "CI")}
+    env["JAX_COURSE_CACHE_DIR"] = str(tmp_path / "cache")
+    run = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    assert "bringing up nodes" in run.stdout  # xdist's line, shown with -q
+    assert "PROBE 0 []" in run.stdout, run.stdout[-2000:]

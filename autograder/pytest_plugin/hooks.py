@@ -17,7 +17,10 @@ outside a folder with a ``course.toml``. It
   their local progress (``.autograder/progress.json``), which decides when a
   failed check shows the direct hint (``autograder.student.hints``);
 - selects the hypothesis profile: ``student`` locally, ``grading`` with
-  ``--grading`` or when ``CI`` is set.
+  ``--grading`` or when ``CI`` is set;
+- checks a run of several modules side by side, one process per core
+  (:mod:`autograder.pytest_plugin.parallel`); the run's results are built from
+  the checks' reports, wherever they ran.
 
 The run's state lives in one :class:`~autograder.pytest_plugin.session.CourseSession`.
 """

@@ -16,7 +16,6 @@ import traceback
 from pathlib import Path
 from typing import Iterable
 
-from autograder.checks.structure import jit_error_explanation
 from autograder.core.course import Course, Function
 from autograder.core.failures import CheckFailure, NotStarted
 from autograder.core.outcomes import FunctionScore
@@ -63,6 +62,8 @@ def describe_exception(exc: BaseException, function: Function, student_files: It
         if text.startswith(function.name + " "):  # "clamp_at modified ..." -> "at_updates.clamp_at modified ..."
             return f"{function.module}.{text}"
         return f"{function.qualname}: {text}"
+    from autograder.checks.structure import jit_error_explanation  # imports JAX: only once a check failed
+
     explanation = jit_error_explanation(exc)
     where = _student_frame(exc, student_files)
     first_line = (str(exc).strip().splitlines() or [""])[0]
