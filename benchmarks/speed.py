@@ -10,7 +10,8 @@ timings are noisy: compare ratios, not seconds, across runs.
 
 Rows: each module's checks on the reference (student profile) on a cold
 compilation cache and again on the warm one (the student's re-run after an
-edit); the whole course in both profiles; ``grade`` per submission for classes
+edit); the whole course in both profiles, side by side on the cores and in one
+process; ``grade`` per submission for classes
 of the given sizes at ``--jobs 2``, over the first N modules of the course for
 each N of ``--grade-modules`` (with the largest grading process's peak memory);
 ``nbgrader autograde`` of one notebook.
@@ -110,8 +111,11 @@ def course_rows(table: Table, scratch: Path) -> None:
             return timed(pytest_cmd("exercises/", "--solutions", *flags), cache_env(folder))
         return run
 
+    # A run of several modules is spread over the cores (autograder.pytest_plugin.parallel); -n 0 keeps it in one process.
     table.row("whole course, student profile, first run", profile())
+    table.row("  ... in one process (-n 0)", profile("-n", "0"))
     table.row("whole course, grading profile, first run", profile("--grading"))
+    table.row("  ... in one process (-n 0)", profile("--grading", "-n", "0"))
 
 
 def grade_rows(table: Table, sizes: list[int], module_counts: list[int], scratch: Path) -> None:
