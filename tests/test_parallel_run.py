@@ -195,3 +195,28 @@ def test_the_process_that_gathers_the_reports_imports_no_jax(tmp_path):
     run = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
     assert "bringing up nodes" in run.stdout  # xdist's line, shown with -q
     assert "PROBE 0 []" in run.stdout, run.stdout[-2000:]
+
+
+def test_a_check_whose_process_dies_fails_and_the_rest_is_still_checked(tmp_path):
+    """In a spread run, pytest-xdist replaces a worker that died. Each check that killed its process
+    fails once, with a message for the student, and its function earns nothing; the module's other checks
+    and the other modules are still checked. (In one process, the death of the process ends the run.)"""
+    if parallel.available_cores() < 2:
+        pytest.skip("one core: a run is never spread")
+    folder = tmp_path / "submission"
+    folder.mkdir()
+    exits = solution("at_updates").replace(
+        "def scatter_add(x, indices, updates):", "def scatter_add(x, indices, updates):\n    import os\n    os._exit(3)\n", 1)
+    assert "os._exit" in exits
+    (folder / "at_updates.py").write_text(exits)
+    (folder / "data.py").write_text(solution("data"))
+    results = tmp_path / "results.json"
+    run = course_run("exercises/test_at_updates.py", "exercises/test_data.py", "--submission", str(folder),
+                     "--results-json", str(results), cwd=ROOT, cache=tmp_path / "cache")
+    scores = {f["function"]: f for f in json.loads(results.read_text())["functions"]}
+    assert scores["scatter_add"]["points"] == 0 and scores["scatter_add"]["status"] == "failed"
+    assert scores["scatter_add"]["passed"] == 0 and scores["scatter_add"]["total"] == run.stdout.count("_ test_scatter_add")
+    assert scores["scatter_add"]["total"] >= 3  # every one of its checks, each once
+    assert "at_updates.scatter_add: the process running this check died" in run.stdout
+    assert {name: scores[name]["status"] for name in ("set_diagonal", "clamp_at", "replace_negatives", "numpy_collate")} == dict.fromkeys(
+        ("set_diagonal", "clamp_at", "replace_negatives", "numpy_collate"), "passed")

@@ -116,7 +116,7 @@ def pytest_configure(config: pytest.Config) -> None:
     profile = profiles.choose(explicit, config.getoption("grading"))
     settings_ = Settings.from_config(config, root, profile)
     config.stash[SESSION_KEY] = session = CourseSession(course, settings_)
-    config.pluginmanager.register(session.reports(), "jax-course-reports")
+    config.pluginmanager.register(session.reports(config.rootpath), "jax-course-reports")
     # Grading neither reads nor writes a student's local progress.
     own_run = not (settings_.grading or config.getoption("solutions") or config.getoption("submission"))
     session.progress = local_progress.load(root) if own_run else None

@@ -9,6 +9,11 @@ programs). The workers' reports come back to the process the student started, wh
 prints the same score table, messages and hints, and records the same progress, as a
 run in one process (:mod:`autograder.pytest_plugin.session` builds them from the reports).
 
+A check whose process dies (the code crashed Python, called ``os._exit``, was killed) fails, and its
+function earns nothing; xdist starts a new worker for the rest of the module
+(:meth:`~autograder.pytest_plugin.session.ReportsOf.pytest_handlecrashitem`). In one process the
+death of the process ends the run.
+
 A run stays in one process
 
 - when it selects one module (a student's usual loop: its imports are paid once);

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from types import ModuleType
 
@@ -27,7 +27,7 @@ import os
 
 import pytest
 
-from autograder.core.attribution import attribute, module_of
+from autograder.core.attribution import AttributionError, attribute, module_of
 from autograder.core.course import Course, Function
 from autograder.core.oracle import REFERENCES, OwnAnswers
 from autograder.core.outcomes import CheckOutcome
@@ -151,9 +151,27 @@ class CourseSession:
             outcome["status"] = Status.parse(outcome["status"])
             self.outcomes.append(CheckOutcome(**outcome))
 
-    def reports(self) -> "ReportsOf":
-        """The plugin object that records every report of this run (registered in ``pytest_configure``)."""
-        return ReportsOf(self)
+    def facts_of_crash(self, nodeid: str, rootpath: Path) -> dict | None:
+        """The facts of a course check whose process died while it ran (pytest-xdist reports it, not the
+        check): it failed, and as a correctness failure its function earns nothing, as in a run in one
+        process, where the death of the process leaves no score at all. None for another test."""
+        path, _, name = nodeid.partition("::")
+        module = module_of(rootpath / path, self.course)
+        if module is None or not name:
+            return None
+        try:
+            fn = attribute(name.split("::")[-1].split("[")[0], module, self.course)
+        except AttributionError:
+            return None
+        message = (f"{fn.qualname}: the process running this check died before the check finished "
+                   "(the code crashed Python, exited it with os._exit, or was killed)")
+        outcome = CheckOutcome(fn.module, fn.name, name.split("::")[-1].split("[")[0], Status.FAILED, True, message)
+        return {"module": module, "outcome": {**asdict(outcome), "status": str(Status.FAILED)}}
+
+    def reports(self, rootpath: Path) -> "ReportsOf":
+        """The plugin object that records every report of this run (registered in ``pytest_configure``);
+        node ids are relative to ``rootpath``."""
+        return ReportsOf(self, rootpath)
 
     def outcomes_in_course_order(self) -> list[CheckOutcome]:
         """The outcomes by module in ``course.toml`` order, in the order each module's checks ran: the same
@@ -239,8 +257,8 @@ class ReportsOf:
     """Records each check's report into its session: in the process that ran the check, and in the
     process that gathers an xdist run's reports (its workers send them there)."""
 
-    def __init__(self, session: CourseSession):
-        self.session = session
+    def __init__(self, session: CourseSession, rootpath: Path):
+        self.session, self.rootpath = session, rootpath
 
     @pytest.hookimpl(trylast=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
@@ -249,6 +267,22 @@ class ReportsOf:
         self.session.record(report)
         if getattr(report, "course_status", None) and isinstance(report.longrepr, str):
             vars(report).pop("node", None)
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_handlecrashitem(self, crashitem: str, report: pytest.TestReport, sched) -> None:
+        """pytest-xdist's hook for a check whose worker died: its report gets the check's facts, and the
+        student's message instead of the worker's name. The check is not run again: xdist hands the rest
+        of its module to a new worker, crashed check included, which would only die again."""
+        facts = self.session.facts_of_crash(crashitem, self.rootpath)
+        if facts is None:
+            return
+        report.course = facts
+        report.course_status = facts["outcome"]["status"]
+        report.longrepr = facts["outcome"]["message"]
+        report.location = (report.location[0], None, crashitem.partition("::")[2])  # the failure's title: the check
+        for work_unit in getattr(sched, "workqueue", {}).values():  # --dist loadfile: {file: {nodeid: done}}
+            if crashitem in work_unit:
+                work_unit[crashitem] = True
 
     @pytest.hookimpl(wrapper=True, tryfirst=True)
     def pytest_terminal_summary(self, terminalreporter):
