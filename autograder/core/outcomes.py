@@ -47,6 +47,15 @@ class CheckOutcome:
     def id(self) -> CheckId:
         return CheckId(self.module, self.check)
 
+    def to_json(self) -> dict:
+        """Plain JSON values (the status as its string): what ``--results-json`` writes and a check's
+        report carries across pytest-xdist's wire."""
+        return {**asdict(self), "status": str(self.status)}
+
+    @classmethod
+    def from_json(cls, data: dict) -> "CheckOutcome":
+        return cls(**{**data, "status": Status.parse(data["status"])})
+
 
 @dataclass
 class FunctionScore:
@@ -126,5 +135,5 @@ def results_payload(scores: list[FunctionScore], outcomes: list[CheckOutcome]) -
         "score": round(sum(s.points for s in scores), 2),
         "max_score": sum(s.max_points for s in scores),
         "functions": [s.to_json() for s in scores],
-        "checks": [asdict(o) for o in outcomes],
+        "checks": [o.to_json() for o in outcomes],
     }

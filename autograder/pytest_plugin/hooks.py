@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-from dataclasses import asdict
 from pathlib import Path
 
 import pytest
@@ -294,7 +293,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     if rep.when == "call" or rep.failed:
         correctness = item.get_closest_marker("correctness") is not None
         name = getattr(item, "originalname", item.name)
-        facts["outcome"] = {**asdict(CheckOutcome(fn.module, fn.name, name, status, correctness, message)), "status": str(status)}
+        facts["outcome"] = CheckOutcome(fn.module, fn.name, name, status, correctness, message).to_json()
 
 
 def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config):

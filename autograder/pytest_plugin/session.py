@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 
@@ -147,26 +147,23 @@ class CourseSession:
             name, count = facts["unjudged"]
             self.partly_judged[name] = count
         if "outcome" in facts:
-            outcome = dict(facts["outcome"])
-            outcome["status"] = Status.parse(outcome["status"])
-            self.outcomes.append(CheckOutcome(**outcome))
+            self.outcomes.append(CheckOutcome.from_json(facts["outcome"]))
 
     def facts_of_crash(self, nodeid: str, rootpath: Path) -> dict | None:
         """The facts of a course check whose process died while it ran (pytest-xdist reports it, not the
         check): it failed, and as a correctness failure its function earns nothing, as in a run in one
         process, where the death of the process leaves no score at all. None for another test."""
-        path, _, name = nodeid.partition("::")
-        module = module_of(rootpath / path, self.course)
+        path, _, test = nodeid.partition("::")
+        module, name = module_of(rootpath / path, self.course), test.split("[")[0]  # the check, without its parameters
         if module is None or not name:
             return None
         try:
-            fn = attribute(name.split("::")[-1].split("[")[0], module, self.course)
+            fn = attribute(name, module, self.course)
         except AttributionError:
             return None
         message = (f"{fn.qualname}: the process running this check died before the check finished "
                    "(the code crashed Python, exited it with os._exit, or was killed)")
-        outcome = CheckOutcome(fn.module, fn.name, name.split("::")[-1].split("[")[0], Status.FAILED, True, message)
-        return {"module": module, "outcome": {**asdict(outcome), "status": str(Status.FAILED)}}
+        return {"module": module, "outcome": CheckOutcome(fn.module, fn.name, name, Status.FAILED, True, message).to_json()}
 
     def reports(self, rootpath: Path) -> "ReportsOf":
         """The plugin object that records every report of this run (registered in ``pytest_configure``);
