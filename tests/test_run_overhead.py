@@ -5,7 +5,9 @@ A student's run of one module is a few seconds, so fixed costs count: pytest's a
 re-compiles every module of every pytest plugin's distribution (hypothesis, anyio, ...) on every run
 where bytecode is not written (``PYTHONDONTWRITEBYTECODE``, as here and in grading sandboxes), and
 Python walks the whole heap of JAX, Flax and torch at every full garbage collection. Measured on this
-machine, they were about 1.6 s of a 5 s ``pytest exercises/test_training.py`` re-run.
+machine, they were about 1.6 s of a 5 s ``pytest exercises/test_training.py`` re-run. And pytest
+formats the traceback of every failed test, parsing the source of each frame, although the student's
+message replaces it: about 70 ms a failed check (an nbgrader check cell of a stub: 0.28 -> 0.13 s).
 """
 
 import os
@@ -98,3 +100,42 @@ def test_grading_processes_rewrite_no_module_and_load_no_unused_plugin(tmp_path)
     env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1", "PYTHONPATH": str(ROOT), "JAX_COURSE_CACHE_DIR": ""}
     line = probe_line([sys.executable, "-c", GRADING_PROBE, str(course)], tmp_path, env)
     assert line == "PROBE [] [] []", line
+
+
+WRONG_AT_UPDATES = '''import jax.numpy as jnp
+
+
+def set_diagonal(x, value):
+    return x
+
+
+def scatter_add(x, indices, updates):
+    return x
+
+
+def clamp_at(x, indices, lo, hi):
+    return x
+
+
+def replace_negatives(x, value):
+    return x
+'''
+
+
+@pytest.mark.parametrize("flags", [(), ("--tb=long",)], ids=["student messages", "--tb=long"])
+def test_a_failed_check_formats_no_traceback_it_will_not_show(pytester, flags, monkeypatch):
+    """pytest formats a failed test's traceback by parsing the source of every frame (about 70 ms a
+    failure through JAX's frames); the student's message replaces it, so the course's checks skip it.
+    With ``--tb=long`` (or ``-v``) the traceback is shown, so it is formatted."""
+    from _pytest._code.code import ExceptionInfo
+
+    formatted = []
+    getrepr = ExceptionInfo.getrepr
+    monkeypatch.setattr(ExceptionInfo, "getrepr", lambda self, *a, **k: formatted.append(1) or getrepr(self, *a, **k))
+    folder = pytester.mkdir("submission")
+    (folder / "at_updates.py").write_text(WRONG_AT_UPDATES)
+    result = pytester.runpytest_inprocess(str(ROOT / "exercises" / "test_at_updates.py"), "--submission", str(folder),
+                                          "-p", "no:cacheprovider", "-k", "matches_reference", *flags)
+    assert result.parseoutcomes()["failed"] == 4
+    assert "at_updates.clamp_at" in result.stdout.str() and "hint:" in result.stdout.str()
+    assert (len(formatted) == 0) == (not flags), len(formatted)

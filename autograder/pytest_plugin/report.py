@@ -16,6 +16,8 @@ import traceback
 from pathlib import Path
 from typing import Iterable
 
+import pytest
+
 from autograder.core.course import Course, Function
 from autograder.core.failures import CheckFailure, NotStarted
 from autograder.core.outcomes import FunctionScore
@@ -30,6 +32,11 @@ def _student_frame(exc: BaseException, files: Iterable[Path]) -> str:
         return ""
     frame = frames[-1]
     return f" (at {Path(frame.filename).name} line {frame.lineno}: {(frame.line or '').strip()})"
+
+
+def exception_line(excinfo: pytest.ExceptionInfo) -> str:
+    """What a failed check's report holds until the student's message replaces it: the exception's line."""
+    return excinfo.exconly()
 
 
 def failing_input(exc: BaseException, fixture_names: Iterable[str] = ()) -> str:
