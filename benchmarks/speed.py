@@ -100,7 +100,7 @@ def module_rows(table: Table, modules: list[str], scratch: Path) -> None:
             return timed(pytest_cmd(target, "--solutions"), cache_env(folder))
 
         table.row(f"pytest {target} --solutions, first run", cold)
-        table.row(f"  ... re-run (warm compilation cache)", warm)
+        table.row("  ... re-run (warm compilation cache)", warm)
 
 
 def course_rows(table: Table, scratch: Path) -> None:

@@ -62,17 +62,6 @@ CORRECT_VARIANTS = {
             return state.apply_gradients(grads=grads), loss, acc
         """),
     ],
-    "train_model": [
-        # an explicit iterator per epoch and the loader's length: every pass gives that epoch's order
-        ("iterator-per-epoch-and-len", """
-        def train_model(state, loader, num_epochs):
-            for _ in range(num_epochs):
-                batches = iter(loader)
-                for _ in range(len(loader)):
-                    state = train_step(state, next(batches))[0]
-            return state
-        """),
-    ],
     "eval_step": [
         ("module-level-jitted-helper", """
         _accuracy = jax.jit(lambda logits, labels: jnp.mean((logits > 0) == labels))
@@ -91,6 +80,15 @@ CORRECT_VARIANTS = {
         """),
     ],
     "train_model": [
+        # an explicit iterator per epoch and the loader's length: every pass gives that epoch's order
+        ("iterator-per-epoch-and-len", """
+        def train_model(state, loader, num_epochs):
+            for _ in range(num_epochs):
+                batches = iter(loader)
+                for _ in range(len(loader)):
+                    state = train_step(state, next(batches))[0]
+            return state
+        """),
         ("while-loop-over-epochs", """
         def train_model(state, loader, num_epochs):
             epoch = 0
