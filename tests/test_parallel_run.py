@@ -94,8 +94,9 @@ def test_an_in_process_run_with_its_own_plugins_runs_alone(pytester, monkeypatch
 def test_the_modules_a_command_line_selects(paths, expected):
     from autograder.core.course import load_course
 
-    modules = [m.name for m in load_course(ROOT).modules]
-    assert parallel.selected_modules(ROOT, ROOT, paths, modules) == (modules if expected is None else expected)
+    course = load_course(ROOT)
+    modules = [m.name for m in course.modules]
+    assert parallel.selected_modules(course, ROOT, paths) == (modules if expected is None else expected)
 
 
 # a spread run reads as a run in one process ----------------------------------------------------

@@ -35,6 +35,8 @@ from pathlib import Path
 
 import pytest
 
+from autograder.core.course import Course, load_course
+
 MAX_WORKERS = 4  # each worker holds JAX, the stack and its module's programs (about 0.5 GiB)
 
 
@@ -45,10 +47,10 @@ def available_cores() -> int:
         return os.cpu_count() or 1
 
 
-def selected_modules(root: Path, invocation_dir: Path, paths: list[str], modules: list[str]) -> list[str]:
-    """The course modules (of ``modules``) whose check file ``paths`` select: a folder selects every
-    check file under it, a file or a node id (``file::check``) its own."""
-    checks = {(root / "exercises" / f"test_{module}.py").resolve(): module for module in modules}
+def selected_modules(course: Course, invocation_dir: Path, paths: list[str]) -> list[str]:
+    """The course modules whose check file ``paths`` select: a folder selects every check file under
+    it, a file or a node id (``file::check``) its own."""
+    checks = {course.checks_path(module.name).resolve(): module.name for module in course.modules}
     chosen: list[str] = []
     for arg in paths:
         path = Path(invocation_dir, str(arg).split("::")[0]).resolve()
@@ -73,20 +75,16 @@ def workers_for(early_config: pytest.Config, root: Path, paths: list[str]) -> in
     )
     if chose or cannot:
         return 1
-    from autograder.core.course import load_course
-
-    modules = [module.name for module in load_course(root, verify_files=False).modules]
-    count = len(selected_modules(root, early_config.invocation_params.dir, paths, modules))
+    course = load_course(root, verify_files=False)
+    count = len(selected_modules(course, early_config.invocation_params.dir, paths))
     return max(1, min(count, available_cores(), MAX_WORKERS))
 
 
-def spread_over_cores(early_config: pytest.Config, root: Path, args: list[str]) -> int:
-    """Add xdist's options to ``args`` (the command line, before pytest parses it) when the run is
-    spread; returns the number of processes that check it."""
+def spread_over_cores(early_config: pytest.Config, root: Path, args: list[str]) -> None:
+    """Add xdist's options to ``args`` (the command line, before pytest parses it) when the run is spread."""
     workers = workers_for(early_config, root, early_config.known_args_namespace.file_or_dir or [])
     if workers > 1:
         args[:0] = ["-n", str(workers), "--dist", "loadfile"]
-    return workers
 
 
 def is_controller(config: pytest.Config) -> bool:
