@@ -4,8 +4,9 @@ A student re-runs the same module dozens of times; every run compiles the same
 programs again unless XLA's executables are kept on disk. Locally the cache is
 a git-ignored folder of the student's own repository (``.jax_cache/``): on by
 default, safe to delete, never shared between students. ``grade`` gives every
-run its own folder (and the trusted side another one), so one submission can
-never hand compiled code to another run.
+student their own folder, for all of their grading processes, and the trusted
+side another one: a cache is executables that every process using it writes and
+runs, so one submission must never load what another one's code compiled.
 
 ``JAX_COURSE_CACHE_DIR`` overrides the folder (benchmarks, tests); set it to
 the empty string to switch the cache off. This module only computes settings:
@@ -29,6 +30,14 @@ def settings(cache_dir: Path) -> dict[str, str | int]:
         "jax_persistent_cache_min_compile_time_secs": 0,
         "jax_persistent_cache_min_entry_size_bytes": 0,
     }
+
+
+def switch_on(cache_dir: Path) -> None:
+    """Keep this process's compiled programs in ``cache_dir`` (before it compiles anything; imports JAX)."""
+    import jax
+
+    for name, value in settings(cache_dir).items():
+        jax.config.update(name, value)
 
 
 def environment(cache_dir: Path | None) -> dict[str, str]:

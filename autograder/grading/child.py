@@ -44,6 +44,7 @@ from typing import Callable
 
 import pytest
 
+from autograder.core import compile_cache
 from autograder.grading.requests import ChildRequest, pytest_args
 from autograder.grading import tamper
 
@@ -297,6 +298,9 @@ def run(cfg: dict) -> None:
     args = [str(course_root / "exercises" / f"test_{m}.py") for m in request.modules]
     args += ["--submission", request.submission, "--tb=no", *pytest_args(str(course_root), request.seed)]
     emit = reporter.emit  # bound before any student code runs
+    if request.own_folder:  # the student's own, never another student's (Grader.own_folder_of)
+        os.environ["HOME"] = request.own_folder
+        compile_cache.switch_on(Path(request.own_folder) / compile_cache.FOLDER)
     try:
         pytest.main(args, plugins=[reporter, *_givens_plugin(request.givens)])
         emit(event="done")

@@ -87,6 +87,9 @@ class _Submission:
     transcripts: dict[str, dict] = field(default_factory=dict)
     timings: dict[str, float] = field(default_factory=lambda: {"runs": 0, "run_seconds": 0.0, "verify_seconds": 0.0})
     lock: threading.Lock = field(default_factory=threading.Lock)
+    # The student's own folder (JAX's compilation cache, HOME) for all of their grading processes, made
+    # by the first of them (Grader.own_folder_of): nothing one student's code writes reaches another's.
+    own_folder: Path | None = None
 
 
 @dataclass
@@ -122,13 +125,9 @@ class Grader:
         self._trusted_zygotes: list[sandbox.Zygote] = []  # the verifiers', one per slot of self.verifiers
         try:
             self.snapshot = snapshot or sandbox.Snapshot.take(course.root)
-            self._own_cache = options.cache_dir is None
-            self.cache_dir = self._scratch_dir() if self._own_cache else Path(options.cache_dir)
-            self.env = sandbox.child_env(_cache_env(self.cache_dir))
+            # No compilation cache in the students' environment: each student gets their own (own_folder_of).
+            self.env = sandbox.child_env()
             self.run_as = sandbox.RunAs.lookup(options.run_as) if options.run_as else None
-            if self.run_as:
-                self.run_as.give(self.cache_dir)
-                self.env["HOME"] = str(self.cache_dir)
             # The trusted side has its own compilation cache, whose path no student process is given.
             self.trusted_cache_dir = self._scratch_dir()
             # What the fixtures of modules judged on the trusted side only are given (recorded while planning).
@@ -230,6 +229,8 @@ class Grader:
         if run_as:
             run_as.give(scratch)
         env, memory_mb = (self.trusted_env, None) if trusted else (self.env, self.options.memory_mb)
+        if run_as:
+            env = dict(env, HOME=str(scratch))  # a home the user may write to; each child gets its student's
         zygote = sandbox.Zygote(kit, scratch, env, memory_mb, self.lifeline.fd, self.stop, run_as)
         with self._lock:
             self._zygotes.append((zygote, scratch))
@@ -311,15 +312,37 @@ class Grader:
         verdicts: dict[str, tuple[Status, str]] = {}
         transcripts: dict[str, dict] = {}
         timings = {"runs": 0, "run_seconds": 0.0}
-        self._grade_module(module, checks, submission.files[module], verdicts, transcripts, timings)
+        own_folder = self.own_folder_of(submission)
+        self._grade_module(module, checks, submission.files[module], own_folder, verdicts, transcripts, timings)
         with submission.lock:
             submission.verdicts.update(verdicts)
             submission.transcripts.update(transcripts)
             for key, value in timings.items():
                 submission.timings[key] += value
 
+    def own_folder_of(self, submission: "_Submission") -> Path:
+        """The folder only ``submission``'s grading processes are given (their compilation cache and HOME).
+
+        One per student, never shared: a compilation cache is a folder of executables that every process using
+        it writes and loads, so a shared one would let a submission read the programs compiled from a
+        classmate's code, or plant programs that later students' processes run. A fresh scratch folder,
+        removed when the student is done; with ``--jax-cache DIR``, ``DIR/<student>``, kept for a re-grade."""
+        with submission.lock:
+            if submission.own_folder is None:
+                if self.options.cache_dir is None:
+                    folder = self._scratch_dir()
+                else:
+                    folder = Path(self.options.cache_dir) / submission.student
+                    folder.mkdir(parents=True, exist_ok=True)
+                if self.run_as:
+                    self.run_as.give(folder)
+                submission.own_folder = folder
+            return submission.own_folder
+
     def finish(self, submission: "_Submission") -> StudentResult:
         """Confirm ``submission``'s claimed passes on the trusted side and score it (all its modules ran)."""
+        if submission.own_folder is not None and self.options.cache_dir is None:
+            self._remove(submission.own_folder)
         verdicts, timings = submission.verdicts, submission.timings
         for check in self.plan:
             if check.module in submission.missing:
@@ -336,7 +359,8 @@ class Grader:
         return StudentResult(submission.student, score_functions(self.course, outcomes), outcomes, timings)
 
     def _grade_module(
-        self, module: str, checks: list[Check], source: bytes, verdicts: dict, transcripts: dict, timings: dict
+        self, module: str, checks: list[Check], source: bytes, own_folder: Path,
+        verdicts: dict, transcripts: dict, timings: dict,
     ) -> None:
         """Run ``module``'s checks in fresh processes until each has a verdict (a fault costs only what it hit)."""
         for _attempt in range(len(checks) + 1):
@@ -344,7 +368,7 @@ class Grader:
             if not todo:
                 break
             started = time.monotonic()
-            run = self._run_child(module, source, [c.id for c in checks if c.id in verdicts])
+            run = self._run_child(module, source, own_folder, [c.id for c in checks if c.id in verdicts])
             timings["runs"] += 1
             timings["run_seconds"] += time.monotonic() - started
             tampered: list[str] | None = None
@@ -380,8 +404,9 @@ class Grader:
         for check in checks:
             verdicts[check.id] = (Status.FAILED, message)
 
-    def _run_child(self, module: str, source: bytes, skip: list[str]) -> sandbox.RunResult:
-        """One grading process for ``module`` (only its file is in the sandbox), skipping checks in ``skip``."""
+    def _run_child(self, module: str, source: bytes, own_folder: Path, skip: list[str]) -> sandbox.RunResult:
+        """One grading process for ``module`` (only its file is in the sandbox), skipping checks in ``skip``;
+        ``own_folder``: its student's (:meth:`own_folder_of`)."""
         scratch = self._scratch_dir()
         try:
             own_answers = module in self.trusted_only_modules
@@ -399,7 +424,7 @@ class Grader:
                 self.run_as.give(scratch)
             cfg = ChildRequest(
                 str(course_root), str(submission), [module], skip, str(kit), seed=self.options.seed,
-                own_answers=own_answers, givens=givens,
+                own_answers=own_answers, givens=givens, own_folder=str(own_folder),
             ).to_wire()
             remaining = {self.function_of[c.id] for c in self.plan if c.module == module}
             limits = sandbox.Limits(

@@ -60,6 +60,8 @@ class ChildRequest:
     own_answers: bool = False
     # with own_answers: the folder of the givens the trusted side recorded (autograder.recording.givens)
     givens: str = ""
+    # the student's own folder, the same for all of their processes: JAX's compilation cache and HOME
+    own_folder: str = ""
     fd: int = -1  # set by the sandbox: the event channel
     nonce: str = ""  # set by the sandbox: carried by every event
 

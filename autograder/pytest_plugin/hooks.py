@@ -139,8 +139,8 @@ def pytest_configure(config: pytest.Config) -> None:
 def use_compile_cache(cache_dir: Path | None) -> None:
     """Keep compiled programs in the student's ``.jax_cache/`` (see :mod:`autograder.core.compile_cache`).
 
-    Left alone when the process already has a cache (``grade`` sets one per run through the
-    environment) or when it is switched off.
+    Left alone when the process already has a cache (``grade`` gives each student's processes
+    their own) or when it is switched off.
     """
     if cache_dir is None:
         return
@@ -148,8 +148,7 @@ def use_compile_cache(cache_dir: Path | None) -> None:
 
     if jax.config.jax_compilation_cache_dir:
         return
-    for name, value in compile_cache.settings(cache_dir).items():
-        jax.config.update(name, value)
+    compile_cache.switch_on(cache_dir)
 
 
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -1,0 +1,126 @@
+"""``grade``: what one student's code writes never reaches another student's grading processes.
+
+JAX's persistent compilation cache is a folder of executables that every process using it
+writes and loads. Shared by a class, it would let a submission read what was compiled from
+its classmates' code (a correct classmate's compiled ``train_step`` is the answer), plant
+programs that later students' processes run, or leave marks that change a later student's
+grade. Each student now has a folder of their own (the cache and HOME) for all of their
+grading processes, removed when they are done; ``--jax-cache DIR`` keeps one per student.
+
+The class is graded with ``--jobs 1``, so ``a_*`` runs before ``b_*``: the writers leave
+marks in every folder their processes were given to keep things in, and the reader fails a
+function whenever it finds one (or has no compilation cache at all), so its score tells.
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from grade_fixtures import wrap
+from support import ROOT, reference_source
+from test_grade_command import copy_course
+
+MODULE = "at_updates"
+
+# Where a grading process may keep things: its compilation cache and its home.
+KEPT = """
+import os as _os
+import jax as _jax
+
+
+def _kept_folders():
+    return [f for f in (_jax.config.jax_compilation_cache_dir, _os.environ.get("HOME")) if f]
+"""
+
+LEAVE_MARKS = KEPT + """
+for _folder in _kept_folders():
+    try:
+        _os.makedirs(_folder, exist_ok=True)
+        with open(_os.path.join(_folder, "MARK-{student}"), "w") as _f:
+            _f.write("{student} was here")
+    except OSError:
+        pass
+"""
+
+LOOK_FOR_MARKS = KEPT + """
+
+def _look_for_marks():
+    if not _jax.config.jax_compilation_cache_dir:
+        raise RuntimeError("this grading process has no compilation cache")
+    for folder in _kept_folders():
+        if _os.path.isdir(folder) and any(n.startswith("MARK-") for n in _os.listdir(folder)):
+            raise RuntimeError("a classmate's mark in " + folder)
+"""
+
+
+def _functions() -> list[str]:
+    from autograder.core.course import load_course
+
+    return [f.name for f in load_course(ROOT).module(MODULE).functions]
+
+
+def build_class(dest: Path) -> list[str]:
+    ref = reference_source(MODULE)
+    sources = {
+        "a_leaves_marks": ref + LEAVE_MARKS.format(student="a_leaves_marks"),
+        "a_leaves_marks_too": ref + LEAVE_MARKS.format(student="a_leaves_marks_too"),
+    }
+    reader = ref + LOOK_FOR_MARKS
+    for fn in _functions():
+        reader = wrap(reader, fn, "_look_for_marks()")
+    sources["b_looks_for_marks"] = reader
+    for student, source in sources.items():
+        (dest / student).mkdir(parents=True)
+        (dest / student / f"{MODULE}.py").write_text(source, encoding="utf-8")
+    return sorted(sources)
+
+
+def grade(submissions: Path, out: Path, course: Path, tmp: Path, *extra: str) -> dict[str, dict]:
+    tmp.mkdir(parents=True, exist_ok=True)
+    env = dict(os.environ, PYTHONPATH=str(ROOT), TMPDIR=str(tmp))
+    env.pop("CI", None)
+    cmd = [sys.executable, "-m", "autograder", "grade", str(submissions), "--out", str(out), "--only", MODULE,
+           "--jobs", "1", "--timeout", "30", "--course", str(course), *extra]
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=1200)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    with open(out / "grades.csv", newline="", encoding="utf-8") as f:
+        return {row["student"]: row for row in csv.DictReader(f)}
+
+
+@pytest.fixture(scope="module")
+def setup(tmp_path_factory):
+    base = tmp_path_factory.mktemp("apart")
+    course = copy_course(base / "course")
+    students = build_class(base / "class")
+    return base, course, students
+
+
+def _everyone_full(rows: dict[str, dict], students: list[str]) -> None:
+    assert sorted(rows) == students
+    for student in students:
+        assert rows[student]["score"] == rows[student]["max_score"], (student, rows[student])
+
+
+def test_a_student_never_finds_what_a_classmate_left(setup):
+    base, course, students = setup
+    tmp = base / "tmp"
+    rows = grade(base / "class", base / "out", course, tmp)
+    _everyone_full(rows, students)
+    # Every student's folder is removed with their scratch folders.
+    assert not [p.name for p in tmp.iterdir() if p.name.startswith("autograder-")]
+
+
+def test_a_kept_jax_cache_is_one_folder_per_student(setup):
+    base, course, students = setup
+    kept = base / "kept-cache"
+    rows = grade(base / "class", base / "out-kept", course, base / "tmp-kept", "--jax-cache", str(kept))
+    _everyone_full(rows, students)
+    assert sorted(p.name for p in kept.iterdir()) == students
+    for student in students:
+        assert any(p.is_file() for p in (kept / student).rglob("*") if not p.name.startswith("MARK-")), student
