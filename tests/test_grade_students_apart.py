@@ -6,6 +6,7 @@ its classmates' code (a correct classmate's compiled ``train_step`` is the answe
 programs that later students' processes run, or leave marks that change a later student's
 grade. Each student now has a folder of their own (the cache and HOME) for all of their
 grading processes, removed when they are done; ``--jax-cache DIR`` keeps one per student.
+Each grading process has its own temporary folder (TMPDIR), not the machine's shared one.
 
 The class is graded with ``--jobs 1``, so ``a_*`` runs before ``b_*``: the writers leave
 marks in every folder their processes were given to keep things in, and the reader fails a
@@ -28,14 +29,16 @@ from test_grade_command import copy_course
 
 MODULE = "at_updates"
 
-# Where a grading process may keep things: its compilation cache and its home.
+# Where a grading process may keep things: its compilation cache, its home, its temporary folder.
 KEPT = """
 import os as _os
+import tempfile as _tempfile
 import jax as _jax
 
 
 def _kept_folders():
-    return [f for f in (_jax.config.jax_compilation_cache_dir, _os.environ.get("HOME")) if f]
+    places = (_jax.config.jax_compilation_cache_dir, _os.environ.get("HOME"), _tempfile.gettempdir())
+    return [f for f in places if f]
 """
 
 LEAVE_MARKS = KEPT + """

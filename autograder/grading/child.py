@@ -39,6 +39,7 @@ import json
 import os
 import shutil
 import sys
+import tempfile
 from pathlib import Path
 from typing import Callable
 
@@ -301,6 +302,9 @@ def run(cfg: dict) -> None:
     if request.own_folder:  # the student's own, never another student's (Grader.own_folder_of)
         os.environ["HOME"] = request.own_folder
         compile_cache.switch_on(Path(request.own_folder) / compile_cache.FOLDER)
+    if request.tmp:  # not the machine's /tmp, which outlives the run and every student shares
+        os.environ["TMPDIR"] = request.tmp
+        tempfile.tempdir = None
     try:
         pytest.main(args, plugins=[reporter, *_givens_plugin(request.givens)])
         emit(event="done")

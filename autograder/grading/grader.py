@@ -420,11 +420,13 @@ class Grader:
             (submission / f"{module}.py").write_bytes(source)
             work = scratch / "work"
             work.mkdir()
+            tmp = scratch / "tmp"
+            tmp.mkdir()
             if self.run_as:
                 self.run_as.give(scratch)
             cfg = ChildRequest(
                 str(course_root), str(submission), [module], skip, str(kit), seed=self.options.seed,
-                own_answers=own_answers, givens=givens, own_folder=str(own_folder),
+                own_answers=own_answers, givens=givens, own_folder=str(own_folder), tmp=str(tmp),
             ).to_wire()
             remaining = {self.function_of[c.id] for c in self.plan if c.module == module}
             limits = sandbox.Limits(

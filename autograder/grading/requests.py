@@ -62,6 +62,8 @@ class ChildRequest:
     givens: str = ""
     # the student's own folder, the same for all of their processes: JAX's compilation cache and HOME
     own_folder: str = ""
+    # this run's temporary folder (TMPDIR: tempfile, pytest's tmp_path), removed with its scratch folder
+    tmp: str = ""
     fd: int = -1  # set by the sandbox: the event channel
     nonce: str = ""  # set by the sandbox: carried by every event
 
