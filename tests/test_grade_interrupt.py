@@ -12,7 +12,8 @@ then
   students have their ``results.json``, and ``grades.csv``/``summary.md``
   list them marked incomplete;
 - SIGKILL: the grader cannot clean up, but no process outlives it (the
-  zygotes and grading children die with it); scratch folders may remain;
+  zygotes and grading children die with it); its scratch folders remain
+  until the next grader with the same TMPDIR starts, which removes them;
 
 and ``--resume`` finishes the run without regrading the finished students:
 every output is byte-identical to an uninterrupted run's. A resume whose
@@ -41,9 +42,9 @@ STOP_SECONDS = 20  # generous: the machine may be busy; typical figures are prin
 class Run:
     """One ``grade`` command with its own TMPDIR (so its processes and scratch folders can be found)."""
 
-    def __init__(self, base: Path, submissions: Path, course: Path, out: Path, *extra: str):
-        self.tmp = base / f"tmp-{out.name}-{len(list(base.iterdir()))}"
-        self.tmp.mkdir()
+    def __init__(self, base: Path, submissions: Path, course: Path, out: Path, *extra: str, tmp: Path | None = None):
+        self.tmp = tmp or base / f"tmp-{out.name}-{len(list(base.iterdir()))}"
+        self.tmp.mkdir(exist_ok=True)
         self.out = out
         env = dict(os.environ, PYTHONPATH=str(ROOT), TMPDIR=str(self.tmp))
         env.pop("CI", None)
@@ -131,10 +132,12 @@ def setup(tmp_path_factory):
     return base, submissions, course, _outputs(base / "uninterrupted")
 
 
-def _resume_and_compare(base: Path, submissions: Path, course: Path, out: Path, expected: dict[str, bytes]) -> None:
+def _resume_and_compare(
+    base: Path, submissions: Path, course: Path, out: Path, expected: dict[str, bytes], tmp: Path | None = None,
+) -> None:
     finished = {p.stem: p.stat().st_mtime_ns for p in (out / ".autograder-run" / "students").glob("*.json")}
     assert finished, "the interrupted run recorded no finished student"
-    run = Run(base, submissions, course, out, "--resume")
+    run = Run(base, submissions, course, out, "--resume", tmp=tmp)
     stdout, stderr = run.finish()
     assert run.proc.returncode == 0, stderr[-3000:]
     assert f"{len(finished)} already graded" in stdout, stdout
@@ -194,8 +197,11 @@ def test_sigkill_leaves_no_process_and_resume_completes_it(setup):
         time.sleep(0.1)
     assert not _alive(tree), f"outlived the grader: {_alive(tree)}"
     assert not _alive(run.processes())
-    # The grader could not remove its scratch folders (SIGKILL cannot be handled); the next run may.
-    _resume_and_compare(base, submissions, course, out, expected)
+    # The grader could not remove its scratch folders (SIGKILL cannot be handled), copies of the
+    # course with its references among them; the next grader with the same TMPDIR removes them.
+    left = run.scratch_folders()
+    assert left and any((run.tmp / name / "course" / "solutions").is_dir() for name in left), left
+    _resume_and_compare(base, submissions, course, out, expected, tmp=run.tmp)
 
 
 def test_resume_is_refused_when_the_options_differ_or_there_is_nothing_to_resume(setup):

@@ -124,6 +124,7 @@ class Grader:
         self._spare: dict[str, list[sandbox.Zygote]] = {"zygote": []}  # the workers' zygotes, started ahead
         self._trusted_zygotes: list[sandbox.Zygote] = []  # the verifiers', one per slot of self.verifiers
         try:
+            sandbox.remove_abandoned_scratch()  # a killed grader's, the references' copies among them
             self.snapshot = snapshot or sandbox.Snapshot.take(course.root)
             # No compilation cache in the students' environment: each student gets their own (own_folder_of).
             self.env = sandbox.child_env()

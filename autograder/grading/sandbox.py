@@ -15,6 +15,9 @@
   limit, when its resident memory exceeds the limit, or when it floods the
   channel. It returns the events and, if the run did not finish, a
   :class:`Fault` saying where and why.
+- :func:`scratch_dir` names each folder after the grader's process, and
+  :func:`remove_abandoned_scratch` (called when a grader starts) removes the
+  folders of graders that were killed before they could clean up.
 - :class:`RunAs` (``grade --run-as USER``, run as root): untrusted processes
   start as that unprivileged user, and only their own scratch folders are
   handed to it; the trusted side stays with the caller.
@@ -33,6 +36,7 @@ import resource
 import secrets
 import select
 import selectors
+import shutil
 import signal
 import subprocess
 import sys
@@ -100,8 +104,58 @@ def _write(path: Path, data: bytes) -> None:
     path.write_bytes(data)
 
 
+SCRATCH_PREFIX = "autograder-"
+
+
+def _owner_tag() -> str | None:
+    """``<pid>x<pid namespace>`` of this process (Linux), or None where it cannot be known."""
+    try:
+        return f"{os.getpid()}x{os.stat('/proc/self/ns/pid').st_ino}"
+    except OSError:
+        return None
+
+
 def scratch_dir() -> Path:
-    return Path(tempfile.mkdtemp(prefix="autograder-"))
+    """A new private folder in the temporary folder, named after the process that made it (see
+    :func:`remove_abandoned_scratch`)."""
+    tag = _owner_tag()
+    return Path(tempfile.mkdtemp(prefix=f"{SCRATCH_PREFIX}{tag}-" if tag else SCRATCH_PREFIX))
+
+
+def remove_abandoned_scratch() -> list[Path]:
+    """Remove the scratch folders of graders that are gone; returns them.
+
+    A grader killed with SIGKILL (or a machine that lost power) cannot clean up: its folders stay,
+    among them copies of the course with the references. The next grader that starts with the
+    same temporary folder removes every folder named after a process of its own pid namespace
+    that no longer exists (a live one, or one of another namespace, is left alone)."""
+    mine = _owner_tag()
+    if mine is None:
+        return []
+    namespace = mine.split("x", 1)[1]
+    removed = []
+    for path in Path(tempfile.gettempdir()).glob(f"{SCRATCH_PREFIX}*x*-*"):
+        pid, _, rest = path.name[len(SCRATCH_PREFIX):].partition("x")
+        if not pid.isdigit() or rest.split("-", 1)[0] != namespace or _alive(int(pid)):
+            continue
+        try:
+            if not path.is_dir() or path.is_symlink() or (path.lstat().st_uid != os.getuid() and os.getuid() != 0):
+                continue
+        except OSError:
+            continue
+        shutil.rmtree(path, ignore_errors=True)
+        removed.append(path)
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # another user's process
+    return True
 
 
 @dataclass
