@@ -31,7 +31,7 @@ def add_grade(subparsers) -> argparse.ArgumentParser:
     parser.add_argument("--timeout", type=float, metavar="S", help="seconds per function (default: course.toml)")
     parser.add_argument("--memory", type=int, metavar="MB", help="memory limit per process (default: course.toml)")
     parser.add_argument("--only", action="append", metavar="MODULE", help="grade only this module (repeatable)")
-    parser.add_argument("--jax-cache", type=Path, metavar="DIR", help="keep JAX's compilation cache of the grading processes here (default: a temporary folder per run)")
+    parser.add_argument("--jax-cache", type=Path, metavar="DIR", help="keep each student's JAX compilation cache in DIR/<student> for a re-grade; their processes get a private copy (default: a temporary folder per student)")
     parser.add_argument("--no-zygote", action="store_true", help="start a fresh interpreter per run (slower; for comparison)")
     parser.add_argument(
         "--resume",

@@ -5,7 +5,8 @@ writes and loads. Shared by a class, it would let a submission read what was com
 its classmates' code (a correct classmate's compiled ``train_step`` is the answer), plant
 programs that later students' processes run, or leave marks that change a later student's
 grade. Each student now has a folder of their own (the cache and HOME) for all of their
-grading processes, removed when they are done; ``--jax-cache DIR`` keeps one per student.
+grading processes, removed when they are done; ``--jax-cache DIR`` keeps one per student and
+hands the student's processes a private copy of it.
 Each grading process has its own temporary folder (TMPDIR), not the machine's shared one.
 
 The class is graded with ``--jobs 1``, so ``a_*`` runs before ``b_*``: the writers leave
@@ -54,11 +55,20 @@ for _folder in _kept_folders():
 LOOK_FOR_MARKS = KEPT + """
 
 def _look_for_marks():
-    if not _jax.config.jax_compilation_cache_dir:
+    cache = _jax.config.jax_compilation_cache_dir
+    if not cache:
         raise RuntimeError("this grading process has no compilation cache")
     for folder in _kept_folders():
         if _os.path.isdir(folder) and any(n.startswith("MARK-") for n in _os.listdir(folder)):
             raise RuntimeError("a classmate's mark in " + folder)
+        if _os.path.isdir(_os.path.join(folder, "..", "a_leaves_marks")):
+            raise RuntimeError("a classmate's folder next to " + folder)
+    for name in _os.listdir(cache) if _os.path.isdir(cache) else []:
+        path = _os.path.join(cache, name)
+        if _os.path.isfile(path) and not _os.path.islink(path):
+            with open(path, "rb") as f:
+                if b"SECRET-OF-THE-GRADER" in f.read():
+                    raise RuntimeError("the grader copied a secret into " + path)
 """
 
 
@@ -119,11 +129,24 @@ def test_a_student_never_finds_what_a_classmate_left(setup):
     assert not [p.name for p in tmp.iterdir() if p.name.startswith("autograder-")]
 
 
-def test_a_kept_jax_cache_is_one_folder_per_student(setup):
+def test_a_kept_jax_cache_is_one_private_copy_per_student(setup):
+    """``--jax-cache DIR``: each student's processes work on a copy of ``DIR/<student>`` (never in ``DIR``,
+    next to their classmates' folders), copied back when they are done. Only regular files are copied:
+    a link a submission left in its cache does not make the grader copy what it points to."""
     base, course, students = setup
     kept = base / "kept-cache"
+    secret = base / "secret.txt"
+    secret.write_bytes(b"SECRET-OF-THE-GRADER")
+    planted = kept / "b_looks_for_marks"
+    planted.mkdir(parents=True)
+    (planted / "leak-cache").symlink_to(secret)
+    os.mkfifo(planted / "pipe-cache")
     rows = grade(base / "class", base / "out-kept", course, base / "tmp-kept", "--jax-cache", str(kept))
     _everyone_full(rows, students)
     assert sorted(p.name for p in kept.iterdir()) == students
     for student in students:
-        assert any(p.is_file() for p in (kept / student).rglob("*") if not p.name.startswith("MARK-")), student
+        files = list((kept / student).iterdir())
+        assert any(p.name.endswith("-cache") for p in files), student
+        assert all(p.is_file() and not p.is_symlink() for p in files), files
+        assert not any(b"SECRET-OF-THE-GRADER" in p.read_bytes() for p in files)
+    assert secret.read_bytes() == b"SECRET-OF-THE-GRADER"

@@ -30,8 +30,10 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import re
 import shutil
+import stat
 import sys
 import threading
 import time
@@ -327,14 +329,14 @@ class Grader:
         One per student, never shared: a compilation cache is a folder of executables that every process using
         it writes and loads, so a shared one would let a submission read the programs compiled from a
         classmate's code, or plant programs that later students' processes run. A fresh scratch folder,
-        removed when the student is done; with ``--jax-cache DIR``, ``DIR/<student>``, kept for a re-grade."""
+        removed when the student is done. With ``--jax-cache DIR`` it starts as a copy of ``DIR/<student>``'s
+        cache and is copied back when the student is done (:meth:`finish`): no student process is given
+        ``DIR``, where every student's cache is kept."""
         with submission.lock:
             if submission.own_folder is None:
-                if self.options.cache_dir is None:
-                    folder = self._scratch_dir()
-                else:
-                    folder = Path(self.options.cache_dir) / submission.student
-                    folder.mkdir(parents=True, exist_ok=True)
+                folder = self._scratch_dir()
+                if self.options.cache_dir is not None:
+                    _copy_files(Path(self.options.cache_dir) / submission.student, folder / compile_cache.FOLDER)
                 if self.run_as:
                     self.run_as.give(folder)
                 submission.own_folder = folder
@@ -342,7 +344,11 @@ class Grader:
 
     def finish(self, submission: "_Submission") -> StudentResult:
         """Confirm ``submission``'s claimed passes on the trusted side and score it (all its modules ran)."""
-        if submission.own_folder is not None and self.options.cache_dir is None:
+        if submission.own_folder is not None:
+            if self.options.cache_dir is not None:  # all of the student's processes have ended
+                kept = Path(self.options.cache_dir) / submission.student
+                shutil.rmtree(kept, ignore_errors=True)
+                _copy_files(submission.own_folder / compile_cache.FOLDER, kept)
             self._remove(submission.own_folder)
         verdicts, timings = submission.verdicts, submission.timings
         for check in self.plan:
@@ -611,6 +617,25 @@ def _in_files(request: VerifierRequest, scratch: Path) -> VerifierRequest:
     sent = scratch / "transcripts.json"
     sent.write_text(json.dumps(request.transcripts), encoding="utf-8")
     return replace(request, out=str(scratch / "verdicts.json"), transcripts={}, transcripts_file=str(sent))
+
+
+def _copy_files(source: Path, dest: Path) -> None:
+    """Copy the regular files directly in ``source`` into ``dest`` (made private). Links, folders and
+    anything else a submission may have left there are not followed: copying is done by the grader, which
+    may read what the submission must not."""
+    dest.mkdir(mode=0o700, parents=True, exist_ok=True)
+    if source.is_symlink() or not source.is_dir():
+        return
+    for entry in source.iterdir():
+        try:
+            fd = os.open(entry, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)  # no link, no waiting on a pipe
+        except OSError:
+            continue
+        with os.fdopen(fd, "rb") as f:
+            if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+                continue
+            with open(dest / entry.name, "wb") as out:
+                shutil.copyfileobj(f, out)
 
 
 def _cache_env(cache_dir: Path | None) -> dict[str, str]:
