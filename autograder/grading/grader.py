@@ -135,7 +135,7 @@ class Grader:
             self.trusted_cache_dir = self._scratch_dir()
             # What the fixtures of modules judged on the trusted side only are given (recorded while planning).
             self.givens_dir = self._scratch_dir()
-            self.trusted_env = sandbox.child_env(_cache_env(self.trusted_cache_dir))
+            self.trusted_env = sandbox.child_env(compile_cache.environment(self.trusted_cache_dir))
             workers = min(max(0, workers), self.options.jobs) if self.options.zygote else 0
             for _ in range(workers):
                 self._spare["zygote"].append(self._new_zygote("zygote"))
@@ -636,10 +636,6 @@ def _copy_files(source: Path, dest: Path) -> None:
                 continue
             with open(dest / entry.name, "wb") as out:
                 shutil.copyfileobj(f, out)
-
-
-def _cache_env(cache_dir: Path | None) -> dict[str, str]:
-    return compile_cache.environment(cache_dir)
 
 
 def find_students(submissions: Path) -> list[tuple[str, Path]]:

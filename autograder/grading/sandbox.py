@@ -107,19 +107,20 @@ def _write(path: Path, data: bytes) -> None:
 SCRATCH_PREFIX = "autograder-"
 
 
-def _owner_tag() -> str | None:
-    """``<pid>x<pid namespace>`` of this process (Linux), or None where it cannot be known."""
+def _pid_namespace() -> int | None:
+    """This process's pid namespace (Linux), or None where it cannot be known."""
     try:
-        return f"{os.getpid()}x{os.stat('/proc/self/ns/pid').st_ino}"
+        return os.stat("/proc/self/ns/pid").st_ino
     except OSError:
         return None
 
 
 def scratch_dir() -> Path:
-    """A new private folder in the temporary folder, named after the process that made it (see
-    :func:`remove_abandoned_scratch`)."""
-    tag = _owner_tag()
-    return Path(tempfile.mkdtemp(prefix=f"{SCRATCH_PREFIX}{tag}-" if tag else SCRATCH_PREFIX))
+    """A new private folder in the temporary folder, named after the process that made it
+    (``autograder-<pid>x<pid namespace>-…``, see :func:`remove_abandoned_scratch`)."""
+    namespace = _pid_namespace()
+    owner = f"{os.getpid()}x{namespace}-" if namespace is not None else ""
+    return Path(tempfile.mkdtemp(prefix=SCRATCH_PREFIX + owner))
 
 
 def remove_abandoned_scratch() -> list[Path]:
@@ -129,14 +130,13 @@ def remove_abandoned_scratch() -> list[Path]:
     among them copies of the course with the references. The next grader that starts with the
     same temporary folder removes every folder named after a process of its own pid namespace
     that no longer exists (a live one, or one of another namespace, is left alone)."""
-    mine = _owner_tag()
-    if mine is None:
+    namespace = _pid_namespace()
+    if namespace is None:
         return []
-    namespace = mine.split("x", 1)[1]
     removed = []
     for path in Path(tempfile.gettempdir()).glob(f"{SCRATCH_PREFIX}*x*-*"):
         pid, _, rest = path.name[len(SCRATCH_PREFIX):].partition("x")
-        if not pid.isdigit() or rest.split("-", 1)[0] != namespace or _alive(int(pid)):
+        if not pid.isdigit() or rest.split("-", 1)[0] != str(namespace) or _alive(int(pid)):
             continue
         try:
             if not path.is_dir() or path.is_symlink() or (path.lstat().st_uid != os.getuid() and os.getuid() != 0):
