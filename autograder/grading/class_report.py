@@ -20,6 +20,12 @@ from pathlib import Path
 from autograder.core.course import Course
 from autograder.core.outcomes import FunctionScore, StudentResult
 from autograder.core.status import Status
+from autograder.grading.outputs.inert import csv_text, md_text
+from autograder.grading.outputs.late import Lateness, format_late_by, format_time
+
+MISSING, NOT_STARTED, MISTAKE = "missing", "not started", "mistake"
+# what read_submission says of a module file it could not take (the student's folder lacks it)
+_MISSING_FILE = ("is missing from your submission", "is a symbolic link; submit the file itself", "is larger than ")
 
 
 def points(value: float) -> str:
@@ -35,16 +41,31 @@ def points_by_student(results: list[StudentResult]) -> dict[str, dict[str, float
     return {r.student: r.points_by_function() for r in results}
 
 
-def grades_csv(course: Course, modules: tuple[str, ...], results: list[StudentResult], incomplete: str | None = None) -> str:
+LATE_COLUMNS = ["submitted_at", "late_by", "late_penalty_percent", "final_score"]
+
+
+def grades_csv(
+    course: Course, modules: tuple[str, ...], results: list[StudentResult], incomplete: str | None = None,
+    late: dict[str, Lateness] | None = None,
+) -> str:
+    """One row per student. With ``late`` (a due date or a submission time source was given): when each
+    student submitted, how late (``2d 03:04:05``), the penalty and the penalised ``final_score``.
+    Student text (the folder name) is an inert CSV cell (:func:`csv_text`)."""
     columns = function_columns(course, modules)
     max_score = sum(fn.points for fn in course.functions if fn.module in modules)
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(["student", "score", "max_score", *columns])
+    writer.writerow(["student", "score", "max_score", *(LATE_COLUMNS if late is not None else []), *columns])
     for result in sorted(results, key=lambda r: r.student):
         earned = result.points_by_function()
         total = student_total(result, columns)
-        writer.writerow([result.student, points(total), points(max_score), *(points(earned.get(c, 0.0)) for c in columns)])
+        extra = []
+        if late is not None:
+            info = late.get(result.student, Lateness(None, None, 0.0))
+            extra = [format_time(info.submitted_at), format_late_by(info.late_by), points(100 * info.penalty), points(info.final(total))]
+        writer.writerow(
+            [csv_text(result.student), points(total), points(max_score), *extra, *(points(earned.get(c, 0.0)) for c in columns)]
+        )
     if incomplete:
         buffer.write(f"# INCOMPLETE: {incomplete}\n")
     return buffer.getvalue()
@@ -95,15 +116,33 @@ def _first_line(message: str) -> str:
     return line if len(line) <= 160 else line[:157] + "..."
 
 
+def failure_kind(score: FunctionScore) -> str | None:
+    """None when the function passed; :data:`MISSING` when its module file was not submitted,
+    :data:`NOT_STARTED` when it is still the stub, else :data:`MISTAKE` (a real one)."""
+    if score.status == Status.PASSED:
+        return None
+    if score.messages and all(m.startswith(f"{score.module}.py ") and any(k in m for k in _MISSING_FILE) for m in score.messages):
+        return MISSING
+    if score.status == Status.NOT_STARTED:
+        return NOT_STARTED
+    return MISTAKE
+
+
+def failure_lines(score: FunctionScore) -> list[str]:
+    """The distinct first lines of a failed function's messages (each counts once per student)."""
+    return list(dict.fromkeys(_first_line(m) for m in score.messages or ["(no message)"]))
+
+
 def most_common_failures(scores: list[FunctionScore], count: int) -> list[tuple[str, int]]:
-    """The ``count`` most frequent first lines of the failure messages of one function, with how many students hit each."""
-    failures = Counter(
-        line
-        for s in scores
-        if s.status != Status.PASSED
-        for line in dict.fromkeys(_first_line(m) for m in s.messages or ["(no message)"])  # once per student
-    )
+    """The ``count`` most frequent first lines of the real mistakes of one function (a missing file or a
+    function not started is not one), with how many students hit each."""
+    failures = Counter(line for s in scores if failure_kind(s) == MISTAKE for line in failure_lines(s))
     return sorted(failures.items(), key=lambda kv: (-kv[1], kv[0]))[:count]
+
+
+def submitted_nothing(result: StudentResult) -> bool:
+    """No module file of the graded modules was in the student's folder."""
+    return bool(result.scores) and all(failure_kind(s) == MISSING for s in result.scores)
 
 
 def function_scores(results: list[StudentResult], module: str, function: str) -> list[FunctionScore]:
@@ -122,20 +161,22 @@ def summary_md(course: Course, modules: tuple[str, ...], results: list[StudentRe
     for module in course.modules:
         if module.name not in modules:
             continue
-        lines += [f"## {module.name} — {module.topic}", "", "| function | passed | mean points | most common failures |", "|---|---|---|---|"]
+        lines += [
+            f"## {module.name} — {module.topic}", "",
+            "| function | passed | mean points | not submitted | not started | most common mistakes |", "|---|---|---|---|---|---|",
+        ]
         for fn in module.functions:
             scores = function_scores(results, fn.module, fn.name)
             passed = sum(s.status == Status.PASSED for s in scores)
+            kinds = Counter(failure_kind(s) for s in scores)
             mean = sum(s.points for s in scores) / n if n else 0.0
             common = most_common_failures(scores, 3)
-            text = "<br>".join(f"{count}× {_md(msg)}" for msg, count in common) or "—"
-            lines.append(f"| {fn.name} | {passed}/{n} | {mean:.2f}/{points(fn.points)} | {text} |")
+            text = "<br>".join(f"{count}× {md_text(msg)}" for msg, count in common) or "—"
+            lines.append(
+                f"| {fn.name} | {passed}/{n} | {mean:.2f}/{points(fn.points)} | {kinds[MISSING]} | {kinds[NOT_STARTED]} | {text} |"
+            )
         lines.append("")
     return "\n".join(lines)
-
-
-def _md(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
 
 
 def write_student(out: Path, course: Course, modules: tuple[str, ...], result: StudentResult) -> None:
@@ -145,17 +186,23 @@ def write_student(out: Path, course: Course, modules: tuple[str, ...], result: S
 
 
 def write_all(
-    out: Path, course: Course, modules: tuple[str, ...], results: list[StudentResult], incomplete: str | None = None
+    out: Path, course: Course, modules: tuple[str, ...], results: list[StudentResult], incomplete: str | None = None,
+    late: dict[str, Lateness] | None = None,
 ) -> None:
+    """Every output: each student's ``results.json`` and ``feedback.html``, ``summary.md``, ``grades.csv``,
+    ``report.html``. ``late``: each student's submission time and penalty, when known."""
+    from autograder.grading.html_report import report_html
+    from autograder.grading.outputs.feedback import feedback_html
+
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     for result in results:
         write_student(out, course, modules, result)
+        info = late.get(result.student) if late else None
+        _write(out / result.student / "feedback.html", feedback_html(course, modules, result, info))
     _write(out / "summary.md", summary_md(course, modules, results, incomplete))
-    _write(out / "grades.csv", grades_csv(course, modules, results, incomplete))
-    from autograder.grading.html_report import report_html
-
-    _write(out / "report.html", report_html(course, modules, results, incomplete))
+    _write(out / "grades.csv", grades_csv(course, modules, results, incomplete, late))
+    _write(out / "report.html", report_html(course, modules, results, incomplete, late))
 
 
 def _write(path: Path, text: str) -> None:
