@@ -36,9 +36,34 @@ def add_grade(subparsers) -> argparse.ArgumentParser:
     parser.add_argument(
         "--resume",
         action="store_true",
-        help="continue an interrupted run into the same OUT: students it finished are not graded again "
-        "(refused when the kit, course, options or libraries changed)",
+        help="continue a run into the same OUT: students it finished whose files did not change are not graded "
+        "again; students added since (late arrivals) and students whose files changed are graded, and it says "
+        "which (refused when the kit, course, options or libraries changed)",
     )
+    parser.add_argument(
+        "--student", action="append", default=[], metavar="NAME",
+        help="regrade only this student folder of SUBMISSIONS into an existing OUT (repeatable); the others keep "
+        "their recorded grades and every class file is rewritten",
+    )
+    late = parser.add_argument_group("due dates and late work (default: [late] in course.toml)")
+    late.add_argument("--due", metavar="WHEN", help="the due date, ISO 8601 (e.g. 2026-03-01T23:59:00+00:00; UTC without a zone)")
+    late.add_argument("--late-penalty", type=float, metavar="PERCENT", help="percent of the score lost per started day late")
+    late.add_argument("--late-cutoff", type=float, metavar="DAYS", help="later than this many days: score 0")
+    late.add_argument(
+        "--submitted-at", metavar="SOURCE",
+        help="where each submission's time comes from: git (HEAD's commit time of a cloned repository), "
+        "gradescope (submission_metadata.json's created_at), mtime (the newest <module>.py), or csv:PATH "
+        "(columns student, submitted_at); grades.csv then has submitted_at, late_by, the penalty and final_score",
+    )
+    exports = parser.add_argument_group("LMS exports")
+    exports.add_argument(
+        "--roster", type=Path, metavar="FILE",
+        help="CSV mapping student folders to LMS ids: student, and any of name, canvas_id, sis_user_id, "
+        "sis_login_id, section, email, idnumber, username",
+    )
+    exports.add_argument("--canvas", metavar="ASSIGNMENT", help="write OUT/canvas_import.csv for Canvas's gradebook import, in this assignment's column")
+    exports.add_argument("--canvas-assignment-id", metavar="ID", help="the Canvas assignment's id (its column becomes 'ASSIGNMENT (ID)')")
+    exports.add_argument("--moodle", metavar="ITEM", help="write OUT/moodle_import.csv for Moodle's CSV grade import, in this grade item's column")
     parser.add_argument("--course", type=Path, metavar="DIR", help="the instructor's course folder (default: found from here)")
     parser.add_argument(
         "--seed", type=int, metavar="N",
@@ -88,8 +113,14 @@ def run_grade(args: argparse.Namespace) -> int:
         seed=args.seed,
         run_as=args.run_as,
     )
+    desk = api.Desk(
+        students=args.student, due=args.due, late_penalty=args.late_penalty, late_cutoff=args.late_cutoff,
+        submitted_at=args.submitted_at, roster=args.roster, canvas=args.canvas,
+        canvas_assignment_id=args.canvas_assignment_id, moodle=args.moodle,
+    )
     code = api.grade(
-        course, args.submissions, args.out, options, gradebook=args.gradebook, resume=args.resume, cluster=args.cluster
+        course, args.submissions, args.out, options, gradebook=args.gradebook, resume=args.resume, cluster=args.cluster,
+        desk=desk,
     )
     args.interrupted = code in api.INTERRUPTED
     return code

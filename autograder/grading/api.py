@@ -12,11 +12,12 @@ import contextlib
 import signal
 import sys
 import threading
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from autograder.core.course import Course
 from autograder.grading import class_report, run_state, sandbox
-from autograder.grading.grader import Grader, Options, Progress, StudentResult, find_students
+from autograder.grading.grader import Grader, Options, Progress, StudentResult, find_students, read_submission
 
 INTERRUPTED = {128 + signal.SIGINT, 128 + signal.SIGTERM}
 
@@ -30,18 +31,89 @@ def select_modules(course: Course, only: list[str] | None) -> tuple[str, ...]:
     return tuple(m for m in names if not only or m in only)
 
 
+@dataclass
+class Desk:
+    """The instructor's options of ``grade`` beyond grading itself (see ``autograder grade --help``)."""
+
+    students: list[str] = field(default_factory=list)  # --student: regrade only these into an existing OUT
+    due: str | None = None  # --due (else [late] of course.toml)
+    late_penalty: float | None = None  # --late-penalty: percent per started day
+    late_cutoff: float | None = None  # --late-cutoff: days
+    submitted_at: str | None = None  # --submitted-at SOURCE (autograder.grading.outputs.late)
+    roster: Path | None = None  # --roster: student folder -> LMS ids
+    canvas: str | None = None  # --canvas ASSIGNMENT: write OUT/canvas_import.csv
+    canvas_assignment_id: str | None = None
+    moodle: str | None = None  # --moodle ITEM: write OUT/moodle_import.csv
+
+
+def class_of(submissions: Path, course: Course, out: Path) -> list[tuple[str, Path]]:
+    """The students of ``submissions``: its sub-folders, or the folder itself when it is one submission
+    (it holds ``<module>.py`` files of the course itself, or in ``exercises/``). Raises SystemExit with a
+    clear message when there is no student at all, never grading nobody."""
+    modules = tuple(m.name for m in course.modules)
+    own_files, _ = read_submission(submissions, modules)
+    students = find_students(submissions)
+    if own_files and not any(read_submission(folder, modules)[0] for _, folder in students):
+        if (out / run_state.STATE / "run.json").is_file() and (out / "grades.csv").is_file():
+            raise SystemExit(
+                f"autograder grade: {submissions} is one student's submission ({', '.join(f'{m}.py' for m in own_files)}), "
+                f"and {out} already holds a graded class that grading it alone would replace; to regrade this "
+                f"student into that class run `autograder grade {submissions.parent} --student {submissions.name} --out {out}`"
+            )
+        print(f"{submissions} is one student's submission: grading it as the student {submissions.name!r}")
+        return [(submissions.name, submissions)]
+    if not students:
+        raise SystemExit(
+            f"autograder grade: {submissions} has no student folders (SUBMISSIONS holds one folder per student, "
+            "each with the course's <module>.py files) and is not a submission itself; nothing was graded"
+        )
+    return students
+
+
 def grade(
     course: Course, submissions: Path, out: Path, options: Options, gradebook: str | None = None, resume: bool = False,
-    cluster: str | None = None,
+    cluster: str | None = None, desk: Desk | None = None,
 ) -> int:
     """Grade every student folder of ``submissions`` and write ``out/grades.csv``, ``out/<student>/results.json``
     and ``out/summary.md`` (and the gradebook, when given), locally or on the Dask scheduler at ``cluster``.
     Returns the exit status (128 + signal when stopped)."""
+    from autograder.grading.outputs import late as late_work
+    from autograder.grading.outputs import lms
+
+    desk = desk or Desk()
     if not submissions.is_dir():
         raise SystemExit(f"autograder grade: {submissions} is not a folder")
     out = out.resolve()
     modules = options.modules
-    students = find_students(submissions)
+    students = class_of(submissions, course, out)
+    names = [name for name, _ in students]
+    unknown = [s for s in desk.students if s not in names]
+    if unknown:
+        raise SystemExit(f"autograder grade: --student {', '.join(map(repr, unknown))}: no such folder in {submissions}")
+    try:
+        policy = late_work.policy(course.root, desk.due, desk.late_penalty, desk.late_cutoff)
+        if policy.active and not desk.submitted_at:
+            raise late_work.LateError(
+                f"a due date needs the submission times: add --submitted-at SOURCE ({', '.join(late_work.SOURCES)})"
+            )
+        times, no_time = late_work.submission_times(desk.submitted_at, students, modules) if desk.submitted_at else ({}, [])
+    except late_work.LateError as err:
+        raise SystemExit(f"autograder grade: {err}") from None
+    if no_time:
+        print(f"autograder grade: warning: no submission time ({desk.submitted_at}) for {', '.join(no_time)}: no late penalty for them", file=sys.stderr)
+    late = {name: late_work.judge(policy, times.get(name)) for name in names} if desk.submitted_at else None
+    roster = None
+    if desk.canvas or desk.moodle:
+        if desk.roster is None:
+            raise SystemExit("autograder grade: --canvas and --moodle need --roster FILE (student folder -> LMS ids)")
+        try:
+            roster = lms.read_roster(desk.roster)
+            if desk.canvas:
+                lms.check_canvas(roster, names)
+            if desk.moodle:
+                lms.moodle_identifier(roster, names)
+        except lms.ExportError as err:
+            raise SystemExit(f"autograder grade: {err}") from None
     snapshot = sandbox.Snapshot.take(course.root)
     run = run_state.fingerprint(
         snapshot.course, snapshot.kit,
@@ -51,12 +123,30 @@ def grade(
         },
     )
     try:
-        state = run_state.RunState.start(out, run, resume=resume)
+        state = run_state.RunState.start(out, run, resume=resume or bool(desk.students))
     except run_state.ResumeError as err:
         raise SystemExit(f"autograder grade: {err}") from None
-    finished = state.finished(students, modules)
-    if finished:
-        print(f"resuming {out}: {len(finished)} already graded, {len(students) - len(finished)} to grade")
+    if desk.students:
+        # Regrade the named students only; everyone else keeps the grades recorded in OUT.
+        recorded = state.recorded(students, modules)  # reads every student's files (their digests) too
+        finished = {n: r for n, r in recorded.items() if n not in desk.students}
+        left_out = [n for n in names if n not in desk.students and n not in finished]
+        students = [(n, f) for n, f in students if n in desk.students or n in finished]
+        print(f"regrading {', '.join(desk.students)} into {out}; {len(finished)} other students keep their grades")
+        if left_out:
+            print(
+                f"autograder grade: warning: {', '.join(left_out)} have no grades in {out} and are left out "
+                "(add them with --student, or grade the rest with --resume)",
+                file=sys.stderr,
+            )
+    else:
+        finished = state.finished(students, modules)
+        if resume:
+            print(
+                f"resuming {out}: {len(finished)} already graded and unchanged; to grade: "
+                f"{len(state.changed)} changed since graded ({', '.join(state.changed) or 'none'}), "
+                f"{len(state.new)} not graded before ({', '.join(state.new) or 'none'})"
+            )
 
     def keep(result: StudentResult) -> None:
         """A student is finished: its results.json now, and the record --resume reads."""
@@ -93,13 +183,30 @@ def grade(
     if stop.is_set():
         results = results or [finished[name] for name, _ in students if name in finished]
         return interrupted(out, course, modules, results, len(students), caught[0] if caught else signal.SIGINT)
-    class_report.write_all(out, course, modules, results)
+    class_report.write_all(out, course, modules, results, late=late)
+    total = sum(fn.points for fn in course.functions if fn.module in modules)
+    if roster is not None:
+        columns = class_report.function_columns(course, modules)
+        finals = {
+            r.student: (late[r.student].final if late else float)(class_report.student_total(r, columns)) for r in results
+        }
+        if desk.canvas:
+            class_report.write_text(out / "canvas_import.csv", lms.canvas_csv(roster, finals, total, desk.canvas, desk.canvas_assignment_id))
+            print(f"wrote {out / 'canvas_import.csv'} (Canvas: Grades > Import)")
+        if desk.moodle:
+            class_report.write_text(out / "moodle_import.csv", lms.moodle_csv(roster, finals, desk.moodle))
+            print(f"wrote {out / 'moodle_import.csv'} (Moodle: Grades > Import > CSV file)")
+        missing = lms.unmatched(roster, [r.student for r in results])
+        if missing:
+            print(f"autograder grade: roster entries with no graded folder (not in the imports): {', '.join(missing)}", file=sys.stderr)
     if gradebook:
         from autograder.notebooks.builder import write_gradebook
 
         written = write_gradebook(class_report.points_by_student(results), gradebook, course)
         print(f"wrote {written} grades into the gradebook {gradebook}")
-    total = sum(fn.points for fn in course.functions if fn.module in modules)
+    regraded = [r.student for r in results if r.student not in finished]
+    if desk.students or resume:
+        print(f"graded now: {', '.join(regraded) or 'nobody'}; the class files list {len(results)} students")
     print(f"graded {len(results)} students ({', '.join(modules)}; max {total:g} points): {out / 'grades.csv'}")
     return 0
 

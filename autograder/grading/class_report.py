@@ -205,6 +205,11 @@ def write_all(
     _write(out / "report.html", report_html(course, modules, results, incomplete, late))
 
 
+def write_text(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` atomically (a reader never sees half a file)."""
+    _write(path, text)
+
+
 def _write(path: Path, text: str) -> None:
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(text, encoding="utf-8")

@@ -74,6 +74,10 @@ class RunState:
         self.folder = Path(out) / STATE
         self.run = run
         self.digests: dict[str, str] = {}  # student -> digest of the files graded
+        # what :meth:`finished` found, for ``grade`` to say: students whose files changed since they were
+        # graded, and students the earlier run never graded (late arrivals)
+        self.changed: list[str] = []
+        self.new: list[str] = []
 
     @classmethod
     def start(cls, out: Path, run: dict[str, str], *, resume: bool) -> "RunState":
@@ -84,7 +88,7 @@ class RunState:
             try:
                 saved = json.loads(path.read_text(encoding="utf-8"))
             except (OSError, ValueError):
-                raise ResumeError(f"{out} has no interrupted run to resume (no {STATE}/run.json); run without --resume") from None
+                raise ResumeError(f"{out} has no earlier run to continue (no {STATE}/run.json); run without --resume or --student") from None
             if saved.get("format") != FORMAT:
                 raise ResumeError(f"{out} was graded by another version of the grader; run without --resume")
             differ = [part for part in run if saved.get("fingerprint", {}).get(part) != run[part]]
@@ -106,15 +110,36 @@ class RunState:
     def finished(self, students: list[tuple[str, Path]], modules: tuple[str, ...]) -> dict[str, StudentResult]:
         """The students the interrupted run finished, with their results, if it graded these very files."""
         found = {}
+        self.changed, self.new = [], []
         for student, folder in students:
             self.digests[student] = submission_digest(*read_submission(folder, modules))
-            try:
-                saved = json.loads(self._path(student).read_text(encoding="utf-8"))
-                if saved["submission"] == self.digests[student]:
-                    found[student] = StudentResult(student, [_score(s) for s in saved["scores"]])
-            except (OSError, ValueError, KeyError, TypeError):
-                continue
+            saved = self._saved(student)
+            if saved is None:
+                self.new.append(student)
+            elif saved["submission"] == self.digests[student]:
+                found[student] = StudentResult(student, [_score(s) for s in saved["scores"]])
+            else:
+                self.changed.append(student)
         return found
+
+    def recorded(self, students: list[tuple[str, Path]], modules: tuple[str, ...]) -> dict[str, StudentResult]:
+        """The recorded results of ``students``, whether or not their files changed since (``grade --student``
+        regrades only the students it names and keeps the others' grades as they were)."""
+        found = {}
+        for student, folder in students:
+            self.digests[student] = submission_digest(*read_submission(folder, modules))
+            saved = self._saved(student)
+            if saved is not None:
+                found[student] = StudentResult(student, [_score(s) for s in saved["scores"]])
+        return found
+
+    def _saved(self, student: str) -> dict | None:
+        try:
+            saved = json.loads(self._path(student).read_text(encoding="utf-8"))
+            saved["submission"], saved["scores"]  # noqa: B018 - both must be there
+            return saved
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
 
     def record(self, result: StudentResult) -> None:
         """``result``'s student is finished (call :meth:`finished` first: it reads what was graded)."""

@@ -23,7 +23,7 @@ def csv_text(value: object) -> str:
     return "'" + text if text.startswith(FORMULA_START) else text
 
 
-_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()<>#+\-.!|~&\"'=])")
+_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()<>#+\-.!|~&])")
 
 
 def md_text(value: object) -> str:
