@@ -38,7 +38,6 @@ from autograder.grading.class_report import (
     submitted_nothing,
 )
 from autograder.core.outcomes import StudentResult
-from autograder.core.status import Status
 from autograder.grading.outputs.late import Lateness, format_late_by, format_time
 
 SCRIPT = """
