@@ -182,7 +182,7 @@ def grade(
         progress.finish()
     if stop.is_set():
         results = results or [finished[name] for name, _ in students if name in finished]
-        return interrupted(out, course, modules, results, len(students), caught[0] if caught else signal.SIGINT)
+        return interrupted(out, course, modules, results, len(students), caught[0] if caught else signal.SIGINT, late)
     class_report.write_all(out, course, modules, results, late=late)
     total = sum(fn.points for fn in course.functions if fn.module in modules)
     if roster is not None:
@@ -211,13 +211,15 @@ def grade(
     return 0
 
 
-def interrupted(out: Path, course: Course, modules: tuple[str, ...], results: list, total: int, signum: int) -> int:
+def interrupted(
+    out: Path, course: Course, modules: tuple[str, ...], results: list, total: int, signum: int, late: dict | None = None,
+) -> int:
     """Write what was finished, marked incomplete; one line on stderr; exit status 128 + the signal."""
     note = (
         f"grading was interrupted after {len(results)} of {total} students; the others are not in this file. "
         "Run the same command with --resume to grade them."
     )
-    class_report.write_all(out, course, modules, results, incomplete=note)
+    class_report.write_all(out, course, modules, results, incomplete=note, late=late)
     name = signal.Signals(signum).name
     print(
         f"autograder grade: interrupted ({name}): {len(results)} of {total} students graded, written to {out} "
