@@ -98,10 +98,14 @@ def main() -> None:
                 started = time.perf_counter()
                 tab.goto(path.as_uri(), wait_until="load")
                 loaded = time.perf_counter() - started
-                started = time.perf_counter()
-                tab.locator("#students thead th").nth(1).click()
-                tab.evaluate("() => new Promise(r => requestAnimationFrame(() => r()))")
-                sorted_in = time.perf_counter() - started
+                # in the page: from the click on the score header to the next frame painted
+                sorted_in = tab.evaluate(
+                    """() => new Promise(done => {
+                        const started = performance.now();
+                        document.querySelectorAll('#students thead th')[1].click();
+                        requestAnimationFrame(() => setTimeout(() => done((performance.now() - started) / 1000)));
+                    })"""
+                )
             finally:
                 browser.close()
     print(f"Chromium: loaded and rendered in {loaded:.2f} s; sorting {args.students} rows by score took {sorted_in:.2f} s")

@@ -282,7 +282,7 @@ def test_the_report_of_a_graded_class_renders_in_chromium(graded_class, tmp_path
                 assert fn_row[2] == f"{full}/{len(rows)}"
                 assert fn_row[6] == "2", "two empty folders: not submitted"
             scatter = functions[1]
-            assert scatter[8].startswith("3×"), "same_a, same_b and late made the same mistake; 'missing' does not win"
+            assert scatter[8].startswith("4×"), "same_a, same_b, late and wrong made the same mistake; 'missing' does not win"
             assert any("<script>window.pwned=5</script>" in f[8] for f in functions), "the hostile message is shown as text"
 
             # Click a function: who failed it and why.
@@ -291,7 +291,7 @@ def test_the_report_of_a_graded_class_renders_in_chromium(graded_class, tmp_path
             details.locator("summary").click()
             assert details.evaluate("d => d.open")
             items = details.locator("li").all_text_contents()
-            assert any(t.startswith("3×") and all(s in t for s in ("same_a", "same_b", "late")) for t in items)
+            assert any(t.startswith("4×") and all(s in t for s in ("same_a", "same_b", "late", "wrong")) for t in items)
             assert any("not submitted" in t and "empty_a" in t and "empty_b" in t for t in items)
             _shot(page, tmp_path / "report-function-drilldown.png")
 

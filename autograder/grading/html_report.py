@@ -27,7 +27,6 @@ import statistics
 from autograder.core.course import Course
 from autograder.grading.class_report import (
     MISSING,
-    MISTAKE,
     NOT_STARTED,
     failure_kind,
     failure_lines,
@@ -37,7 +36,7 @@ from autograder.grading.class_report import (
     student_total,
     submitted_nothing,
 )
-from autograder.core.outcomes import StudentResult
+from autograder.core.outcomes import FunctionScore, StudentResult
 from autograder.grading.outputs.late import Lateness, format_late_by, format_time
 
 SCRIPT = """
@@ -86,6 +85,8 @@ tr.nosub td { color: #777; }
 details.function summary, details.student summary { cursor: pointer; }
 ul.failures { margin: .3rem 0; padding-left: 1.2rem; } ul.failures li { margin-bottom: .3rem; }
 .who { color: #555; font-size: .85rem; }
+td.time { white-space: nowrap; }
+details.student h4 { font-size: .9rem; margin: .5rem 0 .1rem; }
 .legend span { display: inline-block; padding: 0 .5rem; }
 """
 
@@ -146,27 +147,23 @@ def _cell(value: float, maximum: float) -> str:
     return f'<td class="num" data-value="{points(value)}" style="background:{colour(fraction)}">{points(value)}</td>'
 
 
-def _function_row(fn, n: int, results: list[StudentResult]) -> tuple[str, float]:
-    """One row of the functions table: counts, and a drill-down of who failed and why."""
-    passed, missing, not_started = 0, [], []
+def _function_row(fn, n: int, scores: list[tuple[str, FunctionScore]]) -> tuple[str, float]:
+    """One row of the functions table (``scores``: each student's score of ``fn``): counts, and a
+    drill-down of who failed and why."""
+    passed, with_mistake, missing, not_started = 0, 0, [], []
     mistakes: dict[str, list[str]] = {}
-    for result in results:
-        for score in result.scores:
-            if score.module != fn.module or score.function != fn.name:
-                continue
-            kind = failure_kind(score)
-            if kind is None:
-                passed += 1
-            elif kind == MISSING:
-                missing.append(result.student)
-            elif kind == NOT_STARTED:
-                not_started.append(result.student)
-            else:
-                for line in failure_lines(score):
-                    mistakes.setdefault(line, []).append(result.student)
-    with_mistake = sum(
-        1 for r in results for s in r.scores if s.module == fn.module and s.function == fn.name and failure_kind(s) == MISTAKE
-    )
+    for student, score in scores:
+        kind = failure_kind(score)
+        if kind is None:
+            passed += 1
+        elif kind == MISSING:
+            missing.append(student)
+        elif kind == NOT_STARTED:
+            not_started.append(student)
+        else:
+            with_mistake += 1
+            for line in failure_lines(score):
+                mistakes.setdefault(line, []).append(student)
     ranked = sorted(mistakes.items(), key=lambda kv: (-len(kv[1]), kv[0]))
     who = lambda names: ", ".join(_e(name) for name in names)  # noqa: E731
     items = [
@@ -227,9 +224,13 @@ def report_html(
     n = len(results)
     incomplete_note = f'\n<p class="incomplete"><strong>INCOMPLETE:</strong> {_e(incomplete)}</p>' if incomplete else ""
 
+    by_function: dict[str, list] = {fn.qualname: [] for fn in functions}
+    for result in results:
+        for score in result.scores:
+            by_function.get(score.qualname, []).append((result.student, score))
     function_rows, rates = [], []
     for fn in functions:
-        row, rate = _function_row(fn, n, results)
+        row, rate = _function_row(fn, n, by_function[fn.qualname])
         function_rows.append(row)
         rates.append(rate)
 
@@ -253,8 +254,8 @@ def report_html(
                 note += f' <span class="tag late">late, {points(100 * info.penalty)}% off</span>'
             late_cells = (
                 _cell(info.final(total), max_score)
-                + f"<td>{_e(format_time(info.submitted_at))}</td>"
-                + f'<td class="num" data-value="{late_seconds}">{_e(format_late_by(info.late_by))}</td>'
+                + f'<td class="time">{_e(format_time(info.submitted_at))}</td>'
+                + f'<td class="num time" data-value="{late_seconds}">{_e(format_late_by(info.late_by))}</td>'
             )
         row_class = ' class="nosub"' if empty else ""
         student_rows.append(
