@@ -97,12 +97,13 @@ def test_missing_and_not_started_are_not_mistakes(course):
 # -- feedback -------------------------------------------------------------------------------------
 
 def test_feedback_has_every_function_message_and_hint_escaped(course):
-    bug = result(course, "<b>eve</b>", "bug", "at_updates.clamp_at: got [1] expected [2]\n  hint: reread the docstring")
+    bug = result(course, "<b>eve</b>", "bug", "at_updates.clamp_at: got [1] expected [2] <img src=x onerror=alert(1)>\n  hint: reread the docstring")
     page = feedback_html(course, (MODULE,), bug, late_work.Lateness(datetime(2026, 1, 3, tzinfo=timezone.utc), timedelta(days=1), 0.2))
     for fn in course.module(MODULE).functions:
         assert f'id="{fn.qualname}"' in page
     assert "hint: reread the docstring" in page and "got [1] expected [2]" in page
     assert "<b>eve</b>" not in page and "&lt;b&gt;eve&lt;/b&gt;" in page
+    assert "<img" not in page and "&lt;img src=x onerror=alert(1)&gt;" in page
     assert "<script" not in page and "default-src 'none'" in page
     assert "20% off" in page
     stub = feedback_html(course, (MODULE,), result(course, "s", "bug", "at_updates.clamp_at: got 1"))
