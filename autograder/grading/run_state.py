@@ -88,7 +88,10 @@ class RunState:
             try:
                 saved = json.loads(path.read_text(encoding="utf-8"))
             except (OSError, ValueError):
-                raise ResumeError(f"{out} has no earlier run to continue (no {STATE}/run.json); run without --resume or --student") from None
+                raise ResumeError(
+                    f"{out} has no interrupted run to resume (no {STATE}/run.json): no earlier run to continue into; "
+                    "run without --resume or --student"
+                ) from None
             if saved.get("format") != FORMAT:
                 raise ResumeError(f"{out} was graded by another version of the grader; run without --resume")
             differ = [part for part in run if saved.get("fingerprint", {}).get(part) != run[part]]
