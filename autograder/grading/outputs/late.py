@@ -13,8 +13,10 @@ A submission's time comes from a source the instructor names (``grade --submitte
 - ``git``: the committer time of ``HEAD`` in the student's folder (a cloned repository), read by
   ``git log`` with the repository's hooks, pager and fsmonitor disabled. The student's machine
   wrote that time: it is as trustworthy as the repository host's record of the push, no more;
-- ``gradescope``: ``created_at`` of ``submission_metadata.json`` in the student's folder (what
-  Gradescope writes next to a submission);
+- ``gradescope``: ``created_at`` of ``submission_metadata.json`` in the student's folder (Gradescope's
+  "Submission Metadata" documentation, gradescope-autograders.readthedocs.io: ``created_at`` is the
+  submission time, ISO 8601 with an offset; an autograder finds the file at
+  ``/autograder/submission_metadata.json``, copy it into the student's folder);
 - ``mtime``: the newest modification time of the course's ``<module>.py`` files in the folder
   (what an upload or a ``cp -p`` preserved);
 - ``csv:PATH``: a CSV file with columns ``student`` and ``submitted_at`` (ISO 8601), e.g. exported
