@@ -20,16 +20,18 @@ from pathlib import Path
 from autograder.core.course import Course
 from autograder.core.outcomes import FunctionScore, StudentResult
 from autograder.core.status import Status
+from autograder.grading.outputs.failures import (  # noqa: F401 - points and submitted_nothing are also read as class_report.*
+    MISSING,
+    MISTAKE,
+    NOT_STARTED,
+    failure_kind,
+    failure_lines,
+    points,
+    submitted_nothing,
+)
 from autograder.grading.outputs.inert import csv_text, md_text
 from autograder.grading.outputs.late import Lateness, format_late_by, format_time
 
-MISSING, NOT_STARTED, MISTAKE = "missing", "not started", "mistake"
-# what read_submission says of a module file it could not take (the student's folder lacks it)
-_MISSING_FILE = ("is missing from your submission", "is a symbolic link; submit the file itself", "is larger than ")
-
-
-def points(value: float) -> str:
-    return f"{round(value, 2):g}"
 
 
 def function_columns(course: Course, modules: tuple[str, ...]) -> list[str]:
@@ -111,38 +113,11 @@ def results_json(course: Course, modules: tuple[str, ...], result: StudentResult
     return json.dumps(payload, indent=2, ensure_ascii=False) + "\n"
 
 
-def _first_line(message: str) -> str:
-    line = message.strip().splitlines()[0] if message.strip() else "(no message)"
-    return line if len(line) <= 160 else line[:157] + "..."
-
-
-def failure_kind(score: FunctionScore) -> str | None:
-    """None when the function passed; :data:`MISSING` when its module file was not submitted,
-    :data:`NOT_STARTED` when it is still the stub, else :data:`MISTAKE` (a real one)."""
-    if score.status == Status.PASSED:
-        return None
-    if score.messages and all(m.startswith(f"{score.module}.py ") and any(k in m for k in _MISSING_FILE) for m in score.messages):
-        return MISSING
-    if score.status == Status.NOT_STARTED:
-        return NOT_STARTED
-    return MISTAKE
-
-
-def failure_lines(score: FunctionScore) -> list[str]:
-    """The distinct first lines of a failed function's messages (each counts once per student)."""
-    return list(dict.fromkeys(_first_line(m) for m in score.messages or ["(no message)"]))
-
-
 def most_common_failures(scores: list[FunctionScore], count: int) -> list[tuple[str, int]]:
     """The ``count`` most frequent first lines of the real mistakes of one function (a missing file or a
     function not started is not one), with how many students hit each."""
     failures = Counter(line for s in scores if failure_kind(s) == MISTAKE for line in failure_lines(s))
     return sorted(failures.items(), key=lambda kv: (-kv[1], kv[0]))[:count]
-
-
-def submitted_nothing(result: StudentResult) -> bool:
-    """No module file of the graded modules was in the student's folder."""
-    return bool(result.scores) and all(failure_kind(s) == MISSING for s in result.scores)
 
 
 def function_scores(results: list[StudentResult], module: str, function: str) -> list[FunctionScore]:

@@ -25,15 +25,13 @@ import io
 import statistics
 
 from autograder.core.course import Course
-from autograder.grading.class_report import (
+from autograder.grading.class_report import function_columns, function_output, student_total
+from autograder.grading.outputs.failures import (
     MISSING,
     NOT_STARTED,
     failure_kind,
     failure_lines,
-    function_columns,
-    function_output,
     points,
-    student_total,
     submitted_nothing,
 )
 from autograder.core.outcomes import FunctionScore, StudentResult

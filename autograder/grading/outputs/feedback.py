@@ -13,6 +13,7 @@ from __future__ import annotations
 from autograder.core.course import Course
 from autograder.core.outcomes import FunctionScore, StudentResult
 from autograder.core.status import Status
+from autograder.grading.outputs.failures import MISSING, NOT_STARTED, failure_kind, points
 from autograder.grading.outputs.inert import html_text as _e
 from autograder.grading.outputs.late import Lateness, format_late_by, format_time
 
@@ -29,8 +30,6 @@ pre { white-space: pre-wrap; background: #f6f6f6; padding: .5rem; border-radius:
 
 
 def _state(score: FunctionScore) -> tuple[str, str]:
-    from autograder.grading.class_report import MISSING, NOT_STARTED, failure_kind
-
     kind = failure_kind(score)
     if kind is None:
         return "passed", f"all {score.total} checks pass"
@@ -42,8 +41,6 @@ def _state(score: FunctionScore) -> tuple[str, str]:
 
 
 def feedback_html(course: Course, modules: tuple[str, ...], result: StudentResult, late: Lateness | None = None) -> str:
-    from autograder.grading.class_report import points
-
     by_name = {s.qualname: s for s in result.scores}
     total = sum(s.points for s in result.scores if s.module in modules)
     max_total = sum(fn.points for fn in course.functions if fn.module in modules)

@@ -29,7 +29,7 @@ _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()<>#+\-.!|~&])")
 def md_text(value: object) -> str:
     """``value`` as literal Markdown text on one line: no link, image, HTML tag, emphasis or table cell
     break survives (each special character is backslash-escaped; ``<``/``>``/``&`` as entities)."""
-    text = " ".join(str(value).split())
+    text = str(value).replace("\r\n", " ").replace("\n", " ").replace("\r", " ")
     text = _MD_SPECIAL.sub(r"\\\1", text)
     return text.replace("\\<", "&lt;").replace("\\>", "&gt;").replace("\\&", "&amp;")
 
