@@ -156,7 +156,9 @@ class _Proxy:
     def __init__(self, target, record):
         object.__setattr__(self, "_target", target)
         object.__setattr__(self, "_record", record)
-        object.__setattr__(self, "__wrapped__", target)
+        # what the target wraps, as the target says it (a jax.jit function's Python function): code that
+        # unwraps one level (structure.record_calls) finds the same code object
+        object.__setattr__(self, "__wrapped__", getattr(target, "__wrapped__", target))
 
     @property
     def __class__(self):  # isinstance(proxy, type(jax.jit(f))) stays True
