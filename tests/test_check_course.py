@@ -188,7 +188,24 @@ def test_plain_comparisons_in_a_check_file_are_found():
             assert loss == reference.step(1)[1]
             student.ignored(3)
     """)
-    assert compared_in_source(source) == {("save", "return"), ("step", "return[1]"), ("step", "return")}
+    assert compared_in_source(source) == {("save", "return"), ("step", "return[1]")}
+
+
+def test_objects_a_check_uses_are_found():
+    from autograder.authoring.coverage import used_in_source
+
+    source = textwrap.dedent("""
+        def test_a(student):
+            manager = student.make_manager(1)
+            assert manager.all_steps() == []
+        def test_b(student):
+            loader = student.make_loader(1)
+            check(loader)
+        def test_c(student):
+            other = student.make_other(1)
+            other.close()
+    """)
+    assert used_in_source(source) == {("make_manager", "return"), ("make_loader", "return")}
 
 
 def test_a_recorded_jit_function_still_is_one():

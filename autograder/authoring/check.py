@@ -346,14 +346,15 @@ def deliberate_gaps(course: Course) -> dict[tuple[str, str], str]:
 def coverage_gaps(course: Course, record: dict, contract: dict | None, modules: Iterable[str] | None = None) -> list[Gap]:
     """Every contract argument a ``--solutions`` run (``record``, see :func:`coverage.merge`) never varied,
     every output it never compared, every graded function it never called."""
-    from autograder.authoring.coverage import compared_in_source
+    from autograder.authoring.coverage import compared_in_source, used_in_source
 
     gaps = []
     for module in course.modules:
         if modules is not None and module.name not in modules:
             continue
         checks = course.checks_path(module.name)
-        in_source = compared_in_source(checks.read_text(encoding="utf-8")) if checks.is_file() else set()
+        source = checks.read_text(encoding="utf-8") if checks.is_file() else ""
+        in_source, used = compared_in_source(source), used_in_source(source)
         signatures = (contract or {}).get(module.name, {})
         for fn in module.functions:
             entry = record.get(fn.qualname)
@@ -375,6 +376,8 @@ def coverage_gaps(course: Course, record: dict, contract: dict | None, modules: 
             for part, out in sorted(parts.items()):
                 if out["compared"] or (fn.name, part) in in_source or (fn.name, "return") in in_source:
                     continue
+                if out.get("object") and not out["none"] and ((fn.name, part) in used or (fn.name, "return") in used):
+                    continue  # an object (a manager): the check uses it, and looks at what it does
                 label = part
                 if part.startswith("return[") and len(outputs) == len(parts):
                     label = f"{part} ({outputs[int(part[7:-1])]})"

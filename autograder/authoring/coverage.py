@@ -85,6 +85,8 @@ def _array_fp(x) -> str | None:
         return None
     if a.dtype == object:
         return None
+    if a.size == 1 and a.dtype.kind == "b":
+        return f"bool {bool(a.reshape(-1)[0])}"  # True is not the number 1 (a step, a count)
     if a.size <= 1 and a.dtype.kind in "biuf":
         return f"num {np.float32(a.reshape(-1)[0]) if a.size else 'empty'!r}"
     return f"array {a.dtype}{list(a.shape)} {hashlib.blake2b(np.ascontiguousarray(a).tobytes(), digest_size=8).hexdigest()}"
@@ -310,7 +312,7 @@ class Recorder:
     def _outputs(self, qualname, result):
         outputs = self.functions[qualname]["outputs"]
         for part, value in output_parts(result).items():
-            out = outputs.setdefault(part, {"calls": 0, "compared": False, "none": True})
+            out = outputs.setdefault(part, {"calls": 0, "compared": False, "none": True, "object": False})
             out["calls"] += 1
             out["none"] = out["none"] and value is None
             if not out["compared"]:
@@ -321,6 +323,7 @@ class Recorder:
                 if fps:
                     self.pending.append((qualname, part, fps))
                 elif value is not None:
+                    out["object"] = True
                     self.objects[id(value)] = (qualname, part)
                     self.kept.append(value)  # alive until the check ends, so its id is not reused
 
@@ -357,11 +360,43 @@ def merge(path: Path) -> dict[str, dict]:
                 have = into["kinds"].setdefault(name, [])
                 have += [k for k in kinds if k not in have]
             for part, out in entry["outputs"].items():
-                have = into["outputs"].setdefault(part, {"calls": 0, "compared": False, "none": True})
+                have = into["outputs"].setdefault(part, {"calls": 0, "compared": False, "none": True, "object": False})
                 have["calls"] += out["calls"]
+                have["object"] = have["object"] or out.get("object", False)
                 have["compared"] = have["compared"] or out["compared"]
                 have["none"] = have["none"] and out["none"]
     return merged
+
+
+def _results_in_source(check_source: str):
+    """For each check function of the file: the names bound to a call's result (``out = student.f(...)``,
+    ``a, b = f(...)``: ``{name: (f, "return" or "return[i]")}``) and the function's nodes."""
+    tree = ast.parse(check_source)
+    for fn in ast.walk(tree):
+        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        names: dict[str, tuple[str, str]] = {}
+        for node in ast.walk(fn):
+            if not (isinstance(node, ast.Assign) and len(node.targets) == 1 and _called(node.value)):
+                continue
+            target, name = node.targets[0], _called(node.value)
+            if isinstance(target, ast.Name):
+                names[target.id] = (name, "return")
+            elif isinstance(target, (ast.Tuple, ast.List)):
+                for i, element in enumerate(target.elts):
+                    if isinstance(element, ast.Name):
+                        names[element.id] = (name, f"return[{i}]")
+        yield names, list(ast.walk(fn))
+
+
+def _called(node) -> str | None:
+    """``f`` of a call ``student.f(...)`` or ``f(...)``."""
+    if isinstance(node, ast.Call):
+        if isinstance(node.func, ast.Attribute):
+            return node.func.attr
+        if isinstance(node.func, ast.Name):
+            return node.func.id
+    return None
 
 
 def compared_in_source(check_source: str) -> set[tuple[str, str]]:
@@ -369,34 +404,30 @@ def compared_in_source(check_source: str) -> set[tuple[str, str]]:
     ``assert student.f(3) == reference.f(3)``, or a name assigned from the call, or unpacked from it, as an
     operand of a comparison in the same check): the comparisons no wrapped helper sees. ``output`` is
     ``"return"`` or ``"return[i]"``."""
-    tree = ast.parse(check_source)
     found: set[tuple[str, str]] = set()
-
-    def called(node) -> str | None:
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
-            return node.func.attr
-        return None
-
-    for fn in ast.walk(tree):
-        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            continue
-        names: dict[str, tuple[str, str]] = {}
-        for node in ast.walk(fn):
-            if not (isinstance(node, ast.Assign) and len(node.targets) == 1 and called(node.value)):
-                continue
-            target, name = node.targets[0], called(node.value)
-            if isinstance(target, ast.Name):
-                names[target.id] = (name, "return")
-            elif isinstance(target, (ast.Tuple, ast.List)):
-                for i, element in enumerate(target.elts):
-                    if isinstance(element, ast.Name):
-                        names[element.id] = (name, f"return[{i}]")
-        for node in ast.walk(fn):
+    for names, nodes in _results_in_source(check_source):
+        for node in nodes:
             if not isinstance(node, ast.Compare):
                 continue
             for operand in (node.left, *node.comparators):
-                if called(operand):
-                    found.add((called(operand), "return"))
+                if isinstance(operand, ast.Call) and isinstance(operand.func, ast.Attribute):
+                    found.add((operand.func.attr, "return"))
                 elif isinstance(operand, ast.Name) and operand.id in names:
                     found.add(names[operand.id])
+    return found
+
+
+def used_in_source(check_source: str) -> set[tuple[str, str]]:
+    """``(function, output)`` pairs whose result (a name assigned from the call) a check then uses: calls a
+    method of it (other than ``close``) or hands it to a call. For an output without array leaves (a
+    manager, a loader), its behaviour is what a check can look at."""
+    found: set[tuple[str, str]] = set()
+    for names, nodes in _results_in_source(check_source):
+        for node in nodes:
+            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in names and node.attr != "close":
+                found.add(names[node.value.id])
+            elif isinstance(node, ast.Call):
+                for arg in (*node.args, *(k.value for k in node.keywords)):
+                    if isinstance(arg, ast.Name) and arg.id in names:
+                        found.add(names[arg.id])
     return found
