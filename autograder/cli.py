@@ -157,6 +157,9 @@ def add_mutate(subparsers) -> argparse.ArgumentParser:
     parser.add_argument("--equivalent", type=Path, metavar="TOML",
                         help="the list of equivalent and killable survivors (default: benchmarks/mutation-equivalent.toml)")
     parser.add_argument("--report", type=Path, metavar="MD", help="also write the report there")
+    parser.add_argument("--json", type=Path, metavar="FILE", help="also write every mutant's outcome there")
+    parser.add_argument("--from-json", type=Path, metavar="FILE",
+                        help="run nothing: report the run saved with --json, classified by the current list")
     parser.set_defaults(handler=run_mutate)
     return parser
 
@@ -168,7 +171,8 @@ def run_mutate(args: argparse.Namespace) -> int:
     if root is None:
         raise SystemExit("autograder: no course.toml here or above; run it in the course folder or pass --course")
     listed = args.equivalent or root / "benchmarks" / "mutation-equivalent.toml"
-    return main_mutate(root, args.modules, jobs=args.jobs, listed_path=listed, report_path=args.report)
+    return main_mutate(root, args.modules, jobs=args.jobs, listed_path=listed, report_path=args.report,
+                       json_path=args.json, from_json=args.from_json)
 
 
 def _course(folder: Path | None, verify_files: bool = True) -> Course:

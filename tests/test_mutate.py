@@ -3,6 +3,7 @@
 
 import ast
 import io
+import json
 import textwrap
 from pathlib import Path
 
@@ -136,3 +137,19 @@ def test_the_command_fails_on_an_unclassified_survivor_and_passes_when_all_are_l
     report_path = tmp_path / "report.md"
     assert main_mutate(root, None, jobs=1, listed_path=listed, report_path=report_path, out=io.StringIO()) == 0
     assert "| m | 4 | 1 | 0 | 0 | 3 | 100% |" in report_path.read_text()
+
+
+def test_a_saved_run_is_reported_again_with_the_list_as_it_is_now(tmp_path):
+    from autograder.authoring.mutants import Mutant
+    from autograder.authoring.mutate import ModuleRun, Result, runs_from_json, runs_to_json
+
+    mutant = Mutant("m", "f", "arith", "a + b", "a - b", 1, 3, "source")
+    runs = [ModuleRun("m", [Result(mutant, SURVIVED, 1.5, "")], 9.0, 2.0)]
+    saved = tmp_path / "run.json"
+    saved.write_text(json.dumps(runs_to_json(runs, 10.0, 2)))
+    assert runs_from_json(json.loads(saved.read_text()))[0].results[0].mutant.id == mutant.id
+    listed = tmp_path / "equivalent.toml"
+    listed.write_text(f'[[equivalent]]\nid = "{mutant.id}"\nreason = "toy"\n')
+    out = io.StringIO()
+    assert main_mutate(tiny_course(tmp_path), None, jobs=2, listed_path=listed, report_path=None, out=out, from_json=saved) == 0
+    assert "| m | 1 | 0 | 0 | 0 | 1 | - | 9 |" in out.getvalue() and "Whole run: 10 s" in out.getvalue(), out.getvalue()

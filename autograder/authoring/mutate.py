@@ -290,14 +290,31 @@ def report(runs: list[ModuleRun], listed: Listed, *, seconds: float, jobs: int, 
     return "\n".join(lines) + "\n"
 
 
+def runs_to_json(runs: list[ModuleRun], seconds: float, jobs: int) -> dict:
+    """A run's results as plain JSON (``--json``), so that its report can be written again after the list of
+    equivalent mutants changes (``--from-json``) without running every mutant again."""
+    return {"seconds": seconds, "jobs": jobs, "modules": [
+        {"module": run.module, "seconds": run.seconds, "baseline_seconds": run.baseline_seconds, "problem": run.problem,
+         "results": [{"mutant": {k: v for k, v in vars(r.mutant).items() if k != "source"}, "outcome": r.outcome,
+                      "seconds": r.seconds, "check": r.check} for r in run.results]}
+        for run in runs]}
+
+
+def runs_from_json(data: dict) -> list[ModuleRun]:
+    return [ModuleRun(m["module"], [Result(Mutant(**r["mutant"], source=""), r["outcome"], r["seconds"], r["check"])
+                                    for r in m["results"]], m["seconds"], m["baseline_seconds"], m["problem"])
+            for m in data["modules"]]
+
+
 def unclassified(runs: list[ModuleRun], listed: Listed) -> list[Result]:
     return [r for run in runs for r in run.results
             if r.outcome not in (KILLED, TIMEOUT) and r.mutant.id not in listed.equivalent and r.mutant.id not in listed.killable]
 
 
-def main_mutate(root: Path, modules: list[str] | None, *, jobs: int, listed_path: Path | None, report_path: Path | None, out=None) -> int:
-    """The command: run, print (and write) the report; exit 1 when a survivor is neither equivalent nor
-    listed as killable, or a module could not be scored."""
+def main_mutate(root: Path, modules: list[str] | None, *, jobs: int, listed_path: Path | None, report_path: Path | None,
+                out=None, json_path: Path | None = None, from_json: Path | None = None) -> int:
+    """The command: run (or read a run's ``--json``), print (and write) the report; exit 1 when a survivor is
+    neither equivalent nor listed as killable, or a module could not be scored."""
     out = out or sys.stdout
     course = load_course(root)
     unknown = [m for m in modules or () if m not in {mod.name for mod in course.modules}]
@@ -305,9 +322,16 @@ def main_mutate(root: Path, modules: list[str] | None, *, jobs: int, listed_path
         print(f"error: course.toml has no module {unknown}", file=out)
         return 2
     listed = Listed.load(listed_path)
-    started = time.monotonic()
-    runs = mutate_course(course, modules, jobs=jobs, log=lambda text: print(text, file=sys.stderr, flush=True))
-    text = report(runs, listed, seconds=time.monotonic() - started, jobs=jobs)
+    if from_json is not None:
+        data = json.loads(from_json.read_text(encoding="utf-8"))
+        runs, seconds, jobs = runs_from_json(data), data["seconds"], data["jobs"]
+    else:
+        started = time.monotonic()
+        runs = mutate_course(course, modules, jobs=jobs, log=lambda text: print(text, file=sys.stderr, flush=True))
+        seconds = time.monotonic() - started
+        if json_path is not None:
+            json_path.write_text(json.dumps(runs_to_json(runs, seconds, jobs), indent=1), encoding="utf-8")
+    text = report(runs, listed, seconds=seconds, jobs=jobs)
     if report_path is not None:
         report_path.write_text(text, encoding="utf-8")
     print(text, file=out)
