@@ -130,6 +130,8 @@ def add_check_course(subparsers) -> argparse.ArgumentParser:
     parser.add_argument("--course", type=Path, metavar="DIR", help="the course folder (default: found from here)")
     parser.add_argument("--module", action="append", dest="modules", metavar="MODULE", help="only this module (repeatable)")
     parser.add_argument("--skip-references", action="store_true", help="only the static rules (fast): do not run the references")
+    parser.add_argument("--coverage-table", action="store_true",
+                        help="also print, per graded function, the values each argument took and which outputs were compared")
     parser.set_defaults(handler=run_check_course)
     return parser
 
@@ -140,7 +142,7 @@ def run_check_course(args: argparse.Namespace) -> int:
     root = find_root(args.course or Path.cwd())
     if root is None:
         raise SystemExit("autograder: no course.toml here or above; run it in the course folder or pass --course")
-    return check_course(root, args.modules, references=not args.skip_references)
+    return check_course(root, args.modules, references=not args.skip_references, table=args.coverage_table)
 
 
 def add_mutate(subparsers) -> argparse.ArgumentParser:

@@ -159,9 +159,10 @@ def test_an_output_the_checks_never_compare_is_an_error(tmp_path):
 
 
 def test_an_output_compared_by_numpy_testing_is_covered(tmp_path):
-    code, text = run(make(tmp_path, checks=COMPARED_BY_A_HELPER), references=True)
+    code, text = run(make(tmp_path, checks=COMPARED_BY_A_HELPER), references=True, table=True)
     assert code == 0, text
     assert "coverage of arguments and outputs (0 gap(s)" in text, text
+    assert "m.f: 4 call(s)\n  x: 4 value(s): int 0, int 3, int -2, int 1\n  return: compared" in text, text
 
 
 def test_a_gap_listed_in_course_toml_is_not_an_error_and_is_reported(tmp_path):

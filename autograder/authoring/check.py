@@ -400,7 +400,28 @@ def gap_problems(course: Course, gaps: list[Gap], listed: dict[tuple[str, str], 
     return problems, notes
 
 
-def check_course(root: Path, modules: list[str] | None = None, *, references: bool = True, out=None) -> int:
+def coverage_table(course: Course, record: dict, modules: Iterable[str] | None = None) -> list[str]:
+    """One line per argument and output of every graded function: how many values it took (and of what
+    kinds: shapes and dtypes), whether it was compared. What the checks' authors read to widen inputs."""
+    lines = []
+    for module in course.modules:
+        if modules is not None and module.name not in modules:
+            continue
+        for fn in module.functions:
+            entry = record.get(fn.qualname)
+            if not entry or not entry["calls"]:
+                lines.append(f"{fn.qualname}: no call recorded")
+                continue
+            lines.append(f"{fn.qualname}: {entry['calls']} call(s)")
+            for name, seen in entry["args"].items():
+                count = f"{len(seen)}+" if len(seen) >= 20 else str(len(seen))
+                lines.append(f"  {name}: {count} value(s): {', '.join(entry['kinds'].get(name, []))}")
+            for part, outcome in sorted(entry["outputs"].items()):
+                lines.append(f"  {part}: {'compared' if outcome['compared'] else 'not compared by a helper'}")
+    return lines
+
+
+def check_course(root: Path, modules: list[str] | None = None, *, references: bool = True, out=None, table: bool = False) -> int:
     """Print every problem (each with its fix) and a summary; the exit status is 1 when there is any."""
     out = out or sys.stdout
     try:
@@ -427,11 +448,15 @@ def check_course(root: Path, modules: list[str] | None = None, *, references: bo
             if not problems:
                 path = contract_path(course)
                 contract = parse_contract_signatures(path.read_text(encoding="utf-8")) if path else None
-                gaps = coverage_gaps(course, merge(record), contract, modules)
+                recorded = merge(record)
+                if table:
+                    notes += coverage_table(course, recorded, modules)
+                gaps = coverage_gaps(course, recorded, contract, modules)
                 listed = deliberate_gaps(course)
                 if modules is not None:
                     listed = {k: v for k, v in listed.items() if k[0].split(".")[0] in modules}
-                found, notes = gap_problems(course, gaps, listed)
+                found, gap_notes = gap_problems(course, gaps, listed)
+                notes += gap_notes
                 problems += found
                 ran.append(f"coverage of arguments and outputs ({len(gaps)} gap(s), {len(gaps) - len(found)} listed)")
     elif references:
