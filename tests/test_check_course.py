@@ -219,7 +219,7 @@ def test_a_recorded_jit_function_still_is_one():
     recorder.functions["m.f"] = {"calls": 0, "args": {}, "kinds": {}, "outputs": {}}
     recorder.item = "a check"
     jitted = jax.jit(lambda x: x * 2)
-    recorded = recorder._recording("m.f", jitted)
+    recorded = recorder.recording("m.f", jitted)
     assert is_jitted(recorded) and recorded.lower(1.0) is not None
     assert recorded.__wrapped__.__code__ is jitted.__wrapped__.__code__  # structure.record_calls unwraps one level
     assert float(recorded(3.0)) == 6.0 and float(recorded(x=4.0)) == 8.0

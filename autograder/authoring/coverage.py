@@ -246,12 +246,12 @@ class Recorder:
             if isinstance(target, type):
                 init = target.__dict__.get("__init__")
                 if inspect.isfunction(init):
-                    setattr(target, "__init__", self._recording(fn.qualname, init, method=True))
+                    setattr(target, "__init__", self.recording(fn.qualname, init, method=True))
                 continue
             if callable(target):
-                setattr(student, fn.name, self._recording(fn.qualname, target))
+                setattr(student, fn.name, self.recording(fn.qualname, target))
 
-    def _recording(self, qualname: str, target, method: bool = False):
+    def recording(self, qualname: str, target, method: bool = False):
         try:
             signature = inspect.signature(target)
         except (TypeError, ValueError):
