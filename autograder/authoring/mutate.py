@@ -8,7 +8,7 @@ run on it, exactly as on a student's file (``pytest exercises/test_<module>.py -
 Speed: one worker process per module runs every mutant of the module in turn (``pytest.main``
 again and again, as the grading verifier does for each student), so JAX, the checks and the
 reference are imported and compiled once per module, not once per mutant; ``-x`` stops at the
-first failed check; the modules are spread over ``--jobs`` worker processes (2 by default). A
+first failed check, and the checks of the mutated function run first (then the module's others); the modules are spread over ``--jobs`` worker processes (2 by default). A
 mutant may loop or hang: the worker is killed when one mutant runs longer than the module's
 unmutated run allows (``3 x that + 60 s``), the mutant counts as killed (timeout), and a new
 worker goes on with the rest. Every worker first runs the unmutated reference: a module whose
@@ -35,7 +35,10 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import pytest
+
 from autograder.authoring.mutants import Mutant, mutants_of
+from autograder.core.attribution import matches
 from autograder.core.course import Course, load_course
 
 KIT = Path(__file__).resolve().parents[2]
@@ -83,30 +86,39 @@ def pytest_args(course: Course, module: str, folder: Path) -> list[str]:
 # -- the worker: one process, every mutant of one module ---------------------------------------
 
 class _FirstFailure:
-    def __init__(self):
+    """Records the failed checks; runs the checks of the mutated function first (then the rest, in file order):
+    with ``-x`` a mutant is killed as soon as its own function's checks see it, instead of after every
+    check of the functions before it in the file."""
+
+    def __init__(self, function: str | None = None):
         self.failed: list[str] = []
+        self.function = function
 
     def pytest_runtest_logreport(self, report):
         if report.failed:
             self.failed.append(report.nodeid.split("::")[-1])
 
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, items):
+        if self.function:
+            own = [matches(getattr(item, "originalname", item.name), self.function) for item in items]
+            items[:] = [item for item, mine in zip(items, own) if mine] + [item for item, mine in zip(items, own) if not mine]
+
 
 def worker(root: Path, module: str, plan: Path, results: Path) -> None:
-    """Run the module's checks on every folder of ``plan`` (JSON ``[[index, folder], ...]``), one
+    """Run the module's checks on every folder of ``plan`` (JSON ``[[index, folder, function], ...]``), one
     JSON line per run appended to ``results``: ``{"index", "code", "seconds", "check"}``."""
     import contextlib
     import io
 
-    import pytest
-
     course = load_course(root)
     os.chdir(root)
     with open(results, "a", encoding="utf-8") as out:
-        for index, folder in json.loads(plan.read_text()):
+        for index, folder, function in json.loads(plan.read_text()):
             out.write(json.dumps({"index": index, "started": True}) + "\n")
             out.flush()
             started = time.monotonic()
-            spy = _FirstFailure()
+            spy = _FirstFailure(function)
             sink = io.StringIO()
             with contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
                 code = pytest.main(pytest_args(course, module, Path(folder)), plugins=[spy])
@@ -135,16 +147,16 @@ def run_module(course: Course, module: str, mutants: list[Mutant], scratch: Path
     """Every mutant of ``module`` through its checks (see the module's docstring)."""
     run = ModuleRun(module)
     started = time.monotonic()
-    folders: list[tuple[int, str]] = []
+    folders: list[tuple[int, str, str | None]] = []
     reference = scratch / "reference"
     reference.mkdir(parents=True)
     (reference / f"{module}.py").write_bytes(course.solution_path(module).read_bytes())
-    folders.append((-1, str(reference)))
+    folders.append((-1, str(reference), None))
     for i, mutant in enumerate(mutants):
         folder = scratch / f"m{i:04d}"
         folder.mkdir()
         (folder / f"{module}.py").write_text(mutant.source, encoding="utf-8")
-        folders.append((i, str(folder)))
+        folders.append((i, str(folder), mutant.function))
     done: dict[int, dict] = {}
     limit = 600.0  # the unmutated run's first limit; then 3x its time + 60 s
     attempt = 0
