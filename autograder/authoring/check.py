@@ -14,7 +14,18 @@ Static rules (fast: files are parsed, nothing is imported):
   function hides all of its checks.
 
 Then, unless ``--skip-references``, the references pass every check
-(``pytest exercises/ --solutions --grading``). Each problem says how to fix it.
+(``pytest exercises/ --solutions --grading``), and that run records what the checks
+vary and compare (:mod:`autograder.authoring.coverage`): every argument the contract names
+takes several values across the checks, and every output (the return value, or each element
+of a returned tuple) is compared. A gap is a problem unless ``course.toml`` lists it as
+deliberate::
+
+    [[deliberate_gaps]]
+    function = "checkpointing.save_checkpoint"
+    item = "return"          # an argument's name, "return" or "return[i]"
+    reason = "why no check varies or compares it"
+
+Each problem says how to fix it.
 """
 
 from __future__ import annotations
@@ -95,6 +106,8 @@ def _module_marks(tree: ast.Module) -> str:
 # -- the rules ------------------------------------------------------------------
 
 CONTRACT_ROW = re.compile(r"^\|\s*`([A-Za-z_][A-Za-z0-9_]*)[(`]")
+CONTRACT_SIGNATURE = re.compile(r"^\|\s*`([A-Za-z_][A-Za-z0-9_]*)\(([^`]*)\)`")
+CONTRACT_RETURNS = re.compile(r"[Rr]eturns (?:the tuple |the pair )?`\(([^`]*)\)`")
 CONTRACT_MODULE = re.compile(r"^##\s+\d+\.\s+`([A-Za-z_][A-Za-z0-9_]*)`")
 
 
@@ -122,6 +135,44 @@ def parse_contract(text: str) -> dict[str, list[str]]:
         if row and current is not None and row.group(1) not in current:
             current.append(row.group(1))
     return modules
+
+
+def _top_level_split(text: str) -> list[str]:
+    parts, depth, current = [], 0, ""
+    for char in text:
+        if char in "([{":
+            depth += 1
+        elif char in ")]}":
+            depth -= 1
+        if char == "," and depth == 0:
+            parts.append(current.strip())
+            current = ""
+        else:
+            current += char
+    if current.strip():
+        parts.append(current.strip())
+    return parts
+
+
+def parse_contract_signatures(text: str) -> dict[str, dict[str, tuple[list[str], list[str]]]]:
+    """``{module: {function: (argument names, output names)}}`` from the contract's tables: the
+    arguments of ``name(args)``, the outputs of "returns `(a, b)`" (empty when not a tuple)."""
+    found: dict[str, dict[str, tuple[list[str], list[str]]]] = {}
+    current = None
+    for line in text.splitlines():
+        heading = CONTRACT_MODULE.match(line)
+        if heading:
+            current = found.setdefault(heading.group(1), {})
+            continue
+        if line.startswith("#"):
+            current = None
+        row = CONTRACT_SIGNATURE.match(line)
+        if row and current is not None:
+            args = [a.split("=")[0].strip().lstrip("*") for a in _top_level_split(row.group(2))]
+            returns = CONTRACT_RETURNS.search(line)
+            outputs = _top_level_split(returns.group(1)) if returns else []
+            current[row.group(1)] = ([a for a in args if a], outputs)
+    return found
 
 
 def contract_problems(course: Course, path: Path | None) -> Iterator[Problem]:
@@ -241,12 +292,15 @@ def static_problems(course: Course, modules: Iterable[str] | None = None) -> lis
     return problems
 
 
-def reference_problems(course: Course, modules: Iterable[str] | None = None) -> list[Problem]:
-    """Run the checks on ``solutions/`` in the grading profile; a problem when any fails."""
+def reference_problems(course: Course, modules: Iterable[str] | None = None, *, record: Path | None = None) -> list[Problem]:
+    """Run the checks on ``solutions/`` in the grading profile; a problem when any fails. With ``record``,
+    the run also records what the checks vary and compare there (:mod:`autograder.authoring.coverage`)."""
     targets = [str(course.checks_path(m)) for m in modules] if modules else [str(course.root / "exercises")]
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(Path(__file__).resolve().parents[2]), env.get("PYTHONPATH")]))
     cmd = [sys.executable, "-m", "pytest", *targets, "--solutions", "--grading", "-q", "-p", "no:cacheprovider", "--tb=line"]
+    if record is not None:
+        cmd += ["-p", "autograder.authoring.coverage", "--coverage-record", str(record)]
     proc = subprocess.run(cmd, cwd=course.root, env=env, capture_output=True, text=True)
     if proc.returncode == 0:
         return []
@@ -258,7 +312,116 @@ def reference_problems(course: Course, modules: Iterable[str] | None = None) -> 
     )]
 
 
-def check_course(root: Path, modules: list[str] | None = None, *, references: bool = True, out=None) -> int:
+# -- what the checks vary and compare -------------------------------------------
+
+@dataclass(frozen=True)
+class Gap:
+    function: str  # module.function
+    item: str  # an argument's name, "return", "return[i]", or "calls"
+    what: str
+
+    def action(self) -> str:
+        if self.item == "calls":
+            return "calls it"
+        if self.item.startswith("return"):
+            return f"compares its {self.item} with the reference's"
+        return f"gives {self.item} several values (sizes of 1, non-divisible sizes, extremes, zero where allowed)"
+
+    def problem(self) -> Problem:
+        return Problem(
+            "exercises/test_" + self.function.split(".")[0] + ".py", f"{self.function}: {self.what}",
+            f"add a check that {self.action()} (or list it in course.toml as [[deliberate_gaps]] "
+            f"function = {self.function!r}, item = {self.item!r}, reason = \"...\")",
+        )
+
+
+def deliberate_gaps(course: Course) -> dict[tuple[str, str], str]:
+    """``{(module.function, item): reason}`` from course.toml's ``[[deliberate_gaps]]``."""
+    import tomllib
+
+    data = tomllib.loads((course.root / "course.toml").read_text(encoding="utf-8"))
+    return {(g["function"], g["item"]): g["reason"] for g in data.get("deliberate_gaps", [])}
+
+
+def coverage_gaps(course: Course, record: dict, contract: dict | None, modules: Iterable[str] | None = None) -> list[Gap]:
+    """Every contract argument a ``--solutions`` run (``record``, see :func:`coverage.merge`) never varied,
+    every output it never compared, every graded function it never called."""
+    from autograder.authoring.coverage import compared_in_source, used_in_source
+
+    gaps = []
+    for module in course.modules:
+        if modules is not None and module.name not in modules:
+            continue
+        checks = course.checks_path(module.name)
+        source = checks.read_text(encoding="utf-8") if checks.is_file() else ""
+        in_source, used = compared_in_source(source), used_in_source(source)
+        signatures = (contract or {}).get(module.name, {})
+        for fn in module.functions:
+            entry = record.get(fn.qualname)
+            arguments, outputs = signatures.get(fn.name, (None, []))
+            if arguments is None:  # not in the contract's tables with a signature: the solution's own
+                arguments = list((entry or {}).get("args", {}))
+            if entry is None or entry["calls"] == 0:
+                if arguments:
+                    gaps.append(Gap(fn.qualname, "calls", "no check calls it with arguments of its own (no call was recorded)"))
+                continue
+            for name in arguments:
+                seen = entry["args"].get(name)
+                if seen is None:
+                    continue  # a keyword-only extra the reference does not take
+                if len(seen) < 2:
+                    kinds = ", ".join(entry["kinds"].get(name, [])) or "one value"
+                    gaps.append(Gap(fn.qualname, name, f"argument {name!r} is never varied: every call gets the same value ({kinds})"))
+            parts = entry["outputs"]
+            for part, out in sorted(parts.items()):
+                if out["compared"] or (fn.name, part) in in_source or (fn.name, "return") in in_source:
+                    continue
+                if out.get("object") and not out["none"] and ((fn.name, part) in used or (fn.name, "return") in used):
+                    continue  # an object (a manager): the check uses it, and looks at what it does
+                label = part
+                if part.startswith("return[") and len(outputs) == len(parts):
+                    label = f"{part} ({outputs[int(part[7:-1])]})"
+                what = "is None on every call and never compared with None" if out["none"] else "is never compared with the reference's"
+                gaps.append(Gap(fn.qualname, part, f"output {label} {what}"))
+    return gaps
+
+
+def gap_problems(course: Course, gaps: list[Gap], listed: dict[tuple[str, str], str]) -> tuple[list[Problem], list[str]]:
+    """The unlisted gaps as problems, and notes: listed gaps found, listed gaps no longer found."""
+    problems, notes = [], []
+    found = {(g.function, g.item) for g in gaps}
+    for gap in gaps:
+        if (gap.function, gap.item) in listed:
+            notes.append(f"deliberate gap: {gap.function} {gap.item}: {listed[(gap.function, gap.item)]}")
+        else:
+            problems.append(gap.problem())
+    for key in sorted(set(listed) - found):
+        notes.append(f"note: course.toml lists {key[0]} {key[1]} as a deliberate gap, but the checks cover it now: remove it")
+    return problems, notes
+
+
+def coverage_table(course: Course, record: dict, modules: Iterable[str] | None = None) -> list[str]:
+    """One line per argument and output of every graded function: how many values it took (and of what
+    kinds: shapes and dtypes), whether it was compared. What the checks' authors read to widen inputs."""
+    lines = []
+    for module in course.modules:
+        if modules is not None and module.name not in modules:
+            continue
+        for fn in module.functions:
+            entry = record.get(fn.qualname)
+            if not entry or not entry["calls"]:
+                lines.append(f"{fn.qualname}: no call recorded")
+                continue
+            lines.append(f"{fn.qualname}: {entry['calls']} call(s)")
+            for name, seen in entry["args"].items():
+                count = f"{len(seen)}+" if len(seen) >= 20 else str(len(seen))
+                lines.append(f"  {name}: {count} value(s): {', '.join(entry['kinds'].get(name, []))}")
+            for part, outcome in sorted(entry["outputs"].items()):
+                lines.append(f"  {part}: {'compared' if outcome['compared'] else 'not compared by a helper'}")
+    return lines
+
+
+def check_course(root: Path, modules: list[str] | None = None, *, references: bool = True, out=None, table: bool = False) -> int:
     """Print every problem (each with its fix) and a summary; the exit status is 1 when there is any."""
     out = out or sys.stdout
     try:
@@ -272,11 +435,34 @@ def check_course(root: Path, modules: list[str] | None = None, *, references: bo
         return 1
     problems = static_problems(course, modules)
     ran = ["contract", "static rules"] if contract_path(course) else ["static rules (no shared/curriculum.md found)"]
+    notes: list[str] = []
     if references and not problems:  # a static problem usually breaks the run of the references too
-        problems += reference_problems(course, modules)
-        ran.append("references")
+        import tempfile
+
+        from autograder.authoring.coverage import merge
+
+        with tempfile.TemporaryDirectory(prefix="check-course-") as tmp:
+            record = Path(tmp) / "coverage"
+            problems += reference_problems(course, modules, record=record)
+            ran.append("references")
+            if not problems:
+                path = contract_path(course)
+                contract = parse_contract_signatures(path.read_text(encoding="utf-8")) if path else None
+                recorded = merge(record)
+                if table:
+                    notes += coverage_table(course, recorded, modules)
+                gaps = coverage_gaps(course, recorded, contract, modules)
+                listed = deliberate_gaps(course)
+                if modules is not None:
+                    listed = {k: v for k, v in listed.items() if k[0].split(".")[0] in modules}
+                found, gap_notes = gap_problems(course, gaps, listed)
+                notes += gap_notes
+                problems += found
+                ran.append(f"coverage of arguments and outputs ({len(gaps)} gap(s), {len(gaps) - len(found)} listed)")
     elif references:
         ran.append("references not run")
+    for note in notes:
+        print(note, file=out)
     for problem in problems:
         print(f"error: {problem}", file=out)
     checked = ", ".join(ran)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 FORMAT_VERSION = 1
 
-_TOP_KEYS = {"format", "title", "welcome", "grading", "hints", "modules", "late"}  # [late]: autograder.grading.outputs.late
+_TOP_KEYS = {"format", "title", "welcome", "grading", "hints", "modules", "late", "deliberate_gaps"}  # [late]: autograder.grading.outputs.late; deliberate_gaps: autograder.authoring.check
 _GRADING_KEYS = {"timeout_per_function", "memory_limit_mb"}
 _HINTS_KEYS = {"reveal_after_failed_runs"}
 _MODULE_KEYS = {"name", "topic", "functions"}
