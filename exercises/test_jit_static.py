@@ -178,7 +178,7 @@ def test_pad_to_multiple_is_pure(student):
 
 # clip_by_norm ---------------------------------------------------------------
 
-CLIP_SHAPES = ((3,), (2, 3))
+CLIP_SHAPES = ((), (3,), (2, 3), (2, 1, 3))  # any shape: rank 0 to 3, one axis of size 1
 DOUBLE_WHERE = (
     "at x = 0 the norm is sqrt(0), whose derivative is infinite; even in the branch jnp.where does not pick, "
     "0 * inf = NaN flows back. Take the square root of a safe value, safe = jnp.where(sq > max_norm ** 2, sq, 1.0) "
@@ -196,6 +196,7 @@ def max_norms():
 @settings(max_examples=10)
 @given(x=float32_arrays(CLIP_SHAPES, min_value=-3.0, max_value=3.0), max_norm=max_norms())
 @example(x=np.zeros(3, np.float32), max_norm=1.0)
+@example(x=np.array([[3.0, 0.0, 0.0], [0.0, 0.0, 0.0]], np.float32), max_norm=4.0)  # norm 3 < 4 although 3 ** 2 > 4
 def test_clip_by_norm_matches_reference(student, reference, x, max_norm):
     values.assert_matches_reference(student.clip_by_norm, reference.clip_by_norm, x, max_norm)
 
@@ -274,6 +275,7 @@ def positive_vectors(size=NEWTON_SIZE):
 @correctness
 @settings(max_examples=10)
 @given(a=positive_vectors(), n_steps=st.sampled_from(NEWTON_STEPS))
+@example(a=np.array([2.0], np.float32), n_steps=1)  # k = 1 and one step: a squeeze without an axis shows
 def test_newton_sqrt_matches_reference(student, reference, a, n_steps):
     check = "newton_sqrt(a, n_steps) returns (x_n, history) with history[i] = x_(i+1)"
     got = values.assert_returns_tuple(

@@ -256,6 +256,31 @@ WRONG = [
             return jax.lax.scan(step, a, None, length=n_steps)
      """, r"newton_sqrt: \(x_n, history\)\[1\] differs from the reference", "newton_sqrt and matches_reference",
         id="history-off-by-one"),
+    pytest.param("newton_sqrt", """
+        @functools.partial(jax.jit, static_argnames="n_steps")
+        def newton_sqrt(a, n_steps):
+            def step(x, _):
+                x = (x + a / x) / 2
+                return x, x
+            x_n, history = jax.lax.scan(step, a, None, length=n_steps)
+            return x_n, history.squeeze()
+     """, r"newton_sqrt: \(x_n, history\)\[1\] .*shape|does not have the structure|has shape", "newton_sqrt and matches_reference",
+        id="history-squeezed-without-an-axis"),
+    pytest.param("clip_by_norm", """
+        @jax.jit
+        def clip_by_norm(x, max_norm):
+            sq = jnp.sum(x ** 2, axis=-1, keepdims=True)
+            safe = jnp.where(sq > max_norm ** 2, sq, 1.0)
+            return jnp.where(sq > max_norm ** 2, x * (max_norm / jnp.sqrt(safe)), x)
+     """, r"clip_by_norm: result differs from the reference|cannot|raised", "clip_by_norm and matches_reference",
+        id="norm-of-each-row"),
+    pytest.param("clip_by_norm", """
+        @jax.jit
+        def clip_by_norm(x, max_norm):
+            sq = jnp.einsum("...i,...i->", x, x)  # needs an axis: a 0-d x has none
+            safe = jnp.where(sq > max_norm ** 2, sq, 1.0)
+            return jnp.where(sq > max_norm ** 2, x * (max_norm / jnp.sqrt(safe)), x)
+     """, r"clip_by_norm.*raised|cannot", "clip_by_norm and matches_reference", id="sum-of-squares-over-the-last-axis-only"),
     pytest.param("standardize_logged", """
         @jax.jit
         def standardize_logged(x):
