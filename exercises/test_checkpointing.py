@@ -421,15 +421,18 @@ def test_make_manager_keeps_the_newest_steps(student, trained):
 
 # save_to_manager ------------------------------------------------------------
 
+SAVED_STEPS = (0, 3, 7, 9)  # step 0 is a step: saved, and True
+
+
 def saves_by(save_to_manager):
-    """Steps 3, 7 and 9 saved with ``save_to_manager`` into a new manager that keeps 2: for each save, what it
+    """Steps 0, 3, 7 and 9 saved with ``save_to_manager`` into a new manager that keeps 2: for each save, what it
     returned, what was still being written when it returned, and the steps then on disk; and the steps kept."""
     def saves(state):
         with files.new_directory() as directory:
             manager = a_manager(directory / "run", 2)
             try:
                 record = []
-                for step in (3, 7, 9):
+                for step in SAVED_STEPS:
                     result = save_to_manager(manager, state.replace(step=step))
                     record.append({
                         "step": step,
@@ -459,7 +462,7 @@ def read_back(step_directory, state):
 @correctness
 def test_save_to_manager_saves_state_step_completely_and_keeps_the_newest(student, trained):
     check = "save_to_manager saves at the state's own step, returns True once that step is on disk, and the manager keeps 2"
-    record, kept, holds = structure.transformed_once(student.save_to_manager, "steps 3, 7 and 9", saves_by)(trained)
+    record, kept, holds = structure.transformed_once(student.save_to_manager, "steps 0, 3, 7 and 9", saves_by)(trained)
     for save in record:
         with values.located(f"saving a state with step {save['step']}"):
             if save["returned"] is not True:  # a bool, or the repr of what else it returned
@@ -474,7 +477,7 @@ def test_save_to_manager_saves_state_step_completely_and_keeps_the_newest(studen
                 )
     on_disk = record[-1]["on_disk"]
     if list(kept) != [7, 9] or list(on_disk) != ["7", "9"]:
-        raise CheckFailure(check, f"after steps 3, 7 and 9 the manager holds {list(kept)} (on disk {list(on_disk)}), expected [7, 9]")
+        raise CheckFailure(check, f"after steps 0, 3, 7 and 9 the manager holds {list(kept)} (on disk {list(on_disk)}), expected [7, 9]")
     read_check = "what save_to_manager saved at each step reads back as the whole state (step, params, opt_state), exactly"
     for step, held in zip(kept, holds):
         with values.located(f"reading back step {step}"):

@@ -175,6 +175,15 @@ WRONG = [
             manager.wait_until_finished()
             return saved
     """, r"reading back step 7: the saved state's leaves\[0\] differs"),
+    ("save_to_manager", "step-0-declined", """
+        def save_to_manager(manager, state):
+            step = int(state.step)
+            if not step:
+                return False  # "nothing trained yet"
+            saved = manager.save(step, args=ocp.args.StandardSave(state))
+            manager.wait_until_finished()
+            return saved
+    """, r"step 0(.*\n)*.*returned False, expected True|returned False, expected True(.*\n)*.*step 0"),
     ("save_to_manager", "force-true", """
         def save_to_manager(manager, state):
             saved = manager.save(int(state.step), args=ocp.args.StandardSave(state), force=True)
