@@ -262,7 +262,7 @@ def to_save(trained, batch):
 def test_save_checkpoint_is_complete_on_return(student, to_save, workdir):
     path = workdir / "ckpt"
     check = "save_checkpoint returns only when the checkpoint directory is complete under its final name"
-    student.save_checkpoint(path, to_save)
+    returned = student.save_checkpoint(path, to_save)
     if leftovers(workdir):
         raise CheckFailure(check, f"save_checkpoint returned while {leftovers(workdir)[0]} was still being written", NOT_WAITED)
     if not path.is_dir():
@@ -270,6 +270,13 @@ def test_save_checkpoint_is_complete_on_return(student, to_save, workdir):
         raise CheckFailure(
             check, f"after save_checkpoint returned, {path.name!r} is not a directory (found: {found[:4]})",
             "save with ocp.StandardCheckpointer: a checkpoint is a directory at exactly the path you are given",
+        )
+    if returned is not None:
+        raise CheckFailure(
+            "save_checkpoint returns None",
+            f"save_checkpoint returned {values.describe(returned)[:120]}, expected None",
+            "the contract's save_checkpoint returns nothing (unlike flax.training.checkpoints.save_checkpoint, which "
+            "returns the path): end the function without a return value",
         )
 
 
@@ -362,7 +369,7 @@ def test_restore_checkpoint_then_a_training_step_is_bit_identical(student, saved
 # make_manager ---------------------------------------------------------------
 
 def test_make_manager_returns_a_checkpoint_manager(student, workdir):
-    manager = student.make_manager(workdir / "run", 2)
+    manager = student.make_manager(workdir / "run", 3)
     try:
         if not isinstance(manager, ocp.CheckpointManager):
             raise CheckFailure(
@@ -374,44 +381,58 @@ def test_make_manager_returns_a_checkpoint_manager(student, workdir):
         getattr(manager, "close", lambda: None)()
 
 
+KEEP_COUNTS = (1, 2, 3)  # max_to_keep takes several values: a hard-coded count fails
+KEEP_STEPS = (1, 2, 3, 4)
+
+
 def steps_kept_by(make_manager):
-    """A manager from ``make_manager(directory, 2)`` of a new directory after steps 1 to 5 were saved into it:
-    its steps, and the entries of its directory."""
+    """For each ``max_to_keep`` of KEEP_COUNTS, a manager from ``make_manager(directory, max_to_keep)`` of a new
+    directory after steps 1 to 4 were saved into it: its steps, and the entries of its directory."""
     def kept(state):
-        with files.new_directory() as directory:
-            manager = make_manager(directory / "run", 2)
-            try:
-                for step in range(1, 6):
-                    save_into(manager, state.replace(step=step))
-                return list(manager.all_steps()), files.numbered_entries(directory / "run")
-            finally:
-                manager.close()
+        runs = []
+        for max_to_keep in KEEP_COUNTS:
+            with files.new_directory() as directory:
+                manager = make_manager(directory / "run", max_to_keep)
+                try:
+                    for step in KEEP_STEPS:
+                        save_into(manager, state.replace(step=step))
+                    runs.append((max_to_keep, list(manager.all_steps()), files.numbered_entries(directory / "run")))
+                finally:
+                    manager.close()
+        return runs
 
     return kept
 
 
 @correctness
 def test_make_manager_keeps_the_newest_steps(student, trained):
-    check = "a manager from make_manager(directory, 2), after steps 1 to 5 are saved, keeps steps 4 and 5 only"
-    steps, on_disk = structure.transformed_once(student.make_manager, "keeps 2 of steps 1 to 5", steps_kept_by)(trained)
-    advice = "pass options=ocp.CheckpointManagerOptions(max_to_keep=max_to_keep, create=True)"
-    if list(steps) != [4, 5]:
-        raise CheckFailure(check, f"manager.all_steps() is {list(steps)}, expected [4, 5]", advice)
-    if list(on_disk) != ["4", "5"]:
-        raise CheckFailure(check, f"the directory holds {list(on_disk)}, expected ['4', '5']", advice)
+    runs = structure.transformed_once(student.make_manager, "keeps k of steps 1 to 4", steps_kept_by)(trained)
+    advice = ("pass the max_to_keep you are given on: options=ocp.CheckpointManagerOptions(max_to_keep=max_to_keep, "
+              "create=True)")
+    for max_to_keep, steps, on_disk in runs:
+        newest = list(KEEP_STEPS[-max_to_keep:])
+        check = (f"a manager from make_manager(directory, {max_to_keep}), after steps 1 to 4 are saved, keeps steps "
+                 f"{newest} only")
+        if list(steps) != newest:
+            raise CheckFailure(check, f"manager.all_steps() is {list(steps)}, expected {newest}", advice)
+        if list(on_disk) != [str(s) for s in newest]:
+            raise CheckFailure(check, f"the directory holds {list(on_disk)}, expected {[str(s) for s in newest]}", advice)
 
 
 # save_to_manager ------------------------------------------------------------
 
+SAVED_STEPS = (0, 3, 7, 9)  # step 0 is a step: saved, and True
+
+
 def saves_by(save_to_manager):
-    """Steps 3, 7 and 9 saved with ``save_to_manager`` into a new manager that keeps 2: for each save, what it
+    """Steps 0, 3, 7 and 9 saved with ``save_to_manager`` into a new manager that keeps 2: for each save, what it
     returned, what was still being written when it returned, and the steps then on disk; and the steps kept."""
     def saves(state):
         with files.new_directory() as directory:
             manager = a_manager(directory / "run", 2)
             try:
                 record = []
-                for step in (3, 7, 9):
+                for step in SAVED_STEPS:
                     result = save_to_manager(manager, state.replace(step=step))
                     record.append({
                         "step": step,
@@ -419,17 +440,29 @@ def saves_by(save_to_manager):
                         "unfinished": leftovers(directory / "run"),
                         "on_disk": files.numbered_entries(directory / "run"),
                     })
-                return record, list(manager.all_steps())
+                kept = list(manager.all_steps())
+                return record, kept, [read_back(directory / "run" / str(step), state) for step in kept]
             finally:
                 manager.close()
 
     return saves
 
 
+def read_back(step_directory, state):
+    """The leaves a manager's step directory holds, read with Orbax into ``state``'s structure (the checks' own
+    read), or why it cannot be read so."""
+    try:
+        with ocp.StandardCheckpointer() as reader:
+            restored = reader.restore(step_directory / "default", jax.tree.map(ocp.utils.to_shape_dtype_struct, state))
+        return [np.asarray(leaf) for leaf in jax.tree.leaves(restored)]
+    except Exception as err:  # noqa: BLE001 - any failure to read is the checkpoint's
+        return f"{type(err).__name__}: {str(err)[:200]}"
+
+
 @correctness
 def test_save_to_manager_saves_state_step_completely_and_keeps_the_newest(student, trained):
     check = "save_to_manager saves at the state's own step, returns True once that step is on disk, and the manager keeps 2"
-    record, kept = structure.transformed_once(student.save_to_manager, "steps 3, 7 and 9", saves_by)(trained)
+    record, kept, holds = structure.transformed_once(student.save_to_manager, "steps 0, 3, 7 and 9", saves_by)(trained)
     for save in record:
         with values.located(f"saving a state with step {save['step']}"):
             if save["returned"] is not True:  # a bool, or the repr of what else it returned
@@ -444,7 +477,19 @@ def test_save_to_manager_saves_state_step_completely_and_keeps_the_newest(studen
                 )
     on_disk = record[-1]["on_disk"]
     if list(kept) != [7, 9] or list(on_disk) != ["7", "9"]:
-        raise CheckFailure(check, f"after steps 3, 7 and 9 the manager holds {list(kept)} (on disk {list(on_disk)}), expected [7, 9]")
+        raise CheckFailure(check, f"after steps 0, 3, 7 and 9 the manager holds {list(kept)} (on disk {list(on_disk)}), expected [7, 9]")
+    read_check = "what save_to_manager saved at each step reads back as the whole state (step, params, opt_state), exactly"
+    for step, held in zip(kept, holds):
+        with values.located(f"reading back step {step}"):
+            if isinstance(held, str):
+                raise CheckFailure(
+                    read_check, f"step {step} cannot be read back as a TrainState: {held}",
+                    "save the whole state, manager.save(step, args=ocp.args.StandardSave(state)): not state.params "
+                    "or a part of it",
+                )
+            expected = [np.asarray(leaf) for leaf in jax.tree.leaves(trained.replace(step=jnp.asarray(step, jnp.int32)))]
+            values.assert_trees_close(list(held), expected, rtol=0, atol=0, name="the saved state's leaves",
+                                      check=read_check, source="the state you were given")
 
 
 def test_save_to_manager_returns_false_for_an_older_step(student, trained, workdir):
@@ -462,6 +507,45 @@ def test_save_to_manager_returns_false_for_an_older_step(student, trained, workd
         if written:
             raise CheckFailure(check, f"save_to_manager wrote {written[0]} for the older step 2",
                                "let manager.save decide: it declines an older step and writes nothing")
+    finally:
+        manager.close()
+
+
+def same_files(a, b) -> bool:
+    return a.keys() == b.keys() and all(
+        (a[k] is None and b[k] is None) or (a[k] is not None and b[k] is not None and np.array_equal(a[k], b[k]))
+        for k in a
+    )
+
+
+def test_save_to_manager_returns_false_for_a_step_that_exists(student, trained, workdir):
+    """orbax-checkpoint 0.12.8 declines a step that already exists (False, nothing written), from the same manager
+    and from a new one; only force=True makes it raise StepAlreadyExistsError."""
+    directory = workdir / "run"
+    check = "save_to_manager returns False, and writes nothing, for a step that is already saved"
+    manager = a_manager(directory, 3)
+    try:
+        save_into(manager, trained.replace(step=0))
+        for opened in ("the same manager", "a new manager"):
+            if opened == "a new manager":
+                manager.close()
+                manager = a_manager(directory, 3)
+            before = files.snapshot(directory)
+            try:
+                result = student.save_to_manager(manager, trained.replace(step=0))
+            except Exception as err:  # noqa: BLE001 - reported with its type
+                raise CheckFailure(
+                    check, f"saving step 0 again with {opened} raised {type(err).__name__}: {str(err)[:160]}",
+                    "call manager.save(step, args=...) without force=True and return its bool: Orbax declines a step "
+                    "that exists with False",
+                ) from None
+            with values.located(f"saving step 0 again with {opened}"):
+                if result is not False:
+                    raise CheckFailure(check, f"save_to_manager returned {result!r}, expected False",
+                                       "return the bool manager.save returns: False when Orbax declines the step")
+                if not same_files(files.snapshot(directory), before):
+                    raise CheckFailure(check, "the manager's directory changed",
+                                       "let manager.save decide: it declines a step that exists and writes nothing")
     finally:
         manager.close()
 
@@ -506,6 +590,25 @@ def test_restore_latest_gives_the_targets_structure(student, run, target, workdi
         result, target, name="restored",
         check="restore_latest returns a state of the target's class, apply_fn, tx, structure, shapes and dtypes",
     )
+
+
+def test_restore_latest_restores_a_step_0_checkpoint(student, model, tx, target, workdir):
+    """Step 0 is a step: a run whose only checkpoint is step 0 (a fresh state) restores it, not the target."""
+    saved = fresh_state(model, tx, seed=TRAINED_SEED)
+    manager = a_manager(workdir / "run", 2)
+    try:
+        save_into(manager, saved)
+        result = student.restore_latest(manager, target)
+    finally:
+        manager.close()
+    check = "restore_latest restores a checkpoint saved at step 0"
+    if result is target:
+        raise CheckFailure(
+            check, "restore_latest returned the target itself although step 0 was saved",
+            "latest_step() is 0 here, and 0 is falsy: test `if step is None:`, not `if not step:`",
+        )
+    assert_has_structure_of(result, target, name="restored", check=check)
+    assert_same_state(result, saved, check=check)
 
 
 def test_restore_latest_works_from_a_new_manager_on_the_same_directory(student, run, trained, target, workdir):

@@ -39,6 +39,10 @@ LOADER_BATCH_SIZE = 4
 @given(batch=collate_batches())
 @example(batch=[(np.zeros(2, np.float32), np.int32(0)), (np.ones(2, np.float32), np.int32(1))])
 @example(batch=[{"x": np.arange(3), "y": [1.5, True]}, {"x": np.arange(3) + 1, "y": [2.5, False]}])
+@example(batch=[  # integers at their extremes: a trip through float32 (or float64, for int64) rounds them
+    (np.array([2**31 - 1, -2**31], np.int32), np.int64(2**53 + 1), np.uint8(255)),
+    (np.array([2**24 + 1, 0], np.int32), np.int64(-2**63), np.uint8(0)),
+])
 def test_numpy_collate_matches_reference(student, reference, batch):
     """Structure (tuples and lists → a list), np.ndarray leaves only, dtypes and values."""
     expected = reference.numpy_collate(batch)

@@ -25,7 +25,7 @@ import numpy as np
 import optax
 import pytest
 from flax.training import train_state
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from autograder.checks import keys
@@ -523,13 +523,26 @@ def jitted(fn):
     return structure.jit_once(fn, (3,))
 
 
+MC_ROWS = (1, 6)  # a batch of one: a squeeze without an axis gives shape ()
+# Each new (rows, n_samples) compiles both functions: the examples add one more, a prime batch with one sample.
+
+
+def mc_inputs(rows):
+    return np.linspace(-0.5, 1.5, 2 * rows, dtype=np.float32).reshape(rows, 2)
+
+
 @correctness
-@given(kind=st.sampled_from(keys.KINDS), seed=st.integers(0, 2**31 - 1))
-def test_mc_dropout_predict_matches_reference(student, reference, trained, kind, seed):
+@given(kind=st.sampled_from(keys.KINDS), seed=st.integers(0, 2**31 - 1), rows=st.sampled_from(MC_ROWS),
+       n_samples=st.just(MC_SAMPLES))
+@example(kind="typed", seed=0, rows=1, n_samples=MC_SAMPLES)
+@example(kind="legacy", seed=1, rows=7, n_samples=1)
+def test_mc_dropout_predict_matches_reference(student, reference, trained, kind, seed, rows, n_samples):
     """Both key kinds; the expected values come from the typed key, since PRNGKey(s) gives the same numbers."""
-    got = jitted(student.mc_dropout_predict)(trained, MC_X, keys.make_key(seed, kind), MC_SAMPLES)
-    expected = jitted(reference.mc_dropout_predict)(trained, MC_X, keys.make_key(seed, "typed"), MC_SAMPLES)
-    values.assert_trees_close(got, expected, name="mean probability", check=MC_CHECK)
+    x = mc_inputs(rows)
+    got = jitted(student.mc_dropout_predict)(trained, x, keys.make_key(seed, kind), n_samples)
+    expected = jitted(reference.mc_dropout_predict)(trained, x, keys.make_key(seed, "typed"), n_samples)
+    check = MC_CHECK.replace(f"x, key, {MC_SAMPLES})", f"x, key, {n_samples}) for x of {rows} row(s)")
+    values.assert_trees_close(got, expected, name="mean probability", check=check)
 
 
 def test_mc_dropout_predict_depends_only_on_the_key(student, trained):

@@ -200,7 +200,7 @@ def test_create_train_state_is_pure(student, classifier):
 POOL_SIZE = 512
 
 
-def loss_inputs(sizes=(4, BATCH), containers=(list, tuple)):
+def loss_inputs(sizes=(1, 4, BATCH), containers=(list, tuple)):  # a batch of one: squeeze(-1), not squeeze()
     return st.fixed_dictionaries(
         {
             "offset": st.integers(0, POOL_SIZE - BATCH),

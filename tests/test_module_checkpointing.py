@@ -43,6 +43,34 @@ CORRECT = [
             manager.wait_until_finished()
             return bool(result)
     """),
+    ("save_to_manager", "declines-an-existing-step-itself", """
+        def save_to_manager(manager, state):
+            step = int(state.step)
+            if step in manager.all_steps():
+                return False
+            saved = manager.save(step, args=ocp.args.StandardSave(state))
+            manager.wait_until_finished()
+            return saved
+    """),
+    ("save_checkpoint", "explicit-return-none", """
+        def save_checkpoint(path, state):
+            with ocp.StandardCheckpointer() as checkpointer:
+                checkpointer.save(path, state)
+            return None
+    """),
+    ("make_manager", "options-built-first-keyword-max-to-keep", """
+        def make_manager(directory, max_to_keep):
+            options = ocp.CheckpointManagerOptions(max_to_keep=int(max_to_keep), create=True)
+            return ocp.CheckpointManager(os.fspath(directory), options=options)
+    """),
+    ("restore_latest", "max-of-all-steps", """
+        def restore_latest(manager, target):
+            steps = list(manager.all_steps())
+            if len(steps) == 0:
+                return target
+            abstract = jax.tree.map(ocp.utils.to_shape_dtype_struct, target)
+            return manager.restore(max(steps), args=ocp.args.StandardRestore(abstract))
+    """),
     ("restore_latest", "delegates-to-restore-with-abstract-pytree", """
         def restore_latest(manager, target):
             if manager.latest_step() is None:
@@ -124,7 +152,61 @@ WRONG = [
     ("make_manager", "without-max-to-keep", """
         def make_manager(directory, max_to_keep):
             return ocp.CheckpointManager(directory, options=ocp.CheckpointManagerOptions(create=True))
-    """, r"manager.all_steps\(\) is \[1, 2, 3, 4, 5\], expected \[4, 5\]"),
+    """, r"manager.all_steps\(\) is \[1, 2, 3, 4\], expected \[4\]"),
+    ("make_manager", "hard-coded-max-to-keep", """
+        def make_manager(directory, max_to_keep):
+            return ocp.CheckpointManager(directory, options=ocp.CheckpointManagerOptions(create=True, max_to_keep=2))
+    """, r"manager.all_steps\(\) is \[3, 4\], expected \[4\](.*\n)*.*make_manager\(directory, 1\)(.*\n)*.*max_to_keep you are given"),
+    ("save_checkpoint", "returns-the-path-like-flax", """
+        def save_checkpoint(path, state):
+            with ocp.StandardCheckpointer() as checkpointer:
+                checkpointer.save(path, state)
+            return path
+    """, r"save_checkpoint returned .*, expected None(.*\n)*.*flax.training.checkpoints"),
+    ("save_to_manager", "saves-only-the-params", """
+        def save_to_manager(manager, state):
+            saved = manager.save(int(state.step), args=ocp.args.StandardSave(state.params))
+            manager.wait_until_finished()
+            return saved
+    """, r"step 7 cannot be read back as a TrainState(.*\n)*.*save the whole state"),
+    ("save_to_manager", "saves-the-fresh-step-count", """
+        def save_to_manager(manager, state):
+            saved = manager.save(int(state.step), args=ocp.args.StandardSave(state.replace(step=0)))
+            manager.wait_until_finished()
+            return saved
+    """, r"reading back step 7: the saved state's leaves\[0\] differs"),
+    ("save_to_manager", "step-0-declined", """
+        def save_to_manager(manager, state):
+            step = int(state.step)
+            if not step:
+                return False  # "nothing trained yet"
+            saved = manager.save(step, args=ocp.args.StandardSave(state))
+            manager.wait_until_finished()
+            return saved
+    """, r"step 0(.*\n)*.*returned False, expected True|returned False, expected True(.*\n)*.*step 0"),
+    ("save_to_manager", "force-true", """
+        def save_to_manager(manager, state):
+            saved = manager.save(int(state.step), args=ocp.args.StandardSave(state), force=True)
+            manager.wait_until_finished()
+            return saved
+    """, r"saving step 0 again with the same manager raised StepAlreadyExistsError"),
+    ("save_to_manager", "true-when-the-step-exists", """
+        def save_to_manager(manager, state):
+            step = int(state.step)
+            if step in manager.all_steps():
+                return True
+            saved = manager.save(step, args=ocp.args.StandardSave(state))
+            manager.wait_until_finished()
+            return saved
+    """, r"saving step 0 again with the same manager: save_to_manager returned True, expected False"),
+    ("restore_latest", "step-0-as-nothing-saved", """
+        def restore_latest(manager, target):
+            step = manager.latest_step()
+            if not step:
+                return target
+            abstract = jax.tree.map(ocp.utils.to_shape_dtype_struct, target)
+            return manager.restore(step, args=ocp.args.StandardRestore(abstract))
+    """, r"returned the target itself although step 0 was saved(.*\n)*.*if step is None"),
     ("save_to_manager", "counter-instead-of-state-step", """
         def save_to_manager(manager, state):
             step = len(manager.all_steps())

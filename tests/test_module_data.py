@@ -199,6 +199,16 @@ WRONG = [
                 return {k: numpy_collate([s[k] for s in batch]) for k in first}
             return np.array(batch, dtype=np.float32)
      """, r"has dtype float32, expected (int|uint|bool|float64)"),
+    ("stacks-through-float64", "numpy_collate", """
+        def numpy_collate(batch):
+            first = batch[0]
+            if isinstance(first, dict):
+                return {key: numpy_collate([sample[key] for sample in batch]) for key in first}
+            if isinstance(first, (list, tuple)):
+                return [numpy_collate(list(column)) for column in zip(*batch)]
+            stacked = np.array(batch)
+            return np.asarray(np.array(batch, dtype=np.float64), dtype=stacked.dtype)  # "to be safe"
+     """, r"differs|expected"),
     ("concatenates-instead-of-stacking", "numpy_collate", """
         def numpy_collate(batch):
             first = batch[0]

@@ -61,6 +61,13 @@ CORRECT = [
                 return jax.nn.sigmoid(state.apply_fn({"params": state.params}, x, train=True, rngs={"dropout": k})[:, 0])
             return jax.lax.map(sample, jax.random.split(key, n_samples)).mean(axis=0)
      """),
+    ("mc_dropout_predict", "reshape-to-the-batch-size", """
+        def mc_dropout_predict(state, x, key, n_samples):
+            def sample(k):
+                logits = state.apply_fn({"params": state.params}, x, train=True, rngs={"dropout": k})
+                return jax.nn.sigmoid(logits.reshape(x.shape[0]))
+            return jax.vmap(sample)(jax.random.split(key, n_samples)).sum(axis=0) / n_samples
+     """),
     ("mc_dropout_predict", "vmap-of-fold-in-keys", """
         def mc_dropout_predict(state, x, key, n_samples):
             def sample(i):
@@ -216,6 +223,18 @@ WRONG = [
                 jax.random.split(key, n_samples))
             return jax.nn.sigmoid(logits.mean(axis=0))
      """, r"mean probability differs from the reference", "mc_dropout_predict_matches"),
+    ("mc_dropout_predict", "squeeze-without-axis", """
+        def mc_dropout_predict(state, x, key, n_samples):
+            def sample(k):
+                return jax.nn.sigmoid(state.apply_fn({"params": state.params}, x, train=True, rngs={"dropout": k}).squeeze())
+            return jnp.mean(jax.vmap(sample)(jax.random.split(key, n_samples)), axis=0)
+     """, r"for x of 1 row\(s\)(.*\n)*|has shape \(\), expected \(1,\)", "mc_dropout_predict_matches"),
+    ("mc_dropout_predict", "squeeze-of-the-stacked-samples", """
+        def mc_dropout_predict(state, x, key, n_samples):
+            def sample(k):
+                return jax.nn.sigmoid(state.apply_fn({"params": state.params}, x, train=True, rngs={"dropout": k}))
+            return jnp.mean(jnp.squeeze(jax.vmap(sample)(jax.random.split(key, n_samples))), axis=0)
+     """, r"mean probability.*(shape|structure)", "mc_dropout_predict_matches"),
     ("mc_dropout_predict", "dropout-off", """
         def mc_dropout_predict(state, x, key, n_samples):
             return jax.nn.sigmoid(state.apply_fn({"params": state.params}, x, train=False).squeeze(-1))

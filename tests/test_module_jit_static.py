@@ -27,6 +27,21 @@ CORRECT_VARIANTS = [
             return jnp.concatenate([x, zeros]), jnp.concatenate([jnp.ones(n, bool), jnp.zeros(N - n, bool)])
         pad_to_multiple = jax.jit(_pad, static_argnames="multiple")
     """, id="jit-assignment-numpy-ceil-concatenate"),
+    pytest.param("pad_to_multiple", """
+        @functools.partial(jax.jit, static_argnames=("multiple",))
+        def pad_to_multiple(x, multiple):
+            n = x.shape[0]
+            N = n + (-n) % multiple
+            pad_width = ((0, N - n),) + ((0, 0),) * (x.ndim - 1)
+            return jnp.pad(x, pad_width, constant_values=0), jnp.arange(N) < n
+    """, id="modulo-and-pad-width-tuple"),
+    pytest.param("standardize_logged", """
+        @jax.jit
+        def standardize_logged(x):
+            mean, std = jnp.mean(x), jnp.std(x)
+            jax.debug.print("mean={m} std={s}", m=mean, s=std, ordered=True)
+            return (x - mean) / std
+    """, id="ordered-debug-print"),
     pytest.param("clip_by_norm", """
         @jax.jit
         def clip_by_norm(x, max_norm):
@@ -128,6 +143,33 @@ WRONG = [
             return jnp.zeros((N,) + x.shape[1:], x.dtype).at[:n].set(x), jnp.arange(N) < n
      """, r"does not have the structure|has shape \(\d+(, 2)?,?\), expected", "pad_to_multiple and matches_reference",
         id="always-adds-a-block"),
+    pytest.param("pad_to_multiple", """
+        @functools.partial(jax.jit, static_argnames="multiple")
+        def pad_to_multiple(x, multiple):
+            n = x.shape[0]
+            N = -(-n // multiple) * multiple
+            return jnp.pad(x, (0, N - n)), jnp.arange(N) < n
+     """, r"has shape \(8, 4\), expected \(8, 3\)|does not have the structure", "pad_to_multiple and matches_reference",
+        id="pads-every-axis"),
+    pytest.param("pad_to_multiple", """
+        @functools.partial(jax.jit, static_argnames="multiple")
+        def pad_to_multiple(x, multiple):
+            n = x.shape[0]
+            N = -(-n // multiple) * multiple
+            padded = jnp.zeros((N,) + x.shape[1:], jnp.float32).at[:n].set(x.astype(jnp.float32))
+            return padded.astype(x.dtype), jnp.arange(N) < n
+     """, r"pad_to_multiple: .*differs from the reference", "pad_to_multiple and matches_reference",
+        id="computes-in-float32-and-casts-back"),
+    pytest.param("pad_to_multiple", """
+        @functools.partial(jax.jit, static_argnames="multiple")
+        def pad_to_multiple(x, multiple):
+            n = x.shape[0]
+            N = -(-n // multiple) * multiple
+            if N == n:
+                N = n + multiple  # a block of padding whenever none is needed
+            return jnp.zeros((N,) + x.shape[1:], x.dtype).at[:n].set(x), jnp.arange(N) < n
+     """, r"has shape \(\d+(, \d+)*,?\), expected|does not have the structure", "pad_to_multiple and matches_reference",
+        id="extra-block-when-divisible"),
     pytest.param("clip_by_norm", """
         @jax.jit
         def clip_by_norm(x, max_norm):
@@ -214,13 +256,38 @@ WRONG = [
             return jax.lax.scan(step, a, None, length=n_steps)
      """, r"newton_sqrt: \(x_n, history\)\[1\] differs from the reference", "newton_sqrt and matches_reference",
         id="history-off-by-one"),
+    pytest.param("newton_sqrt", """
+        @functools.partial(jax.jit, static_argnames="n_steps")
+        def newton_sqrt(a, n_steps):
+            def step(x, _):
+                x = (x + a / x) / 2
+                return x, x
+            x_n, history = jax.lax.scan(step, a, None, length=n_steps)
+            return x_n, history.squeeze()
+     """, r"newton_sqrt: \(x_n, history\)\[1\] .*shape|does not have the structure|has shape", "newton_sqrt and matches_reference",
+        id="history-squeezed-without-an-axis"),
+    pytest.param("clip_by_norm", """
+        @jax.jit
+        def clip_by_norm(x, max_norm):
+            sq = jnp.sum(x ** 2, axis=-1, keepdims=True)
+            safe = jnp.where(sq > max_norm ** 2, sq, 1.0)
+            return jnp.where(sq > max_norm ** 2, x * (max_norm / jnp.sqrt(safe)), x)
+     """, r"clip_by_norm: result differs from the reference|cannot|raised", "clip_by_norm and matches_reference",
+        id="norm-of-each-row"),
+    pytest.param("clip_by_norm", """
+        @jax.jit
+        def clip_by_norm(x, max_norm):
+            sq = jnp.einsum("...i,...i->", x, x)  # needs an axis: a 0-d x has none
+            safe = jnp.where(sq > max_norm ** 2, sq, 1.0)
+            return jnp.where(sq > max_norm ** 2, x * (max_norm / jnp.sqrt(safe)), x)
+     """, r"clip_by_norm.*raised|cannot", "clip_by_norm and matches_reference", id="sum-of-squares-over-the-last-axis-only"),
     pytest.param("standardize_logged", """
         @jax.jit
         def standardize_logged(x):
             mean, std = jnp.mean(x), jnp.std(x)
             print(f"mean={mean} std={std}")
             return (x - mean) / std
-     """, r"warm call 1 of 3 printed 0 lines(.*\n)*.*jax.debug.print", "standardize_logged and one_line",
+     """, r"warm call 1 of 2 printed 0 lines(.*\n)*.*jax.debug.print", "standardize_logged and one_line",
         id="python-print"),
     pytest.param("standardize_logged", """
         @jax.jit
@@ -245,6 +312,24 @@ WRONG = [
             jax.debug.print("mean: {m}, std: {s}", m=mean, s=std)
             return (x - mean) / std
      """, r"is not `mean=<number> std=<number>`", "standardize_logged and mean_and_std", id="other-format"),
+    pytest.param("standardize_logged", """
+        @jax.jit
+        def standardize_logged(x):
+            mean, std = jnp.mean(x), jnp.std(x)
+            print("standardize_logged traced for", x.shape)
+            jax.debug.print("mean={m} std={s}", m=mean, s=std)
+            return (x - mean) / std
+     """, r"the first call \(the one that traces\) printed 2 lines(.*\n)*.*debugging prints", "standardize_logged and one_line",
+        id="debugging-print-while-tracing"),
+    pytest.param("standardize_logged", """
+        @jax.jit
+        def standardize_logged(x):
+            mean = jnp.mean(x)
+            std = jnp.sqrt(jnp.sum((x - mean) ** 2) / 5)  # the population std of 6 entries only
+            jax.debug.print("mean={m} std={s}", m=mean, s=std)
+            return (x - mean) / std
+     """, r"standardize_logged: result differs from the reference", "standardize_logged and matches_reference",
+        id="size-hard-coded"),
 ]
 
 
