@@ -29,7 +29,7 @@ Two ways to write it:
   partitioned by the compiler, which inserts the cross-device sum
   (all-reduce) the gradient needs, by itself.
 
-``predict``, a loss ``mse`` and ``make_data_mesh``
+``predict``, ``mse`` (as in the ``pytrees`` module) and ``make_data_mesh``
 are given. Run the checks with
 
     pytest exercises/test_parallel.py
@@ -49,10 +49,13 @@ def predict(params, x):
 
 
 def mse(params, x_batched, y_batched):
-    """The mean squared error over every entry of the batch (a float32 scalar): the mean of
-    ``(predict(params, x) - y) ** 2`` over the rows and the outputs. (Module ``pytrees``' ``mse`` is
-    another loss: half the squared norm of each row's error, averaged over the rows.)"""
-    return jnp.mean(jnp.square(predict(params, x_batched) - y_batched))
+    """The mean over the batch of ``0.5 * ||y_i - predict(params, x_i)||²`` (a float32 scalar)."""
+
+    def squared_error(x, y):
+        d = y - predict(params, x)
+        return jnp.inner(d, d) / 2.0
+
+    return jnp.mean(jax.vmap(squared_error)(x_batched, y_batched), axis=0)
 
 
 def make_data_mesh():

@@ -150,9 +150,31 @@ def shipped(tmp_path_factory) -> Path:
     return out
 
 
+# Given code the binding contract itself prescribes (curriculum.md §11: parallel's given ``predict`` and
+# ``mse`` are "as in pytrees"). Changing the loss would break every submission written against the
+# published stub (its own copy of the given ``mse`` would no longer match the reference's), so this one
+# leak stays until the contract changes; it is named here, and anything else found fails.
+PRESCRIBED_BY_CONTRACT = {("exercises/parallel.py", "pytrees.mse")}
+
+
+def unprescribed(leaks: list[str]) -> list[str]:
+    def prescribed(leak: str) -> bool:
+        where, _, name = leak.partition(" holds the answer of ")
+        return (where.rsplit(":", 1)[0], name) in PRESCRIBED_BY_CONTRACT
+
+    return [leak for leak in leaks if not prescribed(leak)]
+
+
 def test_no_python_file_of_the_release_holds_a_contracted_answer(shipped):
     assert list((shipped / "exercises").glob("test_*.py")), "the release has no check files"
-    assert not given_away(shipped, answers()), "\n".join(given_away(shipped, answers()))
+    leaks = given_away(shipped, answers())
+    assert not unprescribed(leaks), "\n".join(unprescribed(leaks))
+
+
+def test_the_only_leak_left_is_the_one_the_contract_prescribes(shipped):
+    """parallel's given mse is found (the comparison still sees it), and it is the only one."""
+    leaks = given_away(shipped, answers())
+    assert [leak.rsplit(" ", 1)[-1] for leak in leaks] == ["pytrees.mse"], leaks
 
 
 def test_no_hint_holds_another_functions_answer(shipped):
@@ -177,12 +199,14 @@ def mse(params, x_batched, y_batched):
 
 
 def test_the_comparison_finds_an_answer_given_away_under_other_names(tmp_path):
-    """The old ``parallel`` stub's given ``mse``, its names changed, is found as ``pytrees.mse``'s answer; the
-    given loss the stub has now is not."""
+    """``parallel``'s given ``mse``, its names changed (the function's own name too), is found as
+    ``pytrees.mse``'s answer; another loss is not."""
     (tmp_path / "exercises").mkdir()
     (tmp_path / "exercises" / "parallel.py").write_text(LEAKY_STUB, encoding="utf-8")
     assert given_away(tmp_path, answers()) == ["exercises/parallel.py:6 holds the answer of pytrees.mse"]
-    (tmp_path / "exercises" / "parallel.py").write_text((ROOT / "exercises" / "parallel.py").read_text(), encoding="utf-8")
+    (tmp_path / "exercises" / "parallel.py").write_text(LEAKY_STUB.replace("parallel", "x").replace("mse", "helper_loss"), encoding="utf-8")
+    assert given_away(tmp_path, answers()) == ["exercises/parallel.py:6 holds the answer of pytrees.mse"]
+    (tmp_path / "exercises" / "parallel.py").write_text("def mse(p, x, y):\n    return ((x - y) ** 2).mean()\n", encoding="utf-8")
     assert given_away(tmp_path, answers()) == []
 
 
