@@ -153,7 +153,8 @@ def test_the_reference_gets_full_marks(release, release_env, course, tmp_path, c
     assert f"points={full:g}\nmax-points={full:g}" in run.outputs.read_text()
     assert (ROOT / "solutions" / f"{MODULE}.py").read_text() == canonical_sources()["reference"]
     agrees_with_grade(results, canonical_grades, "reference")
-    print(f"\nActions-style run (cached set-up, checks and report), reference: {run.seconds:.0f} s")
+    print(f"\nActions-style run (cached set-up, checks and report), reference: {run.seconds:.0f} s; "
+          f"the release's setup.sh (the cache miss) took {(release_env.parent / 'seconds').read_text()} s")
 
 
 def test_a_function_the_release_cannot_answer_is_named_and_not_counted(course, tmp_path, capsys):

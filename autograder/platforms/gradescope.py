@@ -2,10 +2,15 @@
 
 The bundle (Gradescope's documented layout: ``setup.sh`` and ``run_autograder``
 at the root of the zip, unpacked into ``/autograder/source``) holds the
-instructor's course with its live reference — students never see it — and
-the kit. ``setup.sh`` installs Python 3.11 and the pinned stack into
-``/autograder/venv`` (the image's own Python, which Gradescope's harness uses,
-is left alone) and creates the unprivileged user ``student``.
+instructor's course of the modules the assignment grades (``--only``: those
+modules' checks, stubs and references, ``course.toml`` cut to them) with its
+live reference — students never see it — and the kit as a wheel
+(``kit_wheel``). ``setup.sh`` installs bubblewrap, Python 3.11, the pinned
+stack (torch's CPU build first) and the kit's wheel, which registers the
+checks' pytest plugin, into ``/autograder/venv`` (the image's own Python, which
+Gradescope's harness uses, is left alone), creates the unprivileged user
+``student``, and proves the environment (:func:`prove`: the reference earns full
+marks and the stubs 0 there) or fails the image build, saying why.
 ``run_autograder`` (as root, per submission) makes the source readable by
 root only and runs :func:`run`: ``autograder grade``'s pipeline on
 ``/autograder/submission`` with ``--run-as student`` (the student's code runs
