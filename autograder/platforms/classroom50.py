@@ -98,7 +98,7 @@ def prove(python: Path) -> str:
         except (OSError, ValueError):
             return f"the checks did not run (pytest exit status {done.returncode}): {(done.stdout + done.stderr)[-3000:]}"
         rows = results.get("functions", [])
-        if results.get("score") != 0 or not rows or any(r.get("status") != "not_started" for r in rows):
+        if results.get("score") != 0 or not rows or any(r.get("status") != "not started" for r in rows):
             return f"the untouched stubs did not score 0, all not started: {json.dumps(results)[:3000]}"
     return ""
 
