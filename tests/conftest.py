@@ -1,6 +1,8 @@
 import os
+import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import filelock  # torch's own dependency
@@ -88,3 +90,51 @@ def _build_release(root: Path, out: Path) -> None:
     )
     assert done.returncode == 0, done.stdout + done.stderr
     print(done.stdout)
+
+
+@pytest.fixture(scope="session")
+def release_env(release, tmp_path_factory) -> Path:
+    """The release's own set-up, run once per run of the suite: a copy of the release where
+    ``bash scripts/setup.sh`` (what a student runs, and the release's GitHub Actions workflow on a cache
+    miss) built ``.venv`` from the system's Python 3.11 and nothing of the kit's venv (tests/platform_envs.py).
+    The copy's path; its ``.venv`` is shared (read-only) by the tests of released trees."""
+    from platform_envs import assert_not_the_kit_venv, base_python, clean_env
+
+    base = base_python()
+    if base is None:
+        pytest.skip("no system python3.11 to run the release's setup.sh with")
+    shared = tmp_path_factory.getbasetemp().parent if os.environ.get("PYTEST_XDIST_WORKER") else tmp_path_factory.getbasetemp()
+    tree, built = shared / "release-env" / "repo", shared / "release-env" / "built"
+    with filelock.FileLock(str(shared / "release-env.lock")):
+        if not built.exists():
+            shutil.rmtree(tree.parent, ignore_errors=True)
+            shutil.copytree(release, tree, ignore=shutil.ignore_patterns("__pycache__", ".venv"))
+            started = time.monotonic()
+            done = subprocess.run(["bash", "scripts/setup.sh"], cwd=tree, env=clean_env(PYTHON=base), capture_output=True, text=True, timeout=2400)
+            assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-5000:]
+            assert_not_the_kit_venv(tree / ".venv" / "bin" / "python")
+            (tree.parent / "seconds").write_text(f"{time.monotonic() - started:.0f}")
+            built.touch()
+    return tree
+
+
+@pytest.fixture(scope="session")
+def canonical_grades(tmp_path_factory) -> dict:
+    """``autograder grade``'s points per function for tests/platform_envs.py's canonical submissions (a
+    correct, a wrong, an untouched one), once per run: what every platform path's scores are compared with."""
+    import json
+
+    from platform_envs import MODULE, canonical_sources, grade_scores
+
+    shared = tmp_path_factory.getbasetemp().parent if os.environ.get("PYTEST_XDIST_WORKER") else tmp_path_factory.getbasetemp()
+    cache = shared / "canonical-grades" / "scores.json"
+    with filelock.FileLock(str(shared / "canonical-grades.lock")):
+        if not cache.exists():
+            work = cache.parent / "work"
+            folders = {}
+            for name, source in canonical_sources().items():
+                (work / "in" / name).mkdir(parents=True)
+                (work / "in" / name / f"{MODULE}.py").write_text(source, encoding="utf-8")
+                folders[name] = work / "in" / name
+            cache.write_text(json.dumps(grade_scores(folders, MODULE, work)))
+    return json.loads(cache.read_text())

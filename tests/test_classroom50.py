@@ -2,9 +2,13 @@
 
 The bundle is built from a real student release (the session's ``release``
 fixture, conftest.py): its checks answer from the recorded oracle. Everything
-is the real thing: ``autograder.py`` runs in a temporary student checkout with
-Classroom 50's environment variables, and every ``result.json`` is validated
-against ``schemas/classroom50_result.schema.json``.
+is the real thing: ``autograder.py`` is started by the system's Python 3.11 in
+a temporary student checkout with Classroom 50's environment variables; its
+first run builds and proves its own venv next to itself (as once per runner),
+from nothing but what the bundle ships (``platform_envs``: no ``PYTHONPATH``,
+nothing of the kit's venv), and the later runs reuse it. Its scores are compared
+with ``autograder grade``'s for the same files, and every ``result.json`` is
+validated against ``schemas/classroom50_result.schema.json``.
 """
 
 from __future__ import annotations
@@ -14,6 +18,8 @@ import os
 import shutil
 import subprocess
 import sys
+import time
+from fractions import Fraction
 from pathlib import Path
 
 import jsonschema
@@ -21,9 +27,11 @@ import pytest
 
 from autograder.core.course import load_course
 from autograder.platforms import classroom50
+from platform_envs import MODULE as CANONICAL_MODULE
+from platform_envs import WRONG_FUNCTION, assert_not_the_kit_venv, base_python, canonical_sources, clean_env
 from support import ROOT
 
-MODULE = "at_updates"
+MODULE = CANONICAL_MODULE
 COURSE = load_course(ROOT)
 SCHEMA = json.loads((Path(__file__).parent / "schemas" / "classroom50_result.schema.json").read_text())
 RUNNER_ENV = {
@@ -46,8 +54,9 @@ def test_the_folder_is_small_and_holds_no_reference(bundle):
     size = sum(p.stat().st_size for p in bundle.rglob("*") if p.is_file())
     assert size < classroom50.MAX_BUNDLE_BYTES
     assert not list(bundle.rglob("solutions"))
-    assert {"autograder.py", "classroom50.json", "requirements.txt", "release-body.md"} <= {p.name for p in bundle.iterdir()}
-    print(f"\nClassroom 50 folder ({MODULE}, without the oracle): {size / 2**10:.0f} KiB")
+    assert {"autograder.py", "classroom50.json", "requirements.txt", "release-body.md", "kit"} <= {p.name for p in bundle.iterdir()}
+    assert len(list((bundle / "kit").glob("*.whl"))) == 1 and not (bundle / "course" / "autograder").exists()
+    print(f"\nClassroom 50 folder ({MODULE}: checks, oracle, the kit's wheel): {size / 2**10:.0f} KiB")
 
 
 def test_a_release_with_solutions_is_refused(release, tmp_path):
@@ -69,16 +78,33 @@ def test_partial_credit_survives_as_integers():
     assert row["score"] * 3 == row["max-score"] * 2 and row["score"] > 0
 
 
-def run_autograder(bundle: Path, checkout: Path) -> dict:
-    """The runner's call: autograder.py from the bundle, in the student's checkout."""
+def run_autograder(bundle: Path, checkout: Path, **env: str) -> dict:
+    """The runner's call: autograder.py from the bundle, in the student's checkout, started by the system's
+    Python (the runner's own); the environment it grades in is the one it builds itself."""
     assert (bundle / "course" / "oracle" / f"{MODULE}.json").is_file() and not (bundle / "course" / "solutions").exists()
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "CI")}
-    env.update(RUNNER_ENV, AUTOGRADER_PYTHON=sys.executable, CLASSROOM50_BUNDLE_DIR=str(bundle))
-    proc = subprocess.run([sys.executable, str(bundle / "autograder.py")], cwd=checkout, env=env, capture_output=True, text=True, timeout=1800)
-    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    python = base_python()
+    if python is None:
+        pytest.skip("no system python3.11 to start autograder.py with")
+    environ = clean_env(**RUNNER_ENV, CLASSROOM50_BUNDLE_DIR=str(bundle), **env)
+    proc = subprocess.run([python, str(bundle / "autograder.py")], cwd=checkout, env=environ, capture_output=True, text=True, timeout=2400)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-4000:]
     result = json.loads((checkout / "result.json").read_text())
     jsonschema.validate(result, SCHEMA)
     return result
+
+
+@pytest.fixture(scope="module")
+def runner(bundle, tmp_path_factory):
+    """The runner's first submission (the stubs): autograder.py builds and proves its venv, then grades."""
+    checkout = checkout_with(tmp_path_factory.mktemp("first"), canonical(tmp_path_factory.mktemp("stubs"), "stubs"))
+    started = time.monotonic()
+    result = run_autograder(bundle, checkout)
+    seconds = time.monotonic() - started
+    assert (bundle / ".venv" / "proven").is_file()
+    assert_not_the_kit_venv(bundle / ".venv" / "bin" / "python")
+    print(f"\nClassroom 50 autograder.py, first run (builds and proves its venv, grades the stubs): {seconds:.0f} s")
+    yield bundle, checkout, result
+    shutil.rmtree(bundle / ".venv", ignore_errors=True)  # 2 GB
 
 
 def checkout_with(tmp_path: Path, source: Path) -> Path:
@@ -87,22 +113,63 @@ def checkout_with(tmp_path: Path, source: Path) -> Path:
     return tmp_path / "student"
 
 
-def test_the_stubs_score_zero(bundle, tmp_path):
-    result = run_autograder(bundle, checkout_with(tmp_path, ROOT / "exercises" / f"{MODULE}.py"))
+def test_the_stubs_score_zero(runner):
+    bundle, checkout, result = runner
     assert result["score"] == 0 and result["max-score"] > 0
     assert [t["test-name"] for t in result["tests"]] == [fn.qualname for fn in COURSE.module(MODULE).functions]
-    assert "not started" in (tmp_path / "student" / "release-body.md").read_text()
+    assert "not started" in (checkout / "release-body.md").read_text()
 
 
-def test_the_reference_scores_full_and_a_mixed_submission_in_between(bundle, tmp_path):
-    full = run_autograder(bundle, checkout_with(tmp_path / "ref", ROOT / "solutions" / f"{MODULE}.py"))
+def canonical(tmp_path: Path, name: str) -> Path:
+    path = tmp_path / f"{name}.py"
+    path.write_text(canonical_sources()[name], encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="module")
+def graded(runner, tmp_path_factory):
+    """The correct and the wrong submission of tests/platform_envs.py (the stubs were the runner's first)."""
+    bundle, stubs_checkout, stubs = runner
+    tmp = tmp_path_factory.mktemp("graded")
+    out = {"stubs": (stubs, stubs_checkout)}
+    for name in ("reference", "wrong"):
+        started = time.monotonic()
+        checkout = checkout_with(tmp / name, canonical(tmp, name))
+        out[name] = (run_autograder(bundle, checkout), checkout)
+        print(f"\nClassroom 50 autograder.py, {name} (venv ready): {time.monotonic() - started:.0f} s")
+    return out
+
+
+def test_the_reference_scores_full_and_a_wrong_submission_in_between(graded):
+    full = graded["reference"][0]
     assert full["score"] == full["max-score"] and all(t["passed"] for t in full["tests"])
-    broken = COURSE.module(MODULE).functions[0]
-    mixed_source = tmp_path / "mixed.py"
-    mixed_source.write_text((ROOT / "solutions" / f"{MODULE}.py").read_text() + f"\n\ndef {broken.name}(*args, **kwargs):\n    return args[0]\n")
-    mixed = run_autograder(bundle, checkout_with(tmp_path / "mixed", mixed_source))
-    rows = {t["test-name"]: t for t in mixed["tests"]}
+    broken = COURSE.module(MODULE).function(WRONG_FUNCTION)
+    wrong, checkout = graded["wrong"]
+    rows = {t["test-name"]: t for t in wrong["tests"]}
     assert rows[broken.qualname]["score"] == 0 and not rows[broken.qualname]["passed"]
-    assert 0 < mixed["score"] < mixed["max-score"]
-    body = (tmp_path / "mixed" / "student" / "release-body.md").read_text()
+    assert 0 < wrong["score"] < wrong["max-score"]
+    body = (checkout / "release-body.md").read_text()
     assert f"### {broken.qualname}" in body and f"Hint: {broken.hint}" in body
+
+
+def test_scores_agree_with_grade_for_the_same_files(graded, canonical_grades):
+    for name, (result, _) in graded.items():
+        for row in result["tests"]:
+            fn = COURSE.module(MODULE).function(row["test-name"].split(".", 1)[1])
+            earned = float(Fraction(row["score"], row["max-score"])) * fn.points
+            assert earned == pytest.approx(canonical_grades[name][fn.name], abs=0.011), (name, row, canonical_grades[name])
+
+
+def test_the_proof_fails_when_the_checks_plugin_is_missing(runner):
+    """autograder.py's proof, in the venv it built: with the checks' plugin blocked (as in a venv without
+    the kit), it says the checks did not run (the venv is then not kept, and nothing is graded)."""
+    bundle, _, _ = runner
+    python = bundle / ".venv" / "bin" / "python"
+    code = ("import runpy, sys; from pathlib import Path; "
+            "g = runpy.run_path(sys.argv[1], run_name='proof'); print(g['prove'](Path(sys.argv[2])) or 'OK')")
+    ok = subprocess.run([str(python), "-c", code, str(bundle / "autograder.py"), str(python)],
+                        env=clean_env(), capture_output=True, text=True, timeout=900)
+    assert ok.stdout.strip().endswith("OK"), ok.stdout[-2000:] + ok.stderr[-2000:]
+    blocked = subprocess.run([str(python), "-c", code, str(bundle / "autograder.py"), str(python)],
+                             env=clean_env(PYTEST_ADDOPTS="-p no:jax_course"), capture_output=True, text=True, timeout=900)
+    assert "the checks did not run" in blocked.stdout and "unrecognized arguments: --grading" in blocked.stdout, blocked.stdout[-2000:]

@@ -3,8 +3,12 @@
 The workflow's ``run:`` steps are executed in order, as the runner would (``bash -e``,
 ``GITHUB_STEP_SUMMARY`` and ``GITHUB_OUTPUT`` files, ``if:`` conditions), in a fresh
 copy of a student tree; the ``uses:`` steps are what they stand for here: the
-checkout is the copy, the cached environment is the kit's own ``.venv`` (a cache
-hit), and the artifact is ``results.json`` where the upload step looks for it.
+checkout is the copy, the cached environment is the ``.venv`` that the release's
+own ``scripts/setup.sh`` built once for the run of the suite (conftest.py's
+``release_env``: a fresh venv from the system's Python 3.11, nothing of the kit's
+venv; restored as a cache hit), and the artifact is ``results.json`` where the
+upload step looks for it. The steps run with nothing of the kit's venv on their
+path (tests/platform_envs.py).
 
 The tree is a real student release (the session's ``release`` fixture,
 conftest.py, with its workflow and recorded oracle and no ``solutions/``).
@@ -26,6 +30,7 @@ import yaml
 
 from autograder.core.course import load_course
 from autograder.platforms import github_actions
+from platform_envs import MODULE, WRONG_FUNCTION, canonical_sources, clean_env
 from support import ROOT
 
 
@@ -36,14 +41,15 @@ def course(release):
 NOTICE = re.compile(r"^::notice title=Autograding report::(\{.*\})$", re.M)
 
 
-def student_tree(release: Path, dest: Path, solved: list[str]) -> Path:
-    """A student's clone of the release, with the modules ``solved`` filled in with the reference."""
+def student_tree(release: Path, dest: Path, solved: list[str], release_env: Path) -> Path:
+    """A student's clone of the release, with the modules ``solved`` filled in with the reference, and the
+    environment the release's setup.sh built (``release_env``) restored as a cache hit."""
     shutil.copytree(release, dest, ignore=shutil.ignore_patterns("__pycache__", ".venv"))
     assert (dest / ".github" / "workflows" / "grade.yml").read_text() == github_actions.WORKFLOW
     assert not (dest / "solutions").exists()
     for module in solved:
         shutil.copy(ROOT / "solutions" / f"{module}.py", dest / "exercises" / f"{module}.py")
-    os.symlink(Path(sys.prefix), dest / ".venv")  # the cache hit: the pinned stack, already set up
+    os.symlink(release_env / ".venv", dest / ".venv")  # the cache hit: what the release's setup.sh built
     return dest
 
 
@@ -62,7 +68,7 @@ class Run:
 
     def execute(self) -> "Run":
         workflow = yaml.safe_load((self.tree / ".github" / "workflows" / "grade.yml").read_text())
-        env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "CI")}
+        env = clean_env()
         env.update(GITHUB_STEP_SUMMARY=str(self.summary), GITHUB_OUTPUT=str(self.outputs))
         started = time.monotonic()
         for step in workflow["jobs"]["grade"]["steps"]:
@@ -127,9 +133,9 @@ def judged(course, unjudged: dict) -> float:
 UNJUDGED: set[str] = set()
 
 
-def test_the_reference_gets_full_marks(release, course, tmp_path):
+def test_the_reference_gets_full_marks(release, release_env, course, tmp_path, canonical_grades):
     """Full marks: the release judges every function of the course."""
-    run = Run(student_tree(release, tmp_path / "repo", [m.name for m in course.modules])).execute()
+    run = Run(student_tree(release, tmp_path / "repo", [m.name for m in course.modules], release_env)).execute()
     assert run.failed_step is None, run.log[-3000:]
     results = json.loads(run.artifact.read_text())
     unjudged = github_actions.not_judged(course, results)
@@ -145,7 +151,10 @@ def test_the_reference_gets_full_marks(release, course, tmp_path):
         earned = fn.points if fn.qualname not in unjudged else 0
         assert re.search(rf"^\| {fn.qualname} \| {earned:g}/{fn.points:g} \| [^|]+ \| {status} \|$", summary, re.M), fn.qualname
     assert f"points={full:g}\nmax-points={full:g}" in run.outputs.read_text()
-    print(f"\nActions-style run (cached set-up, checks and report), reference: {run.seconds:.0f} s")
+    assert (ROOT / "solutions" / f"{MODULE}.py").read_text() == canonical_sources()["reference"]
+    agrees_with_grade(results, canonical_grades, "reference")
+    print(f"\nActions-style run (cached set-up, checks and report), reference: {run.seconds:.0f} s; "
+          f"the release's setup.sh (the cache miss) took {(release_env.parent / 'seconds').read_text()} s")
 
 
 def test_a_function_the_release_cannot_answer_is_named_and_not_counted(course, tmp_path, capsys):
@@ -173,9 +182,12 @@ def test_a_function_the_release_cannot_answer_is_named_and_not_counted(course, t
     assert f"points={full:g}\nmax-points={full:g}" in (tmp_path / "outputs.txt").read_text()
 
 
-def test_the_stubs_get_zero_all_not_started(release, course, tmp_path):
-    run = Run(student_tree(release, tmp_path / "repo", [])).execute()
+def test_the_stubs_get_zero_all_not_started(release, release_env, course, tmp_path, canonical_grades):
+    tree = student_tree(release, tmp_path / "repo", [], release_env)
+    assert (tree / "exercises" / f"{MODULE}.py").read_text() == canonical_sources()["stubs"]
+    run = Run(tree).execute()
     assert run.failed_step is None, run.log[-3000:]
+    agrees_with_grade(json.loads(run.artifact.read_text()), canonical_grades, "stubs")
     unjudged = github_actions.not_judged(course, json.loads(run.artifact.read_text()))
     assert set(unjudged) <= UNJUDGED
     assert run.notice == {"totalPoints": 0, "maxPoints": judged(course, unjudged)}
@@ -185,27 +197,34 @@ def test_the_stubs_get_zero_all_not_started(release, course, tmp_path):
             assert re.search(rf"^\| {fn.qualname} \| 0/{fn.points:g} \| 0/\d+ \| not started \|$", summary, re.M), summary
 
 
-def test_a_mixed_submission_shows_its_failures_with_hints(release, course, tmp_path):
-    first = course.modules[0]
-    tree = student_tree(release, tmp_path / "repo", [first.name])
-    broken = first.functions[0]
-    source = (tree / "exercises" / f"{first.name}.py").read_text()
-    source += f"\n\ndef {broken.name}(*args, **kwargs):\n    return args[0]\n"
-    (tree / "exercises" / f"{first.name}.py").write_text(source)
+def test_a_wrong_submission_shows_its_failures_with_hints(release, release_env, course, tmp_path, canonical_grades):
+    """tests/platform_envs.py's wrong submission of its module, the other modules untouched."""
+    tree = student_tree(release, tmp_path / "repo", [], release_env)
+    module = course.module(MODULE)
+    broken = module.function(WRONG_FUNCTION)
+    (tree / "exercises" / f"{MODULE}.py").write_text(canonical_sources()["wrong"])
     run = Run(tree).execute()
     assert run.failed_step is None, run.log[-3000:]
-    expected = sum(fn.points for fn in first.functions if fn is not broken)
+    expected = sum(fn.points for fn in module.functions if fn is not broken)
     unjudged = github_actions.not_judged(course, json.loads(run.artifact.read_text()))
     assert run.notice == {"totalPoints": expected, "maxPoints": judged(course, unjudged)}
     summary = run.summary.read_text()
     assert re.search(rf"^\| {broken.qualname} \| 0/{broken.points:g} \| \d+/\d+ \| failed \|$", summary, re.M), summary
     assert f"### {broken.qualname}" in summary and f"Hint: {broken.hint}" in summary
     assert json.loads(run.artifact.read_text())["score"] == expected
+    agrees_with_grade(json.loads(run.artifact.read_text()), canonical_grades, "wrong")
+
+
+def agrees_with_grade(results: dict, canonical_grades: dict, name: str) -> None:
+    """The workflow's points for tests/platform_envs.py's submission ``name`` of its module are ``autograder
+    grade``'s for the same file."""
+    got = {f["function"]: f["points"] for f in results["functions"] if f["module"] == MODULE}
+    assert got == pytest.approx(canonical_grades[name], abs=0.011), (name, got, canonical_grades[name])
 
 
 @pytest.mark.parametrize("breakage", ["all checks deleted", "one module's checks deleted", "set-up broken"])
-def test_a_broken_run_is_red_and_says_why(release, course, tmp_path, breakage):
-    tree = student_tree(release, tmp_path / "repo", [])
+def test_a_broken_run_is_red_and_says_why(release, release_env, course, tmp_path, breakage):
+    tree = student_tree(release, tmp_path / "repo", [], release_env)
     cache_hit = True
     if breakage == "all checks deleted":
         for checks in (tree / "exercises").glob("test_*.py"):

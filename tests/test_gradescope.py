@@ -2,42 +2,52 @@
 
 The bundle is built for one module (``--only``, as a course with one Gradescope
 assignment per module does), unpacked under a temporary root laid out like
-Gradescope's ``/autograder`` (``AUTOGRADER_ROOT``), and ``run_autograder`` runs
-as root, as Gradescope runs it, with the students' code dropped to the
-unprivileged user ``nobody``. Instead of running ``setup.sh`` (which installs
-Python and the stack from the network) the runs use the kit's own packages
-through an interpreter that user can execute (``unprivileged_python``).
-Every ``results.json`` is validated against ``schemas/gradescope_results.schema.json``,
-written from Gradescope's documented fields.
+Gradescope's ``/autograder`` (``AUTOGRADER_ROOT``), and the bundle's own
+``setup.sh`` builds its environment there, once for the file: a fresh venv from
+the system's Python 3.11 (``AUTOGRADER_BASE_PYTHON`` stands in for the
+standalone CPython that uv fetches on Gradescope; apt is skipped with it), then
+exactly the bundle's install commands (torch from PyTorch's CPU index, the
+requirements, the kit's wheel) and its proof (reference full marks, stubs 0).
+Nothing of the kit's venv reaches it (``platform_envs``). ``run_autograder``
+then runs as root, as Gradescope runs it, with that venv and the students'
+code dropped to the unprivileged user ``nobody``, and its scores are compared
+with ``autograder grade``'s for the same files. Every ``results.json`` is
+validated against ``schemas/gradescope_results.schema.json``, written from
+Gradescope's documented fields.
 """
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import re
 import shutil
 import subprocess
 import sys
-import sysconfig
 import tempfile
 import time
 import tomllib
 import zipfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from types import SimpleNamespace
 
 import jsonschema
 import pytest
 
 from autograder.core.course import load_course
 from grade_fixtures import SEGFAULT, replace
+from platform_envs import MODULE as CANONICAL_MODULE
+from platform_envs import WRONG_FUNCTION, assert_not_the_kit_venv, base_python, canonical_sources, clean_env, timed
 from support import ROOT, reference_source
 
 MODULE = "at_updates"
 USER = "nobody"
 SCHEMA = json.loads((Path(__file__).parent / "schemas" / "gradescope_results.schema.json").read_text())
 FUNCTIONS = [fn.name for fn in load_course(ROOT).module(MODULE).functions]
+HIDDEN_FN = load_course(ROOT).module(MODULE).function(WRONG_FUNCTION)
+assert HIDDEN_FN.hidden and MODULE == CANONICAL_MODULE
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="run_autograder runs as root (as on Gradescope) to drop privileges")
 
@@ -56,27 +66,29 @@ def bundle(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def unprivileged_python():
-    """A Python 3.11 with the kit's pinned stack that ``nobody`` can execute (the kit's venv lives
-    under root's 0700 home here; on Gradescope setup.sh makes /autograder/venv world-readable)."""
-    base = shutil.which("python3.11", path="/usr/bin:/usr/local/bin")
+def gradescope_env(bundle):
+    """``/autograder`` after the bundle's ``setup.sh``: ``source/`` unpacked, ``venv/`` built and proven there."""
+    base = base_python()
     if base is None:
-        pytest.skip("no system python3.11 that an unprivileged user can execute")
-    folder = Path(tempfile.mkdtemp(prefix="gradescope-python-"))
-    folder.chmod(0o755)
-    subprocess.run([base, "-m", "venv", "--without-pip", str(folder / "venv")], check=True)
-    site = folder / "venv" / "lib" / "python3.11" / "site-packages"
-    (site / "kit-stack.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
-    subprocess.run(["chmod", "-R", "a+rX", str(folder)], check=True)
-    probe = subprocess.run(
-        ["su", "-s", "/bin/sh", USER, "-c", f"cd / && {folder}/venv/bin/python -c 'import jax.numpy, torch, pytest'"],
-        capture_output=True, text=True,
-    )
-    if probe.returncode != 0:
-        shutil.rmtree(folder)
-        pytest.skip(f"{USER} cannot run the stack: {probe.stderr[-500:]}")
-    yield folder / "venv" / "bin" / "python"
-    shutil.rmtree(folder)
+        pytest.skip("no system python3.11 to build Gradescope's venv from")
+    root = Path(tempfile.mkdtemp(prefix="gradescope-setup-"))
+    root.chmod(0o755)
+    with zipfile.ZipFile(bundle) as zf:
+        zf.extractall(root / "source")
+    env = clean_env(AUTOGRADER_ROOT=str(root), AUTOGRADER_BASE_PYTHON=base, AUTOGRADER_USER=USER)
+    proc, seconds = timed(["bash", str(root / "source" / "setup.sh")], cwd=root, env=env, timeout=1800)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-5000:]
+    python = root / "venv" / "bin" / "python"
+    assert_not_the_kit_venv(python)
+    print(f"\nGradescope setup.sh ({MODULE}): {seconds:.0f} s")
+    yield SimpleNamespace(root=root, python=python, log=proc.stdout + proc.stderr)
+    shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def unprivileged_python(gradescope_env):
+    """The interpreter of the venv ``setup.sh`` built (world-readable, as on Gradescope)."""
+    return gradescope_env.python
 
 
 def lay_out(bundle: Path, submission: dict[str, str]) -> Path:
@@ -93,8 +105,7 @@ def lay_out(bundle: Path, submission: dict[str, str]) -> Path:
 
 
 def run_autograder(root: Path, python: Path, **env: str) -> tuple[dict, float, str]:
-    environ = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "CI")}
-    environ.update(AUTOGRADER_ROOT=str(root), AUTOGRADER_PYTHON=str(python), AUTOGRADER_USER=USER)
+    environ = clean_env(AUTOGRADER_ROOT=str(root), AUTOGRADER_PYTHON=str(python), AUTOGRADER_USER=USER)
     environ.update(env)
     started = time.monotonic()
     proc = subprocess.run(["bash", str(root / "run_autograder")], cwd=root, env=environ, capture_output=True, text=True, timeout=1800)
@@ -139,13 +150,15 @@ def submissions(root_of: dict[str, Path]) -> dict[str, dict[str, str]]:
         "reference": {f"{MODULE}.py": UID_PROBE + ref},
         "stubs": {f"{MODULE}.py": (ROOT / "exercises" / f"{MODULE}.py").read_text(encoding="utf-8")},
         "crashing": {f"{MODULE}.py": replace(ref, {FUNCTIONS[0]: KILLS_ITSELF, FUNCTIONS[1]: SEGFAULT})},
+        # wrong values, still pure: the hidden check (purity) of that function passes and earns nothing
+        "wrong": {f"{MODULE}.py": canonical_sources()["wrong"]},
         "hostile": {f"{MODULE}.py": replace(ref, wrong) + HOSTILE.format(root=str(root_of["hostile"]), module=MODULE)},
     }
 
 
 @pytest.fixture(scope="module")
 def graded(bundle, unprivileged_python):
-    names = ["reference", "stubs", "crashing", "hostile"]
+    names = ["reference", "stubs", "crashing", "hostile", "wrong"]
     roots = {name: lay_out(bundle, {}) for name in names}
     for name, files in submissions(roots).items():
         for file, text in files.items():
@@ -169,7 +182,13 @@ def test_bundle_has_gradescope_layout_and_is_reproducible(bundle, tmp_path):
         requirements = zf.read("requirements.txt").decode()
         settings = json.loads(zf.read("gradescope.json"))
     assert {"setup.sh", "run_autograder", "course.toml", f"solutions/{MODULE}.py", f"exercises/test_{MODULE}.py"} <= names
-    assert "autograder/grading/grader.py" in names and "autograder/platforms/gradescope.py" in names
+    wheels = [n for n in names if n.startswith("kit/") and n.endswith(".whl")]
+    assert len(wheels) == 1, names
+    with zipfile.ZipFile(bundle) as zf, zipfile.ZipFile(io.BytesIO(zf.read(wheels[0]))) as wheel:
+        inside = set(wheel.namelist())
+        entry_points = next(wheel.read(n).decode() for n in inside if n.endswith(".dist-info/entry_points.txt"))
+    assert "autograder/grading/grader.py" in inside and "autograder/platforms/gradescope.py" in inside
+    assert "[pytest11]\njax_course = autograder.plugin" in entry_points, "the checks' plugin is registered by the wheel"
     assert modes["setup.sh"] & 0o111 and modes["run_autograder"] & 0o111
     pinned = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
     assert requirements.splitlines() == pinned
@@ -188,6 +207,9 @@ def test_scripts_parse_and_setup_pins_its_own_python_and_torch_first(bundle, tmp
     installs = [line for line in setup.splitlines() if " install " in line and "pip" in line]
     assert "torch==2.13.0" in installs[1] and "download.pytorch.org/whl/cpu" in installs[1], installs
     assert "requirements.txt" in installs[2], installs
+    assert "--no-deps" in installs[3] and "kit/" in installs[3], "the kit (and its pytest plugin) is installed from its wheel"
+    assert "bubblewrap" in setup
+    assert setup.rstrip().splitlines()[-1].endswith("--prove"), "setup.sh ends by proving the environment it built"
     assert all(line.lstrip().startswith(('"$ROOT/tools/bin/pip"', '"$ROOT/venv/bin/pip"')) for line in installs), (
         "every pip install goes into the bundle's own environments, never the image's Python"
     )
@@ -275,3 +297,50 @@ def test_when_python_cannot_grade_the_shell_writes_valid_results(bundle, unprivi
         assert results["score"] == 0 and results["tests"] == [] and "grader's side" in results["output"]
     finally:
         shutil.rmtree(root)
+
+
+def test_only_ships_the_modules_it_names(bundle):
+    with zipfile.ZipFile(bundle) as zf:
+        names = set(zf.namelist())
+        course_toml = zf.read("course.toml").decode()
+    course = [n for n in names if n.startswith(("exercises/", "solutions/"))]
+    assert sorted(course) == sorted([f"exercises/{MODULE}.py", f"exercises/test_{MODULE}.py", f"solutions/{MODULE}.py"]), course
+    assert not any(n.startswith("autograder/") for n in names), "the kit is shipped once, as its wheel"
+    modules = [m["name"] for m in tomllib.loads(course_toml)["modules"]]
+    assert modules == [MODULE]
+
+
+def test_a_revealed_hidden_check_that_earned_nothing_does_not_say_passed(graded):
+    results = graded["wrong"][0]
+    tests = by_name(results)
+    hidden = tests[f"{HIDDEN_FN.qualname} (checks shown after the due date)"]
+    assert hidden["score"] == 0 and hidden["max_score"] > 0
+    assert hidden["status"] == "failed" and "passed" not in hidden["output"].splitlines()[0], hidden
+    assert "no points" in hidden["output"]
+
+
+def test_setup_proves_the_environment_and_fails_loudly_when_it_cannot_grade(gradescope_env, tmp_path):
+    """The proof setup.sh ends with: it passes in the venv setup.sh built (the fixture), and fails, saying
+    why, when the checks' plugin is missing (today's bug) or the reference does not earn full marks."""
+    root = tmp_path / "root"
+    shutil.copytree(gradescope_env.root / "source", root / "source")
+    prove = [str(gradescope_env.python), "-m", "autograder.platforms.gradescope", "--root", str(root), "--prove"]
+    no_plugin = subprocess.run(prove, env=clean_env(PYTEST_ADDOPTS="-p no:jax_course"), capture_output=True, text=True, timeout=900)
+    assert no_plugin.returncode == 1 and "the checks did not run" in no_plugin.stderr, no_plugin.stderr[-3000:]
+    assert "unrecognized arguments: --grading" in no_plugin.stderr
+    shutil.copyfile(root / "source" / "exercises" / f"{MODULE}.py", root / "source" / "solutions" / f"{MODULE}.py")
+    broken = subprocess.run(prove, env=clean_env(), capture_output=True, text=True, timeout=900)
+    assert broken.returncode == 1 and "the reference earned 0/" in broken.stderr, broken.stderr[-3000:]
+
+
+def test_scores_agree_with_grade_for_the_same_files(graded, canonical_grades):
+    """The correct, the wrong and the untouched submission: the points of each function in results.json
+    (its visible and its after-the-due-date test together) are ``autograder grade``'s for the same file
+    (the reference here also carries UID_PROBE, which only checks it runs unprivileged)."""
+    course = load_course(ROOT)
+    for name in ("reference", "wrong", "stubs"):
+        tests = graded[name][0]["tests"]
+        got = {fn.name: round(sum(t["score"] for t in tests if t["name"].split(" ", 1)[0] == fn.qualname), 2)
+               for fn in course.module(MODULE).functions}
+        assert got == pytest.approx(canonical_grades[name], abs=0.011), (name, got, canonical_grades[name])
+    print("\nGradescope run_autograder per submission: " + ", ".join(f"{n} {graded[n][1]:.0f} s" for n in graded))

@@ -3,7 +3,7 @@
 The browser test grades a small fixture class with the real ``grade`` command
 (``--only at_updates``), including students whose folder names and error
 messages are markup, opens the report with Playwright driving Debian's
-``chromium`` (installed by scripts/setup.sh), checks that every number shown
+``chromium`` (installed by scripts/test.sh), checks that every number shown
 matches ``grades.csv``, that nothing from a submission runs as script, and that
 sorting works, and keeps a screenshot in ``build/report-screenshot.png``.
 """
@@ -225,7 +225,7 @@ def _shot(page, path: Path) -> None:
     shutil.copy(path, artifacts / path.name)
 
 
-@pytest.mark.skipif(not CHROMIUM.exists(), reason="Debian's chromium is not installed (bash scripts/setup.sh installs it)")
+@pytest.mark.skipif(not CHROMIUM.exists(), reason="Debian's chromium is not installed (bash scripts/test.sh installs it)")
 def test_the_report_of_a_graded_class_renders_in_chromium(graded_class, tmp_path):
     from playwright.sync_api import sync_playwright
 

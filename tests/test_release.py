@@ -11,6 +11,7 @@ such a release with ``AUTOGRADER_TEST_RELEASE=OUT``.
 from __future__ import annotations
 
 import ast
+import json
 import os
 import re
 import shutil
@@ -20,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from platform_envs import clean_env
 from support import ROOT, SOLUTIONS, EXERCISES
 
 pytestmark = pytest.mark.timeout(3600)
@@ -142,17 +144,17 @@ def test_the_oracle_fits_the_grading_bundle(release):
     assert size < ORACLE_LIMIT, f"the release is {size / 2**20:.1f} MiB"
 
 
-def run_checks(course: Path, *flags: str) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if k != "CI"}
-    env["PYTHONPATH"] = str(course)  # the release's own autograder package
+def run_checks(course: Path, release_env: Path, *flags: str) -> subprocess.CompletedProcess:
+    """``pytest exercises/`` in ``course`` as a student runs it: with the ``.venv`` the release's own
+    scripts/setup.sh built (conftest.py's ``release_env``), nothing of the kit's venv."""
     return subprocess.run(
-        [sys.executable, "-m", "pytest", "exercises/", "-q", "-p", "no:randomly", "-p", "no:cacheprovider", *flags],
-        cwd=course, capture_output=True, text=True, env=env,
+        [str(release_env / ".venv" / "bin" / "python"), "-m", "pytest", "exercises/", "-q", "-p", "no:cacheprovider", *flags],
+        cwd=course, capture_output=True, text=True, env=clean_env(),
     )
 
 
-def test_untouched_stubs_are_all_not_started(release):
-    done = run_checks(release)
+def test_untouched_stubs_are_all_not_started(release, release_env):
+    done = run_checks(release, release_env)
     assert done.returncode != 0
     assert "not started" in done.stdout
     assert " passed" not in done.stdout.splitlines()[-1], done.stdout[-3000:]
@@ -160,12 +162,12 @@ def test_untouched_stubs_are_all_not_started(release):
 
 
 @pytest.mark.parametrize("profile", [[], ["--grading"]], ids=["student", "grading"])
-def test_the_reference_copied_in_earns_full_marks(release, tmp_path, profile):
+def test_the_reference_copied_in_earns_full_marks(release, release_env, tmp_path, profile):
     course = tmp_path / "course"
     shutil.copytree(release, course)
     for module in MODULES:
         shutil.copyfile(SOLUTIONS / f"{module}.py", course / "exercises" / f"{module}.py")
-    done = run_checks(course, *profile, "-rs")
+    done = run_checks(course, release_env, *profile, "-rs")
     total = next(line for line in done.stdout.splitlines() if line.startswith("total:"))
     got, full = total.split()[1].split("/")
     assert got == full, done.stdout[-6000:]
@@ -188,17 +190,33 @@ def test_what_could_not_be_recorded_is_listed(release):
     assert not listed, listed
 
 
-def test_notebook_check_cells_answer_from_the_recorded_oracle(release):
-    """A released notebook's check cell, with the release as its kit, judges with the recording (no solutions/)."""
-    from autograder.notebooks.runtime import run_checks
+NOTEBOOK_KERNEL = """
+import json, sys
+from pathlib import Path
+from autograder.notebooks.runtime import run_checks
 
-    namespace: dict = {}
-    exec(compile((SOLUTIONS / "at_updates.py").read_text(), "at_updates.py", "exec"), namespace)
-    right = run_checks("at_updates", "set_diagonal", namespace, root=release)
-    assert right.points == right.max_points > 0, right.messages
-    exec("def set_diagonal(x, value):\n    return x.at[0, 0].set(value)\n", namespace)
-    wrong = run_checks("at_updates", "set_diagonal", namespace, root=release)
-    assert wrong.points == 0 and "differs from the reference" in "\n".join(wrong.messages), wrong.messages
+namespace = {}
+exec(compile(Path(sys.argv[1]).read_text(), "at_updates.py", "exec"), namespace)
+right = run_checks("at_updates", "set_diagonal", namespace)
+exec("def set_diagonal(x, value):\\n    return x.at[0, 0].set(value)\\n", namespace)
+wrong = run_checks("at_updates", "set_diagonal", namespace)
+print(json.dumps([[r.points, r.max_points, r.messages] for r in (right, wrong)]))
+"""
+
+
+def test_notebook_check_cells_answer_from_the_recorded_oracle(release, release_env, tmp_path):
+    """A released notebook's check cell in a student's kernel (the release's own .venv, the release as its
+    kit through JAX_COURSE_ROOT, nothing of the kit's venv) judges with the recording (no solutions/)."""
+    solved = tmp_path / "at_updates.py"
+    shutil.copyfile(SOLUTIONS / "at_updates.py", solved)
+    done = subprocess.run(
+        [str(release_env / ".venv" / "bin" / "python"), "-c", NOTEBOOK_KERNEL, str(solved)],
+        cwd=tmp_path, capture_output=True, text=True, env=clean_env(JAX_COURSE_ROOT=str(release)), timeout=900,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    (right_points, right_max, right_messages), (wrong_points, _, wrong_messages) = json.loads(done.stdout.splitlines()[-1])
+    assert right_points == right_max > 0, right_messages
+    assert wrong_points == 0 and "differs from the reference" in "\n".join(wrong_messages), wrong_messages
 
 
 def test_recorded_and_live_reference_agree_on_gallery_variants(release):

@@ -2,7 +2,7 @@
 
 The test starts watch in a detached tmux session, reads the screen with
 ``capture-pane``, saves a file the way an editor does, waits for the screen to
-be redrawn, then presses Ctrl-C. ``scripts/setup.sh`` installs tmux.
+be redrawn, then presses Ctrl-C. ``scripts/test.sh`` installs tmux.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from support import ROOT
 
 MODULE = "at_updates"
 
-pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed (bash scripts/setup.sh installs it)")
+pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed (bash scripts/test.sh installs it)")
 
 
 class Pane:

@@ -9,11 +9,14 @@ the recorded oracle):
     autograder.py        the entrypoint Classroom 50's runner starts in the student's checkout
     classroom50.json     the slug and the graded modules
     requirements.txt     the pinned stack (torch first, from PyTorch's CPU index)
-    course/              the release's course.toml, exercises/ (stubs and checks), autograder/, oracle/
+    kit/                 the release's kit as a wheel (the ``autograder`` package and the checks' pytest plugin)
+    course/              the release's course.toml, exercises/ (stubs and checks), oracle/
     release-body.md      what each function asks, its points and hint (the runner's release body
                          is rewritten per submission by autograder.py)
 
-``autograder.py`` sets up a venv next to itself (once per runner), copies the
+``autograder.py`` sets up a venv next to itself (once per runner: the stack, then the
+kit's wheel) and proves it (the bundle's checks run there and give the stubs 0; a
+broken environment is an ``::error`` and is not kept), copies the
 student's ``exercises/<module>.py`` files into a fresh copy of ``course/``
 (the checks always come from the bundle, so a student cannot edit them), runs
 ``pytest --grading --results-json`` there and converts the results with
@@ -35,18 +38,23 @@ from fractions import Fraction
 from pathlib import Path
 
 from autograder.core.course import Course
+from autograder.platforms import kit_wheel
+from autograder.platforms.stack import CPU_INDEX, TORCH
 
 SCHEMA = "classroom50/result/v1"
 MAX_BUNDLE_BYTES = 10 * 2**20
 SETTINGS = "classroom50.json"
-RELEASE_PARTS = ("course.toml", "exercises", "autograder", "oracle")
+RELEASE_PARTS = ("course.toml", "exercises", "oracle")  # the kit goes in as its wheel (kit/)
+KIT_DIR = "kit"
 
 AUTOGRADER_PY = '''#!/usr/bin/env python3
 """Classroom 50 autograder written by `autograder classroom50` (see classroom50.json).
 
-Started by Classroom 50's runner in the student's checkout. Sets up the pinned stack
-once (next to this file), grades the student's exercises/<module>.py with the checks
-of this bundle, and writes ./result.json and ./release-body.md.
+Started by Classroom 50's runner in the student's checkout. Sets up its own environment
+once (next to this file: the pinned stack, torch's CPU build, and the kit from its wheel in
+kit/, which registers the checks' pytest plugin) and proves it (the bundle's checks run and
+give the untouched stubs 0) before it grades; grades the student's exercises/<module>.py
+with the checks of this bundle, and writes ./result.json and ./release-body.md.
 """
 import json
 import os
@@ -58,16 +66,60 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 SETTINGS = json.loads((HERE / "classroom50.json").read_text(encoding="utf-8"))
-CPU_TORCH = ["torch==2.13.0", "--index-url", "https://download.pytorch.org/whl/cpu"]
+VENV = HERE / ".venv"
+PROVEN = VENV / "proven"
+PIP = ["-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
+CPU_TORCH = ["@TORCH@", "--index-url", "@CPU_INDEX@"]
+
+
+def clean_env() -> dict:
+    return {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "CI")}
+
+
+def checks() -> list:
+    return [f"exercises/test_{module}.py" for module in SETTINGS["modules"]]
+
+
+def run_checks(python: Path, work: Path, results: Path) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [str(python), "-m", "pytest", *checks(), "--grading", "--results-json", str(results), "-q", "-p", "no:cacheprovider"],
+        cwd=work, env=clean_env(), check=False, capture_output=True, text=True,
+    )
+
+
+def prove(python: Path) -> str:
+    """The bundle's checks run in this environment and give the bundle's stubs 0, every function checked."""
+    with tempfile.TemporaryDirectory(prefix="classroom50-proof-") as tmp:
+        work = Path(tmp) / "course"
+        shutil.copytree(HERE / "course", work)
+        done = run_checks(python, work, Path(tmp) / "results.json")
+        try:
+            results = json.loads((Path(tmp) / "results.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return f"the checks did not run (pytest exit status {done.returncode}): {(done.stdout + done.stderr)[-3000:]}"
+        rows = results.get("functions", [])
+        if results.get("score") != 0 or not rows or any(r.get("status") != "not started" for r in rows):
+            return f"the untouched stubs did not score 0, all not started: {json.dumps(results)[:3000]}"
+    return ""
 
 
 def environment() -> Path:
-    python = Path(os.environ.get("AUTOGRADER_PYTHON", HERE / ".venv" / "bin" / "python"))
-    if not python.exists():
-        subprocess.run([sys.executable, "-m", "venv", str(HERE / ".venv")], check=True)
-        pip = [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
-        subprocess.run(pip + CPU_TORCH, check=True)
-        subprocess.run(pip + ["-r", str(HERE / "requirements.txt")], check=True)
+    python = VENV / "bin" / "python"
+    if PROVEN.is_file():
+        return python
+    shutil.rmtree(VENV, ignore_errors=True)
+    subprocess.run([sys.executable, "-m", "venv", str(VENV)], check=True)
+    subprocess.run([str(python), *PIP, *CPU_TORCH], check=True, env=clean_env())
+    subprocess.run([str(python), *PIP, "-r", str(HERE / "requirements.txt")], check=True, env=clean_env())
+    wheels = sorted(str(w) for w in (HERE / "kit").glob("*.whl"))
+    subprocess.run([str(python), *PIP, "--no-deps", *wheels], check=True, env=clean_env())
+    problem = prove(python)
+    if problem:
+        print(f"::error title=The grading environment is broken::{problem.splitlines()[0]}")
+        print(problem, file=sys.stderr)
+        shutil.rmtree(VENV, ignore_errors=True)
+        raise SystemExit(1)
+    PROVEN.write_text("the stubs scored 0 with every check run\\n", encoding="utf-8")
     return python
 
 
@@ -81,24 +133,20 @@ def main() -> int:
             mine = checkout / "exercises" / f"{module}.py"
             if mine.is_file() and not mine.is_symlink():
                 shutil.copyfile(mine, work / "exercises" / f"{module}.py")
-        env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-        checks = [f"exercises/test_{module}.py" for module in SETTINGS["modules"]]
-        subprocess.run(
-            [str(python), "-m", "pytest", *checks, "--grading", "--results-json", str(work / "results.json"),
-             "-q", "-p", "no:cacheprovider"],
-            cwd=work, env=env, check=False,
-        )
+        ran = run_checks(python, work, work / "results.json")
+        print(ran.stdout[-20000:], end="")
+        print(ran.stderr[-5000:], end="", file=sys.stderr)
         done = subprocess.run(
             [str(python), "-m", "autograder.platforms.classroom50", "--results", str(work / "results.json"),
              "--settings", str(HERE / "classroom50.json"), "--out", str(checkout)],
-            cwd=work, env=env, check=False,
+            cwd=work, env=clean_env(), check=False,
         )
     return done.returncode
 
 
 if __name__ == "__main__":
     sys.exit(main())
-'''
+'''.replace("@CPU_INDEX@", CPU_INDEX).replace("@TORCH@", TORCH)
 
 
 def scale(course: Course, modules: tuple[str, ...], checks: dict[str, int]) -> int:
@@ -181,6 +229,9 @@ def build(release: Path, out: Path, slug: str, course: Course, modules: tuple[st
         elif source.is_file():
             (out / "course").mkdir(exist_ok=True)
             shutil.copyfile(source, out / "course" / part)
+    if not (release / "autograder").is_dir() or not (release / "pyproject.toml").is_file():
+        raise ValueError(f"{release} has no autograder/ and pyproject.toml: build the bundle from a student release")
+    kit_wheel.build_wheel(release / "autograder", release / "pyproject.toml", out / KIT_DIR)
     (out / "autograder.py").write_text(AUTOGRADER_PY, encoding="utf-8")
     (out / SETTINGS).write_text(json.dumps({"slug": slug, "modules": list(modules)}, indent=2) + "\n", encoding="utf-8")
     (out / "requirements.txt").write_text(requirements, encoding="utf-8")

@@ -2,10 +2,15 @@
 
 The bundle (Gradescope's documented layout: ``setup.sh`` and ``run_autograder``
 at the root of the zip, unpacked into ``/autograder/source``) holds the
-instructor's course with its live reference — students never see it — and
-the kit. ``setup.sh`` installs Python 3.11 and the pinned stack into
-``/autograder/venv`` (the image's own Python, which Gradescope's harness uses,
-is left alone) and creates the unprivileged user ``student``.
+instructor's course of the modules the assignment grades (``--only``: those
+modules' checks, stubs and references, ``course.toml`` cut to them) with its
+live reference — students never see it — and the kit as a wheel
+(``kit_wheel``). ``setup.sh`` installs bubblewrap, Python 3.11, the pinned
+stack (torch's CPU build first) and the kit's wheel, which registers the
+checks' pytest plugin, into ``/autograder/venv`` (the image's own Python, which
+Gradescope's harness uses, is left alone), creates the unprivileged user
+``student``, and proves the environment (:func:`prove`: the reference earns full
+marks and the stubs 0 there) or fails the image build, saying why.
 ``run_autograder`` (as root, per submission) makes the source readable by
 root only and runs :func:`run`: ``autograder grade``'s pipeline on
 ``/autograder/submission`` with ``--run-as student`` (the student's code runs
@@ -25,7 +30,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
+import subprocess
 import sys
+import tempfile
 import time
 import tomllib
 import zipfile
@@ -34,10 +42,11 @@ from pathlib import Path
 from autograder.core.course import Course, load_course
 from autograder.core.outcomes import CheckOutcome, FunctionScore
 from autograder.core.status import Status
+from autograder.platforms.stack import CPU_INDEX, TORCH
 
 USER = "student"
 SETTINGS = "gradescope.json"  # in the bundle: {"modules": [...]} this assignment grades
-TORCH = "torch==2.13.0"  # first, from PyTorch's CPU index: any other build pulls CUDA
+KIT_DIR = "kit"  # in the bundle: the kit's wheel
 UV = "uv==0.13.8"
 FAILED_OUTPUT = (
     "The autograder could not grade this submission: the failure is on the grader's side, not a verdict on your code. "
@@ -46,24 +55,36 @@ FAILED_OUTPUT = (
 
 SETUP_SH = f"""#!/usr/bin/env bash
 # Gradescope runs this once, as root, when it builds the autograder image.
-# Python 3.11 and the pinned stack go into /autograder/venv; the image's own
-# python3 (which Gradescope's harness uses) is not changed.
+# Python 3.11, the pinned stack and the kit (its wheel: the `autograder` command
+# and the pytest plugin the checks need) go into /autograder/venv; the image's own
+# python3 (which Gradescope's harness uses) is not changed. Then the environment
+# proves itself: the bundle's reference must earn full marks and its stubs 0,
+# or the build fails here, before any student is graded.
 set -euo pipefail
 ROOT="${{AUTOGRADER_ROOT:-/autograder}}"
-export DEBIAN_FRONTEND=noninteractive
-apt-get update
-apt-get install -y --no-install-recommends ca-certificates python3-venv
-# uv (a pinned wheel, in a throwaway venv) fetches a standalone CPython 3.11.
-python3 -m venv "$ROOT/tools"
-"$ROOT/tools/bin/pip" install --quiet --disable-pip-version-check {UV}
-export UV_PYTHON_INSTALL_DIR="$ROOT/python"
-"$ROOT/tools/bin/uv" python install 3.11
-"$ROOT/tools/bin/uv" venv --seed --python 3.11 "$ROOT/venv"
-"$ROOT/venv/bin/pip" install --quiet --disable-pip-version-check {TORCH} --index-url https://download.pytorch.org/whl/cpu
+RUN_AS="${{AUTOGRADER_USER:-{USER}}}"
+if [ -z "${{AUTOGRADER_BASE_PYTHON:-}}" ]; then
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update
+  apt-get install -y --no-install-recommends ca-certificates python3-venv bubblewrap
+  # uv (a pinned wheel, in a throwaway venv) fetches a standalone CPython 3.11.
+  python3 -m venv "$ROOT/tools"
+  "$ROOT/tools/bin/pip" install --quiet --disable-pip-version-check {UV}
+  export UV_PYTHON_INSTALL_DIR="$ROOT/python"
+  "$ROOT/tools/bin/uv" python install 3.11
+  "$ROOT/tools/bin/uv" venv --seed --python 3.11 "$ROOT/venv"
+else
+  # A Python 3.11 that is already there (AUTOGRADER_BASE_PYTHON): the same venv from it.
+  "$AUTOGRADER_BASE_PYTHON" -m venv "$ROOT/venv"
+fi
+"$ROOT/venv/bin/pip" install --quiet --disable-pip-version-check {TORCH} --index-url {CPU_INDEX}
 "$ROOT/venv/bin/pip" install --quiet --disable-pip-version-check -r "$ROOT/source/requirements.txt"
-chmod -R a+rX "$ROOT/python" "$ROOT/venv"
+"$ROOT/venv/bin/pip" install --quiet --disable-pip-version-check --no-deps "$ROOT/source/{KIT_DIR}/"*.whl
+chmod -R a+rX "$ROOT/venv"
+if [ -d "$ROOT/python" ]; then chmod -R a+rX "$ROOT/python"; fi
 # Students' code runs as this user; the reference in $ROOT/source is readable by root only.
-id -u {USER} >/dev/null 2>&1 || useradd --system --no-create-home --shell /usr/sbin/nologin {USER}
+id -u "$RUN_AS" >/dev/null 2>&1 || useradd --system --no-create-home --shell /usr/sbin/nologin "$RUN_AS"
+"$ROOT/venv/bin/python" -m autograder.platforms.gradescope --root "$ROOT" --prove
 """
 
 RUN_AUTOGRADER = f"""#!/usr/bin/env bash
@@ -78,7 +99,7 @@ RESULTS="$ROOT/results/results.json"
 mkdir -p "$ROOT/results"
 rm -f "$RESULTS"
 chmod -R go-rwx "$ROOT/source"
-cd "$ROOT/source"  # the bundle's own kit comes first on the path
+cd "$ROOT/source"  # the kit is the wheel setup.sh installed into the venv
 timeout --kill-after=30 "$LIMIT" "$PYTHON" -m autograder.platforms.gradescope --root "$ROOT" --run-as "$RUN_AS"
 echo "runner exit status: $?"
 if ! "$PYTHON" -m autograder.platforms.gradescope --root "$ROOT" --check-results; then
@@ -90,24 +111,36 @@ exit 0
 """
 
 
+GATED = (
+    "no points: a check of this function's values failed (its other test says which), "
+    "and a function earns nothing while its values are wrong"
+)
+
+
 # -- the bundle -----------------------------------------------------------
 def bundle_files(course_root: Path, modules: tuple[str, ...]) -> dict[str, bytes]:
-    """``{path in the zip: bytes}``: scripts, requirements, the modules this assignment grades, the course
-    with its reference, and the kit."""
+    """``{path in the zip: bytes}``: scripts, requirements, the kit's wheel, and the course (``course.toml``,
+    checks, stubs and references) of the modules this assignment grades, and of no other."""
+    from autograder.platforms import kit_wheel
+    from autograder.release import hidden
+
     course_root = Path(course_root)
+    pyproject = pyproject_of(course_root)
+    course_toml = (course_root / "course.toml").read_text(encoding="utf-8")
+    known = {m.name for m in load_course(course_root, verify_files=False).modules}
     files = {
         SETTINGS: json.dumps({"modules": list(modules)}, indent=2).encode() + b"\n",
         "setup.sh": SETUP_SH.encode(),
         "run_autograder": RUN_AUTOGRADER.encode(),
-        "requirements.txt": requirements(pyproject_of(course_root)).encode(),
-        "course.toml": (course_root / "course.toml").read_bytes(),
+        "requirements.txt": requirements(pyproject).encode(),
+        "course.toml": (course_toml if set(modules) >= known else hidden.keep_modules(course_toml, set(modules))).encode(),
+        f"{KIT_DIR}/{kit_wheel.wheel_name(pyproject)}": kit_wheel.wheel_bytes(Path(__file__).resolve().parents[1], pyproject),
     }
-    for pattern in ("conftest.py", "exercises/*.py", "solutions/*.py"):
-        for path in sorted(course_root.glob(pattern)):
-            files[path.relative_to(course_root).as_posix()] = path.read_bytes()
-    kit = Path(__file__).resolve().parents[1]
-    for path in sorted(kit.rglob("*.py")):
-        files[f"autograder/{path.relative_to(kit).as_posix()}"] = path.read_bytes()
+    for path in sorted(course_root.glob("conftest.py")) + sorted((course_root / "exercises").glob("conftest.py")):
+        files[path.relative_to(course_root).as_posix()] = path.read_bytes()
+    for module in modules:
+        for part in (f"exercises/{module}.py", f"exercises/test_{module}.py", f"solutions/{module}.py"):
+            files[part] = (course_root / part).read_bytes()
     return files
 
 
@@ -151,6 +184,9 @@ def _part(fn, outcomes: list[CheckOutcome], total: int, gate_failed: bool) -> Fu
     share = fn.points * len(outcomes) / total
     points = 0.0 if gate_failed else fn.points * passed / total
     messages = [o.message for o in outcomes if o.status != Status.PASSED and o.message]
+    if gate_failed and status == Status.PASSED:  # these checks pass, but they earn nothing: not "passed"
+        status = Status.FAILED
+        messages.insert(0, GATED)
     return FunctionScore(fn.module, fn.name, round(points, 2), round(share, 2), status, passed, len(outcomes), messages)
 
 
@@ -224,16 +260,54 @@ def check_results(path: Path) -> bool:
 
 
 # -- the runner -----------------------------------------------------------
+def modules_of(source: Path, course: Course) -> tuple[str, ...]:
+    """The modules this bundle grades (``gradescope.json``), else the whole course."""
+    try:
+        return tuple(json.loads((source / SETTINGS).read_text(encoding="utf-8"))["modules"])
+    except (OSError, ValueError, KeyError):
+        return tuple(m.name for m in course.modules)
+
+
+def prove(root: Path) -> list[str]:
+    """``setup.sh``'s last step, in the environment it built: the bundle's checks (the installed kit's
+    plugin, ``--grading``) give the bundle's reference full marks and its stubs 0. What is wrong, if anything."""
+    course = load_course(root / "source")
+    modules = modules_of(root / "source", course)
+    maximum = round(sum(fn.points for fn in course.functions if fn.module in modules), 2)
+    names = {fn.qualname for fn in course.functions if fn.module in modules}
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "CI")}
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    problems = []
+    with tempfile.TemporaryDirectory(prefix="gradescope-proof-") as tmp:
+        work = Path(tmp) / "course"
+        shutil.copytree(root / "source", work)
+        for label, flags, expected in (("the reference", ["--solutions"], maximum), ("the stubs", [], 0)):
+            out = Path(tmp) / "results.json"
+            out.unlink(missing_ok=True)
+            cmd = [sys.executable, "-m", "pytest", *(f"exercises/test_{m}.py" for m in modules), "--grading",
+                   "--results-json", str(out), "-q", "-p", "no:cacheprovider", *flags]
+            proc = subprocess.run(cmd, cwd=work, env=env, capture_output=True, text=True)
+            try:
+                data = json.loads(out.read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                problems.append(f"{label}: the checks did not run (pytest exit status {proc.returncode}):\n"
+                                f"{(proc.stdout + proc.stderr)[-3000:]}")
+                continue
+            seen = {f"{f['module']}.{f['function']}" for f in data.get("functions", [])}
+            score = round(float(data.get("score", -1)), 2)
+            if score != expected or seen != names:
+                problems.append(f"{label} earned {score:g}/{maximum:g} (expected {expected:g}); functions checked: "
+                                f"{len(seen & names)}/{len(names)}:\n{proc.stdout[-3000:]}")
+    return problems
+
+
 def run(root: Path, run_as: str | None) -> dict:
     """Grade ``root/submission`` with the course in ``root/source``; the results (always)."""
     from autograder.grading import grader as grading
 
     started = time.monotonic()
     course = load_course(root / "source")
-    try:
-        modules = tuple(json.loads((root / "source" / SETTINGS).read_text(encoding="utf-8"))["modules"])
-    except (OSError, ValueError, KeyError):
-        modules = tuple(m.name for m in course.modules)
+    modules = modules_of(root / "source", course)
     try:
         options = grading.Options(
             modules=modules,
@@ -264,8 +338,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--root", type=Path, default=Path(os.environ.get("AUTOGRADER_ROOT", "/autograder")))
     parser.add_argument("--run-as", metavar="USER", help="the unprivileged user that runs the student's code")
     parser.add_argument("--check-results", action="store_true", help="only check that results.json is valid (exit 1 if not)")
+    parser.add_argument("--prove", action="store_true", help="setup.sh: the reference earns full marks and the stubs 0 here (exit 1 if not)")
     args = parser.parse_args(argv)
     path = args.root / "results" / "results.json"
+    if args.prove:
+        problems = prove(args.root)
+        for problem in problems:
+            print(f"setup.sh: this environment cannot grade: {problem}", file=sys.stderr)
+        if not problems:
+            print("setup.sh: environment proven: the reference earns full marks and the stubs 0 with the bundle's checks")
+        return 1 if problems else 0
     if args.check_results:
         return 0 if check_results(path) else 1
     write_results(path, run(args.root, args.run_as))
