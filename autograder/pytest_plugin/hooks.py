@@ -29,6 +29,8 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -40,7 +42,8 @@ from autograder.core import compile_cache
 from autograder.core.attribution import AttributionError
 from autograder.core.course import CourseError, find_root, load_course
 from autograder.core import lowering
-from autograder.core.devices import use_course_backend
+from autograder.core import versions
+from autograder.core.devices import backend_note, use_course_backend
 from autograder.core.failures import status_of
 from autograder.core.outcomes import CheckOutcome, results_payload, score_functions
 from autograder.core.status import Status
@@ -90,12 +93,18 @@ def course_root_of(invocation_dir: Path, paths: list[str]) -> Path | None:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Parser, args: list[str]) -> None:
-    """The earliest hook of a plugin: the course's JAX backend (8 CPU devices, quick compilation), before
-    any conftest imports JAX; a run of several modules is spread over the cores (:mod:`.parallel`)."""
+    """The earliest hook of a plugin: the course's JAX backend (JAX's CPU backend with 8 devices, whatever
+    accelerator the machine has; quick compilation with the flags this XLA knows), before any conftest imports
+    JAX; a run of several modules is spread over the cores (:mod:`.parallel`). The run's first lines say when
+    an accelerator was set aside, and when a library is newer than the kit was tested with."""
     paths = early_config.known_args_namespace.file_or_dir or []
     root = course_root_of(early_config.invocation_params.dir, paths)
     if root is not None:
         use_course_backend()
+        if not os.environ.get("PYTEST_XDIST_WORKER"):  # the controller says it, once
+            for line in (backend_note(), versions.newer_than_tested()):
+                if line:
+                    print(line, file=sys.stderr, flush=True)
         parallel.spread_over_cores(early_config, root, args)
 
 
@@ -172,6 +181,13 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     course_session = session_of(session.config)
     if course_session is not None and not course_session.settings.grading:
         garbage.set_aside_what_is_alive(session.config)
+    if course_session is not None and session.config.getoption("submission") and course_session.settings.grading:
+        # A grading process starts JAX's backend before any student code is imported: a backend that cannot
+        # start here (an XLA flag, a memory limit) is the grader's failure, never the student's
+        # (autograder.grading.preflight.fault_before_student).
+        import jax
+
+        jax.devices()
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
