@@ -224,6 +224,13 @@ class Grader:
             setattr(self._local, slot, zygote)
         return zygote
 
+    def _zygote_stderr(self) -> str:
+        """The last stderr of this thread's grading zygote (why it did not start)."""
+        zygote = getattr(self._local, "zygote", None)
+        with self._lock:
+            folders = [scratch for z, scratch in self._zygotes if z is zygote]
+        return sandbox.file_tail(folders[0] / "zygote-stderr.txt") if folders else ""
+
     def _new_zygote(self, slot: str) -> sandbox.Zygote:
         """Start a zygote for ``slot`` (without waiting for its imports). It dies with the thread that started
         it, so spares are started by the thread that owns the grader."""
@@ -380,7 +387,10 @@ class Grader:
             try:
                 run = self._run_child(module, source, own_folder, [c.id for c in checks if c.id in verdicts])
             except RuntimeError as err:  # a zygote that did not start or fork: no student code ran
-                raise preflight.GraderError(f"the grader could not start a grading process of {module}: {err}") from None
+                raise preflight.GraderError(
+                    f"the grader could not start a grading process of {module} ({err}; "
+                    f"{preflight.limits_of(self.options)})" + preflight.last_lines(self._zygote_stderr())
+                ) from None
             if run.fault is not None:
                 self.faults.append((module, run.fault, run.stderr_tail))
                 if preflight.fault_before_student(run):  # the grader's failure: never a student's score

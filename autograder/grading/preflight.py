@@ -24,6 +24,7 @@ grader's failure, never a student's score (the run stops).
 
 from __future__ import annotations
 
+import re
 import sys
 import tempfile
 import time
@@ -65,12 +66,17 @@ def grader_error(module: str, run, limits: str) -> GraderError:
 def last_lines(tail: str, n: int = TAIL_LINES) -> str:
     """``tail`` (a process's last stderr) as the message's last part: its last ``n`` lines, and every fatal
     line of it (XLA's ``F...`` lines) even when it is further up."""
-    lines = [line for line in tail.splitlines() if line.strip()]
+    lines = [line for line in tail.splitlines() if line.strip() and not _STACK.match(line)]
     if not lines:
         return ""
     shown = lines[-n:]
     fatal = [line for line in lines[:-n] if _fatal(line)]
     return "\nthe grading process's last lines:\n" + "\n".join(f"  | {line}" for line in (*fatal, *shown))
+
+
+# Python's faulthandler dump (every frame of every thread, the extension modules): not the cause, which is
+# the line before it (XLA's fatal line, "terminate called ...", an OpenBLAS error)
+_STACK = re.compile(r"^\s+@\s+0x|^\s+File \".*\", line \d+ in |^(Current thread|Thread) 0x|^Extension modules: |^\s*<no Python frame>|^Stack \(most recent call first\)")
 
 
 def _fatal(line: str) -> bool:
