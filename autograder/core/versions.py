@@ -11,6 +11,7 @@ metadata is read).
 from __future__ import annotations
 
 import importlib.metadata
+import re
 
 # name -> (oldest supported, newest tested); the upper bound of the range is the next minor release
 SUPPORTED: dict[str, tuple[str, str]] = {
@@ -25,16 +26,9 @@ TESTED = {name: high for name, (_low, high) in SUPPORTED.items()}
 
 
 def _key(version: str) -> tuple[int, ...]:
-    """``0.10.2`` -> (0, 10, 2); a suffix (``rc1``, ``.dev``) is ignored after the numbers."""
-    parts = []
-    for part in version.split("."):
-        digits = "".join(c for c in part if c.isdigit()) if part[:1].isdigit() else ""
-        if not digits:
-            break
-        parts.append(int(digits))
-        if not part.isdigit():
-            break
-    return tuple(parts)
+    """``0.10.2`` -> (0, 10, 2); what follows the release numbers (``rc1``, ``.dev0``, ``+local``) is ignored."""
+    match = re.match(r"\d+(\.\d+)*", version.strip())
+    return tuple(int(part) for part in match.group(0).split(".")) if match else ()
 
 
 def requirement(name: str) -> str:

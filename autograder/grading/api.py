@@ -142,8 +142,10 @@ def say_environment() -> None:
 
 
 def start_grader(make):
-    """``make()`` (a new :class:`Grader`); a grader that cannot start here (its trusted side or its grading
-    processes fail to start) raises :class:`~autograder.grading.preflight.PreflightFailed` saying why."""
+    """``make()`` (a new :class:`Grader`), once this Python has shown it can start a grading process
+    (:func:`~autograder.grading.preflight.check_interpreter`); a grader that cannot start here (its trusted side
+    or its grading processes fail to start) raises :class:`~autograder.grading.preflight.PreflightFailed` saying why."""
+    preflight_check.check_interpreter(sandbox.child_env())
     try:
         return make()
     except (RuntimeError, OSError) as err:

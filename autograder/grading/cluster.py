@@ -60,6 +60,7 @@ def _worker_grader(snapshot: sandbox.Snapshot, options: Options) -> Grader:
             course_root, _ = snapshot.materialize(scratch)
             grader = None
             try:
+                preflight.check_interpreter(sandbox.child_env())
                 grader = Grader(load_course(course_root), options, snapshot=snapshot)
                 preflight.check(grader, stream=sys.stdout)
             except (preflight.PreflightFailed, RuntimeError, OSError) as err:

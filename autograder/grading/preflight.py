@@ -25,6 +25,7 @@ grader's failure, never a student's score (the run stops).
 from __future__ import annotations
 
 import re
+import subprocess
 import sys
 import tempfile
 import time
@@ -81,6 +82,44 @@ _STACK = re.compile(r"^\s+@\s+0x|^\s+File \".*\", line \d+ in |^(Current thread|
 
 def _fatal(line: str) -> bool:
     return (len(line) > 5 and line[0] == "F" and line[1:5].isdigit()) or "Fatal Python error" in line or "FATAL" in line
+
+
+# What every grading process starts with (autograder.grading.zygote), then JAX's backend, in the grading
+# processes' environment: an interpreter that cannot do this cannot grade anyone.
+_INTERPRETER_PROBE = """
+import sys
+sys.path.insert(0, sys.argv[1])
+from autograder.core import preload
+from autograder.core.devices import use_course_backend
+use_course_backend()
+preload.import_all(preload.GRADING)
+import jax, flax, optax, pytest, hypothesis
+jax.devices()
+"""
+INTERPRETER_TIMEOUT = 300.0
+
+
+def check_interpreter(env: dict[str, str], kit: Path | None = None) -> None:
+    """Start this interpreter as a grading process starts (isolated mode, the grading processes' ``env``):
+    import the libraries and start JAX's backend. Raises :class:`PreflightFailed` with its own last lines when
+    it cannot (a JAX that cannot be imported, a backend that does not start)."""
+    kit = kit or Path(__file__).resolve().parents[2]
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-I", "-c", _INTERPRETER_PROBE, str(kit)], env=env, capture_output=True, text=True,
+            timeout=INTERPRETER_TIMEOUT, stdin=subprocess.DEVNULL, cwd=tempfile.gettempdir(),
+        )
+    except subprocess.TimeoutExpired:
+        raise PreflightFailed(
+            f"this Python ({sys.executable}) did not import the course's libraries within {INTERPRETER_TIMEOUT:g} s; "
+            "nothing was graded"
+        ) from None
+    if proc.returncode != 0:
+        raise PreflightFailed(
+            f"this Python ({sys.executable}) cannot run a grading process: importing the course's libraries and "
+            f"starting JAX's CPU backend failed (exit status {proc.returncode}), so nothing was graded"
+            + last_lines(proc.stderr)
+        )
 
 
 @dataclass(frozen=True)

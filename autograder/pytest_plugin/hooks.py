@@ -43,7 +43,8 @@ from autograder.core.attribution import AttributionError
 from autograder.core.course import CourseError, find_root, load_course
 from autograder.core import lowering
 from autograder.core import versions
-from autograder.core.devices import backend_note, use_course_backend
+from autograder.core import devices
+from autograder.core.devices import use_course_backend
 from autograder.core.failures import status_of
 from autograder.core.outcomes import CheckOutcome, results_payload, score_functions
 from autograder.core.status import Status
@@ -100,15 +101,22 @@ def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Pa
     paths = early_config.known_args_namespace.file_or_dir or []
     root = course_root_of(early_config.invocation_params.dir, paths)
     if root is not None:
+        devices.hold_warnings()  # pytest captures what this hook prints: pytest_configure says it
         use_course_backend()
+        notes = [devices.backend_note(), *devices.held_warnings(), versions.newer_than_tested()]
         if not os.environ.get("PYTEST_XDIST_WORKER"):  # the controller says it, once
-            for line in (backend_note(), versions.newer_than_tested()):
-                if line:
-                    print(line, file=sys.stderr, flush=True)
+            early_config.stash[_FIRST_LINES] = [line for line in notes if line]
         parallel.spread_over_cores(early_config, root, args)
 
 
+_FIRST_LINES = pytest.StashKey[list]()
+
+
 def pytest_configure(config: pytest.Config) -> None:
+    # The run's first lines (before pytest's header): an accelerator set aside, an XLA flag dropped, a library
+    # newer than tested (pytest_load_initial_conftests).
+    for line in config.stash.get(_FIRST_LINES, []):
+        print(line, file=sys.stderr, flush=True)
     config.addinivalue_line("markers", "correctness: a values check; while it fails the function earns nothing")
     root = course_root_of(config.invocation_params.dir, config.args)
     if root is None:
