@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The course on the oldest JAX/Flax/Optax/Orbax the kit supports (autograder/core/versions.py: OLDEST), in a
-# second environment: a venv under /tmp (kept, keyed by those versions) that holds only these four
-# libraries and jaxlib, in front of the kit's own .venv (every other package comes from there).
-# Checks that the reference gets full marks and that every stub is "not started". Called by scripts/test.sh
-# (OLDEST_VERSIONS=0 skips it); run it alone with `bash scripts/oldest_versions.sh`.
+# second environment: a venv under /tmp (kept, keyed by those versions) that holds only these releases of
+# jax, jaxlib, flax, optax and orbax-checkpoint (from the package registry), in front of the kit's own .venv
+# (every other package comes from there). Checks that the reference gets full marks and that every stub is
+# "not started". Run by the kit's tests (tests/test_oldest_versions.py, so scripts/test.sh and CI run it);
+# alone: `bash scripts/oldest_versions.sh`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -42,6 +43,6 @@ with tempfile.TemporaryDirectory() as tmp:
         bad = [f for f in functions if (f["points"] != f["max_points"] if want == "full" else f["status"] != "not started")]
         if bad:
             sys.exit(f"oldest versions {found}: {want} expected with {flag or 'the stubs'}, but: {json.dumps(bad)[:3000]}")
-        print(f"oldest versions {found}: {'reference' if flag else 'stubs'} {want} ({len(functions)} functions)")
+        print(f"oldest versions {found}: {'reference' if flag else 'stubs'} {want} ({len(functions)} functions)", flush=True)
 PY
 echo "oldest versions: environment $((built - started)) s, checks $(( $(date +%s) - built )) s"
