@@ -160,3 +160,18 @@ def test_a_flag_xla_does_not_know_is_dropped_once_probed_and_remembered(tmp_path
                           XDG_CACHE_HOME=str(tmp_path / "empty")), capture_output=True, text=True)
     assert proc.returncode == 0 and bogus not in proc.stderr, proc.stderr[-2000:]
     assert not (tmp_path / "empty").exists()
+
+
+def test_an_installed_accelerator_plugin_is_set_aside_and_said(tmp_path):
+    """A machine with JAX's GPU plugin installed (a stand-in package of JAX's plugin namespace here): the
+    course still asks for the CPU backend, and says so."""
+    (tmp_path / "jax_plugins" / "xla_cuda12").mkdir(parents=True)
+    (tmp_path / "jax_plugins" / "xla_cuda12" / "__init__.py").write_text("raise ImportError('not for this test')\n")
+    env = dict(os.environ, PYTHONPATH=f"{ROOT}{os.pathsep}{tmp_path}")
+    env.pop("JAX_PLATFORMS", None)
+    code = "import os; from autograder.core import devices; print(devices.use_cpu_backend(), os.environ['JAX_PLATFORMS']); print(devices.backend_note())"
+    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    first, note = proc.stdout.splitlines()
+    assert first == "jax_plugins.xla_cuda12 cpu"
+    assert "CPU backend with 8 devices" in note and "(jax_plugins.xla_cuda12) is set aside" in note

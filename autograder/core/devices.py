@@ -37,8 +37,10 @@ dropped flag. The processes a course process starts inherit the checked flags
 from __future__ import annotations
 
 import importlib.metadata
+import importlib.util
 import json
 import os
+import pkgutil
 import re
 import subprocess
 import sys
@@ -52,8 +54,8 @@ QUICK_COMPILE_FLAGS = ("--xla_backend_optimization_level=0", "--xla_cpu_use_fusi
 # once known: processes started with it (grading processes, pytest-xdist workers) probe nothing.
 CHECKED_VAR = "AUTOGRADER_XLA_FLAGS_CHECKED"
 PROBE_TIMEOUT = 120.0
-# JAX's accelerator plugins, by distribution name (what a machine with a GPU or TPU has installed)
-_ACCELERATOR_PLUGINS = re.compile(r"^(jax[-_]cuda\d*[-_](plugin|pjrt)|jax[-_]rocm\d*[-_](plugin|pjrt)|libtpu.*|jax[-_]metal|jax[-_]tpu.*)$", re.I)
+# JAX's accelerator plugins outside its jax_plugins namespace (what a machine with a GPU or TPU has installed)
+_ACCELERATOR_PACKAGES = ("jax_cuda12_plugin", "jax_cuda13_plugin", "jax_rocm60_plugin", "jax_rocm7_plugin", "libtpu")
 _UNKNOWN = re.compile(r"Unknown flags? in XLA_FLAGS:\s*(.*)")
 
 _state: dict = {"warned": set(), "set_aside": None, "notes": []}
@@ -93,13 +95,22 @@ def use_cpu_backend() -> str | None:
 
 
 def accelerator_plugins() -> list[str]:
-    """JAX's accelerator plugins installed here (read from the packages' metadata; nothing is imported)."""
-    names = set()
-    for dist in importlib.metadata.distributions():
-        name = dist.metadata.get("Name") or ""
-        if _ACCELERATOR_PLUGINS.match(name):
-            names.add(name)
-    return sorted(names)
+    """JAX's accelerator plugins installed here (found, not imported: JAX's ``jax_plugins`` namespace and the
+    plugin packages of its GPU and TPU releases)."""
+    found = []
+    try:
+        spec = importlib.util.find_spec("jax_plugins")
+    except (ImportError, ValueError):
+        spec = None
+    if spec is not None and spec.submodule_search_locations:
+        found += [f"jax_plugins.{m.name}" for m in pkgutil.iter_modules(list(spec.submodule_search_locations))]
+    for name in _ACCELERATOR_PACKAGES:
+        try:
+            if importlib.util.find_spec(name) is not None:
+                found.append(name)
+        except (ImportError, ValueError):
+            pass
+    return sorted(found)
 
 
 def backend_note() -> str | None:
