@@ -4,6 +4,7 @@ Each verb declares its arguments in ``add_<verb>(subparsers)`` and hands the
 parsed values to the small api of its subpackage:
 
 - ``grade``         -> :func:`autograder.grading.api.grade`
+- ``preflight``     -> :func:`autograder.grading.api.preflight`
 - ``nbgrader``      -> :func:`autograder.notebooks.api.build`
 - ``check-course``  -> :func:`autograder.authoring.check.check_course`
 """
@@ -124,6 +125,41 @@ def run_grade(args: argparse.Namespace) -> int:
     )
     args.interrupted = code in api.INTERRUPTED
     return code
+
+
+def add_preflight(subparsers) -> argparse.ArgumentParser:
+    parser = subparsers.add_parser(
+        "preflight",
+        help="check that this machine grades correctly: the reference full marks, the stubs nothing (exit 0/1)",
+        description="Grade the course's reference and its stubs exactly as `grade` would (the same sandbox, "
+        "limits, XLA flags and backend): exit 0 when the reference gets full marks and the stubs nothing, "
+        "else 1 with the cause. `grade` does this itself before its first student.",
+    )
+    parser.add_argument("--jobs", type=int, default=2, metavar="N", help="parallel workers (default: 2)")
+    parser.add_argument("--timeout", type=float, metavar="S", help="seconds per function (default: course.toml)")
+    parser.add_argument("--memory", type=int, metavar="MB", help="memory limit per process (default: course.toml)")
+    parser.add_argument("--only", action="append", metavar="MODULE", help="check only this module (repeatable)")
+    parser.add_argument("--no-zygote", action="store_true", help="start a fresh interpreter per run")
+    parser.add_argument("--run-as", metavar="USER", help="as `grade --run-as USER`")
+    parser.add_argument("--course", type=Path, metavar="DIR", help="the instructor's course folder (default: found from here)")
+    parser.set_defaults(handler=run_preflight)
+    return parser
+
+
+def run_preflight(args: argparse.Namespace) -> int:
+    from autograder.grading import api
+    from autograder.grading.grader import Options
+
+    course = _course(args.course)
+    options = Options(
+        modules=api.select_modules(course, args.only),
+        timeout_per_function=args.timeout or course.grading.timeout_per_function,
+        memory_mb=args.memory or course.grading.memory_limit_mb,
+        jobs=max(1, args.jobs),
+        zygote=not args.no_zygote,
+        run_as=args.run_as,
+    )
+    return api.preflight(course, options)
 
 
 def add_nbgrader(subparsers) -> argparse.ArgumentParser:
@@ -377,7 +413,7 @@ def run_classroom50(args: argparse.Namespace) -> int:
 
 
 SUBCOMMANDS = [
-    add_grade, add_nbgrader, add_check_course, add_mutate, add_release, add_watch, add_status, add_hint, add_reset,
+    add_grade, add_preflight, add_nbgrader, add_check_course, add_mutate, add_release, add_watch, add_status, add_hint, add_reset,
     add_gradescope, add_actions_report, add_classroom50,
 ]
 

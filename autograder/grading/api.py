@@ -15,8 +15,10 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from autograder.core import devices, versions
 from autograder.core.course import Course
 from autograder.grading import class_report, run_state, sandbox
+from autograder.grading import preflight as preflight_check
 from autograder.grading.grader import Grader, Options, Progress, StudentResult, find_students, read_submission
 
 INTERRUPTED = {128 + signal.SIGINT, 128 + signal.SIGTERM}
@@ -83,6 +85,7 @@ def grade(
     desk = desk or Desk()
     if not submissions.is_dir():
         raise SystemExit(f"autograder grade: {submissions} is not a folder")
+    say_environment()
     out = out.resolve()
     modules = options.modules
     students = class_of(submissions, course, out)
@@ -156,15 +159,20 @@ def grade(
     stop = threading.Event()
     progress = Progress()
     results: list[StudentResult] = []
+    failure: Exception | None = None
     with stop_on_signals(stop) as caught:
         grader = None
         try:
             if cluster:
                 from autograder.grading.cluster import ClusterGrader
 
+                # each worker proves its environment before its first submission (autograder.grading.cluster)
                 grader = ClusterGrader(course, options, cluster, stop, snapshot=snapshot)
             else:
-                grader = Grader(course, options, stop, snapshot=snapshot, workers=len(students) - len(finished))
+                grader = start_grader(
+                    lambda: Grader(course, options, stop, snapshot=snapshot, workers=max(2, len(students) - len(finished)))
+                )
+                preflight_check.check(grader)  # before the first student: the reference and the stubs, graded
             weak = grader.unconfirmable_functions()
             if weak:
                 print(
@@ -173,6 +181,8 @@ def grade(
                     file=sys.stderr,
                 )
             results = grader.grade_class(students, progress, finished=finished, on_result=keep)
+        except (preflight_check.PreflightFailed, preflight_check.GraderError) as err:
+            failure = err
         except Exception:  # noqa: BLE001 - whatever a stop broke (a killed process) is not an error
             if not stop.is_set():
                 raise
@@ -180,6 +190,8 @@ def grade(
             if grader is not None:
                 grader.close()
         progress.finish()
+    if failure is not None and not caught:
+        return grader_failed(failure, len(results))
     if stop.is_set():
         results = results or [finished[name] for name, _ in students if name in finished]
         return interrupted(out, course, modules, results, len(students), caught[0] if caught else signal.SIGINT, late)
@@ -209,6 +221,58 @@ def grade(
         print(f"graded now: {', '.join(regraded) or 'nobody'}; the class files list {len(results)} students")
     print(f"graded {len(results)} students ({', '.join(modules)}; max {total:g} points): {out / 'grades.csv'}")
     return 0
+
+
+def preflight(course: Course, options: Options) -> int:
+    """``autograder preflight``: grade the course's reference and stubs as ``grade`` would; 0 when the
+    reference got full marks and the stubs nothing, else 1 with the cause on stderr."""
+    say_environment()
+    grader = None
+    try:
+        grader = start_grader(lambda: Grader(course, options, workers=2))
+        preflight_check.check(grader, stream=sys.stdout)
+    except (preflight_check.PreflightFailed, preflight_check.GraderError) as err:
+        print(f"autograder preflight: {err}", file=sys.stderr)
+        return 1
+    finally:
+        if grader is not None:
+            grader.close()
+    return 0
+
+
+def say_environment() -> None:
+    """The first lines of a run: an accelerator set aside for JAX's CPU backend, a library newer than tested."""
+    devices.use_cpu_backend()
+    for line in (devices.backend_note(), versions.newer_than_tested()):
+        if line:
+            print(line, file=sys.stderr, flush=True)
+
+
+def start_grader(make):
+    """``make()`` (a new :class:`Grader`), once this Python has shown it can start a grading process
+    (:func:`~autograder.grading.preflight.check_interpreter`); a grader that cannot start here (its trusted side
+    or its grading processes fail to start) raises :class:`~autograder.grading.preflight.PreflightFailed` saying why."""
+    preflight_check.check_interpreter(sandbox.child_env())
+    try:
+        return make()
+    except (RuntimeError, OSError) as err:
+        text = str(err)
+        first, _, rest = text.partition("\n")
+        raise preflight_check.PreflightFailed(
+            f"the grader could not start in this environment, so nothing was graded: {first}" + preflight_check.last_lines(rest)
+        ) from None
+
+
+def grader_failed(err: Exception, graded: int) -> int:
+    """A failure of the grader's side (its pre-flight check, a grading process that died before any student
+    code ran): nothing is scored; one message on stderr; exit status 1."""
+    print(f"autograder grade: {err}", file=sys.stderr)
+    if isinstance(err, preflight_check.GraderError):
+        print(
+            "autograder grade: no grades.csv was written; students finished before the failure keep their "
+            "results.json: fix the environment and run the same command with --resume", file=sys.stderr,
+        )
+    return 1
 
 
 def interrupted(

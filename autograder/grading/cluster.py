@@ -27,6 +27,8 @@ import atexit
 import hashlib
 import pickle
 import shutil
+import socket
+import sys
 import threading
 from dataclasses import replace
 from pathlib import Path
@@ -35,23 +37,42 @@ from typing import Callable
 from autograder.core.course import Course, load_course
 from autograder.core.outcomes import CheckOutcome, score_functions
 from autograder.core.status import Status
-from autograder.grading import sandbox
+from autograder.grading import preflight, sandbox
 from autograder.grading.grader import Check, Grader, Options, StudentResult, read_submission
 
 RESUBMISSIONS = 1  # after a KilledWorker (the scheduler already retried on other workers)
 
 _graders: dict[str, tuple[Grader, Path]] = {}
+_failed: dict[str, preflight.PreflightFailed] = {}  # graders whose environment failed its pre-flight check
 _lock = threading.Lock()
 
 
 def _worker_grader(snapshot: sandbox.Snapshot, options: Options) -> Grader:
-    """This worker process's grader for ``snapshot`` (built on first use, then reused)."""
+    """This worker process's grader for ``snapshot`` (built on first use, then reused). A new grader first
+    proves this worker's environment (:mod:`autograder.grading.preflight`): if it fails, this and every later
+    task of the worker raise :class:`~autograder.grading.preflight.PreflightFailed`, and ``grade`` stops."""
     key = hashlib.sha256(pickle.dumps((snapshot.course, snapshot.kit, options))).hexdigest()
     with _lock:
+        if key in _failed:
+            raise _failed[key]
         if key not in _graders:
             scratch = sandbox.scratch_dir()
             course_root, _ = snapshot.materialize(scratch)
-            _graders[key] = (Grader(load_course(course_root), options, snapshot=snapshot), scratch)
+            grader = None
+            try:
+                preflight.check_interpreter(sandbox.child_env())
+                grader = Grader(load_course(course_root), options, snapshot=snapshot)
+                preflight.check(grader, stream=sys.stdout)
+            except (preflight.PreflightFailed, RuntimeError, OSError) as err:
+                if grader is not None:
+                    grader.close()
+                shutil.rmtree(scratch, ignore_errors=True)
+                failed = err if isinstance(err, preflight.PreflightFailed) else preflight.PreflightFailed(
+                    f"the grader could not start on this worker: {err}"
+                )
+                _failed[key] = preflight.PreflightFailed(f"on the Dask worker {socket.gethostname()}: {failed}")
+                raise _failed[key] from None
+            _graders[key] = (grader, scratch)
         return _graders[key][0]
 
 
@@ -135,6 +156,8 @@ class ClusterGrader:
                     name = pending.pop(future)
                     try:
                         result = future.result()
+                    except (preflight.PreflightFailed, preflight.GraderError):
+                        raise  # the grader's environment, not the student: grade stops, nothing is scored
                     except Exception as err:  # noqa: BLE001 - a lost worker or a grader bug must not lose a row
                         if _killed_worker(err) and attempts[name] < RESUBMISSIONS:
                             attempts[name] += 1

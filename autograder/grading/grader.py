@@ -47,7 +47,7 @@ from autograder.grading.lifeline import Lifeline
 from autograder.core.course import Course
 from autograder.core.outcomes import CheckId, CheckOutcome, StudentResult, score_functions
 from autograder.core.status import Status
-from autograder.grading import sandbox
+from autograder.grading import preflight, sandbox
 from autograder.grading.trusted_server import TrustedServer, Verifiers, verifiers_for
 from autograder.grading.requests import CHILD, UNVERIFIABLE, ChildRequest, VerifierRequest
 from autograder.pytest_plugin.report import strip_ansi
@@ -125,6 +125,8 @@ class Grader:
         self._zygotes: list[tuple[sandbox.Zygote, Path]] = []
         self._spare: dict[str, list[sandbox.Zygote]] = {"zygote": []}  # the workers' zygotes, started ahead
         self._trusted_zygotes: list[sandbox.Zygote] = []  # the verifiers', one per slot of self.verifiers
+        # every fault of a grading process: (module, fault, its last stderr), read by autograder.grading.preflight
+        self.faults: list[tuple[str, sandbox.Fault, str]] = []
         try:
             sandbox.remove_abandoned_scratch()  # a killed grader's, the references' copies among them
             self.snapshot = snapshot or sandbox.Snapshot.take(course.root)
@@ -221,6 +223,13 @@ class Grader:
                 zygote = self._new_zygote(slot)
             setattr(self._local, slot, zygote)
         return zygote
+
+    def _zygote_stderr(self) -> str:
+        """The last stderr of this thread's grading zygote (why it did not start)."""
+        zygote = getattr(self._local, "zygote", None)
+        with self._lock:
+            folders = [scratch for z, scratch in self._zygotes if z is zygote]
+        return sandbox.file_tail(folders[0] / "zygote-stderr.txt") if folders else ""
 
     def _new_zygote(self, slot: str) -> sandbox.Zygote:
         """Start a zygote for ``slot`` (without waiting for its imports). It dies with the thread that started
@@ -375,7 +384,17 @@ class Grader:
             if not todo:
                 break
             started = time.monotonic()
-            run = self._run_child(module, source, own_folder, [c.id for c in checks if c.id in verdicts])
+            try:
+                run = self._run_child(module, source, own_folder, [c.id for c in checks if c.id in verdicts])
+            except RuntimeError as err:  # a zygote that did not start or fork: no student code ran
+                raise preflight.GraderError(
+                    f"the grader could not start a grading process of {module} ({err}; "
+                    f"{preflight.limits_of(self.options)})" + preflight.last_lines(self._zygote_stderr())
+                ) from None
+            if run.fault is not None:
+                self.faults.append((module, run.fault, run.stderr_tail))
+                if preflight.fault_before_student(run):  # the grader's failure: never a student's score
+                    raise preflight.grader_error(module, run, preflight.limits_of(self.options))
             timings["runs"] += 1
             timings["run_seconds"] += time.monotonic() - started
             tampered: list[str] | None = None
@@ -516,11 +535,16 @@ class Grader:
         """
         results = {name: finished[name] for name, _ in students if finished and name in finished}
         todo = [(name, folder) for name, folder in students if name not in results]
+        grader_errors: list[preflight.GraderError] = []
 
         def keep(name: str, future) -> None:
             try:
                 result = future.result()
             except sandbox.Interrupted:
+                return
+            except preflight.GraderError as err:  # not the student's: the run stops, no row is scored
+                grader_errors.append(err)
+                self.stop.set()
                 return
             except Exception as err:  # noqa: BLE001 - a grader bug must not lose a row
                 if self.stop.is_set():
@@ -559,6 +583,8 @@ class Grader:
         for future, name in pending.items():  # finished just before the stop: complete results
             if future.done() and not future.cancelled() and _ends_a_student(future):
                 keep(name, future)
+        if grader_errors:
+            raise grader_errors[0]
         return [results[name] for name, _ in sorted(students) if name in results]
 
     def _tasks(self, name: str, folder: Path) -> list[Callable[[], StudentResult | None]]:

@@ -25,8 +25,10 @@ def pytest_args(course_root: str, seed: int | None = None) -> list[str]:
     child and the verifier). Off: pytest's cache, its heap walk at exit looking for exceptions
     in finalizers, assertion rewriting (the checks raise their own messages; without bytecode, as in
     the sandbox, it re-compiles every module it rewrites in every process), and the installed plugins
-    the checks never use (xdist, anyio), which each process would import again."""
-    unused = ("cacheprovider", "unraisableexception", "xdist", "xdist.looponfail", "anyio")
+    the checks never use (xdist, anyio), which each process would import again, and pytest's faulthandler, whose
+    dump of every thread's frames on a crash would push out of the kept stderr tail the line that says why (XLA's
+    fatal line: autograder.grading.preflight)."""
+    unused = ("cacheprovider", "unraisableexception", "xdist", "xdist.looponfail", "anyio", "faulthandler")
     return [
         "--grading", "-q", *(arg for name in unused for arg in ("-p", f"no:{name}")),
         "--assert=plain", "--import-mode=importlib", "--rootdir", course_root, "-c", f"{course_root}/pytest.ini",

@@ -304,6 +304,7 @@ def prove(root: Path) -> list[str]:
 def run(root: Path, run_as: str | None) -> dict:
     """Grade ``root/submission`` with the course in ``root/source``; the results (always)."""
     from autograder.grading import grader as grading
+    from autograder.grading import preflight
 
     started = time.monotonic()
     course = load_course(root / "source")
@@ -318,6 +319,7 @@ def run(root: Path, run_as: str | None) -> dict:
         )
         grader = grading.Grader(course, options, workers=1)
         try:
+            preflight.check(grader)  # the reference full marks, the stubs nothing: else the grader's failure
             result = grader.grade_submission("submission", root / "submission")
         finally:
             grader.close()

@@ -29,6 +29,8 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -40,6 +42,8 @@ from autograder.core import compile_cache
 from autograder.core.attribution import AttributionError
 from autograder.core.course import CourseError, find_root, load_course
 from autograder.core import lowering
+from autograder.core import versions
+from autograder.core import devices
 from autograder.core.devices import use_course_backend
 from autograder.core.failures import status_of
 from autograder.core.outcomes import CheckOutcome, results_payload, score_functions
@@ -90,16 +94,29 @@ def course_root_of(invocation_dir: Path, paths: list[str]) -> Path | None:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Parser, args: list[str]) -> None:
-    """The earliest hook of a plugin: the course's JAX backend (8 CPU devices, quick compilation), before
-    any conftest imports JAX; a run of several modules is spread over the cores (:mod:`.parallel`)."""
+    """The earliest hook of a plugin: the course's JAX backend (JAX's CPU backend with 8 devices, whatever
+    accelerator the machine has; quick compilation with the flags this XLA knows), before any conftest imports
+    JAX; a run of several modules is spread over the cores (:mod:`.parallel`). The run's first lines say when
+    an accelerator was set aside, and when a library is newer than the kit was tested with."""
     paths = early_config.known_args_namespace.file_or_dir or []
     root = course_root_of(early_config.invocation_params.dir, paths)
     if root is not None:
+        devices.hold_warnings()  # pytest captures what this hook prints: pytest_configure says it
         use_course_backend()
+        notes = [devices.backend_note(), *devices.held_warnings(), versions.newer_than_tested()]
+        if not os.environ.get("PYTEST_XDIST_WORKER"):  # the controller says it, once
+            early_config.stash[_FIRST_LINES] = [line for line in notes if line]
         parallel.spread_over_cores(early_config, root, args)
 
 
+_FIRST_LINES = pytest.StashKey[list]()
+
+
 def pytest_configure(config: pytest.Config) -> None:
+    # The run's first lines (before pytest's header): an accelerator set aside, an XLA flag dropped, a library
+    # newer than tested (pytest_load_initial_conftests).
+    for line in config.stash.get(_FIRST_LINES, []):
+        print(line, file=sys.stderr, flush=True)
     config.addinivalue_line("markers", "correctness: a values check; while it fails the function earns nothing")
     root = course_root_of(config.invocation_params.dir, config.args)
     if root is None:
@@ -172,6 +189,13 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     course_session = session_of(session.config)
     if course_session is not None and not course_session.settings.grading:
         garbage.set_aside_what_is_alive(session.config)
+    if course_session is not None and session.config.getoption("submission") and course_session.settings.grading:
+        # A grading process starts JAX's backend before any student code is imported: a backend that cannot
+        # start here (an XLA flag, a memory limit) is the grader's failure, never the student's
+        # (autograder.grading.preflight.fault_before_student).
+        import jax
+
+        jax.devices()
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

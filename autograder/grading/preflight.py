@@ -1,0 +1,205 @@
+"""The grader proves its environment before the first student: the course's reference and its stubs, graded.
+
+A grader that zeroes a class and blames the students is the worst thing it can
+do, and nothing in a student's row tells a crash of the machine's JAX (an XLA
+flag it does not know, a memory limit JAX cannot start under, a broken
+install) from a crash of the student's code. So before any student,
+:func:`check` grades two submissions that the course itself provides through
+the very grader that will grade the class (the same sandbox, limits, XLA
+flags, backend, zygotes and trusted verifier):
+
+- the reference (``solutions/<module>.py``), which must get full marks;
+- the stubs (``exercises/<module>.py``), which must get nothing, every function "not started".
+
+Otherwise nothing is graded: :class:`PreflightFailed` carries a message for
+the instructor naming what failed, under which limits, with the last lines the
+crashed grading process wrote (XLA's fatal line among them). ``grade`` runs it
+once per run, each Dask worker once per grader it builds, Gradescope's runner
+once per submission; ``autograder preflight`` runs it alone (exit 0/1).
+
+:class:`GraderError` is what :class:`~autograder.grading.grader.Grader` raises
+when a grading process dies before the student's code was imported: the
+grader's failure, never a student's score (the run stops).
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from autograder.core.status import Status
+
+REFERENCE = "reference"
+STUBS = "stubs"
+TAIL_LINES = 15
+
+
+class PreflightFailed(Exception):
+    """The environment failed its pre-flight check; ``str(err)`` is the instructor's message."""
+
+
+class GraderError(Exception):
+    """A grading process died before the student's code ran: the grader's failure, not the student's."""
+
+
+def fault_before_student(run) -> bool:
+    """Whether a grading run's fault (a :class:`~autograder.grading.sandbox.RunResult` with one) happened
+    before the student's code was imported: no ``import_begin`` event came, so no student code had run."""
+    return run.fault is not None and not any(event.get("event") == "import_begin" for event in run.events)
+
+
+def grader_error(module: str, run, limits: str) -> GraderError:
+    """The :class:`GraderError` for ``run`` of ``module``, which died before the student's code ran."""
+    fault = run.fault
+    how = fault.detail or fault.kind
+    return GraderError(
+        f"a grading process of {module} stopped before the student's code was imported ({how}; {limits}): "
+        "this is the grader's environment failing, not the student; nothing more is graded."
+        + last_lines(getattr(run, "stderr_tail", ""))
+    )
+
+
+def last_lines(tail: str, n: int = TAIL_LINES) -> str:
+    """``tail`` (a process's last stderr) as the message's last part: its last ``n`` lines, and every fatal
+    line of it (XLA's ``F...`` lines) even when it is further up."""
+    lines = [line for line in tail.splitlines() if line.strip() and not _STACK.match(line)]
+    if not lines:
+        return ""
+    shown = lines[-n:]
+    fatal = [line for line in lines[:-n] if _fatal(line)]
+    return "\nthe grading process's last lines:\n" + "\n".join(f"  | {line}" for line in (*fatal, *shown))
+
+
+# Python's faulthandler dump (every frame of every thread, the extension modules): not the cause, which is
+# the line before it (XLA's fatal line, "terminate called ...", an OpenBLAS error)
+_STACK = re.compile(r"^\s+@\s+0x|^\s+File \".*\", line \d+ in |^(Current thread|Thread) 0x|^Extension modules: |^\s*<no Python frame>|^Stack \(most recent call first\)")
+
+
+def _fatal(line: str) -> bool:
+    return (len(line) > 5 and line[0] == "F" and line[1:5].isdigit()) or "Fatal Python error" in line or "FATAL" in line
+
+
+# What every grading process starts with (autograder.grading.zygote), then JAX's backend, in the grading
+# processes' environment: an interpreter that cannot do this cannot grade anyone.
+_INTERPRETER_PROBE = """
+import sys
+sys.path.insert(0, sys.argv[1])
+from autograder.core import preload
+from autograder.core.devices import use_course_backend
+use_course_backend()
+preload.import_all(preload.GRADING)
+import jax, flax, optax, pytest, hypothesis
+jax.devices()
+"""
+INTERPRETER_TIMEOUT = 300.0
+
+
+def check_interpreter(env: dict[str, str], kit: Path | None = None) -> None:
+    """Start this interpreter as a grading process starts (isolated mode, the grading processes' ``env``):
+    import the libraries and start JAX's backend. Raises :class:`PreflightFailed` with its own last lines when
+    it cannot (a JAX that cannot be imported, a backend that does not start)."""
+    kit = kit or Path(__file__).resolve().parents[2]
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-I", "-c", _INTERPRETER_PROBE, str(kit)], env=env, capture_output=True, text=True,
+            timeout=INTERPRETER_TIMEOUT, stdin=subprocess.DEVNULL, cwd=tempfile.gettempdir(),
+        )
+    except subprocess.TimeoutExpired:
+        raise PreflightFailed(
+            f"this Python ({sys.executable}) did not import the course's libraries within {INTERPRETER_TIMEOUT:g} s; "
+            "nothing was graded"
+        ) from None
+    if proc.returncode != 0:
+        raise PreflightFailed(
+            f"this Python ({sys.executable}) cannot run a grading process: importing the course's libraries and "
+            f"starting JAX's CPU backend failed (exit status {proc.returncode}), so nothing was graded"
+            + last_lines(proc.stderr)
+        )
+
+
+@dataclass(frozen=True)
+class Passed:
+    seconds: float
+    points: float
+    functions: int
+
+    def line(self) -> str:
+        return (
+            f"pre-flight passed in {self.seconds:.1f} s: the course's reference got full marks "
+            f"({self.points:g} points) and its stubs nothing, in this grader's sandbox and limits"
+        )
+
+
+def limits_of(options) -> str:
+    """The grading limits of ``options`` (an :class:`~autograder.grading.grader.Options`), in words."""
+    memory = f"memory limit {options.memory_mb} MB per grading process" if options.memory_mb else "no memory limit"
+    return f"{memory}, {options.timeout_per_function:g} s per function, {options.jobs} job(s)"
+
+
+def check(grader, stream=None) -> Passed:
+    """Grade the course's reference and stubs with ``grader`` (a fresh
+    :class:`~autograder.grading.grader.Grader`); raises :class:`PreflightFailed` unless the reference gets
+    full marks and the stubs nothing. Prints one line when it passed (on ``stream``, stderr by default)."""
+    started = time.monotonic()
+    course, modules = grader.course, tuple(grader.options.modules)
+    limits = limits_of(grader.options)
+    faults_before = len(grader.faults)
+    with tempfile.TemporaryDirectory(prefix="autograder-preflight-") as tmp:
+        folders = []
+        for name, source in ((REFERENCE, "solutions"), (STUBS, "exercises")):
+            folder = Path(tmp) / name
+            folder.mkdir()
+            for module in modules:
+                (folder / f"{module}.py").write_bytes((course.root / source / f"{module}.py").read_bytes())
+            folders.append((name, folder))
+        try:
+            results = {r.student: r for r in grader.grade_class(folders)}
+        except GraderError as err:
+            raise PreflightFailed(_header(modules, limits) + str(err)) from None
+    if grader.stop.is_set():
+        raise PreflightFailed("the pre-flight check was interrupted; nothing was graded")
+    problems = []
+    reference, stubs = results.get(REFERENCE), results.get(STUBS)
+    if reference is None or stubs is None:
+        problems.append("the grader returned no result for the course's own submissions")
+    else:
+        short = [s for s in reference.scores if s.module in modules and s.points < s.max_points]
+        if short:
+            got = sum(s.points for s in reference.scores if s.module in modules)
+            top = sum(s.max_points for s in reference.scores if s.module in modules)
+            problems.append(f"the course's reference got {got:g}/{top:g} points, not full marks:")
+            problems += [f"  {s.qualname}: {s.points:g}/{s.max_points:g}: {_first(s.messages)}" for s in short[:12]]
+            if len(short) > 12:
+                problems.append(f"  ... and {len(short) - 12} more functions")
+        wrong = [s for s in stubs.scores if s.module in modules and (s.points > 0 or s.status != Status.NOT_STARTED)]
+        if wrong:
+            problems.append("the course's stubs were not all judged \"not started\" with 0 points:")
+            problems += [f"  {s.qualname}: {s.points:g} points, {s.status}: {_first(s.messages)}" for s in wrong[:12]]
+    if problems:
+        tails = [tail for _module, _fault, tail in grader.faults[faults_before:] if tail.strip()]
+        raise PreflightFailed(_header(modules, limits) + "\n".join(problems) + (last_lines(tails[0]) if tails else ""))
+    passed = Passed(
+        time.monotonic() - started, sum(s.max_points for s in reference.scores if s.module in modules),
+        sum(1 for s in reference.scores if s.module in modules),
+    )
+    print(passed.line(), file=stream or sys.stderr, flush=True)
+    return passed
+
+
+def _header(modules: tuple[str, ...], limits: str) -> str:
+    return (
+        "the grading environment failed its pre-flight check, so nothing was graded (no student has a row): "
+        f"the course's own reference and stubs of {', '.join(modules)}, graded in this grader's sandbox ({limits}), "
+        "did not get their known scores.\n"
+    )
+
+
+def _first(messages: list[str]) -> str:
+    text = next((m for m in messages if m.strip()), "")
+    first = text.strip().splitlines()[0] if text.strip() else "(no message)"
+    return first if len(first) <= 300 else first[:300] + "…"
