@@ -24,6 +24,7 @@ from flax.training import train_state
 
 from autograder.checks import files
 from autograder.checks import purity
+from autograder.checks import scenario
 from autograder.checks import structure
 from autograder.checks import values
 from autograder.core.failures import CheckFailure
@@ -374,14 +375,18 @@ def test_make_manager_returns_a_checkpoint_manager(student, workdir):
         getattr(manager, "close", lambda: None)()
 
 
-def steps_kept_by(make_manager):
-    """A manager from ``make_manager(directory, 2)`` of a new directory after steps 1 to 5 were saved into it:
+def steps_kept_by(steps, keep):
+    """A manager from ``make_manager(directory, keep)`` of a new directory after ``steps`` were saved into it:
     its steps, and the entries of its directory."""
+    return lambda make_manager: _steps_kept_by(make_manager, steps, keep)
+
+
+def _steps_kept_by(make_manager, steps, keep):
     def kept(state):
         with files.new_directory() as directory:
-            manager = make_manager(directory / "run", 2)
+            manager = make_manager(directory / "run", keep)
             try:
-                for step in range(1, 6):
+                for step in steps:
                     save_into(manager, state.replace(step=step))
                 return list(manager.all_steps()), files.numbered_entries(directory / "run")
             finally:
@@ -392,26 +397,33 @@ def steps_kept_by(make_manager):
 
 @correctness
 def test_make_manager_keeps_the_newest_steps(student, trained):
-    check = "a manager from make_manager(directory, 2), after steps 1 to 5 are saved, keeps steps 4 and 5 only"
-    steps, on_disk = structure.transformed_once(student.make_manager, "keeps 2 of steps 1 to 5", steps_kept_by)(trained)
+    saved, keep = scenario.saved_steps("make_manager keeps the newest", (1, 2, 3, 4, 5), 2)  # the instructor's under --seed
+    want = list(saved[-keep:])
+    check = f"a manager from make_manager(directory, {keep}), after steps {list(saved)} are saved, keeps steps {want} only"
+    steps, on_disk = structure.transformed_once(
+        student.make_manager, f"keeps {keep} of steps {list(saved)}", steps_kept_by(saved, keep))(trained)
     advice = "pass options=ocp.CheckpointManagerOptions(max_to_keep=max_to_keep, create=True)"
-    if list(steps) != [4, 5]:
-        raise CheckFailure(check, f"manager.all_steps() is {list(steps)}, expected [4, 5]", advice)
-    if list(on_disk) != ["4", "5"]:
-        raise CheckFailure(check, f"the directory holds {list(on_disk)}, expected ['4', '5']", advice)
+    if list(steps) != want:
+        raise CheckFailure(check, f"manager.all_steps() is {list(steps)}, expected {want}", advice)
+    if list(on_disk) != [str(s) for s in want]:
+        raise CheckFailure(check, f"the directory holds {list(on_disk)}, expected {[str(s) for s in want]}", advice)
 
 
 # save_to_manager ------------------------------------------------------------
 
-def saves_by(save_to_manager):
-    """Steps 3, 7 and 9 saved with ``save_to_manager`` into a new manager that keeps 2: for each save, what it
+def saves_by(steps, keep):
+    """``steps`` saved with ``save_to_manager`` into a new manager that keeps ``keep``: for each save, what it
     returned, what was still being written when it returned, and the steps then on disk; and the steps kept."""
+    return lambda save_to_manager: _saves_by(save_to_manager, steps, keep)
+
+
+def _saves_by(save_to_manager, steps, keep):
     def saves(state):
         with files.new_directory() as directory:
-            manager = a_manager(directory / "run", 2)
+            manager = a_manager(directory / "run", keep)
             try:
                 record = []
-                for step in (3, 7, 9):
+                for step in steps:
                     result = save_to_manager(manager, state.replace(step=step))
                     record.append({
                         "step": step,
@@ -428,8 +440,10 @@ def saves_by(save_to_manager):
 
 @correctness
 def test_save_to_manager_saves_state_step_completely_and_keeps_the_newest(student, trained):
-    check = "save_to_manager saves at the state's own step, returns True once that step is on disk, and the manager keeps 2"
-    record, kept = structure.transformed_once(student.save_to_manager, "steps 3, 7 and 9", saves_by)(trained)
+    saved, keep = scenario.saved_steps("save_to_manager keeps the newest", (3, 7, 9), 2)  # the instructor's under --seed
+    check = f"save_to_manager saves at the state's own step, returns True once that step is on disk, and the manager keeps {keep}"
+    record, kept = structure.transformed_once(
+        student.save_to_manager, f"steps {list(saved)}, keeping {keep}", saves_by(saved, keep))(trained)
     for save in record:
         with values.located(f"saving a state with step {save['step']}"):
             if save["returned"] is not True:  # a bool, or the repr of what else it returned
@@ -443,8 +457,9 @@ def test_save_to_manager_saves_state_step_completely_and_keeps_the_newest(studen
                     "save at int(state.step), the state's own step, not a counter of your own",
                 )
     on_disk = record[-1]["on_disk"]
-    if list(kept) != [7, 9] or list(on_disk) != ["7", "9"]:
-        raise CheckFailure(check, f"after steps 3, 7 and 9 the manager holds {list(kept)} (on disk {list(on_disk)}), expected [7, 9]")
+    want = list(saved[-keep:])
+    if list(kept) != want or list(on_disk) != [str(s) for s in want]:
+        raise CheckFailure(check, f"after steps {list(saved)} the manager holds {list(kept)} (on disk {list(on_disk)}), expected {want}")
 
 
 def test_save_to_manager_returns_false_for_an_older_step(student, trained, workdir):

@@ -50,6 +50,8 @@ from autograder.grading.requests import ChildRequest, pytest_args
 from autograder.grading import tamper
 
 MAX_TRANSCRIPT_CHARS = 20_000_000
+# The reporter's attributes it rebinds itself while checks run (tamper.state_changed watches the others).
+REPORTER_MUTABLE = frozenset({"size", "statics", "outcome_index", "imported", "state", "outcomes"})
 
 
 class ChildReporter:
@@ -70,18 +72,16 @@ class ChildReporter:
         self.statics = None  # the recipes of recorded states' static fields, made on the first record
         self.outcome_index = 0
         self.before: dict | None = None  # the grader's identities before the student's import
+        self.state: dict | None = None  # this reporter's own state then (tamper.state_of), and the session's outcomes
 
     def emit(self, **event) -> None:
-        event["nonce"] = self.nonce
-        data = (json.dumps(event) + "\n").encode()
-        while data:
-            try:
-                written = os.write(self.fd, data)
-            except BrokenPipeError:  # the grader is gone: nobody will read what follows
-                os._exit(0)
-            except OSError:
-                return
-            data = data[written:]
+        _write_event(self.fd, self.nonce, event)
+
+    def send(self, **event) -> None:
+        """Emit on the channel as it was before the student's import (a submission may rebind ``emit``,
+        ``fd`` or ``nonce`` of this reporter: that trips :meth:`forged`, which reports it through this)."""
+        state = self.state or {}
+        _write_event(state.get("fd", self.fd), state.get("nonce", self.nonce), event)
 
     @pytest.hookimpl(trylast=True)
     def pytest_collection_modifyitems(self, session, config, items) -> None:
@@ -129,6 +129,8 @@ class ChildReporter:
         self.imported.add(module)
         if self.before is None:
             self.before = tamper.snapshot()
+            self.state = tamper.state_of(self)
+            self.outcomes = session_of(item.config).outcomes
         self.emit(event="import_begin", module=module)
         try:
             loaded = session_of(item.config).student(module)
@@ -144,11 +146,27 @@ class ChildReporter:
             os._exit(0)
 
     def report_tampering(self) -> bool:
-        """Emit ``tampered`` if the grader's functions changed since the import began."""
+        """Emit ``tampered`` if the grader's functions, or this reporter's own state (its attributes, the
+        session's list of outcomes it reads), changed since the import began."""
         what = tamper.changed(self.before) if self.before is not None else []
+        what += self.forged()
         if what:
-            self.emit(event="tampered", modules=sorted(self.modules), what=what[:20])
+            self.send(event="tampered", modules=sorted(self.modules), what=what[:20])
         return bool(what)
+
+    def forged(self) -> list[str]:
+        """The tripwires on this reporter's state that a submission tripped (a submission that finds the
+        reporter through ``gc`` can rewrite what it reports: an ``emit`` of its own turns "failed" into
+        "passed")."""
+        if self.state is None:
+            return []
+        from autograder.pytest_plugin.session import session_of
+
+        what = tamper.state_changed(self, self.state, REPORTER_MUTABLE)
+        outcomes = session_of(self._config).outcomes
+        if outcomes is not self.outcomes or type(outcomes) is not list:
+            what.append("the session's outcomes")
+        return what
 
     @pytest.hookimpl(wrapper=True)
     def pytest_pyfunc_call(self, pyfuncitem):
@@ -189,6 +207,9 @@ class ChildReporter:
         entry = self.ids.get(nodeid)
         if entry is None:
             return
+        if self.forged() and self.report_tampering():  # a forged report costs the whole module
+            self.send(event="done")
+            os._exit(0)
         cid, _ = entry
         outcomes = session_of(self._config).outcomes
         new = outcomes[self.outcome_index:]
@@ -212,6 +233,19 @@ class ChildReporter:
     def pytest_sessionfinish(self, session, exitstatus) -> None:
         # Before pytest's own teardown, which legitimately restores patched pytest classes.
         self.report_tampering()
+
+
+def _write_event(fd: int, nonce: str, event: dict) -> None:
+    event["nonce"] = nonce
+    data = (json.dumps(event) + "\n").encode()
+    while data:
+        try:
+            written = os.write(fd, data)
+        except BrokenPipeError:  # the grader is gone: nobody will read what follows
+            os._exit(0)
+        except OSError:
+            return
+        data = data[written:]
 
 
 def _recording(reporter: ChildReporter, calls: dict, label: str, original, answers: dict | None = None):
