@@ -168,7 +168,8 @@ def _passed(_emit):
 for _obj in _gc.get_objects():
     if type(_obj).__name__ == "ChildReporter":
         _obj.emit = _passed(_obj.emit)
-        _obj.send = _passed(_obj.send)
+        for _name in ("report_tampering", "forged", "send"):  # whatever reports the forgery, silenced
+            setattr(_obj, _name, lambda *a, **k: False)
 """
 
 # The same through the session's list of outcomes the reporter reads: failures read as passes.

@@ -34,9 +34,10 @@ from pathlib import Path
 from autograder.core.course import Course, load_course
 from autograder.core.outcomes import CheckOutcome, FunctionScore
 from autograder.core.status import Status
+from autograder.release.record import instructor_seed
 
 USER = "student"
-SETTINGS = "gradescope.json"  # in the bundle: {"modules": [...]} this assignment grades
+SETTINGS = "gradescope.json"  # in the bundle: {"modules": [...], "seed": N}: what this assignment grades, and its instructor seed
 TORCH = "torch==2.13.0"  # first, from PyTorch's CPU index: any other build pulls CUDA
 UV = "uv==0.13.8"
 FAILED_OUTPUT = (
@@ -96,7 +97,7 @@ def bundle_files(course_root: Path, modules: tuple[str, ...]) -> dict[str, bytes
     with its reference, and the kit."""
     course_root = Path(course_root)
     files = {
-        SETTINGS: json.dumps({"modules": list(modules)}, indent=2).encode() + b"\n",
+        SETTINGS: json.dumps({"modules": list(modules), "seed": instructor_seed(_solutions(course_root))}, indent=2).encode() + b"\n",
         "setup.sh": SETUP_SH.encode(),
         "run_autograder": RUN_AUTOGRADER.encode(),
         "requirements.txt": requirements(pyproject_of(course_root)).encode(),
@@ -223,6 +224,10 @@ def check_results(path: Path) -> bool:
     )
 
 
+def _solutions(course_root: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(Path(course_root).glob("solutions/*.py"))}
+
+
 # -- the runner -----------------------------------------------------------
 def run(root: Path, run_as: str | None) -> dict:
     """Grade ``root/submission`` with the course in ``root/source``; the results (always)."""
@@ -231,9 +236,11 @@ def run(root: Path, run_as: str | None) -> dict:
     started = time.monotonic()
     course = load_course(root / "source")
     try:
-        modules = tuple(json.loads((root / "source" / SETTINGS).read_text(encoding="utf-8"))["modules"])
+        settings = json.loads((root / "source" / SETTINGS).read_text(encoding="utf-8"))
+        modules = tuple(settings["modules"])
     except (OSError, ValueError, KeyError):
-        modules = tuple(m.name for m in course.modules)
+        settings, modules = {}, tuple(m.name for m in course.modules)
+    seed = settings.get("seed") if type(settings.get("seed")) is int else instructor_seed(_solutions(root / "source"))
     try:
         options = grading.Options(
             modules=modules,
@@ -241,6 +248,7 @@ def run(root: Path, run_as: str | None) -> dict:
             memory_mb=course.grading.memory_limit_mb,
             jobs=1,
             run_as=run_as,
+            seed=seed,  # the bundle's own instructor seed: never the inputs a release published
         )
         grader = grading.Grader(course, options, workers=1)
         try:
