@@ -18,6 +18,7 @@ class _Manager:
 
     def __init__(self, directory):
         self.directory = Path(directory)
+        self.directory.mkdir(parents=True, exist_ok=True)
 
     def save(self, step, args=None):
         if step in (4, 5):
