@@ -31,7 +31,7 @@ import json
 
 MAX_EVENT_BYTES = 32 * 2**20  # one line: a check's transcript (the child keeps them under 20 M characters) and more
 MAX_RUN_BYTES = 256 * 2**20  # everything one grading process may write
-FREE_VALUES = 500_000  # JSON values any run may send, on top of one per BYTES_PER_VALUE bytes received
+FREE_VALUES = 1_000_000  # JSON values any run may send, on top of one per BYTES_PER_VALUE bytes received
 BYTES_PER_VALUE = 8
 
 
