@@ -13,7 +13,6 @@ import secrets
 import shutil
 import subprocess
 import sys
-from pathlib import Path
 
 from support import ROOT
 
@@ -64,7 +63,7 @@ def test_a_forged_file_name_writes_nothing_outside_and_earns_nothing(tmp_path):
         env=env, capture_output=True, text=True, timeout=1800,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
-    planted = [p for p in Path("/").glob(f"tmp/**/{mark}*")] + list(outside.iterdir())
+    planted = list(outside.iterdir())  # both the absolute and the ../ names lead there
     assert planted == [], f"the verifier wrote {planted}"
     with open(out / "grades.csv", newline="", encoding="utf-8") as f:
         rows = {row["student"]: row for row in csv.DictReader(f)}
