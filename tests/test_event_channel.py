@@ -3,13 +3,11 @@ process writes there is hostile, and the grader's memory and CPU stay bounded by
 received, with hard caps per event and per run. ``benchmarks/hostile_channel.py`` measures the same floods."""
 
 import json
-import os
 import subprocess
 import sys
 import time
 import tracemalloc
 
-import pytest
 
 from autograder.grading import channel, sandbox
 
