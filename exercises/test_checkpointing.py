@@ -24,6 +24,7 @@ from flax.training import train_state
 
 from autograder.checks import files
 from autograder.checks import purity
+from autograder.checks import scenario
 from autograder.checks import structure
 from autograder.checks import values
 from autograder.core.failures import CheckFailure
@@ -382,12 +383,19 @@ def test_make_manager_returns_a_checkpoint_manager(student, workdir):
 
 
 KEEP_COUNTS = (1, 2, 3)  # max_to_keep takes several values: a hard-coded count fails
-KEEP_STEPS = (1, 2, 3, 4)
+
+
+def keep_steps():
+    """The steps the make_manager scenario saves: 1 to 4, or the instructor's under --seed."""
+    return scenario.saved_steps("make_manager keeps the newest", (1, 2, 3, 4), 2)[0]
 
 
 def steps_kept_by(make_manager):
     """For each ``max_to_keep`` of KEEP_COUNTS, a manager from ``make_manager(directory, max_to_keep)`` of a new
-    directory after steps 1 to 4 were saved into it: its steps, and the entries of its directory."""
+    directory after the scenario's steps (:func:`keep_steps`) were saved into it: its steps, and the entries of
+    its directory."""
+    KEEP_STEPS = keep_steps()
+
     def kept(state):
         runs = []
         for max_to_keep in KEEP_COUNTS:
@@ -406,12 +414,13 @@ def steps_kept_by(make_manager):
 
 @correctness
 def test_make_manager_keeps_the_newest_steps(student, trained):
-    runs = structure.transformed_once(student.make_manager, "keeps k of steps 1 to 4", steps_kept_by)(trained)
+    KEEP_STEPS = keep_steps()
+    runs = structure.transformed_once(student.make_manager, f"keeps k of steps {list(KEEP_STEPS)}", steps_kept_by)(trained)
     advice = ("pass the max_to_keep you are given on: options=ocp.CheckpointManagerOptions(max_to_keep=max_to_keep, "
               "create=True)")
     for max_to_keep, steps, on_disk in runs:
         newest = list(KEEP_STEPS[-max_to_keep:])
-        check = (f"a manager from make_manager(directory, {max_to_keep}), after steps 1 to 4 are saved, keeps steps "
+        check = (f"a manager from make_manager(directory, {max_to_keep}), after steps {list(KEEP_STEPS)} are saved, keeps steps "
                  f"{newest} only")
         if list(steps) != newest:
             raise CheckFailure(check, f"manager.all_steps() is {list(steps)}, expected {newest}", advice)
@@ -421,15 +430,23 @@ def test_make_manager_keeps_the_newest_steps(student, trained):
 
 # save_to_manager ------------------------------------------------------------
 
-SAVED_STEPS = (0, 3, 7, 9)  # step 0 is a step: saved, and True
+def saved_scenario():
+    """``(steps, keep)``: step 0 (a step: saved, and True), then 3, 7 and 9 (or the instructor's steps under
+    --seed), saved into a manager that keeps ``keep`` (2, or the instructor's)."""
+    later, keep = scenario.saved_steps("save_to_manager keeps the newest", (3, 7, 9), 2)
+    return (0, *later), keep
 
 
 def saves_by(save_to_manager):
-    """Steps 0, 3, 7 and 9 saved with ``save_to_manager`` into a new manager that keeps 2: for each save, what it
+    """The scenario's steps saved with ``save_to_manager`` into a new manager that keeps its count: for each save, what it
     returned, what was still being written when it returned, and the steps then on disk; and the steps kept."""
+    return lambda save_to_manager: _saves_by(save_to_manager, steps, keep)
+
+
+def _saves_by(save_to_manager, steps, keep):
     def saves(state):
         with files.new_directory() as directory:
-            manager = a_manager(directory / "run", 2)
+            manager = a_manager(directory / "run", keep)
             try:
                 record = []
                 for step in SAVED_STEPS:
@@ -461,8 +478,9 @@ def read_back(step_directory, state):
 
 @correctness
 def test_save_to_manager_saves_state_step_completely_and_keeps_the_newest(student, trained):
-    check = "save_to_manager saves at the state's own step, returns True once that step is on disk, and the manager keeps 2"
-    record, kept, holds = structure.transformed_once(student.save_to_manager, "steps 0, 3, 7 and 9", saves_by)(trained)
+    saved, keep = saved_scenario()
+    check = f"save_to_manager saves at the state's own step, returns True once that step is on disk, and the manager keeps {keep}"
+    record, kept, holds = structure.transformed_once(student.save_to_manager, f"steps {list(saved)}, keeping {keep}", saves_by)(trained)
     for save in record:
         with values.located(f"saving a state with step {save['step']}"):
             if save["returned"] is not True:  # a bool, or the repr of what else it returned
@@ -476,8 +494,9 @@ def test_save_to_manager_saves_state_step_completely_and_keeps_the_newest(studen
                     "save at int(state.step), the state's own step, not a counter of your own",
                 )
     on_disk = record[-1]["on_disk"]
-    if list(kept) != [7, 9] or list(on_disk) != ["7", "9"]:
-        raise CheckFailure(check, f"after steps 0, 3, 7 and 9 the manager holds {list(kept)} (on disk {list(on_disk)}), expected [7, 9]")
+    want = list(saved[-keep:])
+    if list(kept) != want or list(on_disk) != [str(s) for s in want]:
+        raise CheckFailure(check, f"after steps {list(saved)} the manager holds {list(kept)} (on disk {list(on_disk)}), expected {want}")
     read_check = "what save_to_manager saved at each step reads back as the whole state (step, params, opt_state), exactly"
     for step, held in zip(kept, holds):
         with values.located(f"reading back step {step}"):

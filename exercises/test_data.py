@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from autograder.checks import loaders
 from autograder.checks import purity
+from autograder.checks import structure
 from autograder.checks import values
 from autograder.checks.loaders import SampleDataset, indexed_samples
 from autograder.checks.strategies import collate_batches
@@ -197,15 +198,24 @@ def epoch_of(module, n, batch_size, shuffle, **kwargs):
     return loaders.epoch(loader, "make_loader")
 
 
+def batches_of(make_loader):
+    """``make_loader`` on ``n`` indexed samples, as data: its batches (the trusted side compares them with the
+    check's own, so its verdict is decided there, not in the student's process)."""
+    def batches(n, batch_size, shuffle, seed, drop_last):
+        loader = make_loader(SampleDataset(indexed_samples(n)), batch_size, shuffle, seed=seed, drop_last=drop_last)
+        loaders.assert_is_dataloader(loader, "make_loader")
+        return list(loader)
+
+    return batches
+
+
 @correctness
 @pytest.mark.parametrize("drop_last", [False, True])
 def test_make_loader_gives_numpy_batches(loader_module, drop_last):
     """Batches as the module's numpy_collate builds them from consecutive samples (shuffle=False)."""
     samples = indexed_samples(10)
-    loader = loader_module.make_loader(SampleDataset(samples), 4, False, seed=0, drop_last=drop_last)
-    loaders.assert_is_dataloader(loader, "make_loader")
+    batches = structure.transformed_once(loader_module.make_loader, "batches", batches_of)(10, 4, False, 0, drop_last)
     check = "make_loader's batches are numpy_collate of the samples"
-    batches = list(loader)
     starts = range(0, 8 if drop_last else 10, 4)
     loaders.assert_batch_count(batches, len(starts), check=check)
     for j, start in enumerate(starts):

@@ -149,6 +149,45 @@ for _path, _text in [
         pass
 """
 
+# Finds the grading process's reporter through gc and rewrites what it reports: every check "passed"
+# (issue 32: a jit-breaking replace_negatives went from 2/3 to 3/3). Tripwires on the reporter's state
+# make the whole module earn nothing.
+FORGES_REPORTS = """
+import gc as _gc
+
+
+def _passed(_emit):
+    def emit(**event):
+        if event.get("event") == "end":
+            event["outcome"], event["message"] = "passed", ""
+        if event.get("event") != "tampered":
+            _emit(**event)
+    return emit
+
+
+for _obj in _gc.get_objects():
+    if type(_obj).__name__ == "ChildReporter":
+        _obj.emit = _passed(_obj.emit)
+        for _name in ("report_tampering", "forged", "send"):  # whatever reports the forgery, silenced
+            setattr(_obj, _name, lambda *a, **k: False)
+"""
+
+# The same through the session's list of outcomes the reporter reads: failures read as passes.
+FORGES_OUTCOMES = """
+import gc as _gc
+
+
+class _AllPassed(list):
+    def __getitem__(self, index):
+        got = list.__getitem__(self, index)
+        return [_o.__class__(**{**vars(_o), "status": type(_o.status)("passed"), "message": ""}) for _o in got] if isinstance(index, slice) else got
+
+
+for _obj in _gc.get_objects():
+    if type(_obj).__name__ == "CourseSession" and isinstance(getattr(_obj, "outcomes", None), list):
+        _obj.outcomes = _AllPassed(_obj.outcomes)
+"""
+
 
 def build_class(dest: Path, module: str, *, out: Path, course: Path) -> dict[str, dict[str, tuple[str, str]]]:
     """Write the fixture class into ``dest``; returns the expected result per student and function."""
@@ -198,6 +237,13 @@ def build_class(dest: Path, module: str, *, out: Path, course: Path) -> dict[str
     add("hostile_patches", replace(ref, wrong_everywhere) + PATCHES, zero)
     add("hostile_always_equal", replace(ref, {fn: "return _AlwaysEqual()" for fn in fns}) + ALWAYS_EQUAL, zero)
     add("hostile_fake_score", replace(ref, wrong_everywhere) + FAKE_SCORE, zero)
+    tampered = {fn: (ZERO, r"tampering detected") for fn in fns}
+    # Right values, a forged report: the forgery alone costs the module (with its reference, old graders gave full marks).
+    add("hostile_forges_reports", ref + FORGES_REPORTS, tampered)
+    add("hostile_forges_outcomes", ref + FORGES_OUTCOMES, tampered)
+    if module == "at_updates":  # issue 32's case: right values, boolean indexing (fails under jit), a forged report
+        jit_breaking = "import numpy as _np\ny = _np.array(args[0])\ny[y < 0] = args[1]\nreturn jnp.asarray(y)"
+        add("hostile_forges_jit", replace(ref, {"replace_negatives": jit_breaking}) + FORGES_REPORTS, tampered)
     add("hostile_writes_files",
         replace(ref, wrong_everywhere) + WRITES_FILES.format(out=out, student="hostile_writes_files", course=course, module=module, fn=fns[0]),
         zero)

@@ -106,7 +106,8 @@ CORRECT = ["correct", "correct_printing", "exercises_layout"]
 FAILURES = ["syntax_error", "bad_import", "exit_at_import", "os_exit_at_import", "hang_at_import",
             "faults_a", "faults_b", "faults_memory", "empty"]
 HOSTILE = ["wrong_values", "hostile_imports_reference", "hostile_reads_reference", "hostile_patches",
-           "hostile_always_equal", "hostile_fake_score", "hostile_writes_files", "junk_in_exercises"]
+           "hostile_always_equal", "hostile_fake_score", "hostile_writes_files", "junk_in_exercises",
+           "hostile_forges_reports", "hostile_forges_outcomes", *(["hostile_forges_jit"] if MODULE == "at_updates" else [])]
 
 
 @pytest.mark.parametrize("student", CORRECT)

@@ -192,7 +192,10 @@ def test_bundle_has_gradescope_layout_and_is_reproducible(bundle, tmp_path):
     assert modes["setup.sh"] & 0o111 and modes["run_autograder"] & 0o111
     pinned = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
     assert requirements.splitlines() == pinned
-    assert settings == {"modules": [MODULE]}
+    # An instructor seed of its own (students never see the bundle): Gradescope grades without a command line,
+    # and without one it graded the inputs a release published answers for (issue 32).
+    assert set(settings) == {"modules", "seed"} and settings["modules"] == [MODULE]
+    assert type(settings["seed"]) is int and settings["seed"] >= 0
     assert build(tmp_path / "again.zip", MODULE).read_bytes() == bundle.read_bytes()
     print(f"\nGradescope bundle ({MODULE}): {bundle.stat().st_size / 2**10:.0f} KiB")
 

@@ -95,3 +95,30 @@ def test_data_new_names_and_pytests_own_rebinding_are_not_changes(probe):
     finally:
         if util is not None:
             util._reprcompare = saved
+
+
+class Reporter:
+    def __init__(self):
+        self.fd, self.nonce, self.sent, self.count = 3, "n", [], 0
+
+    def emit(self, **event):
+        self.sent.append(event)
+
+
+@pytest.mark.parametrize("forge", [
+    lambda r: setattr(r, "emit", lambda **event: None),  # an emit of its own, shadowing the class's
+    lambda r: setattr(r, "nonce", "another"),
+    lambda r: setattr(r, "sent", []),
+    lambda r: delattr(r, "fd"),
+    lambda r: setattr(r, "__class__", type("Reporter", (Reporter,), {})),
+], ids=["emit shadowed", "nonce rebound", "list replaced", "attribute removed", "class swapped"])
+def test_the_reporters_state_is_a_tripwire(forge):
+    """A submission that finds the reporter through gc and rebinds any of its attributes trips it; the
+    attributes the reporter rebinds itself (``mutable``) do not."""
+    reporter = Reporter()
+    before = tamper.state_of(reporter)
+    reporter.count += 1
+    reporter.sent.append({"event": "begin"})  # its own list, growing: not a change of state
+    assert tamper.state_changed(reporter, before, frozenset({"count"})) == []
+    forge(reporter)
+    assert tamper.state_changed(reporter, before, frozenset({"count"}))

@@ -192,3 +192,31 @@ def test_malformed_or_hostile_transcripts_are_rejected_without_running_anything(
     with pytest.raises(ValueError, match="malformed"):
         transcript.decode(junk, transcript.statics(course_class))
     assert not list(tmp_path.iterdir())
+
+
+def test_decoding_never_imports_a_module_a_transcript_names(tmp_path, monkeypatch):
+    """A class reference to a module of a library that is not loaded yet (here one planted in jax's package
+    path whose import leaves a mark) is refused without importing it: an import runs the module's code."""
+    planted = tmp_path / "pkg"
+    planted.mkdir()
+    mark = tmp_path / "imported"
+    (planted / "_planted_by_a_student.py").write_text(f"open({str(mark)!r}, 'w').close()\nclass Dense(dict):\n    pass\n")
+    monkeypatch.setattr(jax, "__path__", [*jax.__path__, str(planted)])
+    name = "jax._planted_by_a_student"
+    assert name not in __import__("sys").modules
+    for junk in (packed(["dict", [name, "Dense"], []]), packed(["namedtuple", [name, "Dense"], []])):
+        with pytest.raises(ValueError, match="malformed"):
+            transcript.decode(junk, transcript.statics(course_class))
+    assert not mark.exists()
+    assert name not in __import__("sys").modules
+
+
+def test_decoding_builds_library_classes_the_grader_loaded_and_only_plain_dict_types():
+    from collections import OrderedDict
+
+    s = transcript.statics(course_class)
+    assert transcript.decode(packed(["dict", ["collections", "OrderedDict"], [[["py", "a"], ["py", 1]]]]), s) == OrderedDict(a=1)
+    with pytest.raises(ValueError, match="malformed"):  # a dict type whose constructor runs code of its own
+        transcript.decode(packed(["dict", ["collections", "Counter"], [[["py", "a"], ["py", 1]]]]), s)
+    state = optax.adam(0.1).init({"w": jnp.ones(2)})  # optax's named tuples, looked up without importing
+    assert jax.tree.structure(roundtrip(state)) == jax.tree.structure(state)

@@ -116,3 +116,29 @@ def eval_cases_of_two_models(states: list[Any], other_start: Any, batches: list,
 def sample_input(n: int) -> np.ndarray:
     """``n`` float32 XOR-like points in [-1, 1], to initialise a model with."""
     return np.linspace(-1, 1, n * 2, dtype=np.float32).reshape(n, 2)
+
+
+def instructor_rng(label: str) -> np.random.Generator | None:
+    """A generator drawn from the instructor's seed (``grade --seed N``) and ``label`` (one stream per scenario),
+    or None when no seed was given: the published scenario, whose answers a public check file spells."""
+    import zlib
+
+    from autograder.pytest_plugin.profiles import instructor_seed
+
+    seed = instructor_seed()
+    return None if seed is None else np.random.default_rng([seed, zlib.crc32(label.encode())])
+
+
+def saved_steps(label: str, published: tuple[int, ...], keep: int) -> tuple[tuple[int, ...], int]:
+    """``(steps, keep)``: the steps a checkpoint scenario saves, in order, and how many its manager keeps.
+    Without an instructor seed, ``published`` and ``keep``; with one, as many distinct steps as ``published``
+    drawn from 1..999 (sorted) and a ``keep`` of 2 or 3 below their number, so that the steps kept (the
+    scenario's expected answer) are the instructor's, not the ones a public check file spells."""
+    rng = instructor_rng(label)
+    if rng is None:
+        return tuple(published), keep
+    new_keep = int(rng.integers(2, min(3, len(published) - 1) + 1))
+    while True:
+        steps = tuple(sorted(int(s) for s in rng.choice(np.arange(1, 1000), size=len(published), replace=False)))
+        if steps[-new_keep:] != tuple(published)[-keep:]:  # never the published answer
+            return steps, new_keep

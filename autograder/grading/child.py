@@ -11,8 +11,10 @@ line per event, each carrying the per-run nonce:
 - ``begin`` / ``end``: one check; ``end`` has its outcome, message and, for a
   passed correctness check, a *transcript* (the student's outputs by argument
   digest) that the trusted verifier replays;
-- ``tampered``: the student's module changed the grader's own functions
-  (:mod:`autograder.grading.tamper`; compared right after the import and
+- ``tampered``: the student's module changed the grader's own functions, or
+  the reporter's own state (an ``emit`` of its own, the session's outcomes:
+  a forged report costs the whole module)
+  (:mod:`autograder.grading.tamper`; compared right after the import, before each check's report and
   when the checks are done), with the changed names;
 - ``done``: every check ran.
 
@@ -50,6 +52,8 @@ from autograder.grading.requests import ChildRequest, pytest_args
 from autograder.grading import tamper
 
 MAX_TRANSCRIPT_CHARS = 20_000_000
+# The reporter's attributes it rebinds itself while checks run (tamper.state_changed watches the others).
+REPORTER_MUTABLE = frozenset({"size", "statics", "outcome_index", "imported", "state"})
 
 
 class ChildReporter:
@@ -70,18 +74,11 @@ class ChildReporter:
         self.statics = None  # the recipes of recorded states' static fields, made on the first record
         self.outcome_index = 0
         self.before: dict | None = None  # the grader's identities before the student's import
+        self.state: dict | None = None  # this reporter's own state then (tamper.state_of), and the session's outcomes
 
     def emit(self, **event) -> None:
-        event["nonce"] = self.nonce
-        data = (json.dumps(event) + "\n").encode()
-        while data:
-            try:
-                written = os.write(self.fd, data)
-            except BrokenPipeError:  # the grader is gone: nobody will read what follows
-                os._exit(0)
-            except OSError:
-                return
-            data = data[written:]
+        _write_event(self.fd, self.nonce, event)
+
 
     @pytest.hookimpl(trylast=True)
     def pytest_collection_modifyitems(self, session, config, items) -> None:
@@ -129,6 +126,8 @@ class ChildReporter:
         self.imported.add(module)
         if self.before is None:
             self.before = tamper.snapshot()
+            self.outcomes = session_of(item.config).outcomes
+            self.state = tamper.state_of(self)
         self.emit(event="import_begin", module=module)
         try:
             loaded = session_of(item.config).student(module)
@@ -139,16 +138,9 @@ class ChildReporter:
         except Exception:  # noqa: BLE001 - the fixture reports it, check by check
             pass
         self.emit(event="import_end", module=module)
-        if self.report_tampering():
-            self.emit(event="done")
+        if _report_tampering(self):
+            _send(self, event="done")
             os._exit(0)
-
-    def report_tampering(self) -> bool:
-        """Emit ``tampered`` if the grader's functions changed since the import began."""
-        what = tamper.changed(self.before) if self.before is not None else []
-        if what:
-            self.emit(event="tampered", modules=sorted(self.modules), what=what[:20])
-        return bool(what)
 
     @pytest.hookimpl(wrapper=True)
     def pytest_pyfunc_call(self, pyfuncitem):
@@ -189,6 +181,9 @@ class ChildReporter:
         entry = self.ids.get(nodeid)
         if entry is None:
             return
+        if _forged(self) and _report_tampering(self):  # a forged report costs the whole module
+            _send(self, event="done")
+            os._exit(0)
         cid, _ = entry
         outcomes = session_of(self._config).outcomes
         new = outcomes[self.outcome_index:]
@@ -211,7 +206,56 @@ class ChildReporter:
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session, exitstatus) -> None:
         # Before pytest's own teardown, which legitimately restores patched pytest classes.
-        self.report_tampering()
+        _report_tampering(self)
+
+
+# The tripwires are functions of this module, not methods: a submission that finds the reporter (through
+# gc) can shadow any method with an attribute of the instance, and these must still run and be heard.
+
+def _send(reporter: ChildReporter, **event) -> None:
+    """Emit on the channel as it was before the student's import (a submission may rebind the reporter's
+    ``emit``, ``fd`` or ``nonce``: that trips :func:`_forged`, whose report goes through this)."""
+    state = reporter.__dict__.get("state") or {}
+    _write_event(state.get("fd", reporter.fd), state.get("nonce", reporter.nonce), event)
+
+
+def _report_tampering(reporter: ChildReporter) -> bool:
+    """Emit ``tampered`` if the grader's functions, or the reporter's own state (its attributes, the
+    session's list of outcomes it reads), changed since the import began."""
+    before = reporter.__dict__.get("before")
+    what = tamper.changed(before) if before is not None else []
+    what += _forged(reporter)
+    if what:
+        _send(reporter, event="tampered", modules=sorted(reporter.modules), what=what[:20])
+    return bool(what)
+
+
+def _forged(reporter: ChildReporter) -> list[str]:
+    """The tripwires on the reporter's state that a submission tripped (a submission that finds the reporter
+    through ``gc`` can rewrite what it reports: an ``emit`` of its own turns "failed" into "passed")."""
+    state = reporter.__dict__.get("state")
+    if state is None:
+        return []
+    from autograder.pytest_plugin.session import session_of
+
+    what = tamper.state_changed(reporter, state, REPORTER_MUTABLE)
+    outcomes = session_of(state["_config"]).outcomes
+    if outcomes is not state["outcomes"] or type(outcomes) is not list:
+        what.append("the session's outcomes")
+    return what
+
+
+def _write_event(fd: int, nonce: str, event: dict) -> None:
+    event["nonce"] = nonce
+    data = (json.dumps(event) + "\n").encode()
+    while data:
+        try:
+            written = os.write(fd, data)
+        except BrokenPipeError:  # the grader is gone: nobody will read what follows
+            os._exit(0)
+        except OSError:
+            return
+        data = data[written:]
 
 
 def _recording(reporter: ChildReporter, calls: dict, label: str, original, answers: dict | None = None):

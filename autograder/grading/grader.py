@@ -50,6 +50,7 @@ from autograder.core.status import Status
 from autograder.grading import preflight, sandbox
 from autograder.grading.trusted_server import TrustedServer, Verifiers, verifiers_for
 from autograder.grading.requests import CHILD, UNVERIFIABLE, ChildRequest, VerifierRequest
+from autograder.grading.trusted_only import observed_in_the_students_process
 from autograder.pytest_plugin.report import strip_ansi
 
 MAX_FILE_BYTES = 1_000_000
@@ -508,8 +509,8 @@ class Grader:
         for check in claims:
             verdict = confirmed.get(check, {"outcome": Status.FAILED, "message": ""})
             if check in trusted_only:
-                verdicts[check] = _trusted_verdict(self.function_of[check], verdict, trusted_only[check].takes_reference)
-            elif verdict["outcome"] == Status.FAILED:
+                verdicts[check] = _trusted_verdict(check, self.function_of[check], verdict)
+            elif verdict["outcome"] != Status.PASSED and not observed_in_the_students_process(check):
                 qual = self.function_of[check]
                 detail = clean_message(verdict.get("message", "")).strip()
                 verdicts[check] = (
@@ -623,13 +624,13 @@ def _ends_a_student(future) -> bool:
     return future.exception() is not None or future.result() is not None
 
 
-def _trusted_verdict(qualname: str, verdict: dict, takes_reference: bool) -> tuple[Status, str]:
+def _trusted_verdict(check: str, qualname: str, verdict: dict) -> tuple[Status, str]:
     """A claimed pass of a module judged on the trusted side only: the verifier's verdict is the check's,
-    its failure message (expected and got, the first failing input) the student's. A check that takes no
-    reference and cannot be replayed (make_loader's batches against the check's own collate) keeps the
-    grading process's pass, as every check of other properties does."""
+    its failure message (expected and got, the first failing input) the student's. A correctness check the
+    verifier cannot replay earns nothing, unless it is one the README lists as observed in the student's
+    process (:func:`autograder.grading.trusted_only.observed_in_the_students_process`)."""
     outcome, message = verdict.get("outcome"), clean_message(str(verdict.get("message", ""))).strip()
-    if outcome == Status.PASSED or (outcome == UNVERIFIABLE and not takes_reference):
+    if outcome == Status.PASSED or (outcome == UNVERIFIABLE and observed_in_the_students_process(check)):
         return Status.PASSED, ""
     if outcome == UNVERIFIABLE:
         return Status.ERROR, f"{qualname}: the grader could not judge this check from what your process recorded"

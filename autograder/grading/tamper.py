@@ -95,3 +95,21 @@ def changed(before: dict[Key, tuple]) -> list[str]:
         if value is _MISSING or not _same(_identity(value), identity):
             found.append(".".join(key))
     return sorted(found)
+
+
+def state_of(obj: object) -> dict[str, object]:
+    """The attributes of ``obj`` (the grading process's reporter) as they are now: each one's object, held so
+    that its id cannot be reused. The reporter's *state* is what a submission that finds it (through ``gc``)
+    rewrites to turn a failed check into a passed one (an ``emit`` of its own, another nonce, a list of
+    outcomes it edits); its class's functions are watched by :func:`snapshot`."""
+    return {"__class__": type(obj), **vars(obj)}
+
+
+def state_changed(obj: object, before: dict[str, object], mutable: frozenset[str] = frozenset()) -> list[str]:
+    """The attributes of ``obj`` that were added, removed or rebound since :func:`state_of` gave ``before``
+    (``mutable``: the names the reporter itself rebinds as it runs), as ``<class>.<attribute>``."""
+    now = state_of(obj)
+    name = getattr(before.get("__class__"), "__qualname__", "reporter")
+    found = [key for key in before.keys() | now.keys()
+             if key not in mutable and (key not in now or key not in before or now[key] is not before[key])]
+    return sorted(f"{name}.{key}" for key in found)

@@ -60,3 +60,17 @@ def modules_with_givens(items: Iterable[tuple[pytest.Item, str, bool]], modules:
 def _needs_the_reference_here(item: pytest.Item, correctness: bool) -> bool:
     # The check function's own arguments: pytest's FuncFixtureInfo (stable since 3.x) has no public accessor.
     return not correctness and REFERENCE in getattr(item, "_fixtureinfo").argnames
+
+
+# Correctness checks whose verdict the trusted side cannot confirm from recorded values (their results are
+# not data it can replay against the reference), and whose pass the grading process's verdict still decides,
+# by the check's name without its parameters: the README lists them under "observed in the student's
+# process". Every other correctness check the verifier cannot replay earns nothing. Empty: every correctness
+# check of the course is replayed (make_loader's batches are recorded as data since this list exists).
+OBSERVED_CORRECTNESS: frozenset[str] = frozenset()
+
+
+def observed_in_the_students_process(check: str) -> bool:
+    """Whether the correctness check ``check`` (``module::test[params]``) may keep the grading process's pass
+    when the verifier cannot replay it (see :data:`OBSERVED_CORRECTNESS`)."""
+    return check.split("[", 1)[0] in OBSERVED_CORRECTNESS

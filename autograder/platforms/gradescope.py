@@ -43,9 +43,10 @@ from autograder.core.course import Course, load_course
 from autograder.core.outcomes import CheckOutcome, FunctionScore
 from autograder.core.status import Status
 from autograder.platforms.stack import CPU_INDEX, TORCH
+from autograder.release.record import instructor_seed
 
 USER = "student"
-SETTINGS = "gradescope.json"  # in the bundle: {"modules": [...]} this assignment grades
+SETTINGS = "gradescope.json"  # in the bundle: {"modules": [...], "seed": N}: what this assignment grades, and its instructor seed
 KIT_DIR = "kit"  # in the bundle: the kit's wheel
 UV = "uv==0.13.8"
 FAILED_OUTPUT = (
@@ -129,7 +130,7 @@ def bundle_files(course_root: Path, modules: tuple[str, ...]) -> dict[str, bytes
     course_toml = (course_root / "course.toml").read_text(encoding="utf-8")
     known = {m.name for m in load_course(course_root, verify_files=False).modules}
     files = {
-        SETTINGS: json.dumps({"modules": list(modules)}, indent=2).encode() + b"\n",
+        SETTINGS: json.dumps({"modules": list(modules), "seed": instructor_seed(_solutions(course_root))}, indent=2).encode() + b"\n",
         "setup.sh": SETUP_SH.encode(),
         "run_autograder": RUN_AUTOGRADER.encode(),
         "requirements.txt": requirements(pyproject).encode(),
@@ -259,6 +260,10 @@ def check_results(path: Path) -> bool:
     )
 
 
+def _solutions(course_root: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(Path(course_root).glob("solutions/*.py"))}
+
+
 # -- the runner -----------------------------------------------------------
 def modules_of(source: Path, course: Course) -> tuple[str, ...]:
     """The modules this bundle grades (``gradescope.json``), else the whole course."""
@@ -310,12 +315,18 @@ def run(root: Path, run_as: str | None) -> dict:
     course = load_course(root / "source")
     modules = modules_of(root / "source", course)
     try:
+        settings = json.loads((root / "source" / SETTINGS).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        settings = {}
+    seed = settings.get("seed") if type(settings.get("seed")) is int else instructor_seed(_solutions(root / "source"))
+    try:
         options = grading.Options(
             modules=modules,
             timeout_per_function=course.grading.timeout_per_function,
             memory_mb=course.grading.memory_limit_mb,
             jobs=1,
             run_as=run_as,
+            seed=seed,  # the bundle's own instructor seed: never the inputs a release published
         )
         grader = grading.Grader(course, options, workers=1)
         try:

@@ -1,0 +1,105 @@
+"""The grader's event channel (``autograder/grading/channel.py``, read by ``sandbox.supervise``): what a grading
+process writes there is hostile, and the grader's memory and CPU stay bounded by a small multiple of what it
+received, with hard caps per event and per run. ``benchmarks/hostile_channel.py`` measures the same floods."""
+
+import json
+import subprocess
+import sys
+import time
+import tracemalloc
+
+
+from autograder.grading import channel, sandbox
+
+NONCE = "n" * 32
+
+
+def line(**event) -> bytes:
+    return (json.dumps(dict(event, nonce=NONCE)) + "\n").encode()
+
+
+def test_events_come_out_whole_however_the_pipe_cuts_them():
+    stream = line(event="begin", check="m::test_a") + b"junk\n" + line(event="end", check="m::test_a", outcome="passed") \
+        + b'{"event": "done", "nonce": "someone else"}\n' + b"[" * 100_000 + b"\n" + line(event="done")
+    for size in (1, 7, 4096, len(stream)):
+        decoder = channel.EventDecoder(NONCE)
+        got = [e for i in range(0, len(stream), size) for e in decoder.feed(stream[i:i + size])]
+        assert [e["event"] for e in got] == ["begin", "end", "done"], size
+        assert not decoder.flooded
+
+
+def test_a_line_over_the_event_cap_is_never_held():
+    decoder = channel.EventDecoder(NONCE, max_event_bytes=1000)
+    assert decoder.feed(b"x" * 600) == [] and not decoder.flooded
+    assert decoder.feed(b"x" * 600) == [] and decoder.flooded
+    assert decoder.feed(line(event="done")) == []  # nothing more is decoded once flooded
+    assert "event of more than" in decoder.flood
+
+
+def test_a_run_over_the_run_cap_is_flooded():
+    decoder = channel.EventDecoder(NONCE, max_run_bytes=10_000)
+    events = []
+    for _ in range(200):
+        events += decoder.feed(line(event="begin", check="m::test_a"))
+    assert decoder.flooded and 0 < len(events) < 200
+
+
+def test_values_are_counted_before_they_are_parsed(monkeypatch):
+    """A line of millions of tiny values is refused without building them (json is never called on it)."""
+    parsed = []
+    monkeypatch.setattr(channel.json, "loads", lambda data: parsed.append(len(data)) or {})
+    decoder = channel.EventDecoder(NONCE)
+    decoder.feed(b'{"junk": [' + b"[]," * 2_000_000 + b"[]]}\n")
+    assert decoder.flooded and parsed == []
+    honest = channel.EventDecoder(NONCE)
+    honest.feed(line(event="end", transcript={"d": {"tree": ["np", 0], "arrays": [{"b": "A" * 10_000_000}]}}))
+    assert not honest.flooded
+
+
+WRITER = r"""
+import os, sys
+fd, nonce, case, mb = int(sys.argv[1]), sys.argv[2], sys.argv[3], int(sys.argv[4])
+def write(data):
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+write(('{"event": "begin", "check": "m::test_x", "nonce": "%s"}\n' % nonce).encode())
+if case == "brackets":
+    write(('{"event": "end", "check": "m::test_x", "outcome": "passed", "nonce": "%s", "junk": [' % nonce).encode()
+          + b"[]," * (mb * 2**20 // 3) + b"[]]}\n")
+else:
+    for _ in range(mb):
+        write(b"x" * 2**20)
+write(('{"event": "done", "nonce": "%s"}\n' % nonce).encode())
+"""
+
+
+def supervised(tmp_path, case: str, mb: int):
+    def start(cwd, cfg, fd, stderr_path):
+        return subprocess.Popen([sys.executable, "-c", WRITER, str(fd), cfg["nonce"], case, str(mb)], pass_fds=(fd,))
+
+    (tmp_path / "work").mkdir()
+    tracemalloc.start()
+    cpu = time.process_time()
+    try:
+        result = sandbox.supervise(start, tmp_path / "work", {}, sandbox.Limits(600, 0, total_timeout=600), {"m::test_x": "m.x"})
+        return result, tracemalloc.get_traced_memory()[1], time.process_time() - cpu
+    finally:
+        tracemalloc.stop()
+
+
+def test_a_flood_of_tiny_values_costs_the_grader_little_memory_and_the_check_its_points(tmp_path):
+    """8 MB of ``[],`` in one event: the old reader parsed it into ~200 MB of lists and took the event."""
+    result, peak, _ = supervised(tmp_path, "brackets", 8)
+    assert result.fault is not None and result.fault.kind == "flood" and result.fault.check == "m::test_x"
+    assert not [e for e in result.events if e.get("event") == "end"]
+    assert peak < 3 * 8 * 2**20, f"the grader held {peak / 2**20:.0f} MB for 8 MB received"
+
+
+def test_a_line_without_end_costs_the_grader_time_linear_in_it(tmp_path):
+    """64 MB without a newline: the old reader joined and split a growing buffer on every read (quadratic:
+    40 MB took it 9 s of CPU)."""
+    result, peak, cpu = supervised(tmp_path, "newline-less", 64)
+    assert result.fault is not None and result.fault.kind == "flood"
+    assert peak < 2 * channel.MAX_EVENT_BYTES + 2**20
+    assert cpu < 2.0, f"the grader spent {cpu:.1f} s of CPU"
