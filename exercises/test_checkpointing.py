@@ -440,10 +440,8 @@ def saved_scenario():
 def saves_by(save_to_manager):
     """The scenario's steps saved with ``save_to_manager`` into a new manager that keeps its count: for each save, what it
     returned, what was still being written when it returned, and the steps then on disk; and the steps kept."""
-    return lambda save_to_manager: _saves_by(save_to_manager, steps, keep)
+    SAVED_STEPS, keep = saved_scenario()
 
-
-def _saves_by(save_to_manager, steps, keep):
     def saves(state):
         with files.new_directory() as directory:
             manager = a_manager(directory / "run", keep)
