@@ -9,6 +9,7 @@ PY=${PYTHON:-python3}
 missing=()
 command -v tmux >/dev/null || missing+=(tmux)
 [ -x /usr/bin/chromium ] || missing+=(chromium chromium-driver)
+command -v bwrap >/dev/null || missing+=(bubblewrap)  # grade's sandbox for students' code
 if [ ${#missing[@]} -gt 0 ]; then
     if command -v apt-get >/dev/null && [ "$(id -u)" = 0 ]; then
         if ! { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null; }; then

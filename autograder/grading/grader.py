@@ -595,6 +595,9 @@ class Grader:
                 result = future.result()
             except sandbox.Interrupted:
                 return
+            except sandbox.MemoryLimitTooLow as err:  # the grader's own failure: nobody is graded, nobody gets 0
+                self.stop.set()
+                raise SystemExit(f"autograder grade: stopped before grading: {err}") from None
             except Exception as err:  # noqa: BLE001 - a grader bug must not lose a row
                 if self.stop.is_set():
                     return

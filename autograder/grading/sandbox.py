@@ -62,6 +62,11 @@ class Interrupted(Exception):
     """Grading was stopped (Ctrl-C, SIGTERM) while this process ran; it was killed."""
 
 
+class MemoryLimitTooLow(RuntimeError):
+    """A student's zygote, which runs no student code, could not start within the memory limit: the limit is too
+    low for the grader itself, and no student can be graded under it."""
+
+
 def check(stop: threading.Event | None) -> None:
     if stop is not None and stop.is_set():
         raise Interrupted()
@@ -1032,7 +1037,8 @@ class Zygote:
         self.sock, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         # One request and its reply at a time: the workers grading one student's modules share its zygote.
         self._io = threading.RLock()
-        leaf = box.leaf("zygote") if box is not None else None
+        self.memory_mb = memory_mb
+        self.leaf = leaf = box.leaf("zygote") if box is not None else None
         try:
             self.proc = run_python(
                 "autograder.grading.zygote", kit, cwd, {"sock": theirs.fileno()}, memory_mb=memory_mb, env=env,
@@ -1059,7 +1065,14 @@ class Zygote:
                 raise Interrupted()
             message = self._receive(timeout=POLL)
         if not message or not message.get("ready"):
+            out_of_memory = self.leaf is not None and self.leaf.oom_kills() > 0
             self.close()
+            if out_of_memory:
+                raise MemoryLimitTooLow(
+                    f"the memory limit of {self.memory_mb} MB per grading process (grade --memory, memory_limit_mb in "
+                    "course.toml) is too low for the grader itself: the process that imports the libraries before "
+                    "any student code runs was killed by it; raise it"
+                )
             raise RuntimeError("the grading zygote did not start")
         self._ready = True
 
