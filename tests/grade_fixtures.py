@@ -602,7 +602,7 @@ def _look_for_classmates():
     for _path in paths:
         try:
             with open(_path, "rb") as _f:
-                if {private!r}.encode() in _f.read():
+                if {private!r}[::-1].encode() in _f.read():  # (reversed: this file does not hold it)
                     _found_classmate.append("a classmate's file: " + _path)
         except OSError:
             pass
@@ -614,7 +614,7 @@ def _look_for_classmates():
 # Forks {forks} sleeping processes from a small interpreter of its own (fast), reports how many it made, then ends
 # them; the student's control group allows fewer (threads included).
 FORK_BOMB = """
-import os, subprocess, sys
+import os, subprocess, sys, textwrap
 code = '''
 import os, signal, sys, time
 children = []
@@ -632,7 +632,7 @@ for pid in children:
     os.kill(pid, signal.SIGKILL)
     os.waitpid(pid, 0)
 '''
-bomb = subprocess.Popen([sys.executable, "-I", "-S", "-c", code], stdout=subprocess.PIPE, text=True)
+bomb = subprocess.Popen([sys.executable, "-I", "-S", "-c", textwrap.dedent(code)], stdout=subprocess.PIPE, text=True)
 how, count = (bomb.stdout.readline().split() + ["?", "?"])[:2]
 bomb.wait()
 if how == "failed":
@@ -661,7 +661,7 @@ def build_sandbox_class(dest: Path, module: str, *, course: Path, leak: Path, ma
         (dest / student / f"{module}.py").write_text(source, encoding="utf-8")
         expected[student] = expect
 
-    reader = ref + LOOKS_FOR_CLASSMATES.format(private=private)
+    reader = ref + LOOKS_FOR_CLASSMATES.format(private=private[::-1])
     for fn in fns:
         reader = wrap(reader, fn, "_look_for_classmates()")
     add("a_honest", honest, full)
