@@ -141,13 +141,29 @@ for _path, _text in [
     ("{course}/exercises/test_{module}.py", _passing),
     ("{course}/solutions/{module}.py", open(__file__).read()),
     ("../course/exercises/test_{module}.py", _passing),
-    ("../kit/autograder/values.py", "def assert_matches_reference(*a, **k):\\n    pass\\n"),
-]:
+    ]:
     try:
         pathlib.Path(_path).parent.mkdir(parents=True, exist_ok=True)
         pathlib.Path(_path).write_text(_text)
     except OSError:
         pass
+""" + """{writes_kit}"""
+
+# Rewrites the kit and the checks this grading process runs (their real files: ``<kit>/autograder/checks/*.py``
+# and ``<course>/exercises/test_*.py`` next to it), so that every later process importing them would stop: in the
+# sandbox they are read-only, shared by the class.
+WRITES_KIT = """
+try:
+    import pathlib as _pathlib
+    import autograder.checks.values as _values
+    _kit_file = _pathlib.Path(_values.__file__)
+    for _path in (*_kit_file.parent.glob("*.py"), *(_kit_file.parents[3] / "course" / "exercises").glob("test_*.py")):
+        try:
+            _path.write_text("raise SystemExit('rewritten by a student')\\n")
+        except OSError:
+            pass
+except Exception:
+    pass
 """
 
 
@@ -200,7 +216,7 @@ def build_class(dest: Path, module: str, *, out: Path, course: Path) -> dict[str
     add("hostile_always_equal", replace(ref, {fn: "return _AlwaysEqual()" for fn in fns}) + ALWAYS_EQUAL, zero)
     add("hostile_fake_score", replace(ref, wrong_everywhere) + FAKE_SCORE, zero)
     add("hostile_writes_files",
-        replace(ref, wrong_everywhere) + WRITES_FILES.format(out=out, student="hostile_writes_files", course=course, module=module, fn=fns[0]),
+        replace(ref, wrong_everywhere) + WRITES_FILES.format(out=out, student="hostile_writes_files", course=course, module=module, fn=fns[0], writes_kit=WRITES_KIT),
         zero)
     for student, source in sources.items():
         folder = dest / student
@@ -669,6 +685,7 @@ def build_sandbox_class(dest: Path, module: str, *, course: Path, leak: Path, ma
     add("c_stops_its_zygote", wrong + STOPS_PARENT, zero)
     add("d_outlives_its_run", wrong + OUTLIVES_RUN.format(leak=str(leak), marker=marker), zero)
     add("e_leaves_marks", wrong + LEAVES_MARKS_EVERYWHERE.format(student="e_leaves_marks"), zero)
+    add("ea_rewrites_the_kit", wrong + WRITES_KIT, zero)
     add("f_fork_bomb", replace(ref, {fns[0]: FORK_BOMB.format(forks=3000, seconds=6173)}),
         {**full, fns[0]: (ZERO, rf"{module}\.{fns[0]} raised RuntimeError: fork failed after \d+ processes")})
     add("g_allocates_3g", replace(ref, {fns[1]: ALLOCATES_3G}),

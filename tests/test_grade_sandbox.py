@@ -113,7 +113,7 @@ def test_every_student_gets_a_row(graded):
 
 @pytest.mark.parametrize("student", [
     "a_honest", "b_steals_anywhere", "c_stops_its_zygote", "d_outlives_its_run", "e_leaves_marks", "f_fork_bomb",
-    "g_allocates_3g", "h_honest_after", "z_reads_classmates", "i_links_exercises", "j_links_module",
+    "ea_rewrites_the_kit", "g_allocates_3g", "h_honest_after", "z_reads_classmates", "i_links_exercises", "j_links_module",
     "k_hard_links_module", "l_links_its_folder", "m_links_module_in_exercises",
 ])
 def test_each_student_earns_what_their_own_code_earns(graded, student):
@@ -163,3 +163,21 @@ def test_grading_the_reference_under_1024_mb_gives_full_marks(graded):
     total = sum(fn.points for fn in load_course(ROOT).module(MODULE).functions)
     for student in ("a_honest", "h_honest_after"):
         assert float(graded.rows[student]["score"]) == total
+
+
+def test_a_memory_limit_below_what_the_grader_itself_needs_stops_before_any_student(tmp_path):
+    """Issue 33: a limit the grader's own processes cannot start under is not the students' fault: the run stops
+    before the first student (exit non-zero, no grades.csv) and the message names the memory limit."""
+    course = copy_course(tmp_path / "course")
+    (tmp_path / "class" / "reference").mkdir(parents=True)
+    (tmp_path / "class" / "reference" / f"{MODULE}.py").write_bytes((ROOT / "solutions" / f"{MODULE}.py").read_bytes())
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    env.pop("CI", None)
+    cmd = [sys.executable, "-m", "autograder", "grade", str(tmp_path / "class"), "--out", str(tmp_path / "out"),
+           "--only", MODULE, "--memory", "100", "--course", str(course)]
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900, cwd=ROOT)
+    if "cgroup v" not in proc.stdout:
+        pytest.skip("no control group limits resident memory here")
+    assert proc.returncode != 0, proc.stdout + proc.stderr[-2000:]
+    assert not (tmp_path / "out" / "grades.csv").exists()
+    assert "memory limit of 100 MB" in proc.stderr, proc.stderr[-2000:]
