@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import statistics
 import subprocess
+import tempfile
 import sys
 import threading
 import time
@@ -39,10 +40,10 @@ def zygote_start(grader: Grader, boxed: bool) -> tuple[float, float, float]:
     """Seconds until a zygote is ready; its cgroup peak (MB, 0 without one) and RSS (MB)."""
     started = time.perf_counter()
     if boxed:
-        box = grader._new_box()
+        box = grader.new_box()
         zygote = box.zygote
     else:
-        scratch = grader._scratch_dir()
+        scratch = Path(tempfile.mkdtemp())
         box = None
         zygote = sandbox.Zygote(grader.shared / "kit", scratch, grader.env, None, grader.lifeline.fd, grader.stop)
     zygote.wait_ready()
@@ -51,7 +52,7 @@ def zygote_start(grader: Grader, boxed: bool) -> tuple[float, float, float]:
         inner = [p for p in box.group.pids() if Path(f"/proc/{p}/cmdline").read_bytes().count(b"zygote")] if box.group else []
         peak = zygote.leaf.peak_mb() if zygote.leaf else 0.0
         rss = max((rss_mb(p) for p in inner), default=0.0)
-        grader._close_box(box)
+        grader.close_box(box)
     else:
         peak, rss = 0.0, rss_mb(zygote.proc.pid)
         zygote.close()
@@ -60,14 +61,14 @@ def zygote_start(grader: Grader, boxed: bool) -> tuple[float, float, float]:
 
 def bare_start(grader: Grader, boxed: bool) -> float:
     argv = [sys.executable, "-I", "-c", "pass"]
-    box = grader._new_box() if boxed else None
+    box = grader.new_box() if boxed else None
     if box is not None:
         argv = box.command(argv, box.leaf("bare"), box.folder)
     started = time.perf_counter()
     subprocess.run(argv, check=True)
     seconds = time.perf_counter() - started
     if box is not None:
-        grader._close_box(box)
+        grader.close_box(box)
     return seconds
 
 
@@ -97,11 +98,10 @@ def main() -> None:
     options = Options(modules, course.grading.timeout_per_function, memory, jobs=1)
     grader = Grader(course, options, threading.Event(), workers=1)
     try:
-        folder = Path(grader._scratch_dir()) / "reference"
+        folder = Path(tempfile.mkdtemp()) / "reference"
         folder.mkdir()
         for module in modules:
             (folder / f"{module}.py").write_bytes((ROOT / "solutions" / f"{module}.py").read_bytes())
-        sandbox.Box.give  # noqa: B018 - the folder is read as nobody
         for path in (folder.parent, folder, *folder.iterdir()):
             path.chmod(0o755 if path.is_dir() else 0o644)
         started = time.perf_counter()

@@ -149,7 +149,7 @@ class Grader:
             self.trusted_env = sandbox.child_env(compile_cache.environment(self.trusted_cache_dir))
             workers = min(max(0, workers), self.options.jobs)
             for _ in range(workers):  # the first students' sandboxes import the libraries while the plan is made
-                self._spare_boxes.append(self._new_box())
+                self._spare_boxes.append(self.new_box())
             self.plan = self._plan()
             if self.options.zygote:
                 # The verifiers' trusted zygotes: the planning thread's first (it is done with it), then new ones.
@@ -188,7 +188,7 @@ class Grader:
     def _box_env(self, box: sandbox.Box) -> dict[str, str]:
         return dict(self.env, HOME=str(box.folder), TMPDIR=str(box.folder / "tmp"))
 
-    def _new_box(self) -> sandbox.Box:
+    def new_box(self) -> sandbox.Box:
         """A sandbox for one student (see :class:`sandbox.Box`), its zygote started (without waiting for it)."""
         folder = self._scratch_dir()
         uid = gid = None
@@ -222,7 +222,7 @@ class Grader:
                 with self._lock:
                     box = self._spare_boxes.pop(0) if self._spare_boxes else None
                 if box is None:
-                    box = self._new_box()
+                    box = self.new_box()
                 if self.options.cache_dir is not None:
                     _copy_files(Path(self.options.cache_dir) / submission.student, box.folder / compile_cache.FOLDER)
                     box.give(box.folder / compile_cache.FOLDER)
@@ -230,7 +230,7 @@ class Grader:
                 submission.own_folder = box.folder
             return submission.box
 
-    def _close_box(self, box: sandbox.Box) -> None:
+    def close_box(self, box: sandbox.Box) -> None:
         """Every process of ``box`` killed (a double-forked one too), its group removed; its folder is kept."""
         box.close()
         with self._lock:
@@ -412,7 +412,7 @@ class Grader:
     def finish(self, submission: "_Submission") -> StudentResult:
         """Confirm ``submission``'s claimed passes on the trusted side and score it (all its modules ran)."""
         if submission.box is not None:  # nothing of the student's runs on while the verifier judges it
-            self._close_box(submission.box)
+            self.close_box(submission.box)
         if submission.own_folder is not None:
             if self.options.cache_dir is not None:  # all of the student's processes have ended
                 kept = Path(self.options.cache_dir) / submission.student

@@ -421,6 +421,11 @@ def grader_group() -> Group | None:
     if own is None:
         return None
     version, paths = own
+    for controller, path in paths.items():  # the groups of graders that were killed (SIGKILL) before their end
+        for old in path.glob("autograder-*-*"):
+            pid = old.name.split("-")[1]
+            if pid.isdigit() and not _alive(int(pid)) and old.is_dir():
+                Group(version, {controller: old}).remove()
     name = f"autograder-{os.getpid()}-{secrets.token_hex(4)}"
     made: dict[str, Path] = {}
     try:
@@ -444,7 +449,9 @@ def grader_group() -> Group | None:
 def _host_paths() -> list[str]:
     """What of the host a sandbox shows (read-only): the system's libraries and the Python environment."""
     paths = ["/usr"]
-    for prefix in (sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix):
+    # the interpreter's prefixes, and library folders a .pth file added (never another folder of sys.path)
+    libraries = [p for p in sys.path if os.path.basename(p.rstrip("/")) in ("site-packages", "dist-packages") and os.path.isdir(p)]
+    for prefix in (sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix, *libraries):
         real = os.path.realpath(prefix)
         if not any(real == p or real.startswith(p + "/") for p in paths):
             paths.append(real)
