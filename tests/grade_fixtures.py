@@ -549,19 +549,24 @@ import os as _os
 import sys as _sys
 
 _SNOOP = '''
-import glob, os, shutil, time
+import glob, os, pathlib, shutil, time
 end = time.time() + 300
-os.makedirs({leak!r}, exist_ok=True)
+bases = {{"/tmp", *(str(p) for p in pathlib.Path.cwd().parents if str(p) != "/")}}
+os.chdir("/")  # its folder may be removed under it
 while time.time() < end:
-    found = glob.glob("/proc/*/cwd/*.py") + glob.glob("/proc/*/cwd/../submission/*.py")
-    for base in {{"/tmp", *(str(p) for p in __import__("pathlib").Path.cwd().parents if str(p) != "/")}}:
-        for depth in ("/*", "/*/*", "/*/*/*"):
-            found += glob.glob(base + depth + ".py")
-    for p in found:
-        try:
-            shutil.copy(p, os.path.join({leak!r}, p.replace("/", "_")))
-        except Exception:
-            pass
+    try:
+        os.makedirs({leak!r}, exist_ok=True)
+        found = glob.glob("/proc/*/cwd/*.py") + glob.glob("/proc/*/cwd/../submission/*.py")
+        for base in bases:
+            for depth in ("/*", "/*/*", "/*/*/*"):
+                found += glob.glob(base + depth + ".py")
+        for p in found:
+            try:
+                shutil.copy(p, os.path.join({leak!r}, p.replace("/", "_")))
+            except Exception:
+                pass
+    except Exception:
+        pass
     time.sleep(0.5)
 # {marker}
 '''

@@ -80,7 +80,7 @@ def graded(tmp_path_factory) -> Graded:
     env = dict(os.environ, PYTHONPATH=str(ROOT), TMPDIR=str(tmp))
     env.pop("CI", None)
     cmd = [sys.executable, "-m", "autograder", "grade", str(base / "class"), "--out", str(base / "out"),
-           "--only", MODULE, "--jobs", "2", "--memory", "1024", "--timeout", "20", "--course", str(course)]
+           "--only", MODULE, "--jobs", "2", "--memory", os.environ.get("SANDBOX_TEST_MEMORY", "1024"), "--timeout", "20", "--course", str(course)]
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=1800, cwd=ROOT)
     survivors = _processes_with(marker)
     for pid in survivors:  # (only where the sandbox failed) the test's own leftovers
