@@ -1044,6 +1044,7 @@ class Zygote:
         self.sock, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         # One request and its reply at a time: the workers grading one student's modules share its zygote.
         self._io = threading.RLock()
+        self._starting = threading.Lock()
         self.memory_mb = memory_mb
         self.leaf = leaf = box.leaf("zygote") if box is not None else None
         try:
@@ -1062,6 +1063,10 @@ class Zygote:
     def wait_ready(self) -> None:
         """Wait until the zygote has imported everything (a few seconds after it was started; at once after
         that), so a grader can start several and plan while they import."""
+        with self._starting:  # the workers grading one student's modules share its zygote: one waits, all see it
+            self._wait_ready()
+
+    def _wait_ready(self) -> None:
         if self._ready:
             return
         deadline = time.monotonic() + 300
