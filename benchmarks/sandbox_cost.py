@@ -41,7 +41,9 @@ def zygote_start(grader: Grader, boxed: bool) -> tuple[float, float, float]:
     started = time.perf_counter()
     if boxed:
         box = grader.new_box()
-        zygote = box.zygote
+        env = dict(grader.env, HOME=str(box.folder), TMPDIR=str(box.folder / "tmp"))
+        zygote = sandbox.Zygote(grader.shared / "kit", box.folder, env, grader.options.memory_mb, grader.lifeline.fd,
+                                grader.stop, box=box)
     else:
         scratch = Path(tempfile.mkdtemp())
         box = None
