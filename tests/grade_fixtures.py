@@ -12,6 +12,7 @@ returns the expectations: ``{student: {function: (full marks?, message regex)}}`
 from __future__ import annotations
 
 import ast
+import os
 import textwrap
 from pathlib import Path
 
@@ -140,13 +141,29 @@ for _path, _text in [
     ("{course}/exercises/test_{module}.py", _passing),
     ("{course}/solutions/{module}.py", open(__file__).read()),
     ("../course/exercises/test_{module}.py", _passing),
-    ("../kit/autograder/values.py", "def assert_matches_reference(*a, **k):\\n    pass\\n"),
-]:
+    ]:
     try:
         pathlib.Path(_path).parent.mkdir(parents=True, exist_ok=True)
         pathlib.Path(_path).write_text(_text)
     except OSError:
         pass
+""" + """{writes_kit}"""
+
+# Rewrites the kit and the checks this grading process runs (their real files: ``<kit>/autograder/checks/*.py``
+# and ``<course>/exercises/test_*.py`` next to it), so that every later process importing them would stop: in the
+# sandbox they are read-only, shared by the class.
+WRITES_KIT = """
+try:
+    import pathlib as _pathlib
+    import autograder.checks.values as _values
+    _kit_file = _pathlib.Path(_values.__file__)
+    for _path in (*_kit_file.parent.glob("*.py"), *(_kit_file.parents[3] / "course" / "exercises").glob("test_*.py")):
+        try:
+            _path.write_text("raise SystemExit('rewritten by a student')\\n")
+        except OSError:
+            pass
+except Exception:
+    pass
 """
 
 # Finds the grading process's reporter through gc and rewrites what it reports: every check "passed"
@@ -245,7 +262,7 @@ def build_class(dest: Path, module: str, *, out: Path, course: Path) -> dict[str
         jit_breaking = "import numpy as _np\ny = _np.array(args[0])\ny[y < 0] = args[1]\nreturn jnp.asarray(y)"
         add("hostile_forges_jit", replace(ref, {"replace_negatives": jit_breaking}) + FORGES_REPORTS, tampered)
     add("hostile_writes_files",
-        replace(ref, wrong_everywhere) + WRITES_FILES.format(out=out, student="hostile_writes_files", course=course, module=module, fn=fns[0]),
+        replace(ref, wrong_everywhere) + WRITES_FILES.format(out=out, student="hostile_writes_files", course=course, module=module, fn=fns[0], writes_kit=WRITES_KIT),
         zero)
     for student, source in sources.items():
         folder = dest / student
@@ -514,4 +531,234 @@ def build_tamper_class(dest: Path, module: str, other: str) -> dict[str, dict[st
             **{f"{module}.{fn}": (ZERO, detected) for fn in fns},
             **{fn.qualname: (FULL, "") for fn in course.module(other).functions},
         }
+    return expected
+
+
+# The sandbox (issue 31): students who look for the reference or a classmate outside their own files, hurt the
+# classmates graded after them, or outlive their run. Each thief answers with what it finds (full marks if it
+# finds the reference), else wrong: it must earn nothing. Readers fail a function when they find a classmate's
+# trace (their functions are the reference): they must keep full marks.
+
+STEAL_ANYWHERE = """
+import glob as _glob
+import os as _os
+import tempfile as _tempfile
+
+_COURSE = {course!r}
+
+
+def _candidates():
+    # the grader's and the verifier's folders through /proc (their working folders, their roots)
+    yield from _glob.glob("/proc/*/cwd/solutions/{module}.py")
+    yield from _glob.glob("/proc/*/cwd/../course/solutions/{module}.py")
+    yield from _glob.glob("/proc/*/root" + _COURSE + "/solutions/{module}.py")
+    yield from _glob.glob("/proc/*/root/tmp/autograder-*/course/solutions/{module}.py")
+    # the instructor's course, where the class was collected
+    yield _COURSE + "/solutions/{module}.py"
+    # scratch copies of the course next to this process's own folders (the verifier's among them)
+    bases = {{"/tmp", "/var/tmp", "/dev/shm", _tempfile.gettempdir(), *map(str, __import__("pathlib").Path.cwd().parents)}}
+    for _base in sorted(bases):
+        yield from _glob.glob(_base + "/autograder-*/course/solutions/{module}.py")
+        yield from _glob.glob(_base + "/*/course/solutions/{module}.py")
+        yield from _glob.glob(_base + "/*/solutions/{module}.py")
+        yield from _glob.glob(_base + "/solutions/{module}.py")
+
+
+def _find(name):
+    for _path in _candidates():
+        _scope = {{}}
+        try:
+            with open(_path) as _f:
+                exec(_f.read(), _scope)
+        except Exception:
+            continue
+        if name in _scope:
+            return _scope[name]
+    return None
+"""
+
+# SIGSTOPs the process that forked it (the grading zygote) when imported.
+STOPS_PARENT = """
+import os as _os
+import signal as _signal
+try:
+    _os.kill(_os.getppid(), _signal.SIGSTOP)
+except OSError:
+    pass
+"""
+
+# A double-forked process in a session of its own, meant to outlive the run: it copies every Python file it can
+# read (classmates' submissions, scratch folders, through /proc) into {leak}, every half second, for 5 minutes.
+# Its command line carries {marker}, so the test can tell whether it still runs.
+OUTLIVES_RUN = """
+import os as _os
+import sys as _sys
+
+_SNOOP = '''
+import glob, os, pathlib, shutil, time
+end = time.time() + 300
+bases = {{"/tmp", *(str(p) for p in pathlib.Path.cwd().parents if str(p) != "/")}}
+os.chdir("/")  # its folder may be removed under it
+while time.time() < end:
+    try:
+        os.makedirs({leak!r}, exist_ok=True)
+        found = glob.glob("/proc/*/cwd/*.py") + glob.glob("/proc/*/cwd/../submission/*.py")
+        for base in bases:
+            for depth in ("/*", "/*/*", "/*/*/*"):
+                found += glob.glob(base + depth + ".py")
+        for p in found:
+            try:
+                shutil.copy(p, os.path.join({leak!r}, p.replace("/", "_")))
+            except Exception:
+                pass
+    except Exception:
+        pass
+    time.sleep(0.5)
+# {marker}
+'''
+if _os.fork() == 0:
+    try:
+        _os.setsid()
+        if _os.fork() == 0:
+            _os.execv(_sys.executable, [_sys.executable, "-c", _SNOOP])
+    finally:
+        _os._exit(0)
+"""
+
+# Leaves a mark wherever a later student's process might look.
+LEAVES_MARKS_EVERYWHERE = """
+import os as _os
+import pathlib as _pathlib
+import tempfile as _tempfile
+
+for _folder in {{"/tmp", "/var/tmp", "/dev/shm", _tempfile.gettempdir(), _os.environ.get("HOME") or "/tmp",
+                *map(str, _pathlib.Path.cwd().parents)}}:
+    try:
+        with open(_os.path.join(_folder, "MARK-{student}"), "w") as _f:
+            _f.write("{student} was here")
+    except OSError:
+        pass
+"""
+
+# Fails (raises) when it finds a classmate's mark, a classmate's private file or another student's folder.
+LOOKS_FOR_CLASSMATES = """
+import glob as _glob
+import os as _os
+import pathlib as _pathlib
+import tempfile as _tempfile
+
+
+_found_classmate = []
+
+
+def _look_for_classmates():
+    if _found_classmate == [None]:
+        return
+    if _found_classmate:
+        raise RuntimeError(_found_classmate[0])
+    places = {{"/tmp", "/var/tmp", "/dev/shm", _tempfile.gettempdir(), _os.environ.get("HOME") or "/tmp",
+              *map(str, _pathlib.Path.cwd().parents)}}
+    for _folder in places:
+        if _os.path.isdir(_folder) and any(n.startswith("MARK-") for n in _os.listdir(_folder)):
+            _found_classmate.append("a classmate's mark in " + _folder)
+            raise RuntimeError(_found_classmate[0])
+    paths = _glob.glob("/proc/*/cwd/*.py") + _glob.glob("/proc/*/cwd/../*/*.py") + _glob.glob("/proc/*/cwd/../../*/*/*.py")
+    for _folder in places - {{"/"}}:
+        for _depth in ("/*", "/*/*", "/*/*/*"):
+            paths += _glob.glob(_folder + _depth + ".py")
+    for _path in paths:
+        try:
+            with open(_path, "rb") as _f:
+                if {private!r}[::-1].encode() in _f.read():  # (reversed: this file does not hold it)
+                    _found_classmate.append("a classmate's file: " + _path)
+        except OSError:
+            pass
+    if _found_classmate:
+        raise RuntimeError(_found_classmate[0])
+    _found_classmate.append(None)
+"""
+
+# Forks {forks} sleeping processes from a small interpreter of its own (fast), reports how many it made, then ends
+# them; the student's control group allows fewer (threads included).
+FORK_BOMB = """
+import os, subprocess, sys, textwrap
+code = '''
+import os, signal, sys, time
+children = []
+try:
+    for _ in range({forks}):
+        pid = os.fork()
+        if pid == 0:
+            time.sleep({seconds})
+            os._exit(0)
+        children.append(pid)
+    print("all", len(children), flush=True)
+except OSError:
+    print("failed", len(children), flush=True)
+for pid in children:
+    os.kill(pid, signal.SIGKILL)
+    os.waitpid(pid, 0)
+'''
+bomb = subprocess.Popen([sys.executable, "-I", "-S", "-c", textwrap.dedent(code)], stdout=subprocess.PIPE, text=True)
+how, count = (bomb.stdout.readline().split() + ["?", "?"])[:2]
+bomb.wait()
+if how == "failed":
+    raise RuntimeError(f"fork failed after {{count}} processes")
+raise RuntimeError(f"forked all {{count}} processes")
+"""
+
+ALLOCATES_3G = "hog = bytearray(b'x') * (3 * 2**30)\nreturn len(hog)"
+
+
+def build_sandbox_class(dest: Path, module: str, *, course: Path, leak: Path, marker: str, private: str) -> dict:
+    """The sandbox's hostile class (see above); returns ``{student: {function: (FULL or ZERO, message regex)}}``.
+
+    ``leak``: where the process that tries to outlive its run copies what it reads; ``marker``: in its command
+    line; ``private``: a string only the honest students' files hold."""
+    fns = [f.name for f in load_course(ROOT).module(module).functions]
+    ref = reference_source(module)
+    full = {fn: (FULL, "") for fn in fns}
+    zero = {fn: (ZERO, "") for fn in fns}
+    wrong = replace(ref, {fn: WRONG for fn in fns})
+    honest = f"# {private}\n" + ref
+    expected: dict[str, dict[str, tuple[str, str]]] = {}
+
+    def add(student: str, source: str, expect: dict) -> None:
+        (dest / student).mkdir(parents=True)
+        (dest / student / f"{module}.py").write_text(source, encoding="utf-8")
+        expected[student] = expect
+
+    reader = ref + LOOKS_FOR_CLASSMATES.format(private=private[::-1])
+    for fn in fns:
+        reader = wrap(reader, fn, "_look_for_classmates()")
+    add("a_honest", honest, full)
+    add("b_steals_anywhere", thief_source(module, STEAL_ANYWHERE.format(course=str(course), module=module)), zero)
+    add("c_stops_its_zygote", wrong + STOPS_PARENT, zero)
+    add("d_outlives_its_run", wrong + OUTLIVES_RUN.format(leak=str(leak), marker=marker), zero)
+    add("e_leaves_marks", wrong + LEAVES_MARKS_EVERYWHERE.format(student="e_leaves_marks"), zero)
+    add("ea_rewrites_the_kit", wrong + WRITES_KIT, zero)
+    add("f_fork_bomb", replace(ref, {fns[0]: FORK_BOMB.format(forks=3000, seconds=6173)}),
+        {**full, fns[0]: (ZERO, rf"{module}\.{fns[0]} raised RuntimeError: fork failed after \d+ processes")})
+    add("g_allocates_3g", replace(ref, {fns[1]: ALLOCATES_3G}),
+        {**full, fns[1]: (ZERO, rf"{module}\.{fns[1]}: the grading process stopped while checking this function: it used more than \d+ MB of memory")})
+    add("h_honest_after", honest, full)
+    add("z_reads_classmates", reader, full)
+    # Links: the submission is regular files only, read inside the student's folder.
+    solutions = course / "solutions"
+    linked = {fn: (ZERO, "") for fn in fns}
+    (dest / "i_links_exercises").mkdir()
+    (dest / "i_links_exercises" / "exercises").symlink_to(solutions, target_is_directory=True)
+    expected["i_links_exercises"] = {fn: (ZERO, r"exercises is a symbolic link, not a folder") for fn in fns}
+    (dest / "j_links_module").mkdir()
+    (dest / "j_links_module" / f"{module}.py").symlink_to(solutions / f"{module}.py")
+    expected["j_links_module"] = {fn: (ZERO, rf"{module}\.py is a symbolic link, not a regular file") for fn in fns}
+    (dest / "k_hard_links_module").mkdir()
+    os.link(solutions / f"{module}.py", dest / "k_hard_links_module" / f"{module}.py")
+    expected["k_hard_links_module"] = {fn: (ZERO, rf"{module}\.py is a link to another file \(a hard link\)") for fn in fns}
+    (dest / "l_links_its_folder").symlink_to(solutions, target_is_directory=True)
+    expected["l_links_its_folder"] = {fn: (ZERO, r"your submission's folder is a symbolic link") for fn in fns}
+    (dest / "m_links_module_in_exercises" / "exercises").mkdir(parents=True)
+    (dest / "m_links_module_in_exercises" / "exercises" / f"{module}.py").symlink_to(solutions / f"{module}.py")
+    expected["m_links_module_in_exercises"] = {fn: (ZERO, rf"{module}\.py is a symbolic link, not a regular file") for fn in fns}
+    del linked
     return expected

@@ -158,6 +158,11 @@ def test_tampering_from_one_module_costs_only_that_module_and_is_reported(tamper
 def test_files_written_by_a_student_are_overwritten(graded):
     assert graded.results("hostile_writes_files")["score"] == 0
     assert "1000" not in (graded.out / "grades.csv").read_text(encoding="utf-8")
+    # the instructor's course (its checks and references) is out of a student's reach (the sandbox, issue 31)
+    course = graded.out.parent / "course"
+    for folder in ("exercises", "solutions"):
+        for path in (course / folder).glob("*.py"):
+            assert path.read_bytes() == (ROOT / folder / path.name).read_bytes(), path
 
 
 def test_summary_counts_passes_and_common_failures(graded):

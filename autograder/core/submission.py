@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 import ast
+import contextlib
+import ctypes
+import errno
 import importlib.util
+import os
+import stat
 import sys
 import traceback
 from pathlib import Path
@@ -14,6 +19,100 @@ from autograder.core.failures import NotStarted
 
 class SubmissionImportError(Exception):
     """The student's module could not be imported; the message says why, in one line."""
+
+
+MAX_FILE_BYTES = 1_000_000
+# Whose rights a submission is read with, when the grader runs as root: "nobody", never the grader's.
+READER_UID = 65534
+READER_GID = 65534
+
+
+def read_submission(
+    folder: Path, modules: tuple[str, ...] | list[str], *, max_bytes: int = MAX_FILE_BYTES, uid: int | None = READER_UID,
+    gid: int | None = READER_GID,
+) -> tuple[dict[str, bytes], dict[str, str]]:
+    """A student's ``<module>.py`` files (from ``exercises/`` when the folder has one), and why others are missing.
+
+    Regular files only, inside ``folder``: the folder itself, ``exercises/`` and each file are opened without
+    following a symbolic link (a linked ``exercises -> <course>/solutions`` is refused, not read), a file with
+    another name (a hard link) and anything that is not a regular file are refused, and at most ``max_bytes``
+    are read. When the grader is root, what is below ``folder`` is opened with the rights of ``uid``/``gid``
+    (an unprivileged user's), not the grader's. Every grading path (``grade``, Gradescope, a Dask cluster)
+    reads submissions with this function."""
+    files: dict[str, bytes] = {}
+    missing: dict[str, str] = {}
+    try:
+        top = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    except OSError as err:
+        why = "is a symbolic link, not a folder" if err.errno in (errno.ELOOP, errno.ENOTDIR) else f"cannot be opened ({err.strerror})"
+        return {}, {m: f"your submission's folder {why}" for m in modules}
+    base = top
+    try:
+        with _reading_as(uid, gid):
+            try:
+                mode = os.stat("exercises", dir_fd=top, follow_symlinks=False).st_mode
+            except FileNotFoundError:
+                mode = None
+            except OSError as err:
+                return {}, {m: f"exercises/ could not be read: {err.strerror}" for m in modules}
+            if mode is not None and stat.S_ISLNK(mode):
+                return {}, {
+                    m: "exercises is a symbolic link, not a folder of regular files; submit the files themselves"
+                    for m in modules
+                }
+            if mode is not None and stat.S_ISDIR(mode):
+                base = os.open("exercises", os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=top)
+            for module in modules:
+                name = f"{module}.py"
+                data, why = _read_regular(name, base, max_bytes)
+                if why is None:
+                    files[module] = data
+                else:
+                    missing[module] = why
+    finally:
+        if base != top:
+            os.close(base)
+        os.close(top)
+    return files, missing
+
+
+def _read_regular(name: str, folder_fd: int, max_bytes: int) -> tuple[bytes, str | None]:
+    """The bytes of the regular file ``name`` in the open folder, or why it is not taken."""
+    try:
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=folder_fd)  # no link, no pipe waited on
+    except FileNotFoundError:
+        return b"", f"{name} is missing from your submission"
+    except OSError as err:
+        if err.errno == errno.ELOOP:
+            return b"", f"{name} is a symbolic link, not a regular file; submit the file itself"
+        return b"", f"{name} could not be read ({err.strerror}): it must be readable by other users"
+    with os.fdopen(fd, "rb") as f:
+        info = os.fstat(f.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            return b"", f"{name} is not a regular file; submit the file itself"
+        if info.st_nlink != 1:
+            return b"", f"{name} is a link to another file (a hard link), not a regular file of its own; submit a copy"
+        data = f.read(max_bytes + 1)
+    if len(data) > max_bytes:
+        return b"", f"{name} is larger than {max_bytes // 1000} kB"
+    return data, None
+
+
+@contextlib.contextmanager
+def _reading_as(uid: int | None, gid: int | None):
+    """While active, this thread opens files with the rights of ``uid``/``gid`` (Linux's per-thread fsuid), when
+    the grader is root; otherwise with its own (which are not root's)."""
+    if uid is None or os.geteuid() != 0 or not sys.platform.startswith("linux"):
+        yield
+        return
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.setfsgid(gid if gid is not None else uid)
+    libc.setfsuid(uid)
+    try:
+        yield
+    finally:
+        libc.setfsuid(0)
+        libc.setfsgid(0)
 
 
 def load_module(path: Path, name: str) -> ModuleType:

@@ -118,11 +118,14 @@ def grade(
         except lms.ExportError as err:
             raise SystemExit(f"autograder grade: {err}") from None
     snapshot = sandbox.Snapshot.take(course.root)
+    isolation = sandbox.isolation()
+    if not cluster:
+        print(f"autograder grade: isolation: {isolation.describe()}", flush=True)
     run = run_state.fingerprint(
         snapshot.course, snapshot.kit,
         {
             "modules": list(modules), "timeout_per_function": options.timeout_per_function, "memory_mb": options.memory_mb,
-            "seed": options.seed,
+            "seed": options.seed, "isolation": isolation.describe() if not cluster else "cluster",
         },
     )
     try:

@@ -47,13 +47,13 @@ from autograder.grading.lifeline import Lifeline
 from autograder.core.course import Course
 from autograder.core.outcomes import CheckId, CheckOutcome, StudentResult, score_functions
 from autograder.core.status import Status
+from autograder.core.submission import MAX_FILE_BYTES, read_submission  # noqa: F401 - read_submission: the one reader
 from autograder.grading import preflight, sandbox
 from autograder.grading.trusted_server import TrustedServer, Verifiers, verifiers_for
 from autograder.grading.requests import CHILD, UNVERIFIABLE, ChildRequest, VerifierRequest
 from autograder.grading.trusted_only import observed_in_the_students_process
 from autograder.pytest_plugin.report import strip_ansi
 
-MAX_FILE_BYTES = 1_000_000
 VERIFY_TIMEOUT = 600.0
 
 
@@ -93,6 +93,8 @@ class _Submission:
     # The student's own folder (JAX's compilation cache, HOME) for all of their grading processes, made
     # by the first of them (Grader.own_folder_of): nothing one student's code writes reaches another's.
     own_folder: Path | None = None
+    # The student's sandbox (Grader.box_of): that folder, a uid, a control group and a zygote of their own.
+    box: sandbox.Box | None = None
 
 
 @dataclass
@@ -124,7 +126,10 @@ class Grader:
         self._scratch: set[Path] = set()
         self._local = threading.local()
         self._zygotes: list[tuple[sandbox.Zygote, Path]] = []
-        self._spare: dict[str, list[sandbox.Zygote]] = {"zygote": []}  # the workers' zygotes, started ahead
+        self._spare: dict[str, list[sandbox.Zygote]] = {}
+        self._boxes: list[sandbox.Box] = []  # every student's sandbox not yet closed
+        self._spare_boxes: list[sandbox.Box] = []  # started ahead, each given to the next student that needs one
+        self.group: sandbox.Group | None = None
         self._trusted_zygotes: list[sandbox.Zygote] = []  # the verifiers', one per slot of self.verifiers
         # every fault of a grading process: (module, fault, its last stderr), read by autograder.grading.preflight
         self.faults: list[tuple[str, sandbox.Fault, str]] = []
@@ -134,14 +139,20 @@ class Grader:
             # No compilation cache in the students' environment: each student gets their own (own_folder_of).
             self.env = sandbox.child_env()
             self.run_as = sandbox.RunAs.lookup(options.run_as) if options.run_as else None
+            self.isolation = sandbox.isolation()
+            self.group = sandbox.grader_group() if self.isolation.cgroups else None
+            # The kit and the course's checks (never a reference), shown read-only to every student's sandbox.
+            self.shared = self._scratch_dir()
+            self.snapshot.materialize(self.shared, solutions=False)
+            _readable(self.shared)
             # The trusted side has its own compilation cache, whose path no student process is given.
             self.trusted_cache_dir = self._scratch_dir()
             # What the fixtures of modules judged on the trusted side only are given (recorded while planning).
             self.givens_dir = self._scratch_dir()
             self.trusted_env = sandbox.child_env(compile_cache.environment(self.trusted_cache_dir))
-            workers = min(max(0, workers), self.options.jobs) if self.options.zygote else 0
-            for _ in range(workers):
-                self._spare["zygote"].append(self._new_zygote("zygote"))
+            workers = min(max(0, workers), self.options.jobs)
+            for _ in range(workers):  # the first students' sandboxes import the libraries while the plan is made
+                self._spare_boxes.append(self.new_box())
             self.plan = self._plan()
             if self.options.zygote:
                 # The verifiers' trusted zygotes: the planning thread's first (it is done with it), then new ones.
@@ -169,14 +180,77 @@ class Grader:
         with self._lock:
             self._scratch.discard(path)
 
-    def _starter(self, kit: Path):
-        """How this worker thread starts a grading child: its zygote, or a fresh interpreter."""
-        if not self.options.zygote:
-            return sandbox.start_direct(CHILD, kit, self.env, self.options.memory_mb, self.lifeline.fd, self.run_as)
-        return self._zygote("zygote").start
+    def _starter(self, box: sandbox.Box):
+        """How a grading child of ``box``'s student starts: forked by the student's zygote, or a fresh interpreter."""
+        if box.zygote is None:
+            return sandbox.start_direct(
+                CHILD, self.shared / "kit", self._box_env(box), self.options.memory_mb, self.lifeline.fd, box=box
+            )
+        return box.zygote.start
+
+    def _box_env(self, box: sandbox.Box) -> dict[str, str]:
+        return dict(self.env, HOME=str(box.folder), TMPDIR=str(box.folder / "tmp"))
+
+    def new_box(self) -> sandbox.Box:
+        """A sandbox for one student (see :class:`sandbox.Box`), its zygote started (without waiting for it)."""
+        folder = self._scratch_dir()
+        uid = gid = None
+        if self.run_as is not None:
+            uid, gid = self.run_as.uid, self.run_as.gid
+        elif self.isolation.privileged and self.isolation.sandbox != "none":
+            uid = sandbox.next_uid()
+        group = None
+        if self.group is not None:
+            group = self.group.child(folder.name)
+            # a backstop for all of the student's processes together; each has its own limit (Box.leaf)
+            group.limit(memory_mb=self.options.memory_mb * (self.options.jobs + 1), pids=sandbox.PIDS_PER_STUDENT)
+        box = sandbox.Box(self.isolation, folder, self.shared, group, uid, gid, self.options.memory_mb)
+        with self._lock:
+            self._boxes.append(box)
+        if self.options.zygote:
+            sandbox.Zygote(
+                self.shared / "kit", folder, self._box_env(box), self.options.memory_mb, self.lifeline.fd, self.stop,
+                box=box,
+            )
+        with self._lock:
+            if self.stop.is_set():  # close() may have run while this one started
+                box.close()
+                raise sandbox.Interrupted()
+        return box
+
+    def box_of(self, submission: "_Submission") -> sandbox.Box:
+        """``submission``'s sandbox: a spare one started ahead, else a new one (never another student's)."""
+        with submission.lock:
+            if submission.box is None:
+                with self._lock:
+                    box = self._spare_boxes.pop(0) if self._spare_boxes else None
+                if box is None:
+                    box = self.new_box()
+                if self.options.cache_dir is not None:
+                    _copy_files(Path(self.options.cache_dir) / submission.student, box.folder / compile_cache.FOLDER)
+                    box.give(box.folder / compile_cache.FOLDER)
+                submission.box = box
+                submission.own_folder = box.folder
+            return submission.box
+
+    def close_box(self, box: sandbox.Box) -> None:
+        """Every process of ``box`` killed (a double-forked one too), its group removed; its folder is kept."""
+        box.close()
+        with self._lock:
+            if box in self._boxes:
+                self._boxes.remove(box)
 
     def close(self) -> None:
         """End every zygote and remove every scratch folder (also after an interruption)."""
+        with self._lock:
+            boxes = list(self._boxes)
+            self._boxes.clear()
+            self._spare_boxes.clear()
+        for box in boxes:
+            box.close()
+        if self.group is not None:
+            self.group.remove()
+            self.group = None
         with self._lock:
             for zygote, _scratch in self._zygotes:
                 zygote.close()
@@ -225,12 +299,9 @@ class Grader:
             setattr(self._local, slot, zygote)
         return zygote
 
-    def _zygote_stderr(self) -> str:
-        """The last stderr of this thread's grading zygote (why it did not start)."""
-        zygote = getattr(self._local, "zygote", None)
-        with self._lock:
-            folders = [scratch for z, scratch in self._zygotes if z is zygote]
-        return sandbox.file_tail(folders[0] / "zygote-stderr.txt") if folders else ""
+    def _zygote_stderr(self, box: sandbox.Box) -> str:
+        """The last stderr of ``box``'s grading zygote (why it did not start or fork)."""
+        return sandbox.file_tail(box.folder / "zygote-stderr.txt") if box.zygote is not None else ""
 
     def _new_zygote(self, slot: str) -> sandbox.Zygote:
         """Start a zygote for ``slot`` (without waiting for its imports). It dies with the thread that started
@@ -325,16 +396,17 @@ class Grader:
         verdicts: dict[str, tuple[Status, str]] = {}
         transcripts: dict[str, dict] = {}
         timings = {"runs": 0, "run_seconds": 0.0}
-        own_folder = self.own_folder_of(submission)
-        self._grade_module(module, checks, submission.files[module], own_folder, verdicts, transcripts, timings)
+        box = self.box_of(submission)
+        self._grade_module(module, checks, submission.files[module], box, verdicts, transcripts, timings)
         with submission.lock:
             submission.verdicts.update(verdicts)
             submission.transcripts.update(transcripts)
             for key, value in timings.items():
-                submission.timings[key] += value
+                submission.timings[key] = submission.timings.get(key, 0.0) + value
 
     def own_folder_of(self, submission: "_Submission") -> Path:
-        """The folder only ``submission``'s grading processes are given (their compilation cache and HOME).
+        """The folder only ``submission``'s grading processes are given (their compilation cache and HOME): its
+        sandbox's (:meth:`box_of`).
 
         One per student, never shared: a compilation cache is a folder of executables that every process using
         it writes and loads, so a shared one would let a submission read the programs compiled from a
@@ -342,18 +414,12 @@ class Grader:
         removed when the student is done. With ``--jax-cache DIR`` it starts as a copy of ``DIR/<student>``'s
         cache and is copied back when the student is done (:meth:`finish`): no student process is given
         ``DIR``, where every student's cache is kept."""
-        with submission.lock:
-            if submission.own_folder is None:
-                folder = self._scratch_dir()
-                if self.options.cache_dir is not None:
-                    _copy_files(Path(self.options.cache_dir) / submission.student, folder / compile_cache.FOLDER)
-                if self.run_as:
-                    self.run_as.give(folder)
-                submission.own_folder = folder
-            return submission.own_folder
+        return self.box_of(submission).folder
 
     def finish(self, submission: "_Submission") -> StudentResult:
         """Confirm ``submission``'s claimed passes on the trusted side and score it (all its modules ran)."""
+        if submission.box is not None:  # nothing of the student's runs on while the verifier judges it
+            self.close_box(submission.box)
         if submission.own_folder is not None:
             if self.options.cache_dir is not None:  # all of the student's processes have ended
                 kept = Path(self.options.cache_dir) / submission.student
@@ -376,7 +442,7 @@ class Grader:
         return StudentResult(submission.student, score_functions(self.course, outcomes), outcomes, timings)
 
     def _grade_module(
-        self, module: str, checks: list[Check], source: bytes, own_folder: Path,
+        self, module: str, checks: list[Check], source: bytes, box: sandbox.Box,
         verdicts: dict, transcripts: dict, timings: dict,
     ) -> None:
         """Run ``module``'s checks in fresh processes until each has a verdict (a fault costs only what it hit)."""
@@ -386,17 +452,18 @@ class Grader:
                 break
             started = time.monotonic()
             try:
-                run = self._run_child(module, source, own_folder, [c.id for c in checks if c.id in verdicts])
+                run = self._run_child(module, source, box, [c.id for c in checks if c.id in verdicts])
             except RuntimeError as err:  # a zygote that did not start or fork: no student code ran
                 raise preflight.GraderError(
                     f"the grader could not start a grading process of {module} ({err}; "
-                    f"{preflight.limits_of(self.options)})" + preflight.last_lines(self._zygote_stderr())
+                    f"{preflight.limits_of(self.options)})" + preflight.last_lines(self._zygote_stderr(box))
                 ) from None
             if run.fault is not None:
                 self.faults.append((module, run.fault, run.stderr_tail))
                 if preflight.fault_before_student(run):  # the grader's failure: never a student's score
                     raise preflight.grader_error(module, run, preflight.limits_of(self.options))
             timings["runs"] += 1
+            timings[f"peak_mb:{module}"] = max(timings.get(f"peak_mb:{module}", 0.0), run.peak_mb)
             timings["run_seconds"] += time.monotonic() - started
             tampered: list[str] | None = None
             for event in run.events:
@@ -431,13 +498,17 @@ class Grader:
         for check in checks:
             verdicts[check.id] = (Status.FAILED, message)
 
-    def _run_child(self, module: str, source: bytes, own_folder: Path, skip: list[str]) -> sandbox.RunResult:
-        """One grading process for ``module`` (only its file is in the sandbox), skipping checks in ``skip``;
-        ``own_folder``: its student's (:meth:`own_folder_of`)."""
-        scratch = self._scratch_dir()
+    def _run_child(self, module: str, source: bytes, box: sandbox.Box, skip: list[str]) -> sandbox.RunResult:
+        """One grading process for ``module`` (only its file is in its folder), skipping checks in ``skip``, in
+        its student's sandbox ``box`` (:meth:`box_of`)."""
+        own_folder = box.folder
+        scratch = box.folder / box.run_name()
+        scratch.mkdir()
         try:
             own_answers = module in self.trusted_only_modules
-            course_root, kit = self.snapshot.materialize(scratch, solutions=not own_answers)
+            course_root, kit = self.shared / "course", self.shared / "kit"
+            if not own_answers:  # a module whose grading process takes the reference (none of this course's)
+                course_root, _ = self.snapshot.materialize(scratch, solutions=True)
             givens = ""
             if own_answers and module in self.modules_with_givens:
                 shutil.copytree(self.givens_dir, scratch / "givens")
@@ -449,8 +520,7 @@ class Grader:
             work.mkdir()
             tmp = scratch / "tmp"
             tmp.mkdir()
-            if self.run_as:
-                self.run_as.give(scratch)
+            box.give(scratch)
             cfg = ChildRequest(
                 str(course_root), str(submission), [module], skip, str(kit), seed=self.options.seed,
                 own_answers=own_answers, givens=givens, own_folder=str(own_folder), tmp=str(tmp),
@@ -461,13 +531,13 @@ class Grader:
                 self.options.memory_mb,
                 total_timeout=sandbox.WALL_FACTOR * self.options.timeout_per_function * (len(remaining) + 3) + 120,
             )
-            run = sandbox.supervise(self._starter(kit), work, cfg, limits, self.function_of, self.stop)
+            run = sandbox.supervise(self._starter(box), work, cfg, limits, self.function_of, self.stop)
             for event in run.events:
                 if isinstance(event.get("message"), str):
-                    event["message"] = event["message"].replace(str(scratch), "<sandbox>")
+                    event["message"] = event["message"].replace(str(scratch), "<sandbox>").replace(str(self.shared), "<sandbox>")
             return run
         finally:
-            self._remove(scratch)
+            shutil.rmtree(scratch, ignore_errors=True)
 
     def _blame(self, fault: sandbox.Fault, verdicts: dict, todo: list[Check]) -> None:
         """Fail what the fault affected: the module being imported, else the function being checked."""
@@ -545,6 +615,10 @@ class Grader:
                 return
             except preflight.GraderError as err:  # not the student's: the run stops, no row is scored
                 grader_errors.append(err)
+                self.stop.set()
+                return
+            except sandbox.MemoryLimitTooLow as err:  # the grader's own failure: nobody is graded, nobody gets 0
+                grader_errors.append(preflight.GraderError(f"stopped before grading: {err}"))
                 self.stop.set()
                 return
             except Exception as err:  # noqa: BLE001 - a grader bug must not lose a row
@@ -668,28 +742,17 @@ def _copy_files(source: Path, dest: Path) -> None:
                 shutil.copyfileobj(f, out)
 
 
+def _readable(folder: Path) -> None:
+    """Make ``folder`` readable (not writable) by every user: the students' uids read the kit and checks there."""
+    for root, dirs, files in os.walk(folder):
+        os.chmod(root, 0o755)
+        for name in files:
+            os.chmod(os.path.join(root, name), 0o644)
+
+
 def find_students(submissions: Path) -> list[tuple[str, Path]]:
     """Every visible sub-folder of ``submissions`` is a student, named after the folder."""
     return sorted((p.name, p) for p in Path(submissions).iterdir() if p.is_dir() and not p.name.startswith("."))
-
-
-def read_submission(folder: Path, modules: tuple[str, ...]) -> tuple[dict[str, bytes], dict[str, str]]:
-    """The student's ``<module>.py`` files (from ``exercises/`` when the folder has one), and why others are missing."""
-    base = folder / "exercises" if (folder / "exercises").is_dir() else folder
-    files: dict[str, bytes] = {}
-    missing: dict[str, str] = {}
-    for module in modules:
-        path = base / f"{module}.py"
-        name = f"{module}.py"
-        if path.is_symlink():
-            missing[module] = f"{name} is a symbolic link; submit the file itself"
-        elif not path.is_file():
-            missing[module] = f"{name} is missing from your submission"
-        elif path.stat().st_size > MAX_FILE_BYTES:
-            missing[module] = f"{name} is larger than {MAX_FILE_BYTES // 1000} kB"
-        else:
-            files[module] = path.read_bytes()
-    return files, missing
 
 
 _ADDRESS = re.compile(r"0x[0-9a-fA-F]{6,}")
