@@ -58,11 +58,10 @@ def test_a_memory_limit_jax_cannot_start_under_stops_the_run_before_any_student(
                     "--memory", "100", "--jobs", "2"], cwd=tmp_path)
     assert_nothing_graded(proc, out)
     assert "memory limit 100 MB" in proc.stderr
-    assert "the grading process's last lines:" in proc.stderr
+    # the cgroup's out-of-memory kill leaves no last lines of its own: the message says what killed it
+    assert "killed by it; raise it" in proc.stderr or "the grading process's last lines:" in proc.stderr, proc.stderr
 
 
-@pytest.mark.xfail(strict=True, reason="RLIMIT_AS limits address space (JAX reserves 1.6 GB here): passes once the "
-                   "sandbox limits resident memory with a cgroup (issue 33 item 3, the sandbox's branch)")
 def test_the_reference_gets_full_marks_under_a_1024_mb_limit(tmp_path):
     out = tmp_path / "out"
     proc = run_kit(["-m", "autograder", "grade", str(a_class(tmp_path)), "--out", str(out), "--only", MODULE, "--course", str(ROOT),
