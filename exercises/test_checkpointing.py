@@ -381,6 +381,31 @@ def test_make_manager_returns_a_checkpoint_manager(student, workdir):
         getattr(manager, "close", lambda: None)()
 
 
+def directory_made_by(make_manager):
+    """Whether ``make_manager(directory, max_to_keep)`` on a directory that does not exist yet has created it when
+    it returns (before anything is saved)."""
+    def made(max_to_keep):
+        with files.new_directory() as directory:
+            manager = make_manager(directory / "run", max_to_keep)
+            try:
+                return (directory / "run").is_dir()
+            finally:
+                getattr(manager, "close", lambda: None)()
+
+    return made
+
+
+def test_make_manager_creates_its_directory(student):
+    made = structure.transformed_once(student.make_manager, "creates a new directory", directory_made_by)(2)
+    if not made:
+        raise CheckFailure(
+            "make_manager(directory, max_to_keep) on a directory that does not exist yet creates it",
+            "after make_manager returned, the directory does not exist",
+            "a training run's first manager is made before anything is saved (restore_latest looks in it first): "
+            "options=ocp.CheckpointManagerOptions(max_to_keep=max_to_keep, create=True)",
+        )
+
+
 KEEP_COUNTS = (1, 2, 3)  # max_to_keep takes several values: a hard-coded count fails
 KEEP_STEPS = (1, 2, 3, 4)
 

@@ -153,6 +153,11 @@ WRONG = [
         def make_manager(directory, max_to_keep):
             return ocp.CheckpointManager(directory, options=ocp.CheckpointManagerOptions(create=True))
     """, r"manager.all_steps\(\) is \[1, 2, 3, 4\], expected \[4\]"),
+    ("make_manager", "create-false", """
+        def make_manager(directory, max_to_keep):
+            return ocp.CheckpointManager(directory, options=ocp.CheckpointManagerOptions(max_to_keep=max_to_keep,
+                                                                                         create=False))
+    """, r"does not exist yet(.*\n)*.*create=True"),
     ("make_manager", "hard-coded-max-to-keep", """
         def make_manager(directory, max_to_keep):
             return ocp.CheckpointManager(directory, options=ocp.CheckpointManagerOptions(create=True, max_to_keep=2))
