@@ -617,6 +617,21 @@ def test_restore_latest_gives_the_targets_structure(student, run, target, workdi
     )
 
 
+def test_restore_latest_follows_the_targets_dtypes(student, run, trained_more, target, workdir):
+    """A bfloat16 target gives bfloat16 params holding the newest step's values: the target's structure is
+    what restore_latest restores into, whatever target it is given."""
+    bf16 = target.replace(params=jax.tree.map(lambda p: p.astype(jnp.bfloat16), target.params))
+    check = "restore_latest into a bfloat16 target gives bfloat16 params holding the newest step's values"
+    manager = a_manager(files.materialise(run, workdir / "run"), 3)
+    try:
+        result = student.restore_latest(manager, bf16)
+    finally:
+        manager.close()
+    assert_has_structure_of(result, bf16, name="restored", check=check)
+    expected = trained_more.replace(params=jax.tree.map(lambda p: p.astype(jnp.bfloat16), trained_more.params))
+    values.assert_fields_close(result, expected, ("params",), name="restored", rtol=0, atol=0, check=check)
+
+
 def test_restore_latest_restores_a_step_0_checkpoint(student, model, tx, target, workdir):
     """Step 0 is a step: a run whose only checkpoint is step 0 (a fresh state) restores it, not the target."""
     saved = fresh_state(model, tx, seed=TRAINED_SEED)
