@@ -314,6 +314,22 @@ def test_eval_step_bn_matches_reference(student, reference, trained, other_start
             values.assert_trees_close(got, reference.eval_step_bn(state, batch), name="accuracy", check=check)
 
 
+@correctness
+def test_eval_step_bn_counts_a_logit_of_zero_as_class_0(student, reference, trained, test_batches):
+    """With the last Dense's kernel and bias zero every logit is exactly 0, and the prediction ``logits > 0`` is
+    class 0: the accuracy is the share of label 0 (an odd batch: never one half, so class 1 would differ)."""
+    state = trained[-1]
+    params = dict(state.params)
+    params["Dense_1"] = jax.tree.map(jnp.zeros_like, params["Dense_1"])  # the output layer: logits = 0
+    state = state.replace(params=params)
+    batch = tuple(part[:7] for part in test_batches[0])
+    check = "eval_step_bn predicts class 1 only where the logit is > 0 (a logit of exactly 0 is class 0)"
+    with structure.runs_the_states_model("eval_step_bn", f"BNClassifier({HIDDEN}, 1)"):
+        got = student.eval_step_bn(purity.fresh_copy(state), purity.fresh_copy(batch))
+    with values.located("the last Dense's kernel and bias zero (every logit exactly 0), a batch of 7"):
+        values.assert_trees_close(got, reference.eval_step_bn(state, batch), name="accuracy", check=check)
+
+
 def test_eval_step_bn_changes_nothing(student, trained, test_batches):
     for _, state, batch in eval_cases(trained, test_batches)[-2:]:
         purity.assert_pytree_arguments_unchanged(

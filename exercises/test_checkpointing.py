@@ -382,6 +382,31 @@ def test_make_manager_returns_a_checkpoint_manager(student, workdir):
         getattr(manager, "close", lambda: None)()
 
 
+def directory_made_by(make_manager):
+    """Whether ``make_manager(directory, max_to_keep)`` on a directory that does not exist yet has created it when
+    it returns (before anything is saved)."""
+    def made(max_to_keep):
+        with files.new_directory() as directory:
+            manager = make_manager(directory / "run", max_to_keep)
+            try:
+                return (directory / "run").is_dir()
+            finally:
+                getattr(manager, "close", lambda: None)()
+
+    return made
+
+
+def test_make_manager_creates_its_directory(student):
+    made = structure.transformed_once(student.make_manager, "creates a new directory", directory_made_by)(2)
+    if not made:
+        raise CheckFailure(
+            "make_manager(directory, max_to_keep) on a directory that does not exist yet creates it",
+            "after make_manager returned, the directory does not exist",
+            "a training run's first manager is made before anything is saved (restore_latest looks in it first): "
+            "options=ocp.CheckpointManagerOptions(max_to_keep=max_to_keep, create=True)",
+        )
+
+
 KEEP_COUNTS = (1, 2, 3)  # max_to_keep takes several values: a hard-coded count fails
 
 
@@ -607,6 +632,21 @@ def test_restore_latest_gives_the_targets_structure(student, run, target, workdi
         result, target, name="restored",
         check="restore_latest returns a state of the target's class, apply_fn, tx, structure, shapes and dtypes",
     )
+
+
+def test_restore_latest_follows_the_targets_dtypes(student, run, trained_more, target, workdir):
+    """A bfloat16 target gives bfloat16 params holding the newest step's values: the target's structure is
+    what restore_latest restores into, whatever target it is given."""
+    bf16 = target.replace(params=jax.tree.map(lambda p: p.astype(jnp.bfloat16), target.params))
+    check = "restore_latest into a bfloat16 target gives bfloat16 params holding the newest step's values"
+    manager = a_manager(files.materialise(run, workdir / "run"), 3)
+    try:
+        result = student.restore_latest(manager, bf16)
+    finally:
+        manager.close()
+    assert_has_structure_of(result, bf16, name="restored", check=check)
+    expected = trained_more.replace(params=jax.tree.map(lambda p: p.astype(jnp.bfloat16), trained_more.params))
+    values.assert_fields_close(result, expected, ("params",), name="restored", rtol=0, atol=0, check=check)
 
 
 def test_restore_latest_restores_a_step_0_checkpoint(student, model, tx, target, workdir):

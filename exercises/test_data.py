@@ -259,6 +259,31 @@ def test_make_loader_order_depends_on_seed(loader_module):
     loaders.assert_seed_changes_order(orders, seeds=(0, 1, 2), fn_name="make_loader")
 
 
+def test_make_loader_default_seed_is_0(loader_module):
+    """``seed=0`` is the contract's default: a loader made without a seed visits the samples in seed 0's order."""
+    without = epoch_of(loader_module, 64, 8, True)
+    with_zero = epoch_of(loader_module, 64, 8, True, seed=0)
+    loaders.assert_same_order(
+        with_zero,
+        without,
+        check="make_loader(dataset, batch_size, shuffle) without a seed shuffles as with seed=0",
+        problem="make_loader(dataset, 8, True) shuffled differently than make_loader(dataset, 8, True, seed=0)",
+        advice="keep the signature make_loader(dataset, batch_size, shuffle, seed=0, drop_last=False): "
+        "the default seed is 0",
+    )
+
+
+@pytest.mark.parametrize("shuffle", [False, True])
+def test_make_loader_keeps_the_last_short_batch_by_default(loader_module, shuffle):
+    """``drop_last=False`` is the contract's default: without it, 10 samples in batches of 4 are 4, 4 and 2."""
+    for n, batch_size in ((10, 4), (3, 5)):
+        order = epoch_of(loader_module, n, batch_size, shuffle)
+        loaders.assert_epoch_batches(
+            order, n, batch_size=batch_size, shuffle=shuffle, drop_last=False,
+            fn_name="make_loader (without drop_last, whose default is False)",
+        )
+
+
 @pytest.mark.parametrize("seeds", [(0, 0), (0, 5)], ids=["same-seed", "other-seeds"])
 def test_make_loader_loaders_made_together_keep_their_own_order(loader_module, seeds):
     """Loaders made before either is iterated, iterated in turn (a training and a validation loader), each give

@@ -197,6 +197,7 @@ def max_norms():
 @given(x=float32_arrays(CLIP_SHAPES, min_value=-3.0, max_value=3.0), max_norm=max_norms())
 @example(x=np.zeros(3, np.float32), max_norm=1.0)
 @example(x=np.array([[3.0, 0.0, 0.0], [0.0, 0.0, 0.0]], np.float32), max_norm=4.0)  # norm 3 < 4 although 3 ** 2 > 4
+@example(x=np.array([1.2, 0.0, 0.0], np.float32), max_norm=1.0)  # 1 < norm 1.2 < sqrt(2): clipped
 def test_clip_by_norm_matches_reference(student, reference, x, max_norm):
     values.assert_matches_reference(student.clip_by_norm, reference.clip_by_norm, x, max_norm)
 

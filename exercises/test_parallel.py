@@ -315,6 +315,22 @@ def mesh():
     return jax.make_mesh((jax.device_count(),), ("batch",), axis_types=(jax.sharding.AxisType.Auto,))
 
 
+# distribute is given the mesh of every device and a mesh of half of them: one that builds its own mesh of
+# every device (or hard-codes 8) places the arrays on devices the mesh it was given does not hold.
+MESHES = ("every-device", "half-the-devices")
+
+
+@pytest.fixture(scope="module")
+def half_mesh():
+    """A 1-D mesh with the axis 'batch' over the first half of the devices."""
+    n = max(1, jax.device_count() // 2)
+    return jax.make_mesh((n,), ("batch",), devices=jax.devices()[:n], axis_types=(jax.sharding.AxisType.Auto,))
+
+
+def mesh_named(which, mesh, half_mesh):
+    return mesh if which == "every-device" else half_mesh
+
+
 def distribute_inputs(seed, use_jax=False):
     params, x, y = regression(seed, BATCH_ROWS)
     labels = np.arange(BATCH_ROWS, dtype=np.int32)
@@ -340,7 +356,9 @@ def test_distribute_keeps_values_and_inputs(student, mesh, seed, use_jax):
     )
 
 
-def test_distribute_replicates_params_on_every_device(student, mesh):
+@pytest.mark.parametrize("which", MESHES)
+def test_distribute_replicates_params_on_every_device(student, mesh, half_mesh, which):
+    mesh = mesh_named(which, mesh, half_mesh)
     params, batch = distribute_inputs(0)
     got_params, _ = run_distribute(student, params, batch, mesh)
     assert_replicated(
@@ -351,7 +369,9 @@ def test_distribute_replicates_params_on_every_device(student, mesh):
     )
 
 
-def test_distribute_splits_the_batch_rows_over_the_mesh(student, mesh):
+@pytest.mark.parametrize("which", MESHES)
+def test_distribute_splits_the_batch_rows_over_the_mesh(student, mesh, half_mesh, which):
+    mesh = mesh_named(which, mesh, half_mesh)
     params, batch = distribute_inputs(1)
     _, got_batch = run_distribute(student, params, batch, mesh)
     rows = BATCH_ROWS // mesh.size

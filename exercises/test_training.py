@@ -262,6 +262,24 @@ def test_calculate_loss_acc_matches_reference(student, reference, points, loss_s
     values.assert_trees_close(got, reference.calculate_loss_acc(state, params, batch), name="(loss, acc)", check=check)
 
 
+@correctness
+@pytest.mark.parametrize("hidden", [HIDDEN, OTHER_HIDDEN])
+def test_calculate_loss_acc_counts_a_logit_of_zero_as_class_0(student, reference, points, loss_states, hidden):
+    """With every parameter zero the logits are exactly 0, and the prediction ``logits > 0`` is class 0: the
+    accuracy is the share of label 0 (an odd batch: never one half, so class 1 would give another accuracy)."""
+    state = loss_states[hidden]
+    params = jax.tree_util.tree_map(np.zeros_like, state.params)
+    batch = (points[0][:7], points[1][:7])
+    check = "calculate_loss_acc predicts class 1 only where the logit is > 0 (a logit of exactly 0 is class 0)"
+    with structure.runs_the_states_model("calculate_loss_acc", f"SimpleClassifier({hidden}, 1)"):
+        result = student.calculate_loss_acc(state, params, purity.fresh_copy(batch))
+    got = values.assert_returns_tuple(result, ("loss", "acc"), function="calculate_loss_acc", check=check)
+    with values.located("params all zero (every logit exactly 0), a batch of 7"):
+        values.assert_trees_close(
+            got, reference.calculate_loss_acc(state, params, batch), name="(loss, acc)", check=check
+        )
+
+
 @settings(max_examples=10)
 @given(inputs=loss_inputs())
 def test_calculate_loss_acc_uses_the_params_argument(student, points, loss_states, inputs):

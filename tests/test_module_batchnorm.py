@@ -199,6 +199,15 @@ WRONG = [
                                        train=True, mutable=['batch_stats'])
             return ((logits.squeeze(-1) > 0) == labels).mean()
      """, r"accuracy differs from the reference"),
+    # logits >= 0 for logits > 0: a logit of exactly 0 (zero output layer) counted as class 1
+    ("logit-of-zero-is-class-1", "eval_step_bn", """
+        @jax.jit
+        def eval_step_bn(state, batch):
+            x, labels = batch
+            logits = state.apply_fn({'params': state.params, 'batch_stats': state.batch_stats}, x, train=False)
+            return ((logits.squeeze(-1) >= 0) == labels).mean()
+     """, r"(?s)kernel and bias zero.*accuracy differs from the reference.*a logit of exactly 0 is class 0",
+     "eval_step_bn_counts"),
     # evaluation that also returns the updated state
     ("also-returns-the-state", "eval_step_bn", """
         @jax.jit

@@ -153,6 +153,11 @@ WRONG = [
         def make_manager(directory, max_to_keep):
             return ocp.CheckpointManager(directory, options=ocp.CheckpointManagerOptions(create=True))
     """, r"manager.all_steps\(\) is \[1, 2, 3, 4\], expected \[4\]"),
+    ("make_manager", "create-false", """
+        def make_manager(directory, max_to_keep):
+            return ocp.CheckpointManager(directory, options=ocp.CheckpointManagerOptions(max_to_keep=max_to_keep,
+                                                                                         create=False))
+    """, r"does not exist yet(.*\n)*.*create=True"),
     ("make_manager", "hard-coded-max-to-keep", """
         def make_manager(directory, max_to_keep):
             return ocp.CheckpointManager(directory, options=ocp.CheckpointManagerOptions(create=True, max_to_keep=2))
@@ -231,6 +236,18 @@ WRONG = [
             abstract = jax.tree.map(ocp.utils.to_shape_dtype_struct, target)
             return manager.restore(step, args=ocp.args.StandardRestore(abstract))
     """, r"not the very target it was given"),
+    # the newest step's values poured into the target with jnp.asarray(..., jnp.float32): right for a float32
+    # target only (the structure, the values and the apply_fn are the target's; a bfloat16 target comes back float32)
+    ("restore_latest", "float32-whatever-the-target", """
+        def restore_latest(manager, target):
+            step = manager.latest_step()
+            if step is None:
+                return target
+            abstract = jax.tree.map(ocp.utils.to_shape_dtype_struct, target)
+            restored = manager.restore(step, args=ocp.args.StandardRestore(abstract))
+            as_float32 = lambda p: jnp.asarray(p, jnp.float32)
+            return restored.replace(params=jax.tree.map(as_float32, restored.params))
+    """, r"is float32\[5\], but the target has bfloat16\[5\]\n.*checked: restore_latest into a bfloat16 target"),
     ("restore_latest", "oldest-step", """
         def restore_latest(manager, target):
             steps = manager.all_steps()

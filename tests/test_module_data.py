@@ -421,6 +421,19 @@ WRONG = [
             return data.DataLoader(dataset, batch_size=batch_size, drop_last=drop_last,
                                    collate_fn=numpy_collate, generator=g)
      """, r"shuffle=True, drop_last=\w+ the samples come in the dataset's order: nothing was shuffled"),
+    # defaults other than the contract's (seed=0, drop_last=False): the checks that pass them all never see it
+    ("default-seed-1", "make_loader", """
+        def make_loader(dataset, batch_size, shuffle, seed=1, drop_last=False):
+            g = torch.Generator().manual_seed(seed)
+            return data.DataLoader(dataset, batch_size=batch_size, shuffle=shuffle, drop_last=drop_last,
+                                   collate_fn=numpy_collate, generator=g)
+     """, r"without a seed shuffles as with seed=0\n(.*\n)*.*the default seed is 0"),
+    ("default-drop-last-true", "make_loader", """
+        def make_loader(dataset, batch_size, shuffle, seed=0, drop_last=True):
+            g = torch.Generator().manual_seed(seed)
+            return data.DataLoader(dataset, batch_size=batch_size, shuffle=shuffle, drop_last=drop_last,
+                                   collate_fn=numpy_collate, generator=g)
+     """, r"without drop_last, whose default is False(.*\n)*.*the last, smaller batch must be kept"),
     ("returns-a-list", "make_loader", """
         def make_loader(dataset, batch_size, shuffle, seed=0, drop_last=False):
             g = torch.Generator().manual_seed(seed)

@@ -201,6 +201,14 @@ WRONG = [
             return x * scale
      """, r"gradient differs from the central differences(.*\n)*.*checked: the gradient of sum\(clip_by_norm\(x, 1.0\)\) equals the slope",
         "clip_by_norm and slope", id="stops-the-gradient-of-the-scale"),
+    # max_norm * 2 for max_norm ** 2: clips 1.2 under max_norm 1 (1.44 > 2 is false) and 3 under max_norm 4
+    pytest.param("clip_by_norm", """
+        @jax.jit
+        def clip_by_norm(x, max_norm):
+            sq = jnp.sum(x ** 2)
+            safe = jnp.where(sq > max_norm * 2, sq, 1.0)
+            return jnp.where(sq > max_norm * 2, x * (max_norm / jnp.sqrt(safe)), x)
+     """, r"differs from the reference", "clip_by_norm and matches_reference", id="twice-max-norm"),
     pytest.param("clip_by_norm", """
         @functools.partial(jax.jit, static_argnames="max_norm")
         def clip_by_norm(x, max_norm):

@@ -140,6 +140,13 @@ WRONG = [
             rep = NamedSharding(mesh, P())
             return jax.device_put(params, rep), jax.device_put(batch, rep)
     """, r"batch\[0\] is sharded as P\(\): each device holds the whole batch"),
+    # the module's own mesh of every device instead of the mesh it is given (right only for that one mesh)
+    ("distribute", "own-mesh-of-every-device", """
+        def distribute(params, batch, mesh):
+            own = make_data_mesh()
+            return (jax.device_put(params, NamedSharding(own, P())),
+                    jax.device_put(batch, NamedSharding(own, P("batch"))))
+    """, r"params\['W'\] lives on 8 device\(s\), expected 4(.*\n)*.*all 4 devices of the mesh"),
     ("sharded_sgd_step", "not-jitted", """
         def sharded_sgd_step(params, x, y, learning_rate):
             loss, grads = jax.value_and_grad(mse)(params, x, y)

@@ -201,6 +201,15 @@ WRONG = [
             loss = optax.sigmoid_binary_cross_entropy(logits, labels).mean()
             return loss, ((logits > 0.5) == labels).mean()
      """, r"\(loss, acc\)\[1\] differs from the reference"),
+    # logits >= 0 for logits > 0: a logit of exactly 0 (zero params) counted as class 1
+    ("logit-of-zero-is-class-1", "calculate_loss_acc", """
+        def calculate_loss_acc(state, params, batch):
+            x, labels = batch
+            logits = state.apply_fn(params, x).squeeze(-1)
+            loss = optax.sigmoid_binary_cross_entropy(logits, labels).mean()
+            return loss, ((logits >= 0) == labels).mean()
+     """, r"(?s)a logit of exactly 0 is class 0.*params all zero.*\(loss, acc\)\[1\] differs from the reference",
+     "calculate_loss_acc_counts"),
     ("per-example-accuracy", "calculate_loss_acc", """
         def calculate_loss_acc(state, params, batch):
             x, labels = batch

@@ -124,6 +124,7 @@ def test_the_runner_kills_what_the_checks_see_and_reports_survivors(tmp_path):
     assert "`m.sign | compare | y > 0 -> y >= 0 | 1` (line 2): killable: vary y" in text
     assert "`m.sign | constant | 1 -> 2 | 1` (line 1): NOT CLASSIFIED" in text
     assert "- `m.sign | negate | -x -> x | 1`: never reached" in text
+    assert "None: every mutant" not in text
 
 
 def test_the_command_fails_on_an_unclassified_survivor_and_passes_when_all_are_listed(tmp_path):
@@ -136,7 +137,9 @@ def test_the_command_fails_on_an_unclassified_survivor_and_passes_when_all_are_l
     listed.write_text("".join(f'[[equivalent]]\nid = "{s}"\nreason = "toy"\n' for s in survivors))
     report_path = tmp_path / "report.md"
     assert main_mutate(root, None, jobs=1, listed_path=listed, report_path=report_path, out=io.StringIO()) == 0
-    assert "| m | 4 | 1 | 0 | 0 | 3 | 100% |" in report_path.read_text()
+    text = report_path.read_text()
+    assert "| m | 4 | 1 | 0 | 0 | 3 | 100% |" in text
+    assert "## Surviving mutants\n\nNone: every mutant not listed as equivalent was killed.\n" in text, text
 
 
 def test_a_saved_run_is_reported_again_with_the_list_as_it_is_now(tmp_path):

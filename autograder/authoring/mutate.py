@@ -281,6 +281,10 @@ def report(runs: list[ModuleRun], listed: Listed, *, seconds: float, jobs: int, 
     if problems:
         lines += ["", "## Modules not scored", ""] + [f"- `{run.module}`: {run.problem}" for run in problems]
     lines += ["", "## Surviving mutants", ""]
+    survivors = [r for run in runs for r in run.results
+                 if r.outcome not in (KILLED, TIMEOUT) and r.mutant.id not in listed.equivalent]
+    if not survivors:
+        lines.append("None: every mutant not listed as equivalent was killed.")
     for run in runs:
         for r in run.results:
             if r.outcome in (KILLED, TIMEOUT) or r.mutant.id in listed.equivalent:
