@@ -34,7 +34,7 @@ from autograder.core.failures import CheckFailure
 from autograder.checks.keys import make_key
 from autograder.checks.scenario import (
     BATCH, EPOCHS, TRAIN_SIZE, epoch_batches, eval_cases, eval_cases_of_two_models, evaluation_batches, full_batches, sample_input,
-    states_trained_elsewhere, two_steps, unseen_step,
+    states_trained_elsewhere, two_steps, unseen_step, drawn_key,
 )
 from autograder.core.oracle import continue_from, sibling
 
@@ -66,7 +66,8 @@ def data(reference):
 def far_state(reference, hidden=HIDDEN, seed=0):
     """A state of a BNClassifier(hidden, 1) whose running averages are far from (0, 1) and from the data's statistics."""
     model = reference.BNClassifier(hidden, 1)
-    state = reference.create_train_state_bn(jax.random.PRNGKey(seed), model, LEARNING_RATE, np.zeros((4, 2), np.float32))
+    key = drawn_key("a given state", seed, "legacy")
+    state = reference.create_train_state_bn(key, model, LEARNING_RATE, np.zeros((4, 2), np.float32))
     stats = state.batch_stats["BatchNorm_0"]
     far = {
         "mean": jnp.linspace(2.0, -2.0, hidden, dtype=jnp.float32),
@@ -130,7 +131,7 @@ CREATE_CASES = [
 def _create(module, classifier, case):
     model = classifier(case["hidden"], 1)
     sample = sample_input(case["n"])
-    key = make_key(case["key"][1], case["key"][0])
+    key = drawn_key("create_train_state", case["key"][1], case["key"][0])
     return module.create_train_state_bn(key, model, case["learning_rate"], sample), model, sample
 
 

@@ -52,13 +52,13 @@ def tx():
 
 def fresh_state(model, tx, seed):
     """A state at step 0 (a Python int), as TrainState.create makes it: the target of a restore."""
-    params = model.init(jax.random.PRNGKey(seed), np.zeros((4, 2), np.float32))
+    params = model.init(scenario.drawn_key("a given state", seed, "legacy"), np.zeros((4, 2), np.float32))
     return train_state.TrainState.create(params=params, tx=tx, apply_fn=model.apply)
 
 
 @pytest.fixture(scope="module")
 def batch():
-    rng = np.random.RandomState(0)
+    rng = np.random.RandomState(scenario.drawn_seed("checkpointing batch", 0))
     x = rng.normal(size=(16, 2)).astype(np.float32)
     return x, (x.sum(axis=1) > 0).astype(np.int32)
 

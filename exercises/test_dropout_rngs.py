@@ -35,7 +35,7 @@ from autograder.checks import structure
 from autograder.checks import tracing
 from autograder.checks import values
 from autograder.core.failures import CheckFailure
-from autograder.checks.scenario import epochs_of, eval_cases, full_batches, two_steps
+from autograder.checks.scenario import drawn_key, epochs_of, eval_cases, full_batches, two_steps, xor_loader
 from autograder.core.oracle import continue_from, sibling
 
 correctness = pytest.mark.correctness
@@ -61,7 +61,7 @@ SGD_ADVICE = "the optimizer must be optax.sgd(learning_rate): plain SGD with the
 
 
 def dropout_key(kind="typed"):
-    return keys.make_key(DROPOUT_SEED, kind)
+    return drawn_key("dropout key", DROPOUT_SEED, kind)
 
 
 @pytest.fixture(scope="module")
@@ -81,7 +81,8 @@ SAMPLE_INPUT = np.linspace(-1, 1, 8, dtype=np.float32).reshape(4, 2)
 
 def new_state(reference, hidden=HIDDEN, rate=RATE, learning_rate=LEARNING_RATE, seed=START_SEED):
     model = reference.DropoutClassifier(hidden, 1, rate=rate)
-    state = reference.create_train_state_dropout(jax.random.PRNGKey(seed), model, learning_rate, SAMPLE_INPUT)
+    key = drawn_key("a given state", seed, "legacy")
+    state = reference.create_train_state_dropout(key, model, learning_rate, SAMPLE_INPUT)
     # Its step is already an int32 array, as after any first step, so every state of a scenario has the
     # same types and each jitted step compiles once (from TrainState.create's Python int 0 it compiles twice).
     return state.replace(step=jnp.zeros((), jnp.int32))
@@ -97,7 +98,7 @@ def start(reference):
 def steps(data):
     """The batches of two epochs of a real DataLoader: the student's steps run over them from ``start``,
     each given the same base key, and each is compared with the reference's step from the same state."""
-    return epochs_of(data.make_loader(data.XORDataset(TRAIN_SIZE, 7), BATCH, shuffle=True, seed=3), EPOCHS)
+    return epochs_of(xor_loader(data, TRAIN_SIZE, 7, BATCH, shuffle_seed=3), EPOCHS)
 
 
 @pytest.fixture(scope="module")
@@ -105,14 +106,14 @@ def trained(reference, data):
     """A state the reference trained elsewhere (another start, data and base key than the checks judge):
     the state the evaluation and Monte-Carlo checks are given."""
     state = new_state(reference, seed=TRAINED_SEED)
-    for _, batch in epochs_of(data.make_loader(data.XORDataset(TRAIN_SIZE, 8), BATCH, shuffle=True, seed=4), EPOCHS):
-        state, _ = reference.train_step_dropout(state, batch, keys.make_key(TRAINED_KEY_SEED, "typed"))
+    for _, batch in epochs_of(xor_loader(data, TRAIN_SIZE, 8, BATCH, shuffle_seed=4), EPOCHS):
+        state, _ = reference.train_step_dropout(state, batch, drawn_key("dropout key", TRAINED_KEY_SEED))
     return state
 
 
 @pytest.fixture(scope="module")
 def test_batches(data):
-    return list(data.make_loader(data.XORDataset(TEST_SIZE, 11), BATCH, shuffle=False))
+    return list(xor_loader(data, TEST_SIZE, 11, BATCH))
 
 
 def run_train_step(student, state, batch, key):
@@ -147,7 +148,7 @@ CREATE_CASES = [
 
 def _create(module, classifier, case, kind=None):
     model = classifier(HIDDEN, 1, rate=case["rate"])
-    key = keys.make_key(case["key"][1], kind or case["key"][0])
+    key = drawn_key("create_train_state", case["key"][1], kind or case["key"][0])
     return module.create_train_state_dropout(key, model, case["learning_rate"], SAMPLE_INPUT), model, SAMPLE_INPUT
 
 

@@ -23,6 +23,7 @@ from autograder.checks import purity
 from autograder.checks import structure
 from autograder.checks import tracing
 from autograder.checks import values
+from autograder.checks.scenario import drawn_key, drawn_seed
 from autograder.checks.strategies import float32s, linear_problems
 from autograder.core.failures import CheckFailure
 
@@ -90,7 +91,7 @@ BOTH_LEAVES = (
 @pytest.fixture(scope="module")
 def regression():
     """A fixed problem of one shape: (params, x, y) with params away from the optimum."""
-    rng = np.random.RandomState(0)
+    rng = np.random.RandomState(drawn_seed("regression", 0))
     params = {"W": rng.normal(size=(4, 3)).astype(np.float32), "b": rng.normal(size=(3,)).astype(np.float32)}
     x = rng.normal(size=(8, 4)).astype(np.float32)
     y = rng.normal(size=(8, 3)).astype(np.float32)
@@ -239,7 +240,7 @@ def test_fit_equals_repeated_gradient_steps(student, reference, regression, n_st
 def test_fit_reaches_the_target_of_the_tutorial(student, reference):
     """The contract: make_regression_data(jax.random.key(0)), params at zeros, learning rate 0.3, 101 steps.
     The reference's 101 steps reach mse 0.0128: a fit with its values meets the target."""
-    x, y, true_params = reference.make_regression_data(jax.random.key(0))
+    x, y, true_params = reference.make_regression_data(drawn_key("make_regression_data", 0))
     zeros = jax.tree.map(jnp.zeros_like, true_params)
     check = f"fit brings mse below {TARGET_LOSS} in {TARGET_STEPS} steps at learning rate {TARGET_RATE} on the tutorial's data"
 

@@ -39,7 +39,7 @@ from autograder.checks.keys import make_key
 from autograder.checks.scenario import (
     BATCH, EPOCHS, TRAIN_SIZE, EpochsLoader, epoch_batches, eval_cases, eval_cases_of_two_models, evaluation_batches,
     full_batches,
-    passes_of, sample_input, states_trained_elsewhere, two_steps, unseen_step,
+    passes_of, sample_input, states_trained_elsewhere, two_steps, unseen_step, drawn_key, drawn_seed, xor_loader,
 )
 from autograder.core.oracle import continue_from, sibling, transformed
 
@@ -73,7 +73,8 @@ def classifier(reference):
 
 def new_state(reference, seed=START_SEED, hidden=HIDDEN, learning_rate=LEARNING_RATE):
     model = reference.SimpleClassifier(hidden, 1)
-    return reference.create_train_state(jax.random.PRNGKey(seed), model, learning_rate, np.zeros((4, 2), np.float32))
+    key = drawn_key("a given state", seed, "legacy")
+    return reference.create_train_state(key, model, learning_rate, np.zeros((4, 2), np.float32))
 
 
 @pytest.fixture(scope="module")
@@ -132,7 +133,8 @@ CREATE_CASES = [
 def _create(module, classifier, case):
     model = classifier(case["hidden"], 1)
     sample = sample_input(case["n"])
-    state = module.create_train_state(make_key(case["key"][1], case["key"][0]), model, case["learning_rate"], sample)
+    key = drawn_key("create_train_state", case["key"][1], case["key"][0])
+    state = module.create_train_state(key, model, case["learning_rate"], sample)
     return state, model, sample
 
 
@@ -224,7 +226,7 @@ def loss_states(reference):
 @pytest.fixture(scope="module")
 def points(data):
     """XOR points the batches are cut from (float32 points, int32 labels, as the loaders give them)."""
-    dataset = data.XORDataset(POOL_SIZE, 5)
+    dataset = data.XORDataset(POOL_SIZE, drawn_seed("XORDataset", 5))
     return np.asarray(dataset.data), np.asarray(dataset.label)
 
 
@@ -460,7 +462,7 @@ def test_eval_step_is_pure(student, trained, test_batches):
 @pytest.fixture(scope="module")
 def shuffled_epochs(data):
     """The batches of every pass of a shuffling DataLoader (a new order per epoch), for train_model's loaders."""
-    return passes_of(data.make_loader(data.XORDataset(TRAIN_SIZE, 5), BATCH, shuffle=True, seed=9), EPOCHS)
+    return passes_of(xor_loader(data, TRAIN_SIZE, 5, BATCH, shuffle_seed=9), EPOCHS)
 
 
 @correctness

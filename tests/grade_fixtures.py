@@ -360,11 +360,16 @@ _ORACLE = _Oracle(_pathlib.Path({oracle!r}), {module!r})
 
 
 def _forms(value):
-    if _np.ndim(value) == 0 and not isinstance(value, _jax.Array):
+    if isinstance(value, _jax.Array) and _jax.dtypes.issubdtype(value.dtype, _jax.dtypes.prng_key):
         return [value]
-    if _np.ndim(value) == 0:
-        return [float(value), int(value), jnp.asarray(value), value]
-    return [jnp.asarray(value), _np.asarray(value)]
+    try:
+        if _np.ndim(value) == 0 and not isinstance(value, _jax.Array):
+            return [value]
+        if _np.ndim(value) == 0:
+            return [float(value), int(value), jnp.asarray(value), value]
+        return [jnp.asarray(value), _np.asarray(value)]
+    except (TypeError, ValueError):  # a state, a model, a batch: looked up as given
+        return [value]
 
 
 def _answer(name, args):

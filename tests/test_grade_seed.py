@@ -26,19 +26,19 @@ SEED = 20261122
 pytestmark = pytest.mark.timeout(3600)
 
 
-def record_release_oracle(course: Path, oracle: Path) -> None:
-    """What ``autograder release`` records for ``MODULE`` (both profiles), without building a whole release."""
+def record_release_oracle(course: Path, oracle: Path, module: str = MODULE) -> None:
+    """What ``autograder release`` records for ``module`` (both profiles), without building a whole release."""
     env = {k: v for k, v in os.environ.items() if k != "CI"}
     env["PYTHONPATH"] = str(ROOT)
     for flags in ([], ["--grading"]):
         subprocess.run(
-            [sys.executable, "-m", "pytest", f"exercises/test_{MODULE}.py", "--solutions", "--record-oracle", str(oracle),
+            [sys.executable, "-m", "pytest", f"exercises/test_{module}.py", "--solutions", "--record-oracle", str(oracle),
              "-q", "-p", "no:randomly", "-p", "no:cacheprovider", *flags],
             cwd=course, env=env, check=True, capture_output=True,
         )
     given = oracle / "given"
     given.mkdir()
-    (given / f"{MODULE}.py").write_text((ROOT / "exercises" / f"{MODULE}.py").read_text())
+    (given / f"{module}.py").write_text((ROOT / "exercises" / f"{module}.py").read_text())
 
 
 def scores(out: Path) -> dict[str, tuple[float, float]]:
@@ -91,3 +91,39 @@ def test_the_reference_in_memory_is_out_of_reach(thieves, student):
     processes never load the reference, so there is nothing in memory to find."""
     _, with_seed, _ = thieves
     assert with_seed[student][0] == 0
+
+
+# The modules whose checks build their inputs from fixtures (keys, datasets, given states): under a seed
+# these are drawn from it (``scenario.drawn_seed``), so a release's recorded answers match none of them.
+FROM_FIXTURES = ("training", "batchnorm", "dropout_rngs")
+
+
+@pytest.fixture(scope="module", params=FROM_FIXTURES)
+def release_thief(request, tmp_path_factory):
+    """``(with seed, published)`` scores of the correct student and the release-oracle thief of one module."""
+    module = request.param
+    base = tmp_path_factory.mktemp(f"seed_{module}")
+    course = copy_course(base / "course")
+    oracle = base / "release_oracle"
+    record_release_oracle(course, oracle, module)
+    build_thieves(base / "all", module, release_oracle=oracle)
+    for student in ("correct", "steals_from_release_oracle"):
+        shutil.copytree(base / "all" / student, base / "class" / student)
+    with_seed, published = base / "out_seed", base / "out_published"
+    run_grade(base / "class", with_seed, course, "--jobs", "2", "--seed", str(SEED), modules=(module,))
+    run_grade(base / "class", published, course, "--jobs", "2", modules=(module,))
+    return scores(with_seed), scores(published)
+
+
+def test_a_release_oracle_answers_the_published_scenario(release_thief):
+    """The control: on the published keys, data and states, the recorded answers earn points ..."""
+    with_seed, published = release_thief
+    assert published["correct"][0] == published["correct"][1] > 0
+    assert published["steals_from_release_oracle"][0] > 0
+
+
+def test_a_release_oracle_earns_nothing_on_the_instructors_scenario(release_thief):
+    """... and nothing when the instructor's seed draws them, while the correct student keeps full marks."""
+    with_seed, _ = release_thief
+    assert with_seed["correct"][0] == with_seed["correct"][1] > 0
+    assert with_seed["steals_from_release_oracle"][0] == 0

@@ -14,6 +14,7 @@ from typing import Any, Callable
 import numpy as np
 
 from autograder.checks import purity
+from autograder.checks.keys import make_key
 
 TRAIN_SIZE, TEST_SIZE, BATCH, EPOCHS = 100, 36, 32, 3
 
@@ -59,7 +60,7 @@ def epoch_batches(data: Any, *, epochs: int = EPOCHS) -> list[tuple[str, Any]]:
     """``(label, batch)`` of every step of ``epochs`` epochs of the scenario's shuffling DataLoader: the batches a
     check runs the student's own steps over, from a given start state, comparing each with the reference's
     step from the same state (``oracle.continue_from``)."""
-    return epochs_of(data.make_loader(data.XORDataset(TRAIN_SIZE, 7), BATCH, shuffle=True, seed=3), epochs)
+    return epochs_of(xor_loader(data, TRAIN_SIZE, 7, BATCH, shuffle_seed=3), epochs)
 
 
 def states_trained_elsewhere(step: Callable, data: Any, start: Any, *, epochs: int = EPOCHS) -> list[Any]:
@@ -67,14 +68,14 @@ def states_trained_elsewhere(step: Callable, data: Any, start: Any, *, epochs: i
     :func:`epoch_batches` (a given of the checks of other properties and of evaluation: never a state on the
     path the training checks judge)."""
     states = [start]
-    for _, next_batch in epochs_of(data.make_loader(data.XORDataset(TRAIN_SIZE, 8), BATCH, shuffle=True, seed=4), epochs):
+    for _, next_batch in epochs_of(xor_loader(data, TRAIN_SIZE, 8, BATCH, shuffle_seed=4), epochs):
         states.append(step(states[-1], next_batch)[0])
     return [states[0], states[len(states) // 2], states[-1]]
 
 
 def evaluation_batches(data: Any) -> list:
     """The batches of a held-out XOR set, in order."""
-    return list(data.make_loader(data.XORDataset(TEST_SIZE, 11), BATCH, shuffle=False))
+    return list(xor_loader(data, TEST_SIZE, 11, BATCH))
 
 
 def unseen_step(state: Any, i: int) -> Any:
@@ -142,3 +143,32 @@ def saved_steps(label: str, published: tuple[int, ...], keep: int) -> tuple[tupl
         steps = tuple(sorted(int(s) for s in rng.choice(np.arange(1, 1000), size=len(published), replace=False)))
         if steps[-new_keep:] != tuple(published)[-keep:]:  # never the published answer
             return steps, new_keep
+
+
+# The published seeds of the course's scenarios are small numbers (keys, datasets, loaders: all below
+# DRAWN_SEEDS[0]); an instructor's are drawn at or above it, so they never equal a published one.
+DRAWN_SEEDS = (1000, 2**31 - 1)
+
+
+def drawn_seed(label: str, published: int) -> int:
+    """The seed a check builds an input from (a key, a dataset, a loader's shuffle): ``published`` without an
+    instructor seed (the inputs a release recorded answers for, which a public check file spells), and with
+    one a seed drawn from it, ``label`` (what the seed builds) and ``published`` (one stream per input), never a
+    published one."""
+    rng = instructor_rng(f"{label} {published}")
+    return published if rng is None else int(rng.integers(*DRAWN_SEEDS))
+
+
+def drawn_key(label: str, published: int, kind: str = "typed") -> Any:
+    """``make_key(drawn_seed(label, published), kind)``: a key a check gives (a model's init, a dropout base key)."""
+    return make_key(drawn_seed(label, published), kind)
+
+
+def xor_loader(data: Any, size: int, data_seed: int, batch: int, *, shuffle_seed: int | None = None) -> Any:
+    """``data.make_loader(data.XORDataset(size, data_seed), batch, ...)`` of the reference ``data``, shuffling with
+    ``shuffle_seed`` when one is given; both seeds are :func:`drawn_seed` ones (the published ones without an
+    instructor seed)."""
+    dataset = data.XORDataset(size, drawn_seed("XORDataset", data_seed))
+    if shuffle_seed is None:
+        return data.make_loader(dataset, batch, shuffle=False)
+    return data.make_loader(dataset, batch, shuffle=True, seed=drawn_seed("make_loader shuffle", shuffle_seed))
