@@ -23,4 +23,4 @@ fi
 .venv/bin/python -c "import playwright, check_jsonschema" 2>/dev/null \
     || .venv/bin/pip install --quiet --disable-pip-version-check -e '.[test]'
 workers=${KIT_TEST_WORKERS:-$(( $(nproc) >= 2 ? 2 : 0 ))}
-exec .venv/bin/python -m pytest tests/ --assert=rewrite -q -p no:randomly -n "$workers" --dist loadfile --no-loadscope-reorder "$@"
+exec .venv/bin/python -m pytest tests/ --assert=rewrite -q -p no:randomly --durations=25 -n "$workers" --dist loadfile --no-loadscope-reorder "$@"
