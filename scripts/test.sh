@@ -22,5 +22,8 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 .venv/bin/python -c "import playwright, check_jsonschema" 2>/dev/null \
     || .venv/bin/pip install --quiet --disable-pip-version-check -e '.[test]'
+# One pre-flight per setting for the whole run: every test that runs `grade` on the same course, kit and
+# limits reuses the first pass (a fresh folder each run; failures are never kept). tests/test_preflight.py.
+export AUTOGRADER_PREFLIGHT_CACHE=${AUTOGRADER_PREFLIGHT_CACHE:-$(mktemp -d -t autograder-preflight-XXXXXX)}
 workers=${KIT_TEST_WORKERS:-$(( $(nproc) >= 2 ? 2 : 0 ))}
 exec .venv/bin/python -m pytest tests/ --assert=rewrite -q -p no:randomly --durations=25 -n "$workers" --dist loadfile --no-loadscope-reorder "$@"

@@ -165,3 +165,41 @@ def test_the_last_lines_keep_xlas_fatal_line_not_the_frame_dump():
     # a fatal line further up than the last lines is kept
     assert "Unknown flag" in preflight.last_lines("F0101 00:00:00.0 1 x.cc:1] Unknown flag in XLA_FLAGS: --x\n"
                                                   + "\n".join(f"line {i}" for i in range(50)))
+
+
+def test_a_pass_is_reused_only_for_the_very_same_setting(tmp_path):
+    """AUTOGRADER_PREFLIGHT_CACHE keeps passes by what they proved: the same course, kit, environment and
+    limits reuse it (and say so); another memory limit or a changed course proves itself again."""
+    kept = tmp_path / "kept"
+    submissions = a_class(tmp_path)
+    REUSED = f"reused: {preflight.REUSE_ENV}"
+
+    def grade(out: str, *extra: str, root: Path = ROOT) -> subprocess.CompletedProcess:
+        proc = run_kit(["-m", "autograder", "grade", str(submissions), "--out", str(tmp_path / out), "--only", MODULE,
+                        "--course", str(root), "--jobs", "1", *extra], cwd=tmp_path, root=root,
+                       env={preflight.REUSE_ENV: str(kept)})
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        return proc
+
+    first = grade("one")
+    assert "pre-flight passed in" in first.stderr + first.stdout and REUSED not in first.stderr + first.stdout
+    assert len(list(kept.glob("*.json"))) == 1
+    again = grade("two")
+    assert REUSED in again.stderr + again.stdout
+    other_limit = grade("three", "--memory", "1536")
+    assert REUSED not in other_limit.stderr + other_limit.stdout, "another memory limit proves itself again"
+    changed = tmp_path / "course"
+    shutil.copytree(ROOT, changed, ignore=shutil.ignore_patterns(".git", ".venv", "build", "__pycache__", "device"))
+    (changed / "exercises" / f"test_{MODULE}.py").write_text((ROOT / "exercises" / f"test_{MODULE}.py").read_text() + "\n# changed\n")
+    other_course = grade("four", root=changed)
+    assert REUSED not in other_course.stderr + other_course.stdout, "a changed check file proves itself again"
+
+
+def test_a_failed_pre_flight_is_never_kept(tmp_path):
+    kept = tmp_path / "kept"
+    for out in ("one", "two"):
+        proc = run_kit(["-m", "autograder", "grade", str(a_class(tmp_path / out)), "--out", str(tmp_path / out / "out"),
+                        "--only", MODULE, "--course", str(ROOT), "--memory", "100", "--jobs", "1"], cwd=tmp_path,
+                       env={preflight.REUSE_ENV: str(kept)})
+        assert proc.returncode == 1 and "nothing was graded" in proc.stderr, proc.stderr[-2000:]
+    assert not list(kept.glob("*.json"))
