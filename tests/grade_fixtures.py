@@ -356,7 +356,20 @@ import numpy as _np
 
 from autograder.recording.recorded import NotRecorded as _NotRecorded, RecordedFunction as _Function, RecordedOracle as _Oracle
 
-_ORACLE = _Oracle(_pathlib.Path({oracle!r}), {module!r})
+# The release's oracle travels inside the submission (a student has the release; the grader shows a grading
+# process nothing but the student's own module files): unpacked into the process's own temporary folder.
+_BLOB = {blob!r}
+
+
+def _unpack():
+    import base64 as _b64, io as _io, tarfile as _tar, tempfile as _tmp
+    where = _pathlib.Path(_tmp.mkdtemp())
+    with _tar.open(fileobj=_io.BytesIO(_b64.b64decode(_BLOB)), mode="r:xz") as packed:
+        packed.extractall(where)
+    return where / "oracle"
+
+
+_ORACLE = _Oracle(_unpack(), {module!r})
 
 
 def _forms(value):
@@ -453,6 +466,18 @@ def thief_source(module: str, finder: str) -> str:
     return "import jax.numpy as jnp\n" + REMEMBER + finder + "".join(THIEF.format(name=fn) for fn in fns)
 
 
+def packed_folder(folder: Path) -> str:
+    """``folder`` as base64 of an xz tar (named ``oracle`` inside): data a submission can carry in its source."""
+    import base64
+    import io
+    import tarfile
+
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:xz") as packed:
+        packed.add(folder, arcname="oracle")
+    return base64.b64encode(buffer.getvalue()).decode("ascii")
+
+
 def build_thieves(dest: Path, module: str, *, release_oracle: Path) -> dict[str, str]:
     """A correct student and one thief per route; returns ``{student: route}`` (``None`` for the correct one)."""
     ref = reference_source(module)
@@ -460,7 +485,7 @@ def build_thieves(dest: Path, module: str, *, release_oracle: Path) -> dict[str,
         "steals_from_sys_modules": STEAL_FROM_SYS_MODULES,
         "steals_from_gc": STEAL_FROM_GC,
         "steals_from_files": STEAL_FROM_FILES,
-        "steals_from_release_oracle": STEAL_FROM_RELEASE.format(oracle=str(release_oracle), module=module),
+        "steals_from_release_oracle": STEAL_FROM_RELEASE.format(blob=packed_folder(release_oracle), module=module),
     }
     students = {"correct": ref}
     for student, finder in routes.items():
