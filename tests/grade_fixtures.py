@@ -406,8 +406,8 @@ def _find(name):
 # Looks the inputs up in the givens of a module judged on the trusted side only: what its fixtures built
 # with the reference, which grade's trusted side recorded and put next to the grading process
 # (autograder.recording.givens). They hold no answer to a judged input, so it finds nothing to copy.
-STEAL_FROM_GIVENS = STEAL_FROM_RELEASE.replace(
-    "_ORACLE = _Oracle(_pathlib.Path({oracle!r}), {module!r})",
+STEAL_FROM_GIVENS = STEAL_FROM_RELEASE.replace("_BLOB = {blob!r}", "_BLOB = None").replace(
+    "_ORACLE = _Oracle(_unpack(), {module!r})",
     """def _givens_folder():
     for _folder in [_pathlib.Path.cwd(), *_pathlib.Path.cwd().parents]:
         for _index in _folder.glob("givens/{module}.json"):

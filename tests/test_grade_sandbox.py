@@ -181,3 +181,23 @@ def test_a_memory_limit_below_what_the_grader_itself_needs_stops_before_any_stud
     assert proc.returncode != 0, proc.stdout + proc.stderr[-2000:]
     assert not (tmp_path / "out" / "grades.csv").exists()
     assert "memory limit of 100 MB" in proc.stderr, proc.stderr[-2000:]
+
+
+def test_a_class_folder_closed_to_other_users_is_still_read_and_links_still_refused(tmp_path):
+    """The instructor's class folder may be 0700 (root's): the unprivileged reader cannot open it, so the grader
+    reads it with its own rights through the same descriptors (every student got "could not be read" before)."""
+    import os
+
+    from autograder.core.submission import read_submission
+
+    closed = tmp_path / "closed"
+    (closed / "alice").mkdir(parents=True)
+    os.chmod(closed, 0o700)
+    os.chmod(closed / "alice", 0o700)
+    (closed / "alice" / "at_updates.py").write_text("x = 1\n")
+    os.chmod(closed / "alice" / "at_updates.py", 0o600)
+    files, missing = read_submission(closed / "alice", ("at_updates",))
+    assert files == {"at_updates": b"x = 1\n"} and not missing
+    os.symlink(ROOT / "solutions", closed / "alice" / "exercises")
+    files, missing = read_submission(closed / "alice", ("at_updates",))
+    assert not files and "symbolic link" in missing["at_updates"]

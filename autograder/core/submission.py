@@ -39,13 +39,24 @@ def read_submission(
     are read. When the grader is root, what is below ``folder`` is opened with the rights of ``uid``/``gid``
     (an unprivileged user's), not the grader's. Every grading path (``grade``, Gradescope, a Dask cluster)
     reads submissions with this function."""
+    files, missing, denied = _read_submission(folder, modules, max_bytes, uid, gid)
+    if denied and uid is not None:
+        # The class folder is the instructor's and may be closed to other users (a 0700 folder of root's): what
+        # the unprivileged user cannot open is read with the grader's rights, still through the same descriptors
+        # (no link followed, no hard link, the same caps), never giving a student 0 for the instructor's modes.
+        files, missing, _ = _read_submission(folder, modules, max_bytes, None, None)
+    return files, missing
+
+
+def _read_submission(folder, modules, max_bytes, uid, gid) -> tuple[dict[str, bytes], dict[str, str], bool]:
     files: dict[str, bytes] = {}
     missing: dict[str, str] = {}
+    denied = False
     try:
         top = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
     except OSError as err:
         why = "is a symbolic link, not a folder" if err.errno in (errno.ELOOP, errno.ENOTDIR) else f"cannot be opened ({err.strerror})"
-        return {}, {m: f"your submission's folder {why}" for m in modules}
+        return {}, {m: f"your submission's folder {why}" for m in modules}, False
     base = top
     try:
         with _reading_as(uid, gid):
@@ -54,14 +65,17 @@ def read_submission(
             except FileNotFoundError:
                 mode = None
             except OSError as err:
-                return {}, {m: f"exercises/ could not be read: {err.strerror}" for m in modules}
+                return {}, {m: f"exercises/ could not be read: {err.strerror}" for m in modules}, err.errno == errno.EACCES
             if mode is not None and stat.S_ISLNK(mode):
                 return {}, {
                     m: "exercises is a symbolic link, not a folder of regular files; submit the files themselves"
                     for m in modules
-                }
+                }, False
             if mode is not None and stat.S_ISDIR(mode):
-                base = os.open("exercises", os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=top)
+                try:
+                    base = os.open("exercises", os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=top)
+                except OSError as err:
+                    return {}, {m: f"exercises/ could not be read: {err.strerror}" for m in modules}, err.errno == errno.EACCES
             for module in modules:
                 name = f"{module}.py"
                 data, why = _read_regular(name, base, max_bytes)
@@ -69,11 +83,12 @@ def read_submission(
                     files[module] = data
                 else:
                     missing[module] = why
+                    denied = denied or "readable by other users" in why
     finally:
         if base != top:
             os.close(base)
         os.close(top)
-    return files, missing
+    return files, missing, denied
 
 
 def _read_regular(name: str, folder_fd: int, max_bytes: int) -> tuple[bytes, str | None]:
