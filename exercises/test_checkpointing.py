@@ -662,7 +662,7 @@ def test_restore_latest_restores_a_step_0_checkpoint(student, model, tx, target,
     if result is target:
         raise CheckFailure(
             check, "restore_latest returned the target itself although step 0 was saved",
-            "latest_step() is 0 here, and 0 is falsy: test `if step is None:`, not `if not step:`",
+            "latest_step() is 0 here, and 0 is falsy: compare latest_step() with None, not its truth value",
         )
     assert_has_structure_of(result, target, name="restored", check=check)
     assert_same_state(result, saved, check=check)
