@@ -211,7 +211,7 @@ WRONG = [
                 return target
             abstract = jax.tree.map(ocp.utils.to_shape_dtype_struct, target)
             return manager.restore(step, args=ocp.args.StandardRestore(abstract))
-    """, r"returned the target itself although step 0 was saved(.*\n)*.*if step is None"),
+    """, r"returned the target itself although step 0 was saved(.*\n)*.*compare latest_step\(\) with None"),
     ("save_to_manager", "counter-instead-of-state-step", """
         def save_to_manager(manager, state):
             step = len(manager.all_steps())
