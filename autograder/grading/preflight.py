@@ -151,7 +151,7 @@ def proven_setting(grader) -> str:
     """A digest of everything a pre-flight pass vouches for: the course and kit (every byte the grading
     processes get), the options and limits, the isolation, this interpreter and its libraries. A pass is
     reused only for the very same setting (:data:`REUSE_ENV`); a failure is never kept."""
-    from importlib import metadata
+    from autograder.core import versions
 
     digest = hashlib.sha256()
     for files in (grader.snapshot.course, grader.snapshot.kit):
@@ -162,18 +162,11 @@ def proven_setting(grader) -> str:
         "modules": list(options.modules), "timeout": options.timeout_per_function, "memory": options.memory_mb,
         "jobs": options.jobs, "seed": getattr(options, "seed", None), "run_as": getattr(options, "run_as", None),
         "isolation": repr(getattr(grader, "isolation", None)), "python": sys.executable, "version": sys.version,
-        "libraries": {name: _version(metadata, name) for name in ("jax", "jaxlib", "flax", "optax", "orbax-checkpoint")},
+        "libraries": versions.installed(),
         "xla_flags": os.environ.get("XLA_FLAGS", ""),
     }
     digest.update(json.dumps(setting, sort_keys=True, default=str).encode())
     return digest.hexdigest()
-
-
-def _version(metadata, name: str) -> str | None:
-    try:
-        return metadata.version(name)
-    except metadata.PackageNotFoundError:
-        return None
 
 
 def check(grader, stream=None) -> Passed:
