@@ -28,8 +28,10 @@ BOGUS_FLAG = "--xla_flag_no_xla_has_for_the_kits_test=true"
 
 def run_kit(args: list[str], cwd: Path, root: Path = ROOT, python: str = sys.executable, env: dict | None = None,
             timeout: float = 900) -> subprocess.CompletedProcess:
-    environment = dict(os.environ, PYTHONPATH=str(root), **(env or {}))
-    environment.pop("JAX_NUM_CPU_DEVICES", None)
+    # a run of its own, as an instructor's or a student's: not an xdist worker of the kit's suite (a child that
+    # finds PYTEST_XDIST_WORKER takes itself for one and leaves its warnings to a controller that is not there)
+    environment = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_") and k != "JAX_NUM_CPU_DEVICES"}
+    environment.update(PYTHONPATH=str(root), **(env or {}))
     return subprocess.run([python, *args], cwd=cwd, env=environment, capture_output=True, text=True, timeout=timeout)
 
 
