@@ -12,7 +12,7 @@ The tree shows the architecture, one subpackage per concern:
 - :mod:`autograder.authoring`      ``autograder check-course``: every rule the kit relies on
 - :mod:`autograder.cli`            the ``autograder`` command (argparse only)
 
-The public API, what a course's check files may import (``tests/test_public_api.py``
+The public API, what a course's check files may import (``tests/unit/checks/test_public_api.py``
 holds every name ``exercises/test_*.py`` import to this list):
 
 - ``autograder.CheckFailure``, ``autograder.Status``

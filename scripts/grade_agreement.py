@@ -4,7 +4,7 @@
     python scripts/grade_agreement.py [--modules m1,m2] [--limit N] [--jobs J]
 
 Each variant (every wrong and every differently-correct version of a function,
-from ``tests/test_module_*.py``) is judged twice, check by check, in the grading
+from ``tests/galleries/test_module_*.py``) is judged twice, check by check, in the grading
 profile: by its function's checks run in this process with the live
 ``solutions/`` (as ``pytest exercises/`` judges it), and by a real ``grade``
 of the variant as one student's file (a grading process that answers with the
@@ -26,7 +26,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
-sys.path.insert(0, str(ROOT / "tests"))
+sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "tests" / "galleries")]
 
 from oracle_agreement import Variant, judge, select  # noqa: E402
 

@@ -3,7 +3,7 @@
 # second environment: a venv under /tmp (kept, keyed by those versions) that holds only these releases of
 # jax, jaxlib, flax, optax and orbax-checkpoint (from the package registry), in front of the kit's own .venv
 # (every other package comes from there). Checks that the reference gets full marks and that every stub is
-# "not started". Run by the kit's tests (tests/test_oldest_versions.py, so scripts/test.sh and CI run it);
+# "not started". Run by the kit's tests (tests/system/test_oldest_versions.py, so scripts/test.sh and CI run it);
 # alone: `bash scripts/oldest_versions.sh`.
 set -euo pipefail
 cd "$(dirname "$0")/.."

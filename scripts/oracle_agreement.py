@@ -1,4 +1,4 @@
-"""Agreement of the recorded oracle with the live reference, on every gallery variant of tests/test_module_*.py.
+"""Agreement of the recorded oracle with the live reference, on every gallery variant of tests/galleries/test_module_*.py.
 
     python scripts/oracle_agreement.py RELEASE_DIR [--modules m1,m2] [--limit N]
 
@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))
+sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "tests" / "galleries")]
 
 
 @dataclass
@@ -34,7 +34,7 @@ class Variant:
 
 
 def gallery(module: str) -> list[Variant]:
-    """Every variant of ``tests/test_module_<module>.py``, whatever shape its tables have.
+    """Every variant of ``tests/galleries/test_module_<module>.py``, whatever shape its tables have.
 
     Correct variants come from ``CORRECT`` (or ``CORRECT_VARIANTS``: a list of
     rows, or ``{function: source(s)}``), wrong ones from ``WRONG``; a row is a

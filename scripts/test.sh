@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # The kit's own tests (course.toml valid, stubs not started, solutions pass, every check module proven),
 # in two pytest-xdist workers when the machine has two cores (a file's tests stay together: tests/conftest.py).
-# KIT_TEST_WORKERS=0 runs them in this one process. Assertion rewriting is back on for them
+# KIT_TEST_WORKERS=0 runs them in this one process. The tiers mirror the tree: tests/unit/<subpackage>/
+# (one concern, in process, seconds), tests/galleries/ (each module's checks judged on variants of answers) and
+# tests/system/ (the real commands, bundles and platforms). `scripts/test.sh --quick` runs the unit tier and
+# the lint only; with no option, everything (what CI runs). Assertion rewriting is back on for them
 # (pyproject.toml turns it off for the course's own runs).
 # What the tests need beyond a student's set-up (scripts/setup.sh, run first) is installed here when
 # missing: the `test` extra (Playwright, check-jsonschema), a real terminal (tmux, for `autograder
@@ -23,7 +26,12 @@ fi
 .venv/bin/python -c "import playwright, check_jsonschema" 2>/dev/null \
     || .venv/bin/pip install --quiet --disable-pip-version-check -e '.[test]'
 # One pre-flight per setting for the whole run: every test that runs `grade` on the same course, kit and
-# limits reuses the first pass (a fresh folder each run; failures are never kept). tests/test_preflight.py.
+# limits reuses the first pass (a fresh folder each run; failures are never kept). tests/system/test_preflight.py.
 export AUTOGRADER_PREFLIGHT_CACHE=${AUTOGRADER_PREFLIGHT_CACHE:-$(mktemp -d -t autograder-preflight-XXXXXX)}
 workers=${KIT_TEST_WORKERS:-$(( $(nproc) >= 2 ? 2 : 0 ))}
-exec .venv/bin/python -m pytest tests/ --assert=rewrite -q -p no:randomly --durations=25 -n "$workers" --dist loadfile --no-loadscope-reorder "$@"
+tiers=(tests/)
+if [ "${1:-}" = "--quick" ]; then
+    shift
+    tiers=(tests/unit/)
+fi
+exec .venv/bin/python -m pytest "${tiers[@]}" --assert=rewrite -q -p no:randomly --durations=25 -n "$workers" --dist loadfile --no-loadscope-reorder "$@"

@@ -12,7 +12,7 @@ import pytest
 os.environ.setdefault("JAX_COURSE_CACHE_DIR", "")
 
 # The course's 8 CPU devices are set by the plugin (pytest_load_initial_conftests) before this file
-# imports JAX; tests/test_devices.py proves it.
+# imports JAX; tests/system/test_devices.py proves it.
 # pytester's in-process runs drop the modules first imported during a run;
 # native libraries (jaxlib, torch) must not be imported twice, and the reference
 # cache must outlive the inner runs, so these imports happen here, once, before any
@@ -59,7 +59,7 @@ _LONGEST_FIRST = ["test_grade_command", "test_grade_seed", "test_release", "test
 
 # The modules of the release the kit's tests build (plain arrays, loaders, train states, functions passed
 # as arguments, checkpoints the release cannot record): one build per run (shared by the xdist workers), used by every test of a
-# released tree (tests/test_release.py, the GitHub Actions and Classroom 50 runs).
+# released tree (tests/system/test_release.py, the GitHub Actions and Classroom 50 runs).
 RELEASED = ("at_updates", "vmap_linear", "training", "autodiff", "checkpointing")
 
 

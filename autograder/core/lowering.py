@@ -16,7 +16,7 @@ lower at the same time.
 
 What is compiled does not change: the module's text, and so the compilation
 cache's key and the executable, are the same in a fresh or a reused context
-(``tests/test_lowering.py``). JAX is pinned (``pyproject.toml``); the function
+(``tests/unit/runtime/test_lowering.py``). JAX is pinned (``pyproject.toml``); the function
 replaced is ``jax._src.interpreters.mlir.make_ir_context``, which
 ``ModuleContext`` calls by its module-global name.
 """

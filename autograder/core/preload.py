@@ -5,7 +5,7 @@ also sets the course's devices first), by a grading child or the trusted
 verifier started without a zygote (through the same function), and by the kit's own tests
 (``tests/conftest.py``). A student's process and the trusted verifier must
 start from the same set, so that both generate the same inputs.
-``tests/test_preload.py`` checks that it covers every library the check
+``tests/unit/runtime/test_preload.py`` checks that it covers every library the check
 modules and ``exercises/test_*.py`` import.
 """
 

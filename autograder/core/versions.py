@@ -1,6 +1,6 @@
 """The library versions the kit supports, and one warning line for a newer one than it was tested with.
 
-``SUPPORTED`` is the range ``pyproject.toml`` declares (``tests/test_versions.py`` keeps the two equal):
+``SUPPORTED`` is the range ``pyproject.toml`` declares (``tests/unit/core/test_versions.py`` keeps the two equal):
 the course was checked on the oldest (:data:`OLDEST`, ``scripts/oldest_versions.sh`` in CI: the
 reference at full marks, every stub "not started") and on the newest (:data:`TESTED`, the kit's own
 environment). A newer release than :data:`TESTED` may work: the course runs with one warning line

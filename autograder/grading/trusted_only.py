@@ -10,7 +10,7 @@ answer with the reference's on the same arguments. Its fixtures may build what
 the checks are *given* with the reference (a start state, a sibling module's
 loader): the trusted side records those calls first and the grading process
 answers them from that recording (:mod:`autograder.recording.givens`); a
-given is never the answer to a graded input (``tests/test_givens.py`` proves
+given is never the answer to a graded input (``tests/system/test_givens.py`` proves
 it for the course).
 
 In such a module's grading process the student's own answers stand in for the

@@ -11,7 +11,7 @@ of ``reference.<fn>`` are answered by the student's own functions
 its fixtures answered from the same givens.
 
 A given is never an answer to a graded input: a fixture builds its states on
-other seeds, keys and data than the checks judge. ``tests/test_givens.py``
+other seeds, keys and data than the checks judge. ``tests/system/test_givens.py``
 proves it on the course: no array the givens hold equals an expected value of
 a check.
 """

@@ -2,7 +2,7 @@
 
 ``sandbox.scratch_dir`` names each folder after the process that made it (pid and pid
 namespace); ``sandbox.remove_abandoned_scratch`` removes those whose process is gone. The
-SIGKILL case end to end is in ``tests/test_grade_interrupt.py``.
+SIGKILL case end to end is in ``tests/system/test_grade_interrupt.py``.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The instructor's desk without a grade run: inert outputs, failure kinds, late work, LMS exports,
-per-student feedback and the progress line (the grade runs are in tests/test_grade_desk.py and
-tests/test_html_report.py)."""
+per-student feedback and the progress line (the grade runs are in tests/system/test_grade_desk.py and
+tests/system/test_html_report.py)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """The student's loop: hints in steps with local progress, status, reset, hint, slow-compile lines.
 
 Real pytest runs of the course's checks on a copy of the course (in-process,
-like tests/test_plugin.py); progress, stubs and backups are real files.
+like tests/system/test_plugin.py); progress, stubs and backups are real files.
 """
 
 from __future__ import annotations

@@ -87,7 +87,7 @@ def test_files_next_to_the_submission_hold_no_reference(thieves):
 
 @pytest.mark.parametrize("student", ["steals_from_sys_modules", "steals_from_gc"])
 def test_the_reference_in_memory_is_out_of_reach(thieves, student):
-    """``at_updates`` is judged on the trusted side only (``tests/test_trusted_only.py``): its grading
+    """``at_updates`` is judged on the trusted side only (``tests/system/test_trusted_only.py``): its grading
     processes never load the reference, so there is nothing in memory to find."""
     _, with_seed, _ = thieves
     assert with_seed[student][0] == 0

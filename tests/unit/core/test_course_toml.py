@@ -10,7 +10,7 @@ import pytest
 from autograder.authoring.check import check_course
 from autograder.core.course import CourseError, load_course
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def test_the_course_passes_every_static_rule_of_check_course():

@@ -44,7 +44,7 @@ from support import ROOT, reference_source
 
 MODULE = "at_updates"
 USER = "nobody"
-SCHEMA = json.loads((Path(__file__).parent / "schemas" / "gradescope_results.schema.json").read_text())
+SCHEMA = json.loads((Path(__file__).resolve().parents[1] / "schemas" / "gradescope_results.schema.json").read_text())
 FUNCTIONS = [fn.name for fn in load_course(ROOT).module(MODULE).functions]
 HIDDEN_FN = load_course(ROOT).module(MODULE).function(WRONG_FUNCTION)
 assert HIDDEN_FN.hidden and MODULE == CANONICAL_MODULE

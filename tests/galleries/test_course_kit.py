@@ -3,7 +3,7 @@
 The rules themselves (stubs, names, markers, hidden checks, references) live in
 `autograder check-course`; these tests run it on the real course, and run the
 plugin on every stub to see what a student sees. The per-module galleries
-(tests/test_module_<module>.py) rely on these and do not repeat them.
+(tests/galleries/test_module_<module>.py) rely on these and do not repeat them.
 """
 
 import io

@@ -33,7 +33,7 @@ from support import ROOT
 
 MODULE = CANONICAL_MODULE
 COURSE = load_course(ROOT)
-SCHEMA = json.loads((Path(__file__).parent / "schemas" / "classroom50_result.schema.json").read_text())
+SCHEMA = json.loads((Path(__file__).resolve().parents[1] / "schemas" / "classroom50_result.schema.json").read_text())
 RUNNER_ENV = {
     "CLASSROOM": "jax-101", "ASSIGNMENT": MODULE, "SUBMISSION_TAG": "submit/2026-11-22T08-00-00Z-a1b2c3d",
     "COMMIT_URL": "https://example.invalid/commit/a1b2c3d", "RELEASE_URL": "https://example.invalid/releases/tag/submit",

@@ -6,9 +6,9 @@
   gallery variants (a deterministic subset; ``python scripts/grade_agreement.py`` runs every
   variant), and a wrong function's message is the trusted side's: expected and got, an input;
 - a student who looks the reference up in ``sys.modules`` and through ``gc`` (the routes of
-  ``tests/test_grade_seed.py``'s thieves, tried one after the other) earns nothing in any such module
+  ``tests/system/test_grade_seed.py``'s thieves, tried one after the other) earns nothing in any such module
   (that the references' own files earn full marks in every module under ``grade`` is
-  ``tests/test_grade_command.py``'s every-module test).
+  ``tests/system/test_grade_command.py``'s every-module test).
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ PER_MODULE = 2
 # numpy_collate that empties the dict samples it collates (the stand-in reference is given copies), an
 # XORDataset that is not a torch Dataset (recorded by its items all the same).
 PICKED = {"data": ("s.pop(k) for s in batch", "class XORDataset:\n")}
-# The modules whose fixtures build givens with the reference (tests/test_givens.py).
+# The modules whose fixtures build givens with the reference (tests/system/test_givens.py).
 WITH_GIVENS = ("batchnorm", "checkpointing", "dropout_rngs", "training")
 
 
@@ -61,7 +61,7 @@ def grader(modules):
 def graded(grader, modules, tmp_path_factory):
     """One ``grade`` of a class: a student per gallery variant (one module file each), and a student whose
     every function answers with the reference found in memory, in every module judged on the trusted side
-    only but ``at_updates`` (``tests/test_grade_seed.py`` attacks that one)."""
+    only but ``at_updates`` (``tests/system/test_grade_seed.py`` attacks that one)."""
     from grade_fixtures import STEAL_FROM_GIVENS, STEAL_FROM_MEMORY, thief_source
 
     base = tmp_path_factory.mktemp("trusted_only")
