@@ -244,7 +244,7 @@ def what_it_holds(checkpoint):
             with ocp.StandardCheckpointer() as reader:
                 return reader.restore(files.materialise(checkpoint, directory / "ckpt"))
     except Exception as err:  # noqa: BLE001 - any failure to read is the checkpoint's
-        return Unreadable(f"{type(err).__name__}: {str(err)[:200]}")
+        return Unreadable(f"{type(err).__name__}: {files.without_scratch_paths(str(err))[:200]}")
 
 
 class Unreadable:
@@ -496,7 +496,7 @@ def read_back(step_directory, state):
             restored = reader.restore(step_directory / "default", jax.tree.map(ocp.utils.to_shape_dtype_struct, state))
         return [np.asarray(leaf) for leaf in jax.tree.leaves(restored)]
     except Exception as err:  # noqa: BLE001 - any failure to read is the checkpoint's
-        return f"{type(err).__name__}: {str(err)[:200]}"
+        return f"{type(err).__name__}: {files.without_scratch_paths(str(err))[:200]}"
 
 
 @correctness

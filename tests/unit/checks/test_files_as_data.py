@@ -99,3 +99,14 @@ def test_a_snapshot_records_regular_files_and_folders_only(tmp_path):
     assert list(taken) == ["kept"]
     assert files.snapshot(source / "file-link") == {}
     assert files.snapshot(source / "folder-link") == {}
+
+
+def test_a_libraries_message_names_the_checks_folder_the_same_way_every_run():
+    """A folder of the check's own has a random name; a message quoting it (Orbax's 'does not exist at
+    /tmp/check-x1y2/ckpt') would give the same submission other bytes on every run."""
+    seen = set()
+    for _ in range(2):
+        with files.new_directory() as folder:
+            seen.add(files.without_scratch_paths(f"Metadata file does not exist at {folder}/ckpt. (also {folder})"))
+    assert seen == {f"Metadata file does not exist at {files.SCRATCH_NAME}/ckpt. (also {files.SCRATCH_NAME})"}
+    assert files.without_scratch_paths("/home/ada/check-list/ckpt") == "/home/ada/check-list/ckpt"
