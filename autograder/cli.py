@@ -98,7 +98,7 @@ def run_grade(args: argparse.Namespace) -> int:
 
     course = _course(args.course)
     if args.run_as:
-        from autograder.grading.sandbox import RunAs
+        from autograder.grading.isolation.limits import RunAs
 
         try:
             RunAs.lookup(args.run_as)

@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from autograder.core.course import load_course  # noqa: E402
-from autograder.grading import sandbox  # noqa: E402
+from autograder.grading.isolation import bubblewrap, forkserver  # noqa: E402
 from autograder.grading.grader import Grader, Options  # noqa: E402
 
 
@@ -42,12 +42,12 @@ def zygote_start(grader: Grader, boxed: bool) -> tuple[float, float, float]:
     if boxed:
         box = grader.new_box()
         env = dict(grader.env, HOME=str(box.folder), TMPDIR=str(box.folder / "tmp"))
-        zygote = sandbox.Zygote(grader.shared / "kit", box.folder, env, grader.options.memory_mb, grader.lifeline.fd,
+        zygote = forkserver.Zygote(grader.shared / "kit", box.folder, env, grader.options.memory_mb, grader.lifeline.fd,
                                 grader.stop, box=box)
     else:
         scratch = Path(tempfile.mkdtemp())
         box = None
-        zygote = sandbox.Zygote(grader.shared / "kit", scratch, grader.env, None, grader.lifeline.fd, grader.stop)
+        zygote = forkserver.Zygote(grader.shared / "kit", scratch, grader.env, None, grader.lifeline.fd, grader.stop)
     zygote.wait_ready()
     seconds = time.perf_counter() - started
     if box is not None:
@@ -83,7 +83,7 @@ def main() -> None:
     course = load_course(ROOT)
     modules = tuple(args.modules.split(",")) if args.modules else tuple(m.name for m in course.modules)
     memory = args.memory or course.grading.memory_limit_mb
-    print(f"isolation: {sandbox.isolation().describe()}", flush=True)
+    print(f"isolation: {bubblewrap.isolation().describe()}", flush=True)
     options = Options(modules, course.grading.timeout_per_function, memory, jobs=1, zygote=False)
     grader = Grader(course, options, threading.Event(), workers=0)
     try:

@@ -16,7 +16,7 @@ import pytest
 from autograder.core.course import load_course
 from autograder.core.outcomes import FunctionScore, StudentResult
 from autograder.core.status import Status
-from autograder.grading import class_report
+from autograder.grading.outputs import class_report
 from autograder.grading.outputs import lms
 from autograder.grading.outputs import late as late_work
 from autograder.grading.outputs.feedback import feedback_html

@@ -25,7 +25,7 @@ import pytest
 from autograder.core.course import load_course
 from autograder.core.status import Status
 from autograder.grading.grader import Grader, Options
-from autograder.grading.verifier import UNVERIFIABLE
+from autograder.grading.trusted.verifier import UNVERIFIABLE
 from support import ROOT
 
 MODULES = ("prng", "autodiff", "batchnorm", "data")

@@ -3,8 +3,9 @@ the README lists it as observed in the student's process (issue 32, 2c: a ``make
 which the verifier could not replay, kept the grading process's "passed")."""
 
 from autograder.core.status import Status
-from autograder.grading import grader, trusted_only
-from autograder.grading.requests import UNVERIFIABLE
+from autograder.grading import grader
+from autograder.grading.trusted import trusted_only
+from autograder.grading.wire import UNVERIFIABLE
 
 
 def test_an_unreplayable_correctness_check_earns_nothing_unless_listed(monkeypatch):

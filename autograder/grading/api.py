@@ -17,7 +17,11 @@ from pathlib import Path
 
 from autograder.core import devices, versions
 from autograder.core.course import Course
-from autograder.grading import class_report, run_state, sandbox
+from autograder.grading.isolation import bubblewrap
+from autograder.grading.isolation.processes import child_env
+from autograder.grading.isolation.scratch import Snapshot
+from autograder.grading.outputs import class_report
+from autograder.grading.outputs import run_state
 from autograder.grading import preflight as preflight_check
 from autograder.grading.grader import Grader, Options, Progress, StudentResult, find_students, read_submission
 
@@ -117,8 +121,8 @@ def grade(
                 lms.moodle_identifier(roster, names)
         except lms.ExportError as err:
             raise SystemExit(f"autograder grade: {err}") from None
-    snapshot = sandbox.Snapshot.take(course.root)
-    isolation = sandbox.isolation()
+    snapshot = Snapshot.take(course.root)
+    isolation = bubblewrap.isolation()
     if not cluster:
         print(f"autograder grade: isolation: {isolation.describe()}", flush=True)
     run = run_state.fingerprint(
@@ -255,7 +259,7 @@ def start_grader(make):
     """``make()`` (a new :class:`Grader`), once this Python has shown it can start a grading process
     (:func:`~autograder.grading.preflight.check_interpreter`); a grader that cannot start here (its trusted side
     or its grading processes fail to start) raises :class:`~autograder.grading.preflight.PreflightFailed` saying why."""
-    preflight_check.check_interpreter(sandbox.child_env())
+    preflight_check.check_interpreter(child_env())
     try:
         return make()
     except (RuntimeError, OSError) as err:

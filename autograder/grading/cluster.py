@@ -37,7 +37,10 @@ from typing import Callable
 from autograder.core.course import Course, load_course
 from autograder.core.outcomes import CheckOutcome, score_functions
 from autograder.core.status import Status
-from autograder.grading import preflight, sandbox
+from autograder.grading import preflight
+from autograder.grading.isolation.limits import POLL
+from autograder.grading.isolation.processes import child_env
+from autograder.grading.isolation.scratch import Snapshot, scratch_dir
 from autograder.grading.grader import Check, Grader, Options, StudentResult, read_submission
 
 RESUBMISSIONS = 1  # after a KilledWorker (the scheduler already retried on other workers)
@@ -47,7 +50,7 @@ _failed: dict[str, preflight.PreflightFailed] = {}  # graders whose environment 
 _lock = threading.Lock()
 
 
-def _worker_grader(snapshot: sandbox.Snapshot, options: Options) -> Grader:
+def _worker_grader(snapshot: Snapshot, options: Options) -> Grader:
     """This worker process's grader for ``snapshot`` (built on first use, then reused). A new grader first
     proves this worker's environment (:mod:`autograder.grading.preflight`): if it fails, this and every later
     task of the worker raise :class:`~autograder.grading.preflight.PreflightFailed`, and ``grade`` stops."""
@@ -56,11 +59,11 @@ def _worker_grader(snapshot: sandbox.Snapshot, options: Options) -> Grader:
         if key in _failed:
             raise _failed[key]
         if key not in _graders:
-            scratch = sandbox.scratch_dir()
+            scratch = scratch_dir()
             course_root, _ = snapshot.materialize(scratch)
             grader = None
             try:
-                preflight.check_interpreter(sandbox.child_env())
+                preflight.check_interpreter(child_env())
                 grader = Grader(load_course(course_root), options, snapshot=snapshot)
                 preflight.check(grader, stream=sys.stdout)
             except (preflight.PreflightFailed, RuntimeError, OSError) as err:
@@ -85,19 +88,19 @@ def _close_graders() -> None:
         _graders.clear()
 
 
-def _course_snapshot(snapshot: sandbox.Snapshot) -> sandbox.Snapshot:
+def _course_snapshot(snapshot: Snapshot) -> Snapshot:
     """On a worker: the snapshot the task carries (a result the scheduler can compute again)."""
     return snapshot
 
 
-def plan_task(snapshot: sandbox.Snapshot, options: Options) -> tuple[list[Check], list[str]]:
+def plan_task(snapshot: Snapshot, options: Options) -> tuple[list[Check], list[str]]:
     """On a worker: the course's checks and the functions without a correctness check."""
     grader = _worker_grader(snapshot, options)
     return grader.plan, grader.unconfirmable_functions()
 
 
 def grade_task(
-    snapshot: sandbox.Snapshot, options: Options, student: str, files: dict[str, bytes], missing: dict[str, str]
+    snapshot: Snapshot, options: Options, student: str, files: dict[str, bytes], missing: dict[str, str]
 ) -> StudentResult:
     """On a worker: grade one submission exactly as a local run does."""
     result = _worker_grader(snapshot, options).grade_files(student, files, missing)
@@ -110,7 +113,7 @@ class ClusterGrader:
 
     def __init__(
         self, course: Course, options: Options, address: str, stop: threading.Event | None = None,
-        snapshot: sandbox.Snapshot | None = None,
+        snapshot: Snapshot | None = None,
     ):
         from distributed import Client
 
@@ -119,7 +122,7 @@ class ClusterGrader:
         # Worker-local paths: each worker has its own compilation cache.
         self.options = replace(options, cache_dir=None, jobs=1)
         self.client = Client(address)
-        snapshot = snapshot or sandbox.Snapshot.take(course.root)
+        snapshot = snapshot or Snapshot.take(course.root)
         # A task's result, not scattered data: a worker that dies holding the only copy costs a recomputation
         # (scattered data would be lost for good, and every task needing it cancelled).
         self.snapshot = self.client.submit(_course_snapshot, snapshot, pure=False)
@@ -149,7 +152,7 @@ class ClusterGrader:
         try:
             while pending and not self.stop.is_set():
                 try:
-                    done, _ = wait(list(pending), timeout=sandbox.POLL, return_when="FIRST_COMPLETED")
+                    done, _ = wait(list(pending), timeout=POLL, return_when="FIRST_COMPLETED")
                 except TimeoutError:
                     continue
                 for future in done:

@@ -12,8 +12,8 @@ For one submission (:func:`grade_submission`):
    what is left; a module found changing the grader's own functions earns
    nothing, and its results say so;
 3. the correctness checks it claims to pass are re-run on the trusted side
-   (:mod:`autograder.grading.verifier`, served by long-lived processes the workers share:
-   :mod:`autograder.grading.trusted_server`); a pass that is not confirmed is a failure;
+   (:mod:`autograder.grading.trusted.verifier`, served by long-lived processes the workers share:
+   :mod:`autograder.grading.trusted.trusted_server`); a pass that is not confirmed is a failure;
 4. the outcomes become points with :func:`autograder.core.outcomes.score_functions`.
 
 :func:`grade_class` runs that over a thread pool, one task per module of a
@@ -43,15 +43,23 @@ from pathlib import Path
 from typing import Callable
 
 from autograder.core import compile_cache
-from autograder.grading.lifeline import Lifeline
+from autograder.grading.isolation.lifeline import Lifeline
 from autograder.core.course import Course
 from autograder.core.outcomes import CheckId, CheckOutcome, StudentResult, score_functions
 from autograder.core.status import Status
 from autograder.core.submission import MAX_FILE_BYTES, read_submission  # noqa: F401 - read_submission: the one reader
-from autograder.grading import preflight, sandbox
-from autograder.grading.trusted_server import TrustedServer, Verifiers, verifiers_for
-from autograder.grading.requests import CHILD, UNVERIFIABLE, ChildRequest, VerifierRequest
-from autograder.grading.trusted_only import observed_in_the_students_process
+from autograder.grading import preflight
+from autograder.grading.isolation.bubblewrap import Box, isolation
+from autograder.grading.isolation.cgroups import Group, grader_group
+from autograder.grading.isolation.forkserver import Zygote, run_to_end
+from autograder.grading.isolation.limits import Fault, Interrupted, Limits, MemoryLimitTooLow, PIDS_PER_STUDENT, POLL, RunAs, RunResult, WALL_FACTOR, next_uid
+from autograder.grading.isolation.limits import check as stop_if_set
+from autograder.grading.isolation.processes import child_env, file_tail, run_python, start_direct, wait_or_stop
+from autograder.grading.isolation.scratch import Snapshot, remove_abandoned_scratch, scratch_dir
+from autograder.grading.isolation.supervise import supervise
+from autograder.grading.trusted.trusted_server import TrustedServer, Verifiers, verifiers_for
+from autograder.grading.wire import CHILD, UNVERIFIABLE, ChildRequest, VerifierRequest
+from autograder.grading.trusted.trusted_only import observed_in_the_students_process
 from autograder.pytest_plugin.report import strip_ansi
 
 VERIFY_TIMEOUT = 600.0
@@ -65,7 +73,7 @@ class Check:
     module: str
     function: str
     correctness: bool
-    # its module is judged on the trusted side only (autograder.grading.trusted_only): the
+    # its module is judged on the trusted side only (autograder.grading.trusted.trusted_only): the
     # grading process holds no reference, and the verifier's verdict is the check's
     trusted_only: bool = False
     # it takes the reference: in a module judged on the trusted side only, its pass in the grading
@@ -94,7 +102,7 @@ class _Submission:
     # by the first of them (Grader.own_folder_of): nothing one student's code writes reaches another's.
     own_folder: Path | None = None
     # The student's sandbox (Grader.box_of): that folder, a uid, a control group and a zygote of their own.
-    box: sandbox.Box | None = None
+    box: Box | None = None
 
 
 @dataclass
@@ -114,7 +122,7 @@ class Grader:
 
     def __init__(
         self, course: Course, options: Options, stop: threading.Event | None = None,
-        snapshot: sandbox.Snapshot | None = None, workers: int = 0,
+        snapshot: Snapshot | None = None, workers: int = 0,
     ):
         """``workers``: how many worker threads will grade (at most ``options.jobs``); their pre-imported
         processes start now, so they import the libraries while the trusted side lists the checks."""
@@ -125,22 +133,22 @@ class Grader:
         self._lock = threading.Lock()
         self._scratch: set[Path] = set()
         self._local = threading.local()
-        self._zygotes: list[tuple[sandbox.Zygote, Path]] = []
-        self._spare: dict[str, list[sandbox.Zygote]] = {}
-        self._boxes: list[sandbox.Box] = []  # every student's sandbox not yet closed
-        self._spare_boxes: list[sandbox.Box] = []  # started ahead, each given to the next student that needs one
-        self.group: sandbox.Group | None = None
-        self._trusted_zygotes: list[sandbox.Zygote] = []  # the verifiers', one per slot of self.verifiers
+        self._zygotes: list[tuple[Zygote, Path]] = []
+        self._spare: dict[str, list[Zygote]] = {}
+        self._boxes: list[Box] = []  # every student's sandbox not yet closed
+        self._spare_boxes: list[Box] = []  # started ahead, each given to the next student that needs one
+        self.group: Group | None = None
+        self._trusted_zygotes: list[Zygote] = []  # the verifiers', one per slot of self.verifiers
         # every fault of a grading process: (module, fault, its last stderr), read by autograder.grading.preflight
-        self.faults: list[tuple[str, sandbox.Fault, str]] = []
+        self.faults: list[tuple[str, Fault, str]] = []
         try:
-            sandbox.remove_abandoned_scratch()  # a killed grader's, the references' copies among them
-            self.snapshot = snapshot or sandbox.Snapshot.take(course.root)
+            remove_abandoned_scratch()  # a killed grader's, the references' copies among them
+            self.snapshot = snapshot or Snapshot.take(course.root)
             # No compilation cache in the students' environment: each student gets their own (own_folder_of).
-            self.env = sandbox.child_env()
-            self.run_as = sandbox.RunAs.lookup(options.run_as) if options.run_as else None
-            self.isolation = sandbox.isolation()
-            self.group = sandbox.grader_group() if self.isolation.cgroups else None
+            self.env = child_env()
+            self.run_as = RunAs.lookup(options.run_as) if options.run_as else None
+            self.isolation = isolation()
+            self.group = grader_group() if self.isolation.cgroups else None
             # The kit and the course's checks (never a reference), shown read-only to every student's sandbox.
             self.shared = self._scratch_dir()
             self.snapshot.materialize(self.shared, solutions=False)
@@ -149,7 +157,7 @@ class Grader:
             self.trusted_cache_dir = self._scratch_dir()
             # What the fixtures of modules judged on the trusted side only are given (recorded while planning).
             self.givens_dir = self._scratch_dir()
-            self.trusted_env = sandbox.child_env(compile_cache.environment(self.trusted_cache_dir))
+            self.trusted_env = child_env(compile_cache.environment(self.trusted_cache_dir))
             workers = min(max(0, workers), self.options.jobs)
             for _ in range(workers):  # the first students' sandboxes import the libraries while the plan is made
                 self._spare_boxes.append(self.new_box())
@@ -170,8 +178,8 @@ class Grader:
     def _scratch_dir(self) -> Path:
         """A new scratch folder, removed by :meth:`_remove` or at the latest by :meth:`close`."""
         with self._lock:
-            sandbox.check(self.stop)
-            path = sandbox.scratch_dir()
+            stop_if_set(self.stop)
+            path = scratch_dir()
             self._scratch.add(path)
         return path
 
@@ -180,45 +188,45 @@ class Grader:
         with self._lock:
             self._scratch.discard(path)
 
-    def _starter(self, box: sandbox.Box):
+    def _starter(self, box: Box):
         """How a grading child of ``box``'s student starts: forked by the student's zygote, or a fresh interpreter."""
         if box.zygote is None:
-            return sandbox.start_direct(
+            return start_direct(
                 CHILD, self.shared / "kit", self._box_env(box), self.options.memory_mb, self.lifeline.fd, box=box
             )
         return box.zygote.start
 
-    def _box_env(self, box: sandbox.Box) -> dict[str, str]:
+    def _box_env(self, box: Box) -> dict[str, str]:
         return dict(self.env, HOME=str(box.folder), TMPDIR=str(box.folder / "tmp"))
 
-    def new_box(self) -> sandbox.Box:
-        """A sandbox for one student (see :class:`sandbox.Box`), its zygote started (without waiting for it)."""
+    def new_box(self) -> Box:
+        """A sandbox for one student (see :class:`Box`), its zygote started (without waiting for it)."""
         folder = self._scratch_dir()
         uid = gid = None
         if self.run_as is not None:
             uid, gid = self.run_as.uid, self.run_as.gid
         elif self.isolation.privileged and self.isolation.sandbox != "none":
-            uid = sandbox.next_uid()
+            uid = next_uid()
         group = None
         if self.group is not None:
             group = self.group.child(folder.name)
             # a backstop for all of the student's processes together; each has its own limit (Box.leaf)
-            group.limit(memory_mb=self.options.memory_mb * (self.options.jobs + 1), pids=sandbox.PIDS_PER_STUDENT)
-        box = sandbox.Box(self.isolation, folder, self.shared, group, uid, gid, self.options.memory_mb)
+            group.limit(memory_mb=self.options.memory_mb * (self.options.jobs + 1), pids=PIDS_PER_STUDENT)
+        box = Box(self.isolation, folder, self.shared, group, uid, gid, self.options.memory_mb)
         with self._lock:
             self._boxes.append(box)
         if self.options.zygote:
-            sandbox.Zygote(
+            Zygote(
                 self.shared / "kit", folder, self._box_env(box), self.options.memory_mb, self.lifeline.fd, self.stop,
                 box=box,
             )
         with self._lock:
             if self.stop.is_set():  # close() may have run while this one started
                 box.close()
-                raise sandbox.Interrupted()
+                raise Interrupted()
         return box
 
-    def box_of(self, submission: "_Submission") -> sandbox.Box:
+    def box_of(self, submission: "_Submission") -> Box:
         """``submission``'s sandbox: a spare one started ahead, else a new one (never another student's)."""
         with submission.lock:
             if submission.box is None:
@@ -233,7 +241,7 @@ class Grader:
                 submission.own_folder = box.folder
             return submission.box
 
-    def close_box(self, box: sandbox.Box) -> None:
+    def close_box(self, box: Box) -> None:
         """Every process of ``box`` killed (a double-forked one too), its group removed; its folder is kept."""
         box.close()
         with self._lock:
@@ -262,7 +270,7 @@ class Grader:
 
     # -- trusted side -----------------------------------------------------
     def _trusted(self, request: VerifierRequest, timeout: float) -> dict:
-        """Run :mod:`autograder.grading.verifier` (never student code) on a fresh private copy of the course."""
+        """Run :mod:`autograder.grading.trusted.verifier` (never student code) on a fresh private copy of the course."""
         scratch = self._scratch_dir()
         try:
             course_root, kit = self.snapshot.materialize(scratch)
@@ -273,20 +281,20 @@ class Grader:
             cfg = replace(asked, course_root=str(course_root), modules=list(self.options.modules), kit=str(kit)).to_wire()
             zygote = self._zygote("trusted_zygote") if self.options.zygote else None
             if zygote is not None:
-                sandbox.run_to_end(zygote, work, cfg, scratch / "stderr.txt", timeout)
+                run_to_end(zygote, work, cfg, scratch / "stderr.txt", timeout)
             else:
-                proc = sandbox.run_python(
+                proc = run_python(
                     request.target, kit, work, cfg, memory_mb=None, env=self.trusted_env,
                     stderr_path=scratch / "stderr.txt", lifeline=self.lifeline.fd,
                 )
-                sandbox.wait_or_stop(proc, timeout, self.stop)
+                wait_or_stop(proc, timeout, self.stop)
             if not out.is_file():
-                raise RuntimeError(f"the trusted grader failed:\n{sandbox.file_tail(scratch / 'stderr.txt')}")
+                raise RuntimeError(f"the trusted grader failed:\n{file_tail(scratch / 'stderr.txt')}")
             return json.loads(out.read_text(encoding="utf-8"))
         finally:
             self._remove(scratch)
 
-    def _zygote(self, slot: str) -> sandbox.Zygote:
+    def _zygote(self, slot: str) -> Zygote:
         """This thread's zygote for ``slot`` ("zygote" or "trusted_zygote"): a spare one started ahead (workers'
         zygotes only), else a new one; restarted if it died."""
         zygote = getattr(self._local, slot, None)
@@ -299,11 +307,11 @@ class Grader:
             setattr(self._local, slot, zygote)
         return zygote
 
-    def _zygote_stderr(self, box: sandbox.Box) -> str:
+    def _zygote_stderr(self, box: Box) -> str:
         """The last stderr of ``box``'s grading zygote (why it did not start or fork)."""
-        return sandbox.file_tail(box.folder / "zygote-stderr.txt") if box.zygote is not None else ""
+        return file_tail(box.folder / "zygote-stderr.txt") if box.zygote is not None else ""
 
-    def _new_zygote(self, slot: str) -> sandbox.Zygote:
+    def _new_zygote(self, slot: str) -> Zygote:
         """Start a zygote for ``slot`` (without waiting for its imports). It dies with the thread that started
         it, so spares are started by the thread that owns the grader."""
         trusted = slot == "trusted_zygote"
@@ -315,12 +323,12 @@ class Grader:
         env, memory_mb = (self.trusted_env, None) if trusted else (self.env, self.options.memory_mb)
         if run_as:
             env = dict(env, HOME=str(scratch))  # a home the user may write to; each child gets its student's
-        zygote = sandbox.Zygote(kit, scratch, env, memory_mb, self.lifeline.fd, self.stop, run_as)
+        zygote = Zygote(kit, scratch, env, memory_mb, self.lifeline.fd, self.stop, run_as)
         with self._lock:
             self._zygotes.append((zygote, scratch))
             if self.stop.is_set():  # close() may have run while this one started
                 zygote.close()
-                raise sandbox.Interrupted()
+                raise Interrupted()
         return zygote
 
     def _plan(self) -> list[Check]:
@@ -358,13 +366,13 @@ class Grader:
             with self.verifiers.lend() as server:
                 if not server.answer(asked, VERIFY_TIMEOUT) or not out.is_file():
                     self.verifiers.discard(server)
-                    raise RuntimeError(f"the trusted grader failed:\n{sandbox.file_tail(server.stderr)}")
+                    raise RuntimeError(f"the trusted grader failed:\n{file_tail(server.stderr)}")
             return json.loads(out.read_text(encoding="utf-8"))["verdicts"]
         finally:
             self._remove(scratch)
 
     def _start_verifier(self, slot: int) -> TrustedServer:
-        """The long-lived verifier of ``slot`` (see :mod:`autograder.grading.trusted_server`), forked from that
+        """The long-lived verifier of ``slot`` (see :mod:`autograder.grading.trusted.trusted_server`), forked from that
         slot's trusted zygote (restarted if it died)."""
         zygote = self._trusted_zygotes[slot]
         if not zygote.alive():
@@ -377,7 +385,7 @@ class Grader:
 
     def grade_files(self, student: str, files: dict[str, bytes], missing: dict[str, str]) -> StudentResult:
         """Grade one student's files as read by :func:`read_submission`, each module in its own processes;
-        raises :class:`sandbox.Interrupted` on stop."""
+        raises :class:`Interrupted` on stop."""
         submission = _Submission(student, files, missing)
         for module in self.modules_to_run(submission):
             self.grade_module_of(submission, module)
@@ -434,7 +442,7 @@ class Grader:
         started = time.monotonic()
         self._confirm(verdicts, submission.transcripts)
         timings["verify_seconds"] = time.monotonic() - started
-        sandbox.check(self.stop)  # a run killed by the stop must not become a result
+        stop_if_set(self.stop)  # a run killed by the stop must not become a result
         outcomes = [
             CheckOutcome(c.module, c.function, c.test, verdicts[c.id][0], c.correctness, verdicts[c.id][1])
             for c in self.plan
@@ -442,7 +450,7 @@ class Grader:
         return StudentResult(submission.student, score_functions(self.course, outcomes), outcomes, timings)
 
     def _grade_module(
-        self, module: str, checks: list[Check], source: bytes, box: sandbox.Box,
+        self, module: str, checks: list[Check], source: bytes, box: Box,
         verdicts: dict, transcripts: dict, timings: dict,
     ) -> None:
         """Run ``module``'s checks in fresh processes until each has a verdict (a fault costs only what it hit)."""
@@ -498,7 +506,7 @@ class Grader:
         for check in checks:
             verdicts[check.id] = (Status.FAILED, message)
 
-    def _run_child(self, module: str, source: bytes, box: sandbox.Box, skip: list[str]) -> sandbox.RunResult:
+    def _run_child(self, module: str, source: bytes, box: Box, skip: list[str]) -> RunResult:
         """One grading process for ``module`` (only its file is in its folder), skipping checks in ``skip``, in
         its student's sandbox ``box`` (:meth:`box_of`)."""
         own_folder = box.folder
@@ -526,12 +534,12 @@ class Grader:
                 own_answers=own_answers, givens=givens, own_folder=str(own_folder), tmp=str(tmp),
             ).to_wire()
             remaining = {self.function_of[c.id] for c in self.plan if c.module == module}
-            limits = sandbox.Limits(
+            limits = Limits(
                 self.options.timeout_per_function,
                 self.options.memory_mb,
-                total_timeout=sandbox.WALL_FACTOR * self.options.timeout_per_function * (len(remaining) + 3) + 120,
+                total_timeout=WALL_FACTOR * self.options.timeout_per_function * (len(remaining) + 3) + 120,
             )
-            run = sandbox.supervise(self._starter(box), work, cfg, limits, self.function_of, self.stop)
+            run = supervise(self._starter(box), work, cfg, limits, self.function_of, self.stop)
             for event in run.events:
                 if isinstance(event.get("message"), str):
                     event["message"] = event["message"].replace(str(scratch), "<sandbox>").replace(str(self.shared), "<sandbox>")
@@ -539,7 +547,7 @@ class Grader:
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
 
-    def _blame(self, fault: sandbox.Fault, verdicts: dict, todo: list[Check]) -> None:
+    def _blame(self, fault: Fault, verdicts: dict, todo: list[Check]) -> None:
         """Fail what the fault affected: the module being imported, else the function being checked."""
         limit = f"{self.options.timeout_per_function:g}"
         how = {
@@ -611,13 +619,13 @@ class Grader:
         def keep(name: str, future) -> None:
             try:
                 result = future.result()
-            except sandbox.Interrupted:
+            except Interrupted:
                 return
             except preflight.GraderError as err:  # not the student's: the run stops, no row is scored
                 grader_errors.append(err)
                 self.stop.set()
                 return
-            except sandbox.MemoryLimitTooLow as err:  # the grader's own failure: nobody is graded, nobody gets 0
+            except MemoryLimitTooLow as err:  # the grader's own failure: nobody is graded, nobody gets 0
                 grader_errors.append(preflight.GraderError(f"stopped before grading: {err}"))
                 self.stop.set()
                 return
@@ -644,7 +652,7 @@ class Grader:
             # progress per module graded (the desk's Progress; any callable of (done, total) still works)
             getattr(progress, "tasks", lambda _n: None)(len(pending))
             while pending and not self.stop.is_set():
-                done, _ = wait(pending, timeout=sandbox.POLL, return_when=FIRST_COMPLETED)
+                done, _ = wait(pending, timeout=POLL, return_when=FIRST_COMPLETED)
                 for future in done:
                     name = pending.pop(future)
                     getattr(progress, "task_done", lambda: None)()
@@ -702,7 +710,7 @@ def _trusted_verdict(check: str, qualname: str, verdict: dict) -> tuple[Status, 
     """A claimed pass of a module judged on the trusted side only: the verifier's verdict is the check's,
     its failure message (expected and got, the first failing input) the student's. A correctness check the
     verifier cannot replay earns nothing, unless it is one the README lists as observed in the student's
-    process (:func:`autograder.grading.trusted_only.observed_in_the_students_process`)."""
+    process (:func:`autograder.grading.trusted.trusted_only.observed_in_the_students_process`)."""
     outcome, message = verdict.get("outcome"), clean_message(str(verdict.get("message", ""))).strip()
     if outcome == Status.PASSED or (outcome == UNVERIFIABLE and observed_in_the_students_process(check)):
         return Status.PASSED, ""

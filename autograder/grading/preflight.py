@@ -87,7 +87,7 @@ def _fatal(line: str) -> bool:
     return (len(line) > 5 and line[0] == "F" and line[1:5].isdigit()) or "Fatal Python error" in line or "FATAL" in line
 
 
-# What every grading process starts with (autograder.grading.zygote), then JAX's backend, in the grading
+# What every grading process starts with (autograder.grading.isolation.zygote), then JAX's backend, in the grading
 # processes' environment: an interpreter that cannot do this cannot grade anyone.
 _INTERPRETER_PROBE = """
 import sys

@@ -192,7 +192,7 @@ def _part(fn, outcomes: list[CheckOutcome], total: int, gate_failed: bool) -> Fu
 
 
 def _test(name: str, part: FunctionScore, visibility: str) -> dict:
-    from autograder.grading.class_report import function_output
+    from autograder.grading.outputs.class_report import function_output
 
     return {
         "name": name,

@@ -14,7 +14,7 @@ line per event, each carrying the per-run nonce:
 - ``tampered``: the student's module changed the grader's own functions, or
   the reporter's own state (an ``emit`` of its own, the session's outcomes:
   a forged report costs the whole module)
-  (:mod:`autograder.grading.tamper`; compared right after the import, before each check's report and
+  (:mod:`autograder.grading.untrusted.tamper`; compared right after the import, before each check's report and
   when the checks are done), with the changed names;
 - ``done``: every check ran.
 
@@ -23,9 +23,9 @@ per module), so whatever a module changes reaches no other module's checks.
 
 Nothing here is trusted by the parent: the events are claims. Failures are
 taken as they are (a student gains nothing by failing); passes of
-correctness checks are confirmed by :mod:`autograder.grading.verifier`.
+correctness checks are confirmed by :mod:`autograder.grading.trusted.verifier`.
 
-A module judged on the trusted side only (:mod:`autograder.grading.trusted_only`,
+A module judged on the trusted side only (:mod:`autograder.grading.trusted.trusted_only`,
 ``ChildRequest.own_answers``) is graded here without any reference: the
 sandbox has no ``solutions/``, none is loaded, and the checks' oracle answers
 with the student's own functions, so its correctness checks only record what
@@ -48,8 +48,8 @@ from typing import Callable
 import pytest
 
 from autograder.core import compile_cache
-from autograder.grading.requests import ChildRequest, pytest_args
-from autograder.grading import tamper
+from autograder.grading.wire import ChildRequest, pytest_args
+from autograder.grading.untrusted import tamper
 
 MAX_TRANSCRIPT_CHARS = 20_000_000
 # The reporter's attributes it rebinds itself while checks run (tamper.state_changed watches the others).
@@ -330,7 +330,7 @@ def _record(reporter: ChildReporter, calls: dict, key: str | None, args: tuple, 
 
 
 def main() -> None:
-    from autograder.grading.zygote import boot
+    from autograder.grading.isolation.zygote import boot
 
     boot(run)
 

@@ -1,7 +1,7 @@
 """What the grader asks of its processes: typed on each side, plain JSON on the wire.
 
-The chain is Grader -> :func:`~autograder.grading.sandbox.supervise` ->
-:class:`~autograder.grading.sandbox.Zygote` -> fork -> ``run(config)`` of the
+The chain is Grader -> :func:`~autograder.grading.isolation.supervise.supervise` ->
+:class:`~autograder.grading.isolation.forkserver.Zygote` -> fork -> ``run(config)`` of the
 target module. The grader builds a :class:`ChildRequest` or a
 :class:`VerifierRequest`; :meth:`to_wire` gives the JSON object the sandbox
 passes on (it adds ``nonce``, ``fd`` and ``cwd``); the target reads it back
@@ -14,9 +14,9 @@ from dataclasses import asdict, dataclass, field, fields
 from typing import Literal
 
 # The processes' modules, named once (each has ``main()`` and ``run(config)``).
-ZYGOTE = f"{__package__}.zygote"
-CHILD = f"{__package__}.child"
-VERIFIER = f"{__package__}.verifier"
+ZYGOTE = f"{__package__}.isolation.zygote"
+CHILD = f"{__package__}.untrusted.child"
+VERIFIER = f"{__package__}.trusted.verifier"
 
 
 def pytest_args(course_root: str, seed: int | None = None) -> list[str]:

@@ -166,7 +166,7 @@ def write_all(
 ) -> None:
     """Every output: each student's ``results.json`` and ``feedback.html``, ``summary.md``, ``grades.csv``,
     ``report.html``. ``late``: each student's submission time and penalty, when known."""
-    from autograder.grading.html_report import report_html
+    from autograder.grading.outputs.html_report import report_html
     from autograder.grading.outputs.feedback import feedback_html
 
     out = Path(out)

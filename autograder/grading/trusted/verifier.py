@@ -3,12 +3,12 @@
 Runs in its own process, started by the grader, and never imports or calls
 a student's code. Two jobs (chosen by the request), the second also served
 student after student by one long-lived process (``serve``,
-:mod:`autograder.grading.trusted_server`):
+:mod:`autograder.grading.trusted.trusted_server`):
 
 - ``plan``: collect every check of the course with the function it judges and
   whether it is a correctness check, so that what the student's process
   claims is matched against a list the student could not change; and which
-  modules are judged here only (:mod:`autograder.grading.trusted_only`: their
+  modules are judged here only (:mod:`autograder.grading.trusted.trusted_only`: their
   grading processes hold no reference, and the verdicts of their correctness
   checks, failure messages included, are this side's).
 - ``verify``: re-run the correctness checks a student's process claims to have
@@ -41,8 +41,8 @@ import pytest
 from autograder.core.failures import CheckFailure
 from autograder.core.outcomes import CheckId
 from autograder.core.status import Status
-from autograder.grading.requests import UNVERIFIABLE, VerifierRequest, pytest_args
-from autograder.grading.trusted_only import modules_judged_on_the_trusted_side, modules_with_givens
+from autograder.grading.wire import UNVERIFIABLE, VerifierRequest, pytest_args
+from autograder.grading.trusted.trusted_only import modules_judged_on_the_trusted_side, modules_with_givens
 
 
 class Unverifiable(Exception):
@@ -271,7 +271,7 @@ def _message(report) -> str:
 
 
 def main() -> None:
-    from autograder.grading.zygote import boot
+    from autograder.grading.isolation.zygote import boot
 
     boot(run)
 

@@ -25,7 +25,7 @@ import io
 import statistics
 
 from autograder.core.course import Course
-from autograder.grading.class_report import function_columns, function_output, student_total
+from autograder.grading.outputs.class_report import function_columns, function_output, student_total
 from autograder.grading.outputs.failures import (
     MISSING,
     NOT_STARTED,
