@@ -27,6 +27,7 @@ sys.path.insert(0, str(ROOT))
 from autograder.core.course import load_course  # noqa: E402
 from autograder.grading.isolation import bubblewrap, forkserver  # noqa: E402
 from autograder.grading.grader import Grader, Options  # noqa: E402
+from autograder.grading.pool import GradingPool  # noqa: E402
 
 
 def rss_mb(pid: int) -> float:
@@ -36,7 +37,7 @@ def rss_mb(pid: int) -> float:
     return 0.0
 
 
-def zygote_start(grader: Grader, boxed: bool) -> tuple[float, float, float]:
+def zygote_start(grader: GradingPool, boxed: bool) -> tuple[float, float, float]:
     """Seconds until a zygote is ready; its cgroup peak (MB, 0 without one) and RSS (MB)."""
     started = time.perf_counter()
     if boxed:
@@ -61,7 +62,7 @@ def zygote_start(grader: Grader, boxed: bool) -> tuple[float, float, float]:
     return seconds, peak, rss
 
 
-def bare_start(grader: Grader, boxed: bool) -> float:
+def bare_start(grader: GradingPool, boxed: bool) -> float:
     argv = [sys.executable, "-I", "-c", "pass"]
     box = grader.new_box() if boxed else None
     if box is not None:
@@ -85,7 +86,7 @@ def main() -> None:
     memory = args.memory or course.grading.memory_limit_mb
     print(f"isolation: {bubblewrap.isolation().describe()}", flush=True)
     options = Options(modules, course.grading.timeout_per_function, memory, jobs=1, zygote=False)
-    grader = Grader(course, options, threading.Event(), workers=0)
+    grader = GradingPool(course, options, threading.Event())  # the pool alone: no plan, no verifier
     try:
         for label, boxed in (("in its sandbox", True), ("without a sandbox", False)):
             runs = [zygote_start(grader, boxed) for _ in range(args.repeats)]

@@ -95,8 +95,8 @@ def test_two_workers_share_one_verifier_for_a_whole_class(tmp_path: Path):
     grader = Grader(load_course(ROOT), Options(("at_updates",), 60, 4000, 2), workers=2)
     try:
         results = grader.grade_class([(s, tmp_path / s) for s in ("ada", "bob", "cy")])
-        assert grader.verifiers.count == 1
-        [server] = grader.verifiers.started()
+        assert grader.trusted.verifiers.count == 1
+        [server] = grader.trusted.verifiers.started()
         assert server.alive()
     finally:
         grader.close()

@@ -1,10 +1,10 @@
 """``grade --cluster ADDRESS``: the class's submissions as tasks on an existing Dask scheduler.
 
 The instructor's side reads the course and the kit once (a
-:class:`~autograder.grading.sandbox.Snapshot`), ships it to the cluster once
+:class:`~autograder.grading.isolation.scratch.Snapshot`), ships it to the cluster once
 as a task's result (workers fetch it from each other; a lost copy is
 computed again, which scattered data would not be), and submits one task per student with the
-student's files as read by :func:`~autograder.grading.grader.read_submission`.
+student's files as read by :func:`~autograder.core.submission.read_submission`.
 A worker grades with the very same :class:`~autograder.grading.grader.Grader`
 a local run uses (sandboxed children, limits, trusted verification, the
 grading profile's seeds), built once per worker process from the shipped
@@ -35,13 +35,15 @@ from pathlib import Path
 from typing import Callable
 
 from autograder.core.course import Course, load_course
-from autograder.core.outcomes import CheckOutcome, score_functions
-from autograder.core.status import Status
+from autograder.core.outcomes import StudentResult
+from autograder.core.submission import read_submission
 from autograder.grading import preflight
 from autograder.grading.isolation.limits import POLL
 from autograder.grading.isolation.processes import child_env
 from autograder.grading.isolation.scratch import Snapshot, scratch_dir
-from autograder.grading.grader import Check, Grader, Options, StudentResult, read_submission
+from autograder.grading.grader import Grader, Options
+from autograder.grading.pipeline import failed_result
+from autograder.grading.wire import PlannedCheck
 
 RESUBMISSIONS = 1  # after a KilledWorker (the scheduler already retried on other workers)
 
@@ -93,7 +95,7 @@ def _course_snapshot(snapshot: Snapshot) -> Snapshot:
     return snapshot
 
 
-def plan_task(snapshot: Snapshot, options: Options) -> tuple[list[Check], list[str]]:
+def plan_task(snapshot: Snapshot, options: Options) -> tuple[list[PlannedCheck], list[str]]:
     """On a worker: the course's checks and the functions without a correctness check."""
     grader = _worker_grader(snapshot, options)
     return grader.plan, grader.unconfirmable_functions()
@@ -109,7 +111,8 @@ def grade_task(
 
 
 class ClusterGrader:
-    """The part of :class:`~autograder.grading.grader.Grader` that ``grade`` uses, on a Dask cluster."""
+    """:class:`~autograder.grading.executor.ClassExecutor` on a Dask cluster: each worker grades with a
+    :class:`~autograder.grading.grader.Grader` of its own."""
 
     def __init__(
         self, course: Course, options: Options, address: str, stop: threading.Event | None = None,
@@ -140,7 +143,7 @@ class ClusterGrader:
         finished: dict[str, StudentResult] | None = None,
         on_result: Callable[[StudentResult], None] | None = None,
     ) -> list[StudentResult]:
-        """As :meth:`Grader.grade_class <autograder.grading.grader.Grader.grade_class>`, on the cluster."""
+        """:meth:`ClassExecutor.grade_class <autograder.grading.executor.ClassExecutor.grade_class>`, on the cluster."""
         from distributed import wait
 
         results = {name: finished[name] for name, _ in students if finished and name in finished}
@@ -182,8 +185,7 @@ class ClusterGrader:
         return self.client.submit(grade_task, self.snapshot, self.options, name, files, missing, pure=False)
 
     def failed_result(self, student: str, message: str) -> StudentResult:
-        outcomes = [CheckOutcome(c.module, c.function, c.test, Status.ERROR, c.correctness, message) for c in self.plan]
-        return StudentResult(student, score_functions(self.course, outcomes), outcomes)
+        return failed_result(self.course, self.plan, student, message)
 
     def close(self) -> None:
         self.client.close()

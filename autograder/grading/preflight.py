@@ -35,6 +35,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from autograder.core import atomic
 from autograder.core.status import Status
 
 REFERENCE = "reference"
@@ -190,9 +191,7 @@ def check(grader, stream=None) -> Passed:
     if kept is not None:
         try:
             kept.parent.mkdir(parents=True, exist_ok=True)
-            tmp = kept.with_suffix(f".{os.getpid()}.tmp")
-            tmp.write_text(json.dumps({"seconds": passed.seconds, "points": passed.points, "functions": passed.functions}), encoding="utf-8")
-            tmp.replace(kept)
+            atomic.write_text(kept, json.dumps({"seconds": passed.seconds, "points": passed.points, "functions": passed.functions}))
         except OSError:
             pass  # not kept: the next run proves it again
     return passed

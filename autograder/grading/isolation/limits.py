@@ -14,6 +14,8 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from autograder.grading.wire import FaultKind
+
 
 MAX_FILE_BYTES = 1 * 2**30
 # A function's checks may use ``timeout_per_function`` seconds of CPU time, and
@@ -58,7 +60,7 @@ class Limits:
 
 @dataclass
 class Fault:
-    kind: str  # "timeout", "memory", "crash", "flood", "stalled"
+    kind: FaultKind
     check: str | None  # the check running when it happened
     module: str | None  # the module being imported when it happened
     detail: str = ""

@@ -20,6 +20,7 @@ from pathlib import Path
 from autograder.grading.isolation import channel
 from autograder.grading.isolation.limits import POLL, WALL_FACTOR, Fault, Limits, RunResult, check
 from autograder.grading.isolation.processes import file_tail
+from autograder.grading.wire import Event, FaultKind
 
 def cpu_seconds(pid: int) -> float:
     """User + system CPU time of a process (all its threads), 0 when it is gone."""
@@ -81,44 +82,44 @@ def supervise(
                 for event in decoder.feed(chunk):
                     kind = event.get("event")
                     now = time.monotonic()
-                    if kind == "begin" and isinstance(event.get("check"), str):
+                    if kind == Event.BEGIN and isinstance(event.get("check"), str):
                         current = (event["check"], now, cpu_seconds(proc.pid))
-                    elif kind == "end" and current is not None:
+                    elif kind == Event.END and current is not None:
                         fn = function_of.get(current[0], current[0])
                         spent[fn] = spent.get(fn, 0.0) + cpu_seconds(proc.pid) - current[2]
                         spent_wall[fn] = spent_wall.get(fn, 0.0) + now - current[1]
                         current = None
-                    elif kind == "import_begin":
+                    elif kind == Event.IMPORT_BEGIN:
                         importing = (str(event.get("module")), now, cpu_seconds(proc.pid))
-                    elif kind == "import_end":
+                    elif kind == Event.IMPORT_END:
                         importing = None
-                    elif kind == "done":
+                    elif kind == Event.DONE:
                         done = True
                     result.events.append(event)
             if decoder.flooded:
-                result.fault = Fault("flood", current and current[0], importing and importing[0])
+                result.fault = Fault(FaultKind.FLOOD, current and current[0], importing and importing[0])
                 break
             now = time.monotonic()
             if importing is not None and (
                 cpu_seconds(proc.pid) - importing[2] > limits.timeout_per_function
                 or now - importing[1] > WALL_FACTOR * limits.timeout_per_function
             ):
-                result.fault = Fault("timeout", current and current[0], importing[0])
+                result.fault = Fault(FaultKind.TIMEOUT, current and current[0], importing[0])
                 break
             if current is not None and importing is None:
                 fn = function_of.get(current[0], current[0])
                 cpu = spent.get(fn, 0.0) + cpu_seconds(proc.pid) - current[2]
                 wall = spent_wall.get(fn, 0.0) + now - current[1]
                 if cpu > limits.timeout_per_function or wall > WALL_FACTOR * limits.timeout_per_function:
-                    result.fault = Fault("timeout", current[0], None)
+                    result.fault = Fault(FaultKind.TIMEOUT, current[0], None)
                     break
             if now - started > limits.total_timeout:
-                result.fault = Fault("stalled", current and current[0], importing and importing[0])
+                result.fault = Fault(FaultKind.STALLED, current and current[0], importing and importing[0])
                 break
             # Where a control group limits the process, the kernel measures (charged pages, not the zygote's
             # shared ones); elsewhere the supervisor watches its resident memory.
             if limits.memory_mb and getattr(proc, "leaf", None) is None and _rss_mb(proc.pid) > limits.memory_mb:
-                result.fault = Fault("memory", current and current[0], importing and importing[0])
+                result.fault = Fault(FaultKind.MEMORY, current and current[0], importing and importing[0])
                 break
             if not open_pipe or proc.poll() is not None and not selector.select(timeout=0):
                 break
@@ -131,9 +132,9 @@ def supervise(
     result.stderr_tail = file_tail(stderr_path)
     result.peak_mb = getattr(proc, "peak_mb", 0.0)
     if result.fault is None and not done and getattr(proc, "out_of_memory", False):  # killed by its cgroup's limit
-        result.fault = Fault("memory", current and current[0], importing and importing[0])
+        result.fault = Fault(FaultKind.MEMORY, current and current[0], importing and importing[0])
     if result.fault is None and not done:
-        result.fault = Fault("crash", current and current[0], importing and importing[0], _how_it_ended(result))
+        result.fault = Fault(FaultKind.CRASH, current and current[0], importing and importing[0], _how_it_ended(result))
     return result
 
 
