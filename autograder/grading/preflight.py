@@ -37,6 +37,7 @@ from pathlib import Path
 
 from autograder.core import atomic
 from autograder.core.status import Status
+from autograder.grading.wire import Event
 
 REFERENCE = "reference"
 STUBS = "stubs"
@@ -52,9 +53,9 @@ class GraderError(Exception):
 
 
 def fault_before_student(run) -> bool:
-    """Whether a grading run's fault (a :class:`~autograder.grading.sandbox.RunResult` with one) happened
+    """Whether a grading run's fault (a :class:`~autograder.grading.isolation.limits.RunResult` with one) happened
     before the student's code was imported: no ``import_begin`` event came, so no student code had run."""
-    return run.fault is not None and not any(event.get("event") == "import_begin" for event in run.events)
+    return run.fault is not None and not any(event.get("event") == Event.IMPORT_BEGIN for event in run.events)
 
 
 def grader_error(module: str, run, limits: str) -> GraderError:

@@ -1,6 +1,6 @@
 """What runs *inside* a grading process, next to the student's code.
 
-Started by :mod:`autograder.grading.sandbox` as ``python -I -c BOOT KIT`` in a scratch
+Started by :mod:`autograder.grading.isolation.processes` (or forked by the zygote) as ``python -I -c BOOT KIT`` in a scratch
 working directory, with a configuration on stdin. It runs the course's
 checks with pytest against the student's files and reports, on a file
 descriptor the parent opened (never stdout, which is discarded), one JSON
