@@ -3,8 +3,8 @@
 Each verb declares its arguments in ``add_<verb>(subparsers)`` and hands the
 parsed values to the small api of its subpackage:
 
-- ``grade``         -> :func:`autograder.grading.api.grade`
-- ``preflight``     -> :func:`autograder.grading.api.preflight`
+- ``grade``         -> :func:`autograder.grading.command.grade`
+- ``preflight``     -> :func:`autograder.grading.command.preflight`
 - ``nbgrader``      -> :func:`autograder.notebooks.api.build`
 - ``check-course``  -> :func:`autograder.authoring.check.check_course`
 """
@@ -93,19 +93,19 @@ def add_grade(subparsers) -> argparse.ArgumentParser:
 
 
 def run_grade(args: argparse.Namespace) -> int:
-    from autograder.grading import api
-    from autograder.grading.grader import Options
+    from autograder.grading import command
+    from autograder.grading.options import Options
 
     course = _course(args.course)
     if args.run_as:
-        from autograder.grading.sandbox import RunAs
+        from autograder.grading.isolation.limits import RunAs
 
         try:
             RunAs.lookup(args.run_as)
         except ValueError as err:
             raise SystemExit(f"autograder grade: {err}") from None
     options = Options(
-        modules=api.select_modules(course, args.only),
+        modules=command.select_modules(course, args.only),
         timeout_per_function=args.timeout or course.grading.timeout_per_function,
         memory_mb=args.memory or course.grading.memory_limit_mb,
         jobs=args.jobs,
@@ -114,16 +114,16 @@ def run_grade(args: argparse.Namespace) -> int:
         seed=args.seed,
         run_as=args.run_as,
     )
-    desk = api.Desk(
+    desk = command.Desk(
         students=args.student, due=args.due, late_penalty=args.late_penalty, late_cutoff=args.late_cutoff,
         submitted_at=args.submitted_at, roster=args.roster, canvas=args.canvas,
         canvas_assignment_id=args.canvas_assignment_id, moodle=args.moodle,
     )
-    code = api.grade(
+    code = command.grade(
         course, args.submissions, args.out, options, gradebook=args.gradebook, resume=args.resume, cluster=args.cluster,
         desk=desk,
     )
-    args.interrupted = code in api.INTERRUPTED
+    args.interrupted = code in command.INTERRUPTED
     return code
 
 
@@ -147,19 +147,19 @@ def add_preflight(subparsers) -> argparse.ArgumentParser:
 
 
 def run_preflight(args: argparse.Namespace) -> int:
-    from autograder.grading import api
-    from autograder.grading.grader import Options
+    from autograder.grading import command
+    from autograder.grading.options import Options
 
     course = _course(args.course)
     options = Options(
-        modules=api.select_modules(course, args.only),
+        modules=command.select_modules(course, args.only),
         timeout_per_function=args.timeout or course.grading.timeout_per_function,
         memory_mb=args.memory or course.grading.memory_limit_mb,
         jobs=max(1, args.jobs),
         zygote=not args.no_zygote,
         run_as=args.run_as,
     )
-    return api.preflight(course, options)
+    return command.preflight(course, options)
 
 
 def add_nbgrader(subparsers) -> argparse.ArgumentParser:
@@ -365,11 +365,11 @@ def add_gradescope(subparsers) -> argparse.ArgumentParser:
 
 
 def run_gradescope(args: argparse.Namespace) -> int:
-    from autograder.grading import api
+    from autograder.grading import command
     from autograder.platforms import gradescope
 
     course = _course(args.course)
-    out = gradescope.build_bundle(course.root, args.out, api.select_modules(course, args.only))
+    out = gradescope.build_bundle(course.root, args.out, command.select_modules(course, args.only))
     print(f"wrote {out} ({out.stat().st_size / 2**20:.2f} MiB): upload it as the assignment's autograder; keep it private")
     return 0
 
@@ -399,13 +399,13 @@ def add_classroom50(subparsers) -> argparse.ArgumentParser:
 
 
 def run_classroom50(args: argparse.Namespace) -> int:
-    from autograder.grading import api
+    from autograder.grading import command
     from autograder.platforms import classroom50, gradescope
 
     course = _course(args.course)
     requirements = gradescope.requirements(gradescope.pyproject_of(course.root))
     try:
-        out = classroom50.build(args.release, args.out, args.slug, course, api.select_modules(course, args.only), requirements)
+        out = classroom50.build(args.release, args.out, args.slug, course, command.select_modules(course, args.only), requirements)
     except ValueError as err:
         raise SystemExit(f"autograder classroom50: {err}") from None
     print(f"wrote {out}: commit it as CLASSROOM/autograders/{args.slug}/ in the classroom's configuration repository")

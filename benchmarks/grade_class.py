@@ -64,20 +64,23 @@ def breakdown(course, folder: Path, modules: list[str], args) -> None:
     """Per kind of submission: seconds in grading processes and in trusted verification."""
     from collections import defaultdict
 
-    from autograder.grading import grader as grading
+    from autograder.grading import grade_class
+    from autograder.grading.grader import find_students
+    from autograder.grading.options import Options
 
     start = time.monotonic()
-    options = grading.Options(tuple(modules), course.grading.timeout_per_function, course.grading.memory_limit_mb,
-                              args.jobs, zygote=not args.no_zygote)
-    students = grading.find_students(folder)
-    grader = grading.Grader(course, options, workers=len(students))
-    setup = time.monotonic() - start
-    try:
-        start = time.monotonic()
-        results = grader.grade_class(students)
-        seconds = time.monotonic() - start
-    finally:
-        grader.close()
+    options = Options(tuple(modules), course.grading.timeout_per_function, course.grading.memory_limit_mb,
+                      args.jobs, zygote=not args.no_zygote)
+    students = find_students(folder)
+    marks: list[float] = []  # grade_class tells the progress callable when grading starts and each student ends
+    # no pre-flight: the setup measured is the grader's own (its sandboxes, the trusted plan)
+    grades = grade_class(course, students, options, workers=len(students), prove=False,
+                         progress=lambda done, total: marks.append(time.monotonic()))
+    if grades.failure is not None:
+        raise grades.failure
+    results = grades.results
+    setup = marks[0] - start
+    seconds = marks[-1] - marks[0]
     kinds = defaultdict(list)
     for r in results:
         kinds[r.student.rsplit("_", 1)[0]].append(r.timings)

@@ -3,7 +3,7 @@
     python benchmarks/hostile_channel.py [--cases brackets-24mb,brackets-200mb,...]
 
 Each case runs in a fresh process (peak resident memory is per process): the grader's
-``sandbox.supervise`` reads what a writer process sends on the channel, carrying the run's nonce
+``supervise.supervise`` reads what a writer process sends on the channel, carrying the run's nonce
 (a student's code runs in the grading process and can find it). It prints, per case, the grader's
 peak resident memory (``ru_maxrss``) and the CPU seconds it spent (its own, not the writer's), and
 how the run ended. A case that does not end within ``--limit`` seconds is reported as such.
@@ -44,7 +44,7 @@ write(('{"event": "done", "nonce": "%s"}\n' % nonce).encode())
 RUNNER = r"""
 import json, os, resource, subprocess, sys, time
 from pathlib import Path
-from autograder.grading import sandbox
+from autograder.grading.isolation import limits, supervise
 case, writer, cwd = sys.argv[1], sys.argv[2], Path(sys.argv[3])
 def start(cwd, cfg, fd, stderr_path):
     return subprocess.Popen([sys.executable, "-c", writer, str(fd), cfg["nonce"], case], pass_fds=(fd,),
@@ -52,7 +52,7 @@ def start(cwd, cfg, fd, stderr_path):
 before_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 t = os.times()
 started = time.monotonic()
-result = sandbox.supervise(start, cwd, {}, sandbox.Limits(600, 0, total_timeout=900), {})
+result = supervise.supervise(start, cwd, {}, limits.Limits(600, 0, total_timeout=900), {})
 t2 = os.times()
 print(json.dumps({
     "case": case, "peak_mb_before": round(before_rss), "peak_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),

@@ -72,7 +72,7 @@ def main() -> None:
     modules = tuple(m.name for m in course.modules) if args.modules == "all" else tuple(args.modules.split(","))
     results, late = synthetic_class(course, modules, args.students)
 
-    from autograder.grading.html_report import report_html
+    from autograder.grading.outputs.html_report import report_html
 
     report_html(course, modules, results[:2], late=late)  # import matplotlib and warm up outside the timing
     started = time.perf_counter()

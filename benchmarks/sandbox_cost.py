@@ -25,8 +25,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from autograder.core.course import load_course  # noqa: E402
-from autograder.grading import sandbox  # noqa: E402
+from autograder.grading.isolation import bubblewrap, forkserver  # noqa: E402
 from autograder.grading.grader import Grader, Options  # noqa: E402
+from autograder.grading.pool import GradingPool  # noqa: E402
 
 
 def rss_mb(pid: int) -> float:
@@ -36,18 +37,18 @@ def rss_mb(pid: int) -> float:
     return 0.0
 
 
-def zygote_start(grader: Grader, boxed: bool) -> tuple[float, float, float]:
+def zygote_start(grader: GradingPool, boxed: bool) -> tuple[float, float, float]:
     """Seconds until a zygote is ready; its cgroup peak (MB, 0 without one) and RSS (MB)."""
     started = time.perf_counter()
     if boxed:
         box = grader.new_box()
         env = dict(grader.env, HOME=str(box.folder), TMPDIR=str(box.folder / "tmp"))
-        zygote = sandbox.Zygote(grader.shared / "kit", box.folder, env, grader.options.memory_mb, grader.lifeline.fd,
+        zygote = forkserver.Zygote(grader.shared / "kit", box.folder, env, grader.options.memory_mb, grader.lifeline.fd,
                                 grader.stop, box=box)
     else:
         scratch = Path(tempfile.mkdtemp())
         box = None
-        zygote = sandbox.Zygote(grader.shared / "kit", scratch, grader.env, None, grader.lifeline.fd, grader.stop)
+        zygote = forkserver.Zygote(grader.shared / "kit", scratch, grader.env, None, grader.lifeline.fd, grader.stop)
     zygote.wait_ready()
     seconds = time.perf_counter() - started
     if box is not None:
@@ -61,7 +62,7 @@ def zygote_start(grader: Grader, boxed: bool) -> tuple[float, float, float]:
     return seconds, peak, rss
 
 
-def bare_start(grader: Grader, boxed: bool) -> float:
+def bare_start(grader: GradingPool, boxed: bool) -> float:
     argv = [sys.executable, "-I", "-c", "pass"]
     box = grader.new_box() if boxed else None
     if box is not None:
@@ -83,9 +84,9 @@ def main() -> None:
     course = load_course(ROOT)
     modules = tuple(args.modules.split(",")) if args.modules else tuple(m.name for m in course.modules)
     memory = args.memory or course.grading.memory_limit_mb
-    print(f"isolation: {sandbox.isolation().describe()}", flush=True)
+    print(f"isolation: {bubblewrap.isolation().describe()}", flush=True)
     options = Options(modules, course.grading.timeout_per_function, memory, jobs=1, zygote=False)
-    grader = Grader(course, options, threading.Event(), workers=0)
+    grader = GradingPool(course, options, threading.Event())  # the pool alone: no plan, no verifier
     try:
         for label, boxed in (("in its sandbox", True), ("without a sandbox", False)):
             runs = [zygote_start(grader, boxed) for _ in range(args.repeats)]

@@ -45,14 +45,15 @@ class Counts:
 def trusted_only_modules(jobs: int = 1) -> set[str]:
     """The modules ``grade`` judges on the trusted side only (from the trusted side's own plan)."""
     from autograder.core.course import load_course
-    from autograder.grading.grader import Grader, Options
+    from autograder.grading import grade_class
+    from autograder.grading.options import Options
 
     course = load_course(ROOT)
-    grader = Grader(course, Options(tuple(m.name for m in course.modules), 60, 4000, jobs), workers=1)
-    try:
-        return set(grader.trusted_only_modules)
-    finally:
-        grader.close()
+    # no student: only the plan (no pre-flight: nothing is graded)
+    grades = grade_class(course, [], Options(tuple(m.name for m in course.modules), 60, 4000, jobs), workers=1, prove=False)
+    if grades.failure is not None:
+        raise grades.failure
+    return set(grades.trusted_only_modules)
 
 
 def student_name(i: int, variant: Variant) -> str:
@@ -103,17 +104,18 @@ def agreement(variants: list[Variant], live: dict, results: dict) -> Counts:
 
 def compare(variants: list[Variant], jobs: int = 2) -> Counts:
     from autograder.core.course import load_course
-    from autograder.grading.grader import Grader, Options
+    from autograder.grading import grade_class
+    from autograder.grading.options import Options
 
     modules = tuple(sorted({v.module for v in variants}))
     with tempfile.TemporaryDirectory(dir=ROOT.parent) as tmp:
         live = live_verdicts(variants, Path(tmp))
         students = write_class(variants, Path(tmp) / "class")
-        grader = Grader(load_course(ROOT), Options(modules, 60, 4000, jobs), workers=jobs)
-        try:
-            results = {r.student: r for r in grader.grade_class(students)}
-        finally:
-            grader.close()
+        # no pre-flight: this compares the verdicts on variants, it grades nobody
+        grades = grade_class(load_course(ROOT), students, Options(modules, 60, 4000, jobs), workers=jobs, prove=False)
+        if grades.failure is not None:
+            raise grades.failure
+        results = {r.student: r for r in grades.results}
     return agreement(variants, live, results)
 
 

@@ -6,8 +6,8 @@ process".
 
 A function earns ``points x passed checks / checks`` (nothing while a correctness check fails), so a check's
 share of the points is its function's points divided by its number of checks. Correctness checks are replayed
-on the trusted side (``autograder/grading/verifier.py``); the others, and the correctness checks listed in
-``autograder.grading.trusted_only.OBSERVED_CORRECTNESS``, are observed in the student's process.
+on the trusted side (``autograder/grading/trusted/verifier.py``); the others, and the correctness checks listed in
+``autograder.grading.trusted.trusted_only.OBSERVED_CORRECTNESS``, are observed in the student's process.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ class Collect:
 
 def main() -> None:
     from autograder.core.course import load_course
-    from autograder.grading.trusted_only import observed_in_the_students_process
+    from autograder.grading.trusted.trusted_only import observed_in_the_students_process
 
     collect = Collect()
     code = pytest.main([str(ROOT / "exercises"), "--solutions", "--collect-only", "-q", "-p", "no:randomly",

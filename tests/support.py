@@ -12,24 +12,13 @@ import ast
 import json
 import re
 import textwrap
-from dataclasses import dataclass
 from pathlib import Path
+
+from autograder.core.outcomes import FunctionScore
 
 ROOT = Path(__file__).resolve().parents[1]
 SOLUTIONS = ROOT / "solutions"
 EXERCISES = ROOT / "exercises"
-
-
-@dataclass
-class FunctionResult:
-    status: str
-    points: float
-    max_points: float
-    messages: list[str]
-
-    @property
-    def message(self) -> str:
-        return "\n".join(self.messages)
 
 
 def reference_source(module: str) -> str:
@@ -66,14 +55,14 @@ def top_level_names_of(source: str) -> set[str]:
     return set().union(*(top_level_names_of_node(n) for n in ast.parse(source).body))
 
 
-def grade(pytester, module: str, source: str, *, only: str | None = None) -> dict[str, FunctionResult]:
+def grade(pytester, module: str, source: str, *, only: str | None = None) -> dict[str, FunctionScore]:
     """Grade ``source`` as the student's ``<module>.py``; ``only`` is a ``-k`` expression."""
     folder = pytester.mkdir(f"submission_{len(list(pytester.path.iterdir()))}")
     (folder / f"{module}.py").write_text(textwrap.dedent(source), encoding="utf-8")
     return grade_folder(pytester, module, folder, only=only)
 
 
-def grade_folder(pytester, module: str, folder: Path, *, only: str | None = None) -> dict[str, FunctionResult]:
+def grade_folder(pytester, module: str, folder: Path, *, only: str | None = None) -> dict[str, FunctionScore]:
     """Grade the ``<module>.py`` in ``folder`` with the course's checks, in the grading profile."""
     out = pytester.path / f"results_{module}_{len(list(pytester.path.iterdir()))}.json"
     args = [str(EXERCISES / f"test_{module}.py"), "--submission", str(folder), "--results-json", str(out)]
@@ -83,18 +72,18 @@ def grade_folder(pytester, module: str, folder: Path, *, only: str | None = None
     pytester.inline_run(*args)
     data = json.loads(out.read_text(encoding="utf-8"))
     return {
-        f["function"]: FunctionResult(f["status"], f["points"], f["max_points"], f["messages"])
+        f["function"]: FunctionScore.from_json(f)
         for f in data["functions"]
     }
 
 
-def assert_accepted(result: FunctionResult) -> None:
+def assert_accepted(result: FunctionScore) -> None:
     """A correct submission passes every check of the function, with full points."""
     assert result.status == "passed", result.message
     assert result.points == result.max_points
 
 
-def assert_rejected(result: FunctionResult, pattern: str) -> None:
+def assert_rejected(result: FunctionScore, pattern: str) -> None:
     """A wrong submission fails, loses points, and says why (``pattern``) with the hint."""
     assert result.status == "failed"
     assert result.points < result.max_points

@@ -46,6 +46,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from autograder.core import atomic
+
 COURSE_CPU_DEVICES = 8
 ENV_VAR = "JAX_NUM_CPU_DEVICES"
 PLATFORMS_VAR = "JAX_PLATFORMS"
@@ -269,9 +271,7 @@ def _write_cache(path: Path, version: str, known: dict[str, bool]) -> None:
         data = _read_cache(path)
         data[version] = known
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}")
-        tmp.write_text(json.dumps(data, indent=1, sort_keys=True), encoding="utf-8")
-        os.replace(tmp, path)
+        atomic.write_text(path, json.dumps(data, indent=1, sort_keys=True))
     except OSError:
         pass
 

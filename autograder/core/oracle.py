@@ -54,7 +54,7 @@ class Oracle:
 
 class OwnAnswers:
     """The student's own functions standing in for the reference: the oracle of a grading process whose
-    module is judged on the trusted side (:mod:`autograder.grading.verifier`).
+    module is judged on the trusted side (:mod:`autograder.grading.trusted.verifier`).
 
     Such a process must hold neither the reference nor its outputs. Its correctness checks then
     compare the student's function with itself, which passes whenever the function depends only

@@ -2,7 +2,9 @@
 
 The pytest score table and ``--results-json``, ``grade``'s ``grades.csv`` /
 ``results.json`` / ``summary.md`` and the nbgrader check cells all read these
-types; :func:`score_functions` is the one rule turning outcomes into points.
+types; :func:`score_checks` is the one rule turning outcomes into points (:func:`score_functions` applies it
+to every function, Gradescope to a function's visible and after-the-due-date parts), and :func:`points_text`
+the one way every output writes points.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Iterable
 
-from autograder.core.course import Course
+from autograder.core.course import Course, Function
 from autograder.core.status import Status
 
 
@@ -74,6 +76,11 @@ class FunctionScore:
     def qualname(self) -> str:
         return f"{self.module}.{self.function}"
 
+    @property
+    def message(self) -> str:
+        """The messages of the failed checks, one per line."""
+        return "\n".join(self.messages)
+
     def to_json(self) -> dict:
         return asdict(self)
 
@@ -110,23 +117,39 @@ def score_functions(course: Course, outcomes: Iterable[CheckOutcome]) -> list[Fu
     by_function: dict[tuple[str, str], list[CheckOutcome]] = {}
     for outcome in outcomes:
         by_function.setdefault((outcome.module, outcome.function), []).append(outcome)
-    scores = []
-    for fn in course.functions:
-        checks = by_function.get((fn.module, fn.name))
-        if not checks:
-            continue
-        passed = sum(c.status == Status.PASSED for c in checks)
-        if any(c.status == Status.NOT_STARTED for c in checks) and passed == 0:
-            status = Status.NOT_STARTED
-        elif passed == len(checks):
-            status = Status.PASSED
-        else:
-            status = Status.FAILED
+    return [score_checks(fn, checks) for fn in course.functions if (checks := by_function.get((fn.module, fn.name)))]
+
+
+def score_checks(
+    fn: Function, checks: list[CheckOutcome], *, of: int | None = None, gate_failed: bool | None = None
+) -> FunctionScore:
+    """The one rule: what ``checks`` of ``fn`` earn.
+
+    With ``of`` (a function's checks in all) they are a part of them (Gradescope's visible and after-the-due-date
+    parts): the part is worth ``points * len(checks) / of`` (rounded to 2 places) and each passed check
+    ``points / of``; ``gate_failed`` then says whether a correctness check of the whole function failed (by
+    default: one of ``checks``)."""
+    total = len(checks) if of is None else of
+    passed = sum(c.status == Status.PASSED for c in checks)
+    if any(c.status == Status.NOT_STARTED for c in checks) and passed == 0:
+        status = Status.NOT_STARTED
+    elif passed == len(checks):
+        status = Status.PASSED
+    else:
+        status = Status.FAILED
+    if gate_failed is None:
         gate_failed = any(c.correctness and c.status != Status.PASSED for c in checks)
-        points = 0.0 if gate_failed else round(fn.points * passed / len(checks), 2)
-        messages = [c.message for c in checks if c.status != Status.PASSED and c.message]
-        scores.append(FunctionScore(fn.module, fn.name, points, fn.points, status, passed, len(checks), messages))
-    return scores
+    points = 0.0 if gate_failed else round(fn.points * passed / total, 2)
+    worth = fn.points if of is None else round(fn.points * len(checks) / total, 2)
+    messages = [c.message for c in checks if c.status != Status.PASSED and c.message]
+    return FunctionScore(fn.module, fn.name, points, worth, status, passed, len(checks), messages)
+
+
+def points_text(value: float, places: int | None = 2) -> str:
+    """Points as every output writes them: ``{:g}`` of the value rounded to ``places``. ``None`` writes the value
+    unrounded: the pytest score table and the notebooks' lines show a function's points as ``course.toml`` and
+    the score hold them, as they always have (rounding there would change what students see today)."""
+    return f"{value if places is None else round(value, places):g}"
 
 
 def results_payload(scores: list[FunctionScore], outcomes: list[CheckOutcome]) -> dict:

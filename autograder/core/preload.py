@@ -1,6 +1,6 @@
 """What grading processes import before anything else: module *names* only, imported by the caller.
 
-One list, used by the zygote (before it forks; :func:`autograder.grading.zygote.preload`
+One list, used by the zygote (before it forks; :func:`autograder.grading.isolation.zygote.preload`
 also sets the course's devices first), by a grading child or the trusted
 verifier started without a zygote (through the same function), and by the kit's own tests
 (``tests/conftest.py``). A student's process and the trusted verifier must
@@ -27,7 +27,7 @@ LIBRARIES = (
 # kit is imported by each child from its own fresh copy.
 FORK_SAFE_KIT = (
     "autograder.core.course", "autograder.core.failures", "autograder.core.submission",
-    "autograder.grading.transcript", "autograder.grading.child",
+    "autograder.grading.transcript", "autograder.grading.untrusted.child",
 )
 
 # What ``exercises/test_*.py`` import from the kit (see ``autograder.__init__``): every module of

@@ -1,316 +1,209 @@
-"""``autograder grade``: what the command does, for :mod:`autograder.cli` (which only parses).
+"""The one library entry of the grading wing: :func:`grade_class`.
 
-A run can be stopped (Ctrl-C, SIGTERM) and resumed: every finished student is
-written at once (``results.json`` and the record ``--resume`` reads), a stop
-ends every process of the run, and what was finished is written marked
-incomplete.
+Runs in the grader's process. Everything that grades a class calls it: ``autograder grade`` (through its
+handler :mod:`autograder.grading.command`, which alone prints, exits and handles signals), the Gradescope
+runner, the Dask cluster path (``cluster=``), ``benchmarks/grade_class.py`` and ``scripts/grade_agreement.py``.
+It never prints (what a person should be told comes back as a :data:`Notice` through ``on_notice``, in the order
+it happens, and the pre-flight line goes to ``log`` when one is given), never exits, never installs a signal
+handler (a caller stops it by setting ``stop``), and returns a :class:`ClassGrades`.
 """
 
 from __future__ import annotations
 
-import contextlib
-import signal
-import sys
+import io
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable, Sequence, TextIO, Union
 
-from autograder.core import devices, versions
 from autograder.core.course import Course
-from autograder.grading import class_report, run_state, sandbox
-from autograder.grading import preflight as preflight_check
-from autograder.grading.grader import Grader, Options, Progress, StudentResult, find_students, read_submission
+from autograder.core.outcomes import StudentResult
+from autograder.grading import preflight
+from autograder.grading.executor import ClassExecutor, LocalThreads
+from autograder.grading.grader import Grader
+from autograder.grading.isolation import bubblewrap
+from autograder.grading.isolation.processes import child_env
+from autograder.grading.isolation.scratch import Snapshot
+from autograder.grading.options import Options
+from autograder.grading.outputs import class_files, run_state
 
-INTERRUPTED = {128 + signal.SIGINT, 128 + signal.SIGTERM}
+
+@dataclass(frozen=True)
+class IsolationInForce:
+    """How students' processes are kept apart in this run (said before any student is graded)."""
+
+    description: str
+    cluster: bool  # on a Dask cluster: each worker's own (not known here)
 
 
-def select_modules(course: Course, only: list[str] | None) -> tuple[str, ...]:
-    """The modules to grade, in course order; raises SystemExit naming an unknown one."""
-    names = [m.name for m in course.modules]
-    unknown = [m for m in only or () if m not in names]
-    if unknown:
-        raise SystemExit(f"autograder grade: unknown module(s) {unknown}; course.toml has {names}")
-    return tuple(m for m in names if not only or m in only)
+@dataclass(frozen=True)
+class Resuming:
+    """``resume``: the students kept from the earlier run, and those graded now."""
+
+    out: Path
+    kept: int
+    changed: list[str]  # changed since graded
+    new: list[str]  # not graded before
+
+
+@dataclass(frozen=True)
+class Regrading:
+    """``regrade``: only the named students are graded; the others keep the grades recorded in ``out``."""
+
+    out: Path
+    students: list[str]
+    kept: int
+    left_out: list[str]  # no grades in ``out`` and not named: in no class file
+
+
+@dataclass(frozen=True)
+class Unconfirmed:
+    """Functions with no correctness check: their passes are taken from the student's process unconfirmed."""
+
+    functions: list[str]
+
+
+Notice = Union[IsolationInForce, Resuming, Regrading, Unconfirmed]
 
 
 @dataclass
-class Desk:
-    """The instructor's options of ``grade`` beyond grading itself (see ``autograder grade --help``)."""
+class ClassGrades:
+    """What :func:`grade_class` found."""
 
-    students: list[str] = field(default_factory=list)  # --student: regrade only these into an existing OUT
-    due: str | None = None  # --due (else [late] of course.toml)
-    late_penalty: float | None = None  # --late-penalty: percent per started day
-    late_cutoff: float | None = None  # --late-cutoff: days
-    submitted_at: str | None = None  # --submitted-at SOURCE (autograder.grading.outputs.late)
-    roster: Path | None = None  # --roster: student folder -> LMS ids
-    canvas: str | None = None  # --canvas ASSIGNMENT: write OUT/canvas_import.csv
-    canvas_assignment_id: str | None = None
-    moodle: str | None = None  # --moodle ITEM: write OUT/moodle_import.csv
+    results: list[StudentResult]  # every student's result, sorted by name (kept ones included)
+    total: int  # the students of this run, kept ones included (with ``regrade``: the named and the kept)
+    fingerprint: dict[str, str]  # the run's digests (autograder.grading.outputs.run_state.fingerprint)
+    isolation: str  # the isolation in force, in words ("cluster" on a Dask cluster)
+    kept: list[str] = field(default_factory=list)  # students taken as an earlier run graded them (resume, regrade)
+    trusted_only_modules: list[str] = field(default_factory=list)  # judged on the trusted side only (the plan's)
+    interrupted: bool = False  # ``stop`` was set: the students not finished are left out
+    # the grader's own failure (its pre-flight check, a grading process that died before any student code ran):
+    # no row is scored for it; ``results`` holds the kept students only
+    failure: preflight.PreflightFailed | preflight.GraderError | None = None
 
-
-def class_of(submissions: Path, course: Course, out: Path) -> list[tuple[str, Path]]:
-    """The students of ``submissions``: its sub-folders, or the folder itself when it is one submission
-    (it holds ``<module>.py`` files of the course itself, or in ``exercises/``). Raises SystemExit with a
-    clear message when there is no student at all, never grading nobody."""
-    modules = tuple(m.name for m in course.modules)
-    own_files, _ = read_submission(submissions, modules)
-    students = find_students(submissions)
-    if own_files and not any(read_submission(folder, modules)[0] for _, folder in students):
-        if (out / run_state.STATE / "run.json").is_file() and (out / "grades.csv").is_file():
-            raise SystemExit(
-                f"autograder grade: {submissions} is one student's submission ({', '.join(f'{m}.py' for m in own_files)}), "
-                f"and {out} already holds a graded class that grading it alone would replace; to regrade this "
-                f"student into that class run `autograder grade {submissions.parent} --student {submissions.name} --out {out}`"
-            )
-        print(f"{submissions} is one student's submission: grading it as the student {submissions.name!r}")
-        return [(submissions.name, submissions)]
-    if not students:
-        raise SystemExit(
-            f"autograder grade: {submissions} has no student folders (SUBMISSIONS holds one folder per student, "
-            "each with the course's <module>.py files) and is not a submission itself; nothing was graded"
-        )
-    return students
+    @property
+    def graded(self) -> list[StudentResult]:
+        """The students graded in this run (not kept)."""
+        return [r for r in self.results if r.student not in self.kept]
 
 
-def grade(
-    course: Course, submissions: Path, out: Path, options: Options, gradebook: str | None = None, resume: bool = False,
-    cluster: str | None = None, desk: Desk | None = None,
-) -> int:
-    """Grade every student folder of ``submissions`` and write ``out/grades.csv``, ``out/<student>/results.json``
-    and ``out/summary.md`` (and the gradebook, when given), locally or on the Dask scheduler at ``cluster``.
-    Returns the exit status (128 + signal when stopped)."""
-    from autograder.grading.outputs import late as late_work
-    from autograder.grading.outputs import lms
+def grade_class(
+    course: Course,
+    students: list[tuple[str, Path]],
+    options: Options,
+    *,
+    out: Path | None = None,
+    resume: bool = False,
+    regrade: Sequence[str] = (),
+    cluster: str | None = None,
+    stop: threading.Event | None = None,
+    progress: Callable[[int, int], None] | None = None,
+    on_notice: Callable[[Notice], None] | None = None,
+    log: TextIO | None = None,
+    workers: int | None = None,
+    prove: bool = True,
+) -> ClassGrades:
+    """Grade ``students`` (``(name, folder)`` pairs) with ``course``'s checks, locally or on the Dask scheduler at
+    ``cluster``, after proving the grader's environment on the course's reference and stubs (pre-flight).
 
-    desk = desk or Desk()
-    if not submissions.is_dir():
-        raise SystemExit(f"autograder grade: {submissions} is not a folder")
-    say_environment()
-    out = out.resolve()
+    ``out``: each finished student's ``results.json`` and the record ``--resume`` reads are written there as soon
+    as the student is graded; with ``resume`` the students an earlier run into ``out`` finished (same fingerprint,
+    same files) are kept; with ``regrade`` only those students are graded and every other keeps its recorded
+    grades. ``workers``: the local grader's pre-started sandboxes (default: one per student to grade).
+    ``prove=False`` skips the local pre-flight check: only for measurements and comparisons that are not grades
+    (``benchmarks/grade_class.py --breakdown``, ``scripts/grade_agreement.py``).
+    Raises :class:`~autograder.grading.outputs.run_state.ResumeError` when ``out`` cannot be resumed."""
+    stop = stop if stop is not None else threading.Event()
+    notify = on_notice or (lambda _notice: None)
     modules = options.modules
-    students = class_of(submissions, course, out)
-    names = [name for name, _ in students]
-    unknown = [s for s in desk.students if s not in names]
-    if unknown:
-        raise SystemExit(f"autograder grade: --student {', '.join(map(repr, unknown))}: no such folder in {submissions}")
-    try:
-        policy = late_work.policy(course.root, desk.due, desk.late_penalty, desk.late_cutoff)
-        if policy.active and not desk.submitted_at:
-            raise late_work.LateError(
-                f"a due date needs the submission times: add --submitted-at SOURCE ({', '.join(late_work.SOURCES)})"
-            )
-        times, no_time = late_work.submission_times(desk.submitted_at, students, modules) if desk.submitted_at else ({}, [])
-    except late_work.LateError as err:
-        raise SystemExit(f"autograder grade: {err}") from None
-    if no_time:
-        print(f"autograder grade: warning: no submission time ({desk.submitted_at}) for {', '.join(no_time)}: no late penalty for them", file=sys.stderr)
-    late = {name: late_work.judge(policy, times.get(name)) for name in names} if desk.submitted_at else None
-    roster = None
-    if desk.canvas or desk.moodle:
-        if desk.roster is None:
-            raise SystemExit("autograder grade: --canvas and --moodle need --roster FILE (student folder -> LMS ids)")
-        try:
-            roster = lms.read_roster(desk.roster)
-            if desk.canvas:
-                lms.check_canvas(roster, names)
-            if desk.moodle:
-                lms.moodle_identifier(roster, names)
-        except lms.ExportError as err:
-            raise SystemExit(f"autograder grade: {err}") from None
-    snapshot = sandbox.Snapshot.take(course.root)
-    isolation = sandbox.isolation()
-    if not cluster:
-        print(f"autograder grade: isolation: {isolation.describe()}", flush=True)
+    snapshot = Snapshot.take(course.root)
+    isolation = "cluster" if cluster else bubblewrap.isolation().describe()
+    notify(IsolationInForce(isolation, bool(cluster)))
     run = run_state.fingerprint(
         snapshot.course, snapshot.kit,
         {
             "modules": list(modules), "timeout_per_function": options.timeout_per_function, "memory_mb": options.memory_mb,
-            "seed": options.seed, "isolation": isolation.describe() if not cluster else "cluster",
+            "seed": options.seed, "isolation": isolation,
         },
     )
-    try:
-        state = run_state.RunState.start(out, run, resume=resume or bool(desk.students))
-    except run_state.ResumeError as err:
-        raise SystemExit(f"autograder grade: {err}") from None
-    if desk.students:
-        # Regrade the named students only; everyone else keeps the grades recorded in OUT.
+    state = run_state.RunState.start(out, run, resume=resume or bool(regrade)) if out is not None else None
+    finished: dict[str, StudentResult] = {}
+    if state is not None and regrade:
         recorded = state.recorded(students, modules)  # reads every student's files (their digests) too
-        finished = {n: r for n, r in recorded.items() if n not in desk.students}
-        left_out = [n for n in names if n not in desk.students and n not in finished]
-        students = [(n, f) for n, f in students if n in desk.students or n in finished]
-        print(f"regrading {', '.join(desk.students)} into {out}; {len(finished)} other students keep their grades")
-        if left_out:
-            print(
-                f"autograder grade: warning: {', '.join(left_out)} have no grades in {out} and are left out "
-                "(add them with --student, or grade the rest with --resume)",
-                file=sys.stderr,
-            )
-    else:
+        names = [name for name, _ in students]
+        finished = {n: r for n, r in recorded.items() if n not in regrade}
+        left_out = [n for n in names if n not in regrade and n not in finished]
+        students = [(n, f) for n, f in students if n in regrade or n in finished]
+        notify(Regrading(out, list(regrade), len(finished), left_out))
+    elif state is not None:
         finished = state.finished(students, modules)
         if resume:
-            print(
-                f"resuming {out}: {len(finished)} already graded and unchanged; to grade: "
-                f"{len(state.changed)} changed since graded ({', '.join(state.changed) or 'none'}), "
-                f"{len(state.new)} not graded before ({', '.join(state.new) or 'none'})"
-            )
+            notify(Resuming(out, len(finished), list(state.changed), list(state.new)))
 
     def keep(result: StudentResult) -> None:
         """A student is finished: its results.json now, and the record --resume reads."""
-        class_report.write_student(out, course, modules, result)
+        class_files.write_student(out, course, modules, result)
         state.record(result)
 
-    stop = threading.Event()
-    progress = Progress()
-    results: list[StudentResult] = []
-    failure: Exception | None = None
-    with stop_on_signals(stop) as caught:
-        grader = None
-        try:
-            if cluster:
-                from autograder.grading.cluster import ClusterGrader
-
-                # each worker proves its environment before its first submission (autograder.grading.cluster)
-                grader = ClusterGrader(course, options, cluster, stop, snapshot=snapshot)
-            else:
-                grader = start_grader(
-                    lambda: Grader(course, options, stop, snapshot=snapshot, workers=max(2, len(students) - len(finished)))
-                )
-                preflight_check.check(grader)  # before the first student: the reference and the stubs, graded
-            weak = grader.unconfirmable_functions()
-            if weak:
-                print(
-                    f"autograder grade: warning: {', '.join(weak)} have no @pytest.mark.correctness check; "
-                    "their passes are taken from the student's process without confirmation",
-                    file=sys.stderr,
-                )
-            results = grader.grade_class(students, progress, finished=finished, on_result=keep)
-        except (preflight_check.PreflightFailed, preflight_check.GraderError) as err:
-            failure = err
-        except Exception:  # noqa: BLE001 - whatever a stop broke (a killed process) is not an error
-            if not stop.is_set():
-                raise
-        finally:
-            if grader is not None:
-                grader.close()
-        progress.finish()
-    if failure is not None and not caught:
-        return grader_failed(failure, len(results))
-    if stop.is_set():
-        results = results or [finished[name] for name, _ in students if name in finished]
-        return interrupted(out, course, modules, results, len(students), caught[0] if caught else signal.SIGINT, late)
-    class_report.write_all(out, course, modules, results, late=late)
-    total = sum(fn.points for fn in course.functions if fn.module in modules)
-    if roster is not None:
-        columns = class_report.function_columns(course, modules)
-        finals = {
-            r.student: (late[r.student].final if late else float)(class_report.student_total(r, columns)) for r in results
-        }
-        if desk.canvas:
-            class_report.write_text(out / "canvas_import.csv", lms.canvas_csv(roster, finals, total, desk.canvas, desk.canvas_assignment_id))
-            print(f"wrote {out / 'canvas_import.csv'} (Canvas: Grades > Import)")
-        if desk.moodle:
-            class_report.write_text(out / "moodle_import.csv", lms.moodle_csv(roster, finals, desk.moodle))
-            print(f"wrote {out / 'moodle_import.csv'} (Moodle: Grades > Import > CSV file)")
-        missing = lms.unmatched(roster, [r.student for r in results])
-        if missing:
-            print(f"autograder grade: roster entries with no graded folder (not in the imports): {', '.join(missing)}", file=sys.stderr)
-    if gradebook:
-        from autograder.notebooks.builder import write_gradebook
-
-        written = write_gradebook(class_report.points_by_student(results), gradebook, course)
-        print(f"wrote {written} grades into the gradebook {gradebook}")
-    regraded = [r.student for r in results if r.student not in finished]
-    if desk.students or resume:
-        print(f"graded now: {', '.join(regraded) or 'nobody'}; the class files list {len(results)} students")
-    print(f"graded {len(results)} students ({', '.join(modules)}; max {total:g} points): {out / 'grades.csv'}")
-    return 0
-
-
-def preflight(course: Course, options: Options) -> int:
-    """``autograder preflight``: grade the course's reference and stubs as ``grade`` would; 0 when the
-    reference got full marks and the stubs nothing, else 1 with the cause on stderr."""
-    say_environment()
-    grader = None
+    kept = [name for name, _ in students if name in finished]
+    grades = ClassGrades([], len(students), run, isolation, kept)
+    executor: ClassExecutor | None = None
     try:
-        grader = start_grader(lambda: Grader(course, options, workers=2))
-        preflight_check.check(grader, stream=sys.stdout)
-    except (preflight_check.PreflightFailed, preflight_check.GraderError) as err:
-        print(f"autograder preflight: {err}", file=sys.stderr)
-        return 1
+        if cluster:
+            from autograder.grading.cluster import ClusterGrader
+
+            # each worker proves its environment before its first submission (autograder.grading.cluster)
+            executor = ClusterGrader(course, options, cluster, stop, snapshot=snapshot)
+        else:
+            pre_started = workers if workers is not None else max(2, len(students) - len(finished))
+            grader = start_grader(lambda: Grader(course, options, stop, snapshot=snapshot, workers=pre_started))
+            executor = LocalThreads(grader)
+            if prove:  # before the first student: the reference and the stubs, graded
+                preflight.check(grader, stream=log if log is not None else io.StringIO())
+        grades.trusted_only_modules = sorted({c.module for c in executor.plan if c.trusted_only})
+        weak = executor.unconfirmable_functions()
+        if weak:
+            notify(Unconfirmed(weak))
+        grades.results = executor.grade_class(
+            students, progress, finished=finished, on_result=keep if state is not None else None
+        )
+    except (preflight.PreflightFailed, preflight.GraderError) as err:
+        grades.failure = err
+    except Exception:  # noqa: BLE001 - whatever a stop broke (a killed process) is not an error
+        if not stop.is_set():
+            raise
     finally:
-        if grader is not None:
-            grader.close()
-    return 0
-
-
-def say_environment() -> None:
-    """The first lines of a run: an accelerator set aside for JAX's CPU backend, a library newer than tested."""
-    devices.use_cpu_backend()
-    for line in (devices.backend_note(), versions.newer_than_tested()):
-        if line:
-            print(line, file=sys.stderr, flush=True)
+        if executor is not None:
+            executor.close()
+    if stop.is_set() or grades.failure is not None:
+        grades.interrupted = stop.is_set()
+        grades.results = grades.results or [finished[name] for name, _ in students if name in finished]
+    return grades
 
 
 def start_grader(make):
     """``make()`` (a new :class:`Grader`), once this Python has shown it can start a grading process
     (:func:`~autograder.grading.preflight.check_interpreter`); a grader that cannot start here (its trusted side
     or its grading processes fail to start) raises :class:`~autograder.grading.preflight.PreflightFailed` saying why."""
-    preflight_check.check_interpreter(sandbox.child_env())
+    preflight.check_interpreter(child_env())
     try:
         return make()
     except (RuntimeError, OSError) as err:
         text = str(err)
         first, _, rest = text.partition("\n")
-        raise preflight_check.PreflightFailed(
-            f"the grader could not start in this environment, so nothing was graded: {first}" + preflight_check.last_lines(rest)
+        raise preflight.PreflightFailed(
+            f"the grader could not start in this environment, so nothing was graded: {first}" + preflight.last_lines(rest)
         ) from None
 
 
-def grader_failed(err: Exception, graded: int) -> int:
-    """A failure of the grader's side (its pre-flight check, a grading process that died before any student
-    code ran): nothing is scored; one message on stderr; exit status 1."""
-    print(f"autograder grade: {err}", file=sys.stderr)
-    if isinstance(err, preflight_check.GraderError):
-        print(
-            "autograder grade: no grades.csv was written; students finished before the failure keep their "
-            "results.json: fix the environment and run the same command with --resume", file=sys.stderr,
-        )
-    return 1
-
-
-def interrupted(
-    out: Path, course: Course, modules: tuple[str, ...], results: list, total: int, signum: int, late: dict | None = None,
-) -> int:
-    """Write what was finished, marked incomplete; one line on stderr; exit status 128 + the signal."""
-    note = (
-        f"grading was interrupted after {len(results)} of {total} students; the others are not in this file. "
-        "Run the same command with --resume to grade them."
-    )
-    class_report.write_all(out, course, modules, results, incomplete=note, late=late)
-    name = signal.Signals(signum).name
-    print(
-        f"autograder grade: interrupted ({name}): {len(results)} of {total} students graded, written to {out} "
-        "(grades.csv and summary.md marked incomplete); add --resume to the same command to continue",
-        file=sys.stderr,
-    )
-    return 128 + signum
-
-
-@contextlib.contextmanager
-def stop_on_signals(stop: threading.Event):
-    """While active, SIGINT (Ctrl-C) and SIGTERM set ``stop``; yields the list of signals caught."""
-    caught: list[int] = []
-
-    def handler(signum, _frame) -> None:
-        caught.append(signum)
-        stop.set()
-
-    if threading.current_thread() is not threading.main_thread():
-        yield caught
-        return
-    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
+def preflight_only(course: Course, options: Options, log: TextIO | None = None) -> preflight.Passed:
+    """``autograder preflight``: grade the course's reference and stubs as :func:`grade_class` would, on a grader
+    of two workers; raises :class:`~autograder.grading.preflight.PreflightFailed` (or ``GraderError``) unless the
+    reference got full marks and the stubs nothing. Its line goes to ``log``."""
+    grader = None
     try:
-        yield caught
+        grader = start_grader(lambda: Grader(course, options, workers=2))
+        return preflight.check(grader, stream=log if log is not None else io.StringIO())
     finally:
-        for sig, old in previous.items():
-            signal.signal(sig, old)
+        if grader is not None:
+            grader.close()

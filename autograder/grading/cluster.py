@@ -1,10 +1,10 @@
 """``grade --cluster ADDRESS``: the class's submissions as tasks on an existing Dask scheduler.
 
 The instructor's side reads the course and the kit once (a
-:class:`~autograder.grading.sandbox.Snapshot`), ships it to the cluster once
+:class:`~autograder.grading.isolation.scratch.Snapshot`), ships it to the cluster once
 as a task's result (workers fetch it from each other; a lost copy is
 computed again, which scattered data would not be), and submits one task per student with the
-student's files as read by :func:`~autograder.grading.grader.read_submission`.
+student's files as read by :func:`~autograder.core.submission.read_submission`.
 A worker grades with the very same :class:`~autograder.grading.grader.Grader`
 a local run uses (sandboxed children, limits, trusted verification, the
 grading profile's seeds), built once per worker process from the shipped
@@ -35,10 +35,15 @@ from pathlib import Path
 from typing import Callable
 
 from autograder.core.course import Course, load_course
-from autograder.core.outcomes import CheckOutcome, score_functions
-from autograder.core.status import Status
-from autograder.grading import preflight, sandbox
-from autograder.grading.grader import Check, Grader, Options, StudentResult, read_submission
+from autograder.core.outcomes import StudentResult
+from autograder.core.submission import read_submission
+from autograder.grading import preflight
+from autograder.grading.isolation.limits import POLL
+from autograder.grading.isolation.processes import child_env
+from autograder.grading.isolation.scratch import Snapshot, scratch_dir
+from autograder.grading.grader import Grader, Options
+from autograder.grading.pipeline import failed_result
+from autograder.grading.wire import PlannedCheck
 
 RESUBMISSIONS = 1  # after a KilledWorker (the scheduler already retried on other workers)
 
@@ -47,7 +52,7 @@ _failed: dict[str, preflight.PreflightFailed] = {}  # graders whose environment 
 _lock = threading.Lock()
 
 
-def _worker_grader(snapshot: sandbox.Snapshot, options: Options) -> Grader:
+def _worker_grader(snapshot: Snapshot, options: Options) -> Grader:
     """This worker process's grader for ``snapshot`` (built on first use, then reused). A new grader first
     proves this worker's environment (:mod:`autograder.grading.preflight`): if it fails, this and every later
     task of the worker raise :class:`~autograder.grading.preflight.PreflightFailed`, and ``grade`` stops."""
@@ -56,11 +61,11 @@ def _worker_grader(snapshot: sandbox.Snapshot, options: Options) -> Grader:
         if key in _failed:
             raise _failed[key]
         if key not in _graders:
-            scratch = sandbox.scratch_dir()
+            scratch = scratch_dir()
             course_root, _ = snapshot.materialize(scratch)
             grader = None
             try:
-                preflight.check_interpreter(sandbox.child_env())
+                preflight.check_interpreter(child_env())
                 grader = Grader(load_course(course_root), options, snapshot=snapshot)
                 preflight.check(grader, stream=sys.stdout)
             except (preflight.PreflightFailed, RuntimeError, OSError) as err:
@@ -85,19 +90,19 @@ def _close_graders() -> None:
         _graders.clear()
 
 
-def _course_snapshot(snapshot: sandbox.Snapshot) -> sandbox.Snapshot:
+def _course_snapshot(snapshot: Snapshot) -> Snapshot:
     """On a worker: the snapshot the task carries (a result the scheduler can compute again)."""
     return snapshot
 
 
-def plan_task(snapshot: sandbox.Snapshot, options: Options) -> tuple[list[Check], list[str]]:
+def plan_task(snapshot: Snapshot, options: Options) -> tuple[list[PlannedCheck], list[str]]:
     """On a worker: the course's checks and the functions without a correctness check."""
     grader = _worker_grader(snapshot, options)
     return grader.plan, grader.unconfirmable_functions()
 
 
 def grade_task(
-    snapshot: sandbox.Snapshot, options: Options, student: str, files: dict[str, bytes], missing: dict[str, str]
+    snapshot: Snapshot, options: Options, student: str, files: dict[str, bytes], missing: dict[str, str]
 ) -> StudentResult:
     """On a worker: grade one submission exactly as a local run does."""
     result = _worker_grader(snapshot, options).grade_files(student, files, missing)
@@ -106,11 +111,12 @@ def grade_task(
 
 
 class ClusterGrader:
-    """The part of :class:`~autograder.grading.grader.Grader` that ``grade`` uses, on a Dask cluster."""
+    """:class:`~autograder.grading.executor.ClassExecutor` on a Dask cluster: each worker grades with a
+    :class:`~autograder.grading.grader.Grader` of its own."""
 
     def __init__(
         self, course: Course, options: Options, address: str, stop: threading.Event | None = None,
-        snapshot: sandbox.Snapshot | None = None,
+        snapshot: Snapshot | None = None,
     ):
         from distributed import Client
 
@@ -119,7 +125,7 @@ class ClusterGrader:
         # Worker-local paths: each worker has its own compilation cache.
         self.options = replace(options, cache_dir=None, jobs=1)
         self.client = Client(address)
-        snapshot = snapshot or sandbox.Snapshot.take(course.root)
+        snapshot = snapshot or Snapshot.take(course.root)
         # A task's result, not scattered data: a worker that dies holding the only copy costs a recomputation
         # (scattered data would be lost for good, and every task needing it cancelled).
         self.snapshot = self.client.submit(_course_snapshot, snapshot, pure=False)
@@ -137,7 +143,7 @@ class ClusterGrader:
         finished: dict[str, StudentResult] | None = None,
         on_result: Callable[[StudentResult], None] | None = None,
     ) -> list[StudentResult]:
-        """As :meth:`Grader.grade_class <autograder.grading.grader.Grader.grade_class>`, on the cluster."""
+        """:meth:`ClassExecutor.grade_class <autograder.grading.executor.ClassExecutor.grade_class>`, on the cluster."""
         from distributed import wait
 
         results = {name: finished[name] for name, _ in students if finished and name in finished}
@@ -149,7 +155,7 @@ class ClusterGrader:
         try:
             while pending and not self.stop.is_set():
                 try:
-                    done, _ = wait(list(pending), timeout=sandbox.POLL, return_when="FIRST_COMPLETED")
+                    done, _ = wait(list(pending), timeout=POLL, return_when="FIRST_COMPLETED")
                 except TimeoutError:
                     continue
                 for future in done:
@@ -179,8 +185,7 @@ class ClusterGrader:
         return self.client.submit(grade_task, self.snapshot, self.options, name, files, missing, pure=False)
 
     def failed_result(self, student: str, message: str) -> StudentResult:
-        outcomes = [CheckOutcome(c.module, c.function, c.test, Status.ERROR, c.correctness, message) for c in self.plan]
-        return StudentResult(student, score_functions(self.course, outcomes), outcomes)
+        return failed_result(self.course, self.plan, student, message)
 
     def close(self) -> None:
         self.client.close()

@@ -35,7 +35,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from autograder.core import atomic
 from autograder.core.status import Status
+from autograder.grading.wire import Event
 
 REFERENCE = "reference"
 STUBS = "stubs"
@@ -51,9 +53,9 @@ class GraderError(Exception):
 
 
 def fault_before_student(run) -> bool:
-    """Whether a grading run's fault (a :class:`~autograder.grading.sandbox.RunResult` with one) happened
+    """Whether a grading run's fault (a :class:`~autograder.grading.isolation.limits.RunResult` with one) happened
     before the student's code was imported: no ``import_begin`` event came, so no student code had run."""
-    return run.fault is not None and not any(event.get("event") == "import_begin" for event in run.events)
+    return run.fault is not None and not any(event.get("event") == Event.IMPORT_BEGIN for event in run.events)
 
 
 def grader_error(module: str, run, limits: str) -> GraderError:
@@ -87,7 +89,7 @@ def _fatal(line: str) -> bool:
     return (len(line) > 5 and line[0] == "F" and line[1:5].isdigit()) or "Fatal Python error" in line or "FATAL" in line
 
 
-# What every grading process starts with (autograder.grading.zygote), then JAX's backend, in the grading
+# What every grading process starts with (autograder.grading.isolation.zygote), then JAX's backend, in the grading
 # processes' environment: an interpreter that cannot do this cannot grade anyone.
 _INTERPRETER_PROBE = """
 import sys
@@ -190,9 +192,7 @@ def check(grader, stream=None) -> Passed:
     if kept is not None:
         try:
             kept.parent.mkdir(parents=True, exist_ok=True)
-            tmp = kept.with_suffix(f".{os.getpid()}.tmp")
-            tmp.write_text(json.dumps({"seconds": passed.seconds, "points": passed.points, "functions": passed.functions}), encoding="utf-8")
-            tmp.replace(kept)
+            atomic.write_text(kept, json.dumps({"seconds": passed.seconds, "points": passed.points, "functions": passed.functions}))
         except OSError:
             pass  # not kept: the next run proves it again
     return passed

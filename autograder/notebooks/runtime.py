@@ -55,7 +55,7 @@ from pathlib import Path
 from autograder.core.attribution import AttributionError, attribute
 from autograder.core.course import Course, Function, find_root, load_course
 from autograder.core.imports import own_imports
-from autograder.core.outcomes import FunctionScore
+from autograder.core.outcomes import FunctionScore, points_text
 from autograder.core.status import Status
 from autograder.core.devices import use_course_backend  # noqa: F401  (the setup cell calls it)
 
@@ -70,7 +70,7 @@ _tokens = itertools.count()
 
 def summary(result: FunctionScore) -> str:
     """What a check cell prints for one function."""
-    head = f"{result.qualname}: {result.points:g}/{result.max_points:g} points"
+    head = f"{result.qualname}: {points_text(result.points, None)}/{points_text(result.max_points, None)} points"
     if result.status == Status.PASSED:
         return f"{head} — all {result.total} checks pass"
     if result.status == Status.NOT_STARTED:

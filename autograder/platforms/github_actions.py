@@ -28,6 +28,7 @@ import os
 from pathlib import Path
 
 from autograder.core.course import Course
+from autograder.core.outcomes import points_text
 
 RESULTS = "results.json"
 PYTEST_SOME_FAILED = 1  # pytest's exit code when checks ran and some failed: a score, not a broken run
@@ -90,10 +91,6 @@ def write_workflow(out: Path) -> Path:
     return path
 
 
-def _points(value: float) -> str:
-    return f"{round(value, 2):g}"
-
-
 def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
@@ -102,17 +99,17 @@ def summary(course: Course, results: dict) -> str:
     """The job summary: one row per function, then what failed, with the hint."""
     functions = {(f["module"], f["function"]): f for f in results.get("functions", [])}
     unjudged = not_judged(course, results)
-    lines = [f"## {course.title}: {_points(results['score'])}/{_points(judged_points(course, unjudged))} points", ""]
+    lines = [f"## {course.title}: {points_text(results['score'])}/{points_text(judgedpoints_text(course, unjudged))} points", ""]
     lines += ["| function | points | checks | status |", "|---|---|---|---|"]
     failing = []
     for fn in course.functions:
         row = functions.get((fn.module, fn.name))
         if row is None:
             why = "not judged here (the release cannot answer its checks)" if fn.qualname in unjudged else "checks missing"
-            lines.append(f"| {fn.qualname} | 0/{_points(fn.points)} | — | {why} |")
+            lines.append(f"| {fn.qualname} | 0/{points_text(fn.points)} | — | {why} |")
             continue
         status = row["status"].replace("_", " ")
-        lines.append(f"| {fn.qualname} | {_points(row['points'])}/{_points(fn.points)} | {row['passed']}/{row['total']} | {status} |")
+        lines.append(f"| {fn.qualname} | {points_text(row['points'])}/{points_text(fn.points)} | {row['passed']}/{row['total']} | {status} |")
         if row["status"] not in ("passed", "not started"):
             failing.append((fn, row))
     for fn, row in failing:
@@ -139,7 +136,7 @@ def not_judged(course: Course, results: dict) -> dict[str, str]:
             if (fn.module, fn.name) not in seen and fn.qualname in skipped}
 
 
-def judged_points(course: Course, unjudged: dict[str, str]) -> float:
+def judgedpoints_text(course: Course, unjudged: dict[str, str]) -> float:
     """The practice maximum: the course's points less those of the functions this release cannot judge."""
     return course.points - sum(fn.points for fn in course.functions if fn.qualname in unjudged)
 
@@ -153,12 +150,12 @@ def report(course: Course, results_path: Path, env: dict[str, str]) -> int:
         return 1
     _append(env.get("GITHUB_STEP_SUMMARY"), summary(course, results))
     unjudged = not_judged(course, results)
-    total, maximum = round(results["score"], 2), judged_points(course, unjudged)
+    total, maximum = round(results["score"], 2), judgedpoints_text(course, unjudged)
     if unjudged:
         print(f"::warning title=Not judged here::{', '.join(unjudged)}: this release cannot answer their checks "
               "(they skip); the instructor's grading judges them")
     print("::notice title=Autograding report::" + json.dumps({"totalPoints": total, "maxPoints": maximum}, separators=(",", ":")))
-    _append(env.get("GITHUB_OUTPUT"), f"points={_points(total)}\nmax-points={_points(maximum)}\n")
+    _append(env.get("GITHUB_OUTPUT"), f"points={points_text(total)}\nmax-points={points_text(maximum)}\n")
     missing = missing_functions(course, results)
     if missing:
         print(f"::error title=Checks missing::no check ran for {', '.join(missing)}: restore exercises/test_*.py from the course's repository")

@@ -39,8 +39,9 @@ import tomllib
 import zipfile
 from pathlib import Path
 
+from autograder.core import atomic
 from autograder.core.course import Course, load_course
-from autograder.core.outcomes import CheckOutcome, FunctionScore
+from autograder.core.outcomes import CheckOutcome, FunctionScore, score_checks
 from autograder.core.status import Status
 from autograder.platforms.stack import CPU_INDEX, TORCH
 from autograder.release.record import instructor_seed
@@ -175,24 +176,16 @@ def build_bundle(course_root: Path, out: Path, modules: tuple[str, ...]) -> Path
 
 # -- results.json ---------------------------------------------------------
 def _part(fn, outcomes: list[CheckOutcome], total: int, gate_failed: bool) -> FunctionScore:
-    passed = sum(o.status == Status.PASSED for o in outcomes)
-    if passed == len(outcomes):
-        status = Status.PASSED
-    elif passed == 0 and any(o.status == Status.NOT_STARTED for o in outcomes):
-        status = Status.NOT_STARTED
-    else:
-        status = Status.FAILED
-    share = fn.points * len(outcomes) / total
-    points = 0.0 if gate_failed else fn.points * passed / total
-    messages = [o.message for o in outcomes if o.status != Status.PASSED and o.message]
-    if gate_failed and status == Status.PASSED:  # these checks pass, but they earn nothing: not "passed"
-        status = Status.FAILED
-        messages.insert(0, GATED)
-    return FunctionScore(fn.module, fn.name, round(points, 2), round(share, 2), status, passed, len(outcomes), messages)
+    """A part of ``fn``'s checks, scored by the one rule (:func:`~autograder.core.outcomes.score_checks`)."""
+    part = score_checks(fn, outcomes, of=total, gate_failed=gate_failed)
+    if gate_failed and part.status == Status.PASSED:  # these checks pass, but they earn nothing: not "passed"
+        part.status = Status.FAILED
+        part.messages.insert(0, GATED)
+    return part
 
 
 def _test(name: str, part: FunctionScore, visibility: str) -> dict:
-    from autograder.grading.class_report import function_output
+    from autograder.grading.outputs.class_report import function_output
 
     return {
         "name": name,
@@ -308,8 +301,8 @@ def prove(root: Path) -> list[str]:
 
 def run(root: Path, run_as: str | None) -> dict:
     """Grade ``root/submission`` with the course in ``root/source``; the results (always)."""
-    from autograder.grading import grader as grading
-    from autograder.grading import preflight
+    from autograder.grading import grade_class
+    from autograder.grading.options import Options
 
     started = time.monotonic()
     course = load_course(root / "source")
@@ -320,7 +313,7 @@ def run(root: Path, run_as: str | None) -> dict:
         settings = {}
     seed = settings.get("seed") if type(settings.get("seed")) is int else instructor_seed(_solutions(root / "source"))
     try:
-        options = grading.Options(
+        options = Options(
             modules=modules,
             timeout_per_function=course.grading.timeout_per_function,
             memory_mb=course.grading.memory_limit_mb,
@@ -328,22 +321,18 @@ def run(root: Path, run_as: str | None) -> dict:
             run_as=run_as,
             seed=seed,  # the bundle's own instructor seed: never the inputs a release published
         )
-        grader = grading.Grader(course, options, workers=1)
-        try:
-            preflight.check(grader)  # the reference full marks, the stubs nothing: else the grader's failure
-            result = grader.grade_submission("submission", root / "submission")
-        finally:
-            grader.close()
-        return results(course, modules, result, time.monotonic() - started)
+        # pre-flight first: the reference full marks, the stubs nothing (its line on stderr); else the grader's failure
+        grades = grade_class(course, [("submission", root / "submission")], options, workers=1, log=sys.stderr)
+        if grades.failure is not None:
+            raise grades.failure
+        return results(course, modules, grades.results[0], time.monotonic() - started)
     except Exception as err:  # noqa: BLE001 - the student still gets valid results
         return failed_results(course, modules, time.monotonic() - started, f"{type(err).__name__}: {err}")
 
 
 def write_results(path: Path, payload: dict) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(payload, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    tmp.replace(path)
+    atomic.write_text(path, json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -236,7 +236,7 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     scenario costs seconds): an untouched stub, or a module that cannot be imported (the import error).
 
     Not ``tryfirst``: a grading process imports the student's module in its own ``tryfirst`` hook, to
-    report the import as such (:mod:`autograder.grading.child`); pytest's runner sets up the fixtures
+    report the import as such (:mod:`autograder.grading.untrusted.child`); pytest's runner sets up the fixtures
     after every plain hook of a plugin registered later, as this one is.
     """
     _fail_if_stub(item)

@@ -20,7 +20,7 @@ import pytest
 
 from autograder.core.course import Course, Function
 from autograder.core.failures import CheckFailure, NotStarted
-from autograder.core.outcomes import FunctionScore
+from autograder.core.outcomes import FunctionScore, points_text
 from autograder.core.status import Status
 from autograder.core.submission import SubmissionImportError
 
@@ -111,10 +111,6 @@ def _which_failing_input() -> str:
     return "smallest failing input" if Phase.shrink in settings.default.phases else "first failing input drawn"
 
 
-def _points(value: float) -> str:
-    return f"{value:g}"
-
-
 def score_table(course: Course, scores: list[FunctionScore]) -> str:
     """The per-module, per-function table with the total."""
     if not scores:
@@ -128,11 +124,11 @@ def score_table(course: Course, scores: list[FunctionScore]) -> str:
             module = course.module(s.module)
             lines.append(f"{module.name} — {module.topic}")
         detail = {Status.PASSED: "", Status.NOT_STARTED: "not started"}.get(s.status, f"{s.passed}/{s.total} checks pass")
-        pts = f"{_points(s.points)}/{_points(s.max_points)}"
+        pts = f"{points_text(s.points, None)}/{points_text(s.max_points, None)}"
         lines.append(f"  {s.status.mark} {s.function:<{width}}{pts:>9}  {detail}".rstrip())
     got = sum(s.points for s in scores)
     total = sum(s.max_points for s in scores)
-    lines.append(f"total: {_points(round(got, 2))}/{_points(total)}")
+    lines.append(f"total: {points_text(got)}/{points_text(total, None)}")
     return "\n".join(lines)
 
 

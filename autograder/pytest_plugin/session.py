@@ -2,8 +2,8 @@
 
 :class:`CourseSession` is created once in ``pytest_configure`` (inert outside
 a course) and found with :func:`session_of`. Settings are resolved there,
-once. The grading side (:mod:`autograder.grading.child`,
-:mod:`autograder.grading.verifier`) uses its public methods.
+once. The grading side (:mod:`autograder.grading.untrusted.child`,
+:mod:`autograder.grading.trusted.verifier`) uses its public methods.
 
 Caches, and why:
 
@@ -89,7 +89,7 @@ class CourseSession:
     skipped: dict[str, str] = field(default_factory=dict)
     record_into: Path | None = None  # `--record-oracle DIR` (autograder release)
     # A grading process of a module judged on the trusted side: no reference, the student's own answers
-    # stand in for it (autograder.core.oracle.OwnAnswers). Set by autograder.grading.child.
+    # stand in for it (autograder.core.oracle.OwnAnswers). Set by autograder.grading.untrusted.child.
     own_answers: bool = False
     givens: Path | None = None  # there and on the trusted side: the givens fixtures are answered from (autograder.recording.givens)
     _students: dict[str, ModuleType | Unimportable] = field(default_factory=dict)

@@ -1,6 +1,6 @@
 """Givens: what a module's fixtures build with the reference, recorded on the trusted side and shipped as data.
 
-A module judged on the trusted side only (:mod:`autograder.grading.trusted_only`)
+A module judged on the trusted side only (:mod:`autograder.grading.trusted.trusted_only`)
 has grading processes that hold no reference. Its fixtures may still build what
 the checks are *given* with the reference — a start state, the batches of a
 loader, a state trained elsewhere — because the trusted side records those calls

@@ -11,12 +11,12 @@ touches it.
 from __future__ import annotations
 
 import json
-import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
 
+from autograder.core import atomic
 from autograder.core.course import Course, Function
 
 FOLDER = ".autograder"
@@ -67,9 +67,7 @@ def save(root: Path, progress: Progress) -> None:
     path = progress_path(root)
     path.parent.mkdir(exist_ok=True)
     payload = {"format": FORMAT, "functions": {name: vars(entry) for name, entry in sorted(progress.functions.items())}}
-    tmp = path.with_name(f"{FILE}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(payload, indent=1) + "\n", encoding="utf-8")
-    tmp.replace(path)
+    atomic.write_text(path, json.dumps(payload, indent=1) + "\n")
 
 
 def record_run(root: Path, scores: Iterable, *, profile: str, count_failures: bool) -> Progress:

@@ -17,39 +17,26 @@ import sys
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
 from autograder.core.course import Course
+from autograder.core.outcomes import FunctionScore
 from autograder.core.status import Status
-
-
-@dataclass
-class FunctionResult:
-    """One function's line of a run (the plugin's ``FunctionScore`` as written to JSON)."""
-
-    module: str
-    function: str
-    points: float
-    max_points: float
-    status: Status
-    passed: int
-    total: int
-    messages: list[str] = field(default_factory=list)
 
 
 @dataclass
 class ModuleRun:
     module: str
-    functions: list[FunctionResult]
+    functions: list[FunctionScore]
     slow_compiles: dict[str, float]
     seconds: float
     returncode: int
     output: str  # pytest's own output, shown when no results came back (e.g. a broken check file)
 
     @property
-    def first_failure(self) -> FunctionResult | None:
+    def first_failure(self) -> FunctionScore | None:
         return next((f for f in self.functions if f.status == Status.FAILED), None)
 
 
@@ -78,7 +65,7 @@ def run_module(course: Course, module: str, *, grading: bool = False) -> ModuleR
             stdin=subprocess.DEVNULL, capture_output=True, text=True,
         )
         payload = json.loads(results.read_text(encoding="utf-8")) if results.is_file() else {}
-    functions = [FunctionResult(**{**entry, "status": Status.parse(entry.get("status"))}) for entry in payload.get("functions", [])]
+    functions = [FunctionScore.from_json(entry) for entry in payload.get("functions", [])]
     return ModuleRun(
         module, functions, payload.get("slow_compiles", {}), time.monotonic() - started, proc.returncode, proc.stdout + proc.stderr
     )

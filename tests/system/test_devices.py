@@ -53,12 +53,12 @@ def test_use_course_devices_reports_a_backend_that_already_started():
 
 
 def test_quick_compilation_is_on_in_this_session_and_in_grading_processes():
-    from autograder.grading import sandbox
+    from autograder.grading.isolation import processes
 
-    for flags in (os.environ["XLA_FLAGS"], sandbox.child_env()["XLA_FLAGS"]):
+    for flags in (os.environ["XLA_FLAGS"], processes.child_env()["XLA_FLAGS"]):
         assert set(QUICK_COMPILE_FLAGS) <= set(flags.split())
     # a grading process keeps its own flags beside them
-    assert "--xla_cpu_multi_thread_eigen=false" in sandbox.child_env()["XLA_FLAGS"].split()
+    assert "--xla_cpu_multi_thread_eigen=false" in processes.child_env()["XLA_FLAGS"].split()
 
 
 def test_use_course_backend_adds_the_flags_and_keeps_the_users():

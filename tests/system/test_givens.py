@@ -36,8 +36,8 @@ from pathlib import Path
 
 import pytest
 
-from autograder.grading.requests import VerifierRequest, pytest_args
-from autograder.grading.verifier import answer
+from autograder.grading.wire import VerifierRequest, pytest_args
+from autograder.grading.trusted.verifier import answer
 from autograder.recording import givens, plain_data
 from autograder.recording.recorded import RecordingFunction, RecordingOracle
 
@@ -194,7 +194,7 @@ def leaks(given: dict, checks: dict, asked: dict[str, list[str]]) -> list[str]:
 def recorded(tmp_path_factory):
     from autograder.recording.recorded import Recording
 
-    from autograder.grading.sandbox import Snapshot
+    from autograder.grading.isolation.scratch import Snapshot
 
     out = tmp_path_factory.mktemp("givens")
     course, _ = Snapshot.take(ROOT).materialize(out / "copy")  # as grade's trusted side has it

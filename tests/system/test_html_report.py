@@ -21,9 +21,9 @@ from pathlib import Path
 import pytest
 
 from autograder.core.course import load_course
-from autograder.grading.class_report import grades_csv
+from autograder.grading.outputs.class_report import grades_csv
 from autograder.core.outcomes import StudentResult
-from autograder.grading.html_report import report_html
+from autograder.grading.outputs.html_report import report_html
 from autograder.core.status import Status
 from autograder.core.outcomes import FunctionScore
 from support import ROOT
@@ -82,7 +82,7 @@ def test_the_numbers_on_the_page_are_those_of_grades_csv(course):
 
 def test_the_most_common_failure_counts_each_student_once():
     """Two checks of one function failing with the same first line (other inputs below it) are one student."""
-    from autograder.grading.class_report import most_common_failures
+    from autograder.grading.outputs.class_report import most_common_failures
 
     same_student = FunctionScore(MODULE, "f", 0.0, 1.0, Status.FAILED, 0, 2, ["f raised ValueError: x\n  input 1", "f raised ValueError: x\n  input 2"])
     other = FunctionScore(MODULE, "f", 0.0, 1.0, Status.FAILED, 0, 1, ["f: result differs"])

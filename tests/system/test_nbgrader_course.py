@@ -19,7 +19,8 @@ from pathlib import Path
 import pytest
 
 from autograder.core.course import load_course
-from autograder.notebooks.builder import build_course, grade_id, solution_id, write_gradebook
+from autograder.notebooks.builder import build_course, solution_id
+from autograder.grading.outputs.gradebook import grade_id, write_gradebook
 
 ROOT = Path(__file__).resolve().parents[1]
 MODULE = "at_updates"

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from autograder.grading import preflight
-from autograder.grading.sandbox import Fault, RunResult
+from autograder.grading.isolation.limits import Fault, RunResult
 from support import ROOT
 
 MODULE = "at_updates"

@@ -71,7 +71,7 @@ import sys
 
 import pytest
 
-from autograder.grading.requests import pytest_args
+from autograder.grading.wire import pytest_args
 
 
 class Probe:

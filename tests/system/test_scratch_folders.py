@@ -1,7 +1,7 @@
 """Scratch folders of a killed grader are removed by the next one, and nothing else is.
 
-``sandbox.scratch_dir`` names each folder after the process that made it (pid and pid
-namespace); ``sandbox.remove_abandoned_scratch`` removes those whose process is gone. The
+``scratch.scratch_dir`` names each folder after the process that made it (pid and pid
+namespace); ``scratch.remove_abandoned_scratch`` removes those whose process is gone. The
 SIGKILL case end to end is in ``tests/system/test_grade_interrupt.py``.
 """
 
@@ -14,7 +14,7 @@ import tempfile
 
 import pytest
 
-from autograder.grading import sandbox
+from autograder.grading.isolation import scratch
 
 pytestmark = pytest.mark.skipif(not os.path.exists("/proc/self/ns/pid"), reason="needs Linux's /proc")
 
@@ -32,7 +32,7 @@ def _gone_pid() -> int:
 
 
 def test_a_folder_is_named_after_its_process(tmpdir_of_graders):
-    folder = sandbox.scratch_dir()
+    folder = scratch.scratch_dir()
     assert folder.parent == tmpdir_of_graders
     namespace = os.stat("/proc/self/ns/pid").st_ino
     assert folder.name.startswith(f"autograder-{os.getpid()}x{namespace}-")
@@ -43,7 +43,7 @@ def test_only_the_folders_of_gone_graders_of_this_namespace_are_removed(tmpdir_o
     gone = _gone_pid()
     names = {
         "gone": f"autograder-{gone}x{namespace}-abc",
-        "mine": sandbox.scratch_dir().name,
+        "mine": scratch.scratch_dir().name,
         "alive": f"autograder-{os.getppid()}x{namespace}-def",
         "other_namespace": f"autograder-{gone}x{namespace + 1}-ghi",
         "release": "autograder-release-jkl",
@@ -53,7 +53,7 @@ def test_only_the_folders_of_gone_graders_of_this_namespace_are_removed(tmpdir_o
     for name in names.values():
         (tmpdir_of_graders / name).mkdir(exist_ok=True)
     (tmpdir_of_graders / names["gone"] / "course" / "solutions").mkdir(parents=True)
-    removed = sandbox.remove_abandoned_scratch()
+    removed = scratch.remove_abandoned_scratch()
     assert [p.name for p in removed] == [names["gone"]]
     left = {p.name for p in tmpdir_of_graders.iterdir()}
     assert left == set(names.values()) - {names["gone"]}
@@ -66,5 +66,5 @@ def test_a_file_or_a_link_with_such_a_name_is_left_alone(tmpdir_of_graders, tmp_
     (target / "keep.txt").write_text("keep")
     (tmpdir_of_graders / f"autograder-{gone}x{namespace}-link").symlink_to(target)
     (tmpdir_of_graders / f"autograder-{gone}x{namespace}-file").write_text("x")
-    assert sandbox.remove_abandoned_scratch() == []
+    assert scratch.remove_abandoned_scratch() == []
     assert (target / "keep.txt").read_text() == "keep"

@@ -1,7 +1,7 @@
 """Modules judged on the trusted side only (issue 11, part 3): their grading processes hold no reference.
 
 - the trusted side decides which modules qualify, from the checks it collected
-  (``autograder.grading.trusted_only``); the rules are tested on their own;
+  (``autograder.grading.trusted.trusted_only``); the rules are tested on their own;
 - in ``grade``, the verdicts of those modules' checks agree with the checks run in-process on
   gallery variants (a deterministic subset; ``python scripts/grade_agreement.py`` runs every
   variant), and a wrong function's message is the trusted side's: expected and got, an input;
@@ -19,7 +19,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from autograder.grading import trusted_only
+from autograder.grading.trusted import trusted_only
 from support import ROOT, with_function
 
 sys.path.insert(0, str(ROOT / "scripts"))

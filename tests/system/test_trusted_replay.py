@@ -25,7 +25,7 @@ import pytest
 from autograder.core.course import load_course
 from autograder.core.status import Status
 from autograder.grading.grader import Grader, Options
-from autograder.grading.verifier import UNVERIFIABLE
+from autograder.grading.wire import UNVERIFIABLE
 from support import ROOT
 
 MODULES = ("prng", "autodiff", "batchnorm", "data")
@@ -39,17 +39,17 @@ def graded_reference(tmp_path_factory):
         (student / f"{module}.py").write_bytes((ROOT / "solutions" / f"{module}.py").read_bytes())
     grader = Grader(load_course(ROOT), Options(MODULES, 60, 4000, 1), workers=1)
     seen = {}
-    verify = grader.verify
+    verify = grader.trusted.verify
 
     def spy(claims, transcripts):
         seen["claims"], seen["transcripts"] = claims, transcripts
         seen["verdicts"] = verify(claims, transcripts)
         return seen["verdicts"]
 
-    grader.verify = spy
+    grader.trusted.verify = spy
     try:
         result = grader.grade_submission("reference", Path(student))
-        grader.verify = verify  # the tests' own calls must not overwrite what the grade run recorded
+        grader.trusted.verify = verify  # the tests' own calls must not overwrite what the grade run recorded
         assert all(seen["transcripts"][claim] for claim in replayable(seen))
         yield grader, result, seen
     finally:
@@ -60,7 +60,7 @@ def test_the_references_answers_are_replayed_and_confirmed(graded_reference):
     _, result, seen = graded_reference
     assert sum(s.points for s in result.scores) == sum(s.max_points for s in result.scores)
     assert {claim.split("::")[0] for claim in seen["claims"]} == set(MODULES)
-    outcomes = {claim: verdict["outcome"] for claim, verdict in seen["verdicts"].items()}
+    outcomes = {claim: verdict.outcome for claim, verdict in seen["verdicts"].items()}
     # every claim is replayed and confirmed: make_loader's batches are recorded as data (issue 32: an
     # unverifiable pass no longer stands, and make_loader's stood unverified before)
     assert set(outcomes.values()) == {str(Status.PASSED)}, outcomes
@@ -72,8 +72,8 @@ def replayable(seen) -> list[str]:
 
 def test_a_pass_claimed_without_answers_is_not_confirmed(graded_reference):
     grader, _, seen = graded_reference
-    verdicts = grader.verify(replayable(seen), {claim: {} for claim in replayable(seen)})
-    assert {v["outcome"] for v in verdicts.values()} == {str(Status.FAILED)}, verdicts
+    verdicts = grader.trusted.verify(replayable(seen), {claim: {} for claim in replayable(seen)})
+    assert {v.outcome for v in verdicts.values()} == {str(Status.FAILED)}, verdicts
 
 
 def test_a_pass_claimed_with_wrong_answers_is_not_confirmed(graded_reference):
@@ -82,9 +82,9 @@ def test_a_pass_claimed_with_wrong_answers_is_not_confirmed(graded_reference):
     for calls in forged.values():  # every recorded float array gets 1 added to its first element
         for encoded in calls.values():
             _nudge(encoded)
-    verdicts = grader.verify(replayable(seen), forged)
-    assert UNVERIFIABLE not in {v["outcome"] for v in verdicts.values()}
-    assert {v["outcome"] for v in verdicts.values()} == {str(Status.FAILED)}, verdicts
+    verdicts = grader.trusted.verify(replayable(seen), forged)
+    assert UNVERIFIABLE not in {v.outcome for v in verdicts.values()}
+    assert {v.outcome for v in verdicts.values()} == {str(Status.FAILED)}, verdicts
 
 
 def _nudge(encoded) -> None:
@@ -106,16 +106,16 @@ def test_one_trusted_process_confirms_student_after_student(graded_reference):
     nothing behind for the next, and one that died is replaced."""
     grader, _, seen = graded_reference
     honest = {claim: seen["transcripts"][claim] for claim in replayable(seen)}
-    [server] = grader.verifiers.started()
-    grader.verify(replayable(seen), {claim: {} for claim in replayable(seen)})
-    verdicts = grader.verify(replayable(seen), honest)
-    assert {v["outcome"] for v in verdicts.values()} == {str(Status.PASSED)}, verdicts
-    assert grader.verifiers.started() == [server] and server.alive()
+    [server] = grader.trusted.verifiers.started()
+    grader.trusted.verify(replayable(seen), {claim: {} for claim in replayable(seen)})
+    verdicts = grader.trusted.verify(replayable(seen), honest)
+    assert {v.outcome for v in verdicts.values()} == {str(Status.PASSED)}, verdicts
+    assert grader.trusted.verifiers.started() == [server] and server.alive()
 
     os.kill(server.handle.pid, signal.SIGKILL)
     while server.alive():
         time.sleep(0.05)
-    verdicts = grader.verify(replayable(seen), honest)
-    assert {v["outcome"] for v in verdicts.values()} == {str(Status.PASSED)}, verdicts
-    [replaced] = grader.verifiers.started()
+    verdicts = grader.trusted.verify(replayable(seen), honest)
+    assert {v.outcome for v in verdicts.values()} == {str(Status.PASSED)}, verdicts
+    [replaced] = grader.trusted.verifiers.started()
     assert replaced is not server and replaced.alive()

@@ -1,4 +1,4 @@
-"""The run's long-lived verifiers (:class:`autograder.grading.trusted_server.Verifiers`): one serves several
+"""The run's long-lived verifiers (:class:`autograder.grading.trusted.trusted_server.Verifiers`): one serves several
 workers, so a class compiles the references on the trusted side once, not once per worker."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ from pathlib import Path
 
 from autograder.core.course import load_course
 from autograder.core.status import Status
-from autograder.grading import sandbox
+from autograder.grading.isolation import limits
 from autograder.grading.grader import Grader, Options
-from autograder.grading.trusted_server import WORKERS_PER_VERIFIER, Verifiers, verifiers_for
+from autograder.grading.trusted.trusted_server import WORKERS_PER_VERIFIER, Verifiers, verifiers_for
 from support import ROOT
 
 
@@ -46,7 +46,7 @@ def test_a_server_is_lent_to_one_worker_at_a_time_and_kept_for_the_next():
     with pool.lend() as first:
         waiting = threading.Thread(target=second)
         waiting.start()
-        time.sleep(3 * sandbox.POLL)
+        time.sleep(3 * limits.POLL)
         assert not order  # the other worker waits while this one holds the only server
         order.append(("first", first))
     waiting.join(timeout=10)
@@ -75,7 +75,7 @@ def test_a_stop_ends_the_wait_for_a_server():
         try:
             with pool.lend():
                 pass
-        except sandbox.Interrupted:
+        except limits.Interrupted:
             raised.append(True)
 
     with pool.lend():
@@ -95,8 +95,8 @@ def test_two_workers_share_one_verifier_for_a_whole_class(tmp_path: Path):
     grader = Grader(load_course(ROOT), Options(("at_updates",), 60, 4000, 2), workers=2)
     try:
         results = grader.grade_class([(s, tmp_path / s) for s in ("ada", "bob", "cy")])
-        assert grader.verifiers.count == 1
-        [server] = grader.verifiers.started()
+        assert grader.trusted.verifiers.count == 1
+        [server] = grader.trusted.verifiers.started()
         assert server.alive()
     finally:
         grader.close()

@@ -15,10 +15,6 @@ MISSING, NOT_STARTED, MISTAKE = "missing", "not started", "mistake"
 _MISSING_FILE = ("is missing from your submission", "is a symbolic link; submit the file itself", "is larger than ")
 
 
-def points(value: float) -> str:
-    return f"{round(value, 2):g}"
-
-
 def _first_line(message: str) -> str:
     line = message.strip().splitlines()[0] if message.strip() else "(no message)"
     return line if len(line) <= 160 else line[:157] + "..."

@@ -11,9 +11,9 @@ Content-Security-Policy forbids any), every piece of student text escaped, no da
 from __future__ import annotations
 
 from autograder.core.course import Course
-from autograder.core.outcomes import FunctionScore, StudentResult
+from autograder.core.outcomes import FunctionScore, StudentResult, points_text
 from autograder.core.status import Status
-from autograder.grading.outputs.failures import MISSING, NOT_STARTED, failure_kind, points
+from autograder.grading.outputs.failures import MISSING, NOT_STARTED, failure_kind
 from autograder.grading.outputs.inert import html_text as _e
 from autograder.grading.outputs.late import Lateness, format_late_by, format_time
 
@@ -52,7 +52,7 @@ def feedback_html(course: Course, modules: tuple[str, ...], result: StudentResul
         for fn in module.functions:
             score = by_name.get(fn.qualname) or FunctionScore(fn.module, fn.name, 0.0, fn.points, Status.FAILED, 0, 0, ["not graded"])
             css, state = _state(score)
-            parts = [f'<h3><span>{_e(fn.name)}</span><span>{points(score.points)}/{points(fn.points)}</span></h3><p>{_e(state)}</p>']
+            parts = [f'<h3><span>{_e(fn.name)}</span><span>{points_text(score.points)}/{points_text(fn.points)}</span></h3><p>{_e(state)}</p>']
             messages = list(dict.fromkeys(m.strip() for m in score.messages if m.strip()))
             parts += [f"<pre>{_e(m)}</pre>" for m in messages]
             if css == "failed" and not any("hint:" in m for m in messages):
@@ -63,8 +63,8 @@ def feedback_html(course: Course, modules: tuple[str, ...], result: StudentResul
         late_line = f"<p>Submitted {_e(format_time(late.submitted_at))}"
         if late.late_by is not None:
             late_line += (
-                f' <span class="late">({_e(format_late_by(late.late_by))} late: {points(100 * late.penalty)}% off, '
-                f"final score {points(late.final(total))}/{points(max_total)})</span>"
+                f' <span class="late">({_e(format_late_by(late.late_by))} late: {points_text(100 * late.penalty)}% off, '
+                f"final score {points_text(late.final(total))}/{points_text(max_total)})</span>"
             )
         late_line += "</p>"
     return f"""<!DOCTYPE html>
@@ -77,7 +77,7 @@ def feedback_html(course: Course, modules: tuple[str, ...], result: StudentResul
 </head>
 <body>
 <h1>{_e(course.title)}: feedback for {_e(result.student)}</h1>
-<p id="total">Score: <strong>{points(total)}/{points(max_total)}</strong></p>{late_line}
+<p id="total">Score: <strong>{points_text(total)}/{points_text(max_total)}</strong></p>{late_line}
 <p>Each function below shows the messages your checks gave, with the hint; run <code>pytest exercises/</code> to see them again on your own machine.</p>
 {chr(10).join(body)}
 </body>

@@ -36,6 +36,7 @@ import csv
 import io
 from pathlib import Path
 
+from autograder.core.outcomes import points_text
 from autograder.grading.outputs.inert import csv_text
 
 ROSTER_COLUMNS = ("student", "name", "canvas_id", "sis_user_id", "sis_login_id", "section", "email", "idnumber", "username")
@@ -103,12 +104,12 @@ def canvas_csv(roster: dict, scores: dict[str, float], max_score: float, assignm
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow([*CANVAS_COLUMNS, csv_text(column)])
-    writer.writerow(["Points Possible", "", "", "", "", _number(max_score)])
+    writer.writerow(["Points Possible", "", "", "", "", points_text(max_score)])
     for student in sorted(scores):
         row = roster[student]
         writer.writerow(
             [csv_text(row.get("name", "")), csv_text(row.get("canvas_id", "")), csv_text(row.get("sis_user_id", "")),
-             csv_text(row.get("sis_login_id", "")), csv_text(row.get("section", "")), _number(scores[student])]
+             csv_text(row.get("sis_login_id", "")), csv_text(row.get("section", "")), points_text(scores[student])]
         )
     return buffer.getvalue()
 
@@ -119,9 +120,5 @@ def moodle_csv(roster: dict, scores: dict[str, float], item: str) -> str:
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow([header, csv_text(item)])
     for student in sorted(scores):
-        writer.writerow([csv_text(roster[student][key]), _number(scores[student])])
+        writer.writerow([csv_text(roster[student][key]), points_text(scores[student])])
     return buffer.getvalue()
-
-
-def _number(value: float) -> str:
-    return f"{round(value, 2):g}"

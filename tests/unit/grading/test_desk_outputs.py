@@ -16,7 +16,7 @@ import pytest
 from autograder.core.course import load_course
 from autograder.core.outcomes import FunctionScore, StudentResult
 from autograder.core.status import Status
-from autograder.grading import class_report
+from autograder.grading.outputs import class_report
 from autograder.grading.outputs import lms
 from autograder.grading.outputs import late as late_work
 from autograder.grading.outputs.feedback import feedback_html
@@ -221,7 +221,7 @@ class Terminal(io.StringIO):
 
 
 def test_progress_moves_per_module_and_shows_an_eta_only_once_it_can(monkeypatch):
-    from autograder.grading import grader
+    from autograder.grading.outputs import progress as grader
 
     clock = [100.0]
     monkeypatch.setattr(grader.time, "monotonic", lambda: clock[0])
@@ -242,8 +242,9 @@ def test_progress_moves_per_module_and_shows_an_eta_only_once_it_can(monkeypatch
 
 
 def test_progress_counts_modules_in_a_real_grade_class(monkeypatch):
-    """Grader.grade_class tells the progress object of every task (module) it finishes."""
+    """The local executor tells the progress object of every task (module) it finishes."""
     from autograder.grading import grader
+    from autograder.grading.executor import LocalThreads
 
     calls = []
 
@@ -262,8 +263,9 @@ def test_progress_counts_modules_in_a_real_grade_class(monkeypatch):
 
     g.stop = threading.Event()
     g.options = grader.Options(modules=("a", "b"), timeout_per_function=1, memory_mb=1, jobs=2)
-    g._tasks = lambda name, folder: [lambda: None, lambda: StudentResult(name, [])]
-    g.grade_class([("x", Path(".")), ("y", Path("."))], Spy())
+    g.tasks = lambda name, folder: [lambda: None, lambda: StudentResult(name, [])]
+    g.trusted = type("Plan", (), {"plan": []})()
+    LocalThreads(g).grade_class([("x", Path(".")), ("y", Path("."))], Spy())
     assert ("tasks", 4) in calls and calls.count(("task",)) == 4
     assert calls[-1] == ("students", 2, 2)
 
@@ -271,7 +273,7 @@ def test_progress_counts_modules_in_a_real_grade_class(monkeypatch):
 # -- what a folder is --------------------------------------------------------------------------------
 
 def test_a_folder_that_is_one_submission_is_recognised_and_an_empty_one_refused(course, tmp_path, capsys):
-    from autograder.grading.api import class_of
+    from autograder.grading.command import class_of
 
     bob = tmp_path / "class" / "bob"
     bob.mkdir(parents=True)

@@ -1,4 +1,4 @@
-"""The grader's event channel (``autograder/grading/channel.py``, read by ``sandbox.supervise``): what a grading
+"""The grader's event channel (``autograder/grading/isolation/channel.py``, read by ``supervise.supervise``): what a grading
 process writes there is hostile, and the grader's memory and CPU stay bounded by a small multiple of what it
 received, with hard caps per event and per run. ``benchmarks/hostile_channel.py`` measures the same floods."""
 
@@ -9,7 +9,8 @@ import time
 import tracemalloc
 
 
-from autograder.grading import channel, sandbox
+from autograder.grading.isolation import limits, supervise
+from autograder.grading.isolation import channel
 
 NONCE = "n" * 32
 
@@ -82,7 +83,7 @@ def supervised(tmp_path, case: str, mb: int):
     tracemalloc.start()
     cpu = time.process_time()
     try:
-        result = sandbox.supervise(start, tmp_path / "work", {}, sandbox.Limits(600, 0, total_timeout=600), {"m::test_x": "m.x"})
+        result = supervise.supervise(start, tmp_path / "work", {}, limits.Limits(600, 0, total_timeout=600), {"m::test_x": "m.x"})
         return result, tracemalloc.get_traced_memory()[1], time.process_time() - cpu
     finally:
         tracemalloc.stop()

@@ -1,6 +1,6 @@
 """Tamper detection reports every kind of change to the grader's callables by name, and nothing else.
 
-Unit cases of :mod:`autograder.grading.tamper` on a watched module of their own, one per way a
+Unit cases of :mod:`autograder.grading.untrusted.tamper` on a watched module of their own, one per way a
 submission can change a function, a class or its members; the grading tests (`test_grade_command.py`)
 show the same on real submissions.
 """
@@ -10,7 +10,7 @@ import types
 
 import pytest
 
-from autograder.grading import tamper
+from autograder.grading.untrusted import tamper
 
 PROBE = "autograder._tamper_probe"  # a watched name (the kit's own package)
 

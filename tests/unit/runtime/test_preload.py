@@ -6,7 +6,7 @@ import subprocess
 import sys
 
 from autograder.core import preload
-from autograder.grading import requests
+from autograder.grading import wire as requests
 from support import ROOT
 
 CHECK_SOURCES = sorted((ROOT / "autograder" / "checks").glob("*.py")) + sorted((ROOT / "exercises").glob("test_*.py"))
@@ -76,7 +76,7 @@ def test_a_grading_process_sets_its_libraries_aside_from_garbage_collection_and_
     thieves look there)."""
     code = (
         "import gc\n"
-        "from autograder.grading.zygote import preload\n"
+        "from autograder.grading.isolation.zygote import preload\n"
         "preload()\n"
         "class LoadedLater: pass\n"
         "later = LoadedLater()\n"

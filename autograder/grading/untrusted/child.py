@@ -1,6 +1,6 @@
 """What runs *inside* a grading process, next to the student's code.
 
-Started by :mod:`autograder.grading.sandbox` as ``python -I -c BOOT KIT`` in a scratch
+Started by :mod:`autograder.grading.isolation.processes` (or forked by the zygote) as ``python -I -c BOOT KIT`` in a scratch
 working directory, with a configuration on stdin. It runs the course's
 checks with pytest against the student's files and reports, on a file
 descriptor the parent opened (never stdout, which is discarded), one JSON
@@ -14,7 +14,7 @@ line per event, each carrying the per-run nonce:
 - ``tampered``: the student's module changed the grader's own functions, or
   the reporter's own state (an ``emit`` of its own, the session's outcomes:
   a forged report costs the whole module)
-  (:mod:`autograder.grading.tamper`; compared right after the import, before each check's report and
+  (:mod:`autograder.grading.untrusted.tamper`; compared right after the import, before each check's report and
   when the checks are done), with the changed names;
 - ``done``: every check ran.
 
@@ -23,9 +23,9 @@ per module), so whatever a module changes reaches no other module's checks.
 
 Nothing here is trusted by the parent: the events are claims. Failures are
 taken as they are (a student gains nothing by failing); passes of
-correctness checks are confirmed by :mod:`autograder.grading.verifier`.
+correctness checks are confirmed by :mod:`autograder.grading.trusted.verifier`.
 
-A module judged on the trusted side only (:mod:`autograder.grading.trusted_only`,
+A module judged on the trusted side only (:mod:`autograder.grading.trusted.trusted_only`,
 ``ChildRequest.own_answers``) is graded here without any reference: the
 sandbox has no ``solutions/``, none is loaded, and the checks' oracle answers
 with the student's own functions, so its correctness checks only record what
@@ -48,8 +48,8 @@ from typing import Callable
 import pytest
 
 from autograder.core import compile_cache
-from autograder.grading.requests import ChildRequest, pytest_args
-from autograder.grading import tamper
+from autograder.grading.wire import CLAIMABLE, ChildRequest, Claim, Event, pytest_args
+from autograder.grading.untrusted import tamper
 
 MAX_TRANSCRIPT_CHARS = 20_000_000
 # The reporter's attributes it rebinds itself while checks run (tamper.state_changed watches the others).
@@ -109,7 +109,7 @@ class ChildReporter:
 
     def pytest_runtest_logstart(self, nodeid, location) -> None:
         if nodeid in self.ids:
-            self.emit(event="begin", check=self.ids[nodeid][0])
+            self.emit(event=Event.BEGIN, check=self.ids[nodeid][0])
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_setup(self, item) -> None:
@@ -128,7 +128,7 @@ class ChildReporter:
             self.before = tamper.snapshot()
             self.outcomes = session_of(item.config).outcomes
             self.state = tamper.state_of(self)
-        self.emit(event="import_begin", module=module)
+        self.emit(event=Event.IMPORT_BEGIN, module=module)
         try:
             loaded = session_of(item.config).student(module)
             if self.record:  # its classes (a TrainStateBN it returns) are recorded as the course's
@@ -137,9 +137,9 @@ class ChildReporter:
                 name_classes_by_course_module(loaded, module)
         except Exception:  # noqa: BLE001 - the fixture reports it, check by check
             pass
-        self.emit(event="import_end", module=module)
+        self.emit(event=Event.IMPORT_END, module=module)
         if _report_tampering(self):
-            _send(self, event="done")
+            _send(self, event=Event.DONE)
             os._exit(0)
 
     @pytest.hookimpl(wrapper=True)
@@ -182,23 +182,21 @@ class ChildReporter:
         if entry is None:
             return
         if _forged(self) and _report_tampering(self):  # a forged report costs the whole module
-            _send(self, event="done")
+            _send(self, event=Event.DONE)
             os._exit(0)
         cid, _ = entry
         outcomes = session_of(self._config).outcomes
         new = outcomes[self.outcome_index:]
         self.outcome_index = len(outcomes)
         failed = [o for o in new if o.status != Status.PASSED]
-        if failed:
-            outcome, message = str(failed[0].status), failed[0].message
+        if failed:  # a status the grader takes no claim of (an error of the check) is a failure
+            status = failed[0].status if failed[0].status in CLAIMABLE else Status.FAILED
+            claim = Claim(cid, status, failed[0].message)
         elif new:
-            outcome, message = str(Status.PASSED), ""
-        else:
-            outcome, message = "skipped", ""
-        event = {"event": "end", "check": cid, "outcome": outcome, "message": message}
-        if outcome == Status.PASSED and cid in self.calls:
-            event["transcript"] = self.calls.pop(cid)
-        self.emit(**event)
+            claim = Claim(cid, Status.PASSED, "", self.calls.pop(cid, None))
+        else:  # no outcome at all (pytest skipped the check): nothing passed, so it fails
+            claim = Claim(cid, Status.FAILED, "")
+        self.emit(**claim.to_event())
 
     def pytest_configure(self, config) -> None:
         self._config = config
@@ -226,7 +224,7 @@ def _report_tampering(reporter: ChildReporter) -> bool:
     what = tamper.changed(before) if before is not None else []
     what += _forged(reporter)
     if what:
-        _send(reporter, event="tampered", modules=sorted(reporter.modules), what=what[:20])
+        _send(reporter, event=Event.TAMPERED, modules=sorted(reporter.modules), what=what[:20])
     return bool(what)
 
 
@@ -330,7 +328,7 @@ def _record(reporter: ChildReporter, calls: dict, key: str | None, args: tuple, 
 
 
 def main() -> None:
-    from autograder.grading.zygote import boot
+    from autograder.grading.isolation.zygote import boot
 
     boot(run)
 
@@ -351,7 +349,7 @@ def run(cfg: dict) -> None:
         tempfile.tempdir = None
     try:
         pytest.main(args, plugins=[reporter, *_givens_plugin(request.givens)])
-        emit(event="done")
+        emit(event=Event.DONE)
     finally:
         sys.stdout.flush()
         os._exit(0)

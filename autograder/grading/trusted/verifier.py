@@ -3,12 +3,12 @@
 Runs in its own process, started by the grader, and never imports or calls
 a student's code. Two jobs (chosen by the request), the second also served
 student after student by one long-lived process (``serve``,
-:mod:`autograder.grading.trusted_server`):
+:mod:`autograder.grading.trusted.trusted_server`):
 
 - ``plan``: collect every check of the course with the function it judges and
   whether it is a correctness check, so that what the student's process
   claims is matched against a list the student could not change; and which
-  modules are judged here only (:mod:`autograder.grading.trusted_only`: their
+  modules are judged here only (:mod:`autograder.grading.trusted.trusted_only`: their
   grading processes hold no reference, and the verdicts of their correctness
   checks, failure messages included, are this side's).
 - ``verify``: re-run the correctness checks a student's process claims to have
@@ -33,6 +33,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Callable
 
@@ -40,9 +41,8 @@ import pytest
 
 from autograder.core.failures import CheckFailure
 from autograder.core.outcomes import CheckId
-from autograder.core.status import Status
-from autograder.grading.requests import UNVERIFIABLE, VerifierRequest, pytest_args
-from autograder.grading.trusted_only import modules_judged_on_the_trusted_side, modules_with_givens
+from autograder.grading.wire import PlannedCheck, Replay, Verdict, VerifierRequest, pytest_args
+from autograder.grading.trusted.trusted_only import modules_judged_on_the_trusted_side, modules_with_givens
 
 
 class Unverifiable(Exception):
@@ -168,9 +168,9 @@ class Verifier:
         if request.transcripts_file:
             self.transcripts = json.loads(Path(request.transcripts_file).read_text(encoding="utf-8"))
         self.ids: dict[str, tuple[str, object]] = {}
-        self.plan: list[dict] = []
+        self.plan: list[PlannedCheck] = []
         self.with_givens: set[str] = set()  # plan: modules judged here only whose fixtures use the reference
-        self.verdicts: dict[str, dict] = {}
+        self.verdicts: dict[str, Verdict] = {}
         self.states: dict[str, _State] = {}
         self.statics = None  # the recipes of states' static fields, shared by every replayed check
         # verify: the givens the grading processes answered their fixtures from; fixtures here answer from
@@ -188,10 +188,9 @@ class Verifier:
                 continue
             cid = str(CheckId(fn.module, item.name))
             correctness = item.get_closest_marker("correctness") is not None
-            self.plan.append({
-                "check": cid, "module": fn.module, "function": fn.name, "correctness": correctness,
-                "takes_reference": "reference" in getattr(item, "fixturenames", ()),
-            })
+            self.plan.append(PlannedCheck(
+                cid, fn.module, fn.name, correctness, takes_reference="reference" in getattr(item, "fixturenames", ()),
+            ))
             collected.append((item, fn.module, correctness))
             if self.mode == "verify" and cid in self.claims and correctness:
                 keep.append(item)
@@ -199,9 +198,10 @@ class Verifier:
         if self.mode == "plan":
             trusted_only = modules_judged_on_the_trusted_side(collected)
             self.with_givens = modules_with_givens(collected, trusted_only)
-            for entry in self.plan:
-                entry["trusted_only"] = entry["module"] in trusted_only
-                entry["givens"] = entry["module"] in self.with_givens
+            self.plan = [
+                replace(entry, trusted_only=entry.module in trusted_only, givens=entry.module in self.with_givens)
+                for entry in self.plan
+            ]
         items[:] = keep
         if self.givens:
             session_of(config).givens = Path(self.givens)
@@ -258,11 +258,11 @@ class Verifier:
         cid, fn = entry
         state = self.states.get(cid)
         if state is not None and (state.unverifiable or (report.failed and state.other_missing)):
-            self.verdicts[cid] = {"outcome": UNVERIFIABLE, "message": ""}
+            self.verdicts[cid] = Verdict(Replay.UNVERIFIABLE)
         elif report.failed:
-            self.verdicts[cid] = {"outcome": Status.FAILED, "message": _message(report), "missing": state.missing}
+            self.verdicts[cid] = Verdict(Replay.FAILED, _message(report), state.missing)
         elif report.when == "call" and cid not in self.verdicts:
-            self.verdicts[cid] = {"outcome": Status.PASSED, "message": ""}
+            self.verdicts[cid] = Verdict(Replay.PASSED)
 
 
 def _message(report) -> str:
@@ -271,7 +271,7 @@ def _message(report) -> str:
 
 
 def main() -> None:
-    from autograder.grading.zygote import boot
+    from autograder.grading.isolation.zygote import boot
 
     boot(run)
 
@@ -302,7 +302,10 @@ def answer(request: VerifierRequest) -> bool:
         pytest.main(args, plugins=[verifier, *givens])
         if request.mode == "plan" and request.givens and verifier.with_givens:
             record_givens(course_root, sorted(verifier.with_givens), Path(request.givens), request.seed)
-        payload = {"plan": verifier.plan, "verdicts": verifier.verdicts}
+        payload = {
+            "plan": [c.to_wire() for c in verifier.plan],
+            "verdicts": {check: verdict.to_wire() for check, verdict in verifier.verdicts.items()},
+        }
         Path(request.out).write_text(json.dumps(payload), encoding="utf-8")
     except BaseException:  # noqa: BLE001 - the parent reads the missing file as an error
         return False

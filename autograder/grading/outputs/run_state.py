@@ -28,9 +28,10 @@ import shutil
 from importlib import metadata
 from pathlib import Path
 
+from autograder.core import atomic
 from autograder.core.outcomes import FunctionScore, StudentResult
 from autograder.core.status import Status
-from autograder.grading.grader import read_submission
+from autograder.core.submission import read_submission
 
 STATE = ".autograder-run"
 FORMAT = 1
@@ -160,6 +161,4 @@ def _plain(score: dict) -> dict:
 
 
 def _write(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(path)
+    atomic.write_text(path, text)

@@ -15,18 +15,16 @@ import csv
 import io
 import json
 from collections import Counter
-from pathlib import Path
 
 from autograder.core.course import Course
-from autograder.core.outcomes import FunctionScore, StudentResult
+from autograder.core.outcomes import FunctionScore, StudentResult, points_text
 from autograder.core.status import Status
-from autograder.grading.outputs.failures import (  # noqa: F401 - points and submitted_nothing are also read as class_report.*
+from autograder.grading.outputs.failures import (  # noqa: F401 - submitted_nothing is also read as class_report.*
     MISSING,
     MISTAKE,
     NOT_STARTED,
     failure_kind,
     failure_lines,
-    points,
     submitted_nothing,
 )
 from autograder.grading.outputs.inert import csv_text, md_text
@@ -64,9 +62,9 @@ def grades_csv(
         extra = []
         if late is not None:
             info = late.get(result.student, Lateness(None, None, 0.0))
-            extra = [format_time(info.submitted_at), format_late_by(info.late_by), points(100 * info.penalty), points(info.final(total))]
+            extra = [format_time(info.submitted_at), format_late_by(info.late_by), points_text(100 * info.penalty), points_text(info.final(total))]
         writer.writerow(
-            [csv_text(result.student), points(total), points(max_score), *extra, *(points(earned.get(c, 0.0)) for c in columns)]
+            [csv_text(result.student), points_text(total), points_text(max_score), *extra, *(points_text(earned.get(c, 0.0)) for c in columns)]
         )
     if incomplete:
         buffer.write(f"# INCOMPLETE: {incomplete}\n")
@@ -105,7 +103,7 @@ def results_json(course: Course, modules: tuple[str, ...], result: StudentResult
     max_total = sum(t["max_score"] for t in tests)
     payload = {
         "score": total,
-        "output": f"{course.title}: {points(total)}/{points(max_total)}",
+        "output": f"{course.title}: {points_text(total)}/{points_text(max_total)}",
         "visibility": "visible",
         "stdout_visibility": "hidden",
         "tests": tests,
@@ -148,44 +146,7 @@ def summary_md(course: Course, modules: tuple[str, ...], results: list[StudentRe
             common = most_common_failures(scores, 3)
             text = "<br>".join(f"{count}× {md_text(msg)}" for msg, count in common) or "—"
             lines.append(
-                f"| {fn.name} | {passed}/{n} | {mean:.2f}/{points(fn.points)} | {kinds[MISSING]} | {kinds[NOT_STARTED]} | {text} |"
+                f"| {fn.name} | {passed}/{n} | {mean:.2f}/{points_text(fn.points)} | {kinds[MISSING]} | {kinds[NOT_STARTED]} | {text} |"
             )
         lines.append("")
     return "\n".join(lines)
-
-
-def write_student(out: Path, course: Course, modules: tuple[str, ...], result: StudentResult) -> None:
-    folder = Path(out) / result.student
-    folder.mkdir(parents=True, exist_ok=True)
-    _write(folder / "results.json", results_json(course, modules, result))
-
-
-def write_all(
-    out: Path, course: Course, modules: tuple[str, ...], results: list[StudentResult], incomplete: str | None = None,
-    late: dict[str, Lateness] | None = None,
-) -> None:
-    """Every output: each student's ``results.json`` and ``feedback.html``, ``summary.md``, ``grades.csv``,
-    ``report.html``. ``late``: each student's submission time and penalty, when known."""
-    from autograder.grading.html_report import report_html
-    from autograder.grading.outputs.feedback import feedback_html
-
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    for result in results:
-        write_student(out, course, modules, result)
-        info = late.get(result.student) if late else None
-        _write(out / result.student / "feedback.html", feedback_html(course, modules, result, info))
-    _write(out / "summary.md", summary_md(course, modules, results, incomplete))
-    _write(out / "grades.csv", grades_csv(course, modules, results, incomplete, late))
-    _write(out / "report.html", report_html(course, modules, results, incomplete, late))
-
-
-def write_text(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` atomically (a reader never sees half a file)."""
-    _write(path, text)
-
-
-def _write(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(path)

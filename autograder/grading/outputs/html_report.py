@@ -25,16 +25,15 @@ import io
 import statistics
 
 from autograder.core.course import Course
-from autograder.grading.class_report import function_columns, function_output, student_total
+from autograder.grading.outputs.class_report import function_columns, function_output, student_total
 from autograder.grading.outputs.failures import (
     MISSING,
     NOT_STARTED,
     failure_kind,
     failure_lines,
-    points,
     submitted_nothing,
 )
-from autograder.core.outcomes import FunctionScore, StudentResult
+from autograder.core.outcomes import FunctionScore, StudentResult, points_text
 from autograder.grading.outputs.late import Lateness, format_late_by, format_time
 
 SCRIPT = """
@@ -114,7 +113,7 @@ def score_histogram(totals: list[float], max_score: float) -> str:
     axes = figure.subplots()
     bins = max(1, min(20, int(max_score) or 1))
     axes.hist(totals, bins=bins, range=(0, max_score or 1), color="#4477aa", edgecolor="white")
-    axes.set_xlabel(f"score (out of {points(max_score)})")
+    axes.set_xlabel(f"score (out of {points_text(max_score)})")
     axes.set_ylabel("students")
     axes.yaxis.get_major_locator().set_params(integer=True)
     axes.spines[["top", "right"]].set_visible(False)
@@ -142,7 +141,7 @@ def colour(fraction: float) -> str:
 
 def _cell(value: float, maximum: float) -> str:
     fraction = value / maximum if maximum else 0.0
-    return f'<td class="num" data-value="{points(value)}" style="background:{colour(fraction)}">{points(value)}</td>'
+    return f'<td class="num" data-value="{points_text(value)}" style="background:{colour(fraction)}">{points_text(value)}</td>'
 
 
 def _function_row(fn, n: int, scores: list[tuple[str, FunctionScore]]) -> tuple[str, float]:
@@ -184,7 +183,7 @@ def _function_row(fn, n: int, scores: list[tuple[str, FunctionScore]]) -> tuple[
     )
     rate = passed / n if n else 0.0
     row = (
-        f'<tr data-function="{_e(fn.qualname)}"><td>{_e(fn.qualname)}</td><td class="num">{fn.points:g}</td>'
+        f'<tr data-function="{_e(fn.qualname)}"><td>{_e(fn.qualname)}</td><td class="num">{points_text(fn.points, None)}</td>'
         f'<td class="num" data-value="{passed}" style="background:{colour(rate)}">{passed}/{n}</td>'
         f'<td class="num">{round(100 * rate)}%</td><td class="num">{with_mistake}</td><td class="num">{len(not_started)}</td>'
         f'<td class="num">{len(missing)}</td><td class="num">{len(ranked)}</td><td>{drill}</td></tr>'
@@ -201,10 +200,10 @@ def _student_details(index: int, result: StudentResult, functions, total: float,
             parts.append(f"<h4>{_e(fn.qualname)}: not graded</h4>")
             continue
         parts.append(
-            f'<h4>{_e(fn.qualname)}: {points(score.points)}/{points(fn.points)}</h4><pre>{_e(function_output(score))}</pre>'
+            f'<h4>{_e(fn.qualname)}: {points_text(score.points)}/{points_text(fn.points)}</h4><pre>{_e(function_output(score))}</pre>'
         )
     return (
-        f'<details class="student" id="student-{index}"><summary>{_e(result.student)}: {points(total)}/{points(max_score)}</summary>'
+        f'<details class="student" id="student-{index}"><summary>{_e(result.student)}: {points_text(total)}/{points_text(max_score)}</summary>'
         f'{"".join(parts)}</details>'
     )
 
@@ -249,7 +248,7 @@ def report_html(
             info = late.get(result.student, Lateness(None, None, 0.0))
             late_seconds = int(info.late_by.total_seconds()) if info.late_by else 0
             if info.late_by is not None:
-                note += f' <span class="tag late">late, {points(100 * info.penalty)}% off</span>'
+                note += f' <span class="tag late">late, {points_text(100 * info.penalty)}% off</span>'
             late_cells = (
                 _cell(info.final(total), max_score)
                 + f'<td class="time">{_e(format_time(info.submitted_at))}</td>'
@@ -263,9 +262,9 @@ def report_html(
         )
         details.append(_student_details(index, result, functions, total, max_score))
 
-    summary = f"{n} students graded; modules: {', '.join(modules)}; maximum {points(max_score)} points."
+    summary = f"{n} students graded; modules: {', '.join(modules)}; maximum {points_text(max_score)} points."
     if totals:
-        summary += f" Mean {points(statistics.mean(totals))}, median {points(statistics.median(totals))}."
+        summary += f" Mean {points_text(statistics.mean(totals))}, median {points_text(statistics.median(totals))}."
     if nothing:
         summary += f" {nothing} submitted nothing."
     script_hash = base64.b64encode(hashlib.sha256(SCRIPT.encode()).digest()).decode()

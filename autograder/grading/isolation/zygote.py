@@ -9,12 +9,12 @@ zygote's copy on disk affects nobody), then waits on a
 ``SOCK_SEQPACKET`` socket for requests ``(config, [event fd, stderr fd])``.
 For each it forks; the child starts a new session, points stdout at
 ``/dev/null`` and stderr at the given file, moves into its scratch folder and
-runs ``run(config)`` of the requested module: :mod:`autograder.grading.child`
-(a student's checks) or, in the trusted side's own zygote, :mod:`autograder.grading.verifier`. The zygote replies with the child's
+runs ``run(config)`` of the requested module: :mod:`autograder.grading.untrusted.child`
+(a student's checks) or, in the trusted side's own zygote, :mod:`autograder.grading.trusted.verifier`. The zygote replies with the child's
 pid, and later reports its exit status (it is the child's parent).
 Resource limits set on the zygote are inherited by every child.
 
-Nothing outlives the grader (:mod:`autograder.grading.lifeline`): the zygote
+Nothing outlives the grader (:mod:`autograder.grading.isolation.lifeline`): the zygote
 gets SIGTERM when the grader's thread that started it ends, and ends its
 children (each one's process group) when it gets SIGTERM or when the socket
 or the lifeline pipe closes; every child also gets SIGKILL when the zygote
@@ -31,8 +31,8 @@ import signal
 import socket
 import sys
 
-from autograder.grading.requests import CHILD
-from autograder.grading import lifeline
+from autograder.grading.wire import CHILD
+from autograder.grading.isolation import lifeline
 
 
 def preload() -> None:

@@ -28,8 +28,10 @@ import time
 from pathlib import Path
 from typing import Callable, Iterator
 
-from autograder.grading import sandbox
-from autograder.grading.requests import VerifierRequest
+from autograder.grading.isolation.forkserver import Zygote
+from autograder.grading.isolation.limits import Interrupted, POLL, check
+from autograder.grading.isolation.scratch import Snapshot
+from autograder.grading.wire import VerifierRequest
 
 WORKERS_PER_VERIFIER = 4
 
@@ -42,7 +44,7 @@ def verifiers_for(workers: int) -> int:
 class TrustedServer:
     """A verifier process answering :class:`VerifierRequest` ``verify`` requests one after another."""
 
-    def __init__(self, zygote: sandbox.Zygote, scratch: Path, snapshot: sandbox.Snapshot, modules: list[str], seed: int | None):
+    def __init__(self, zygote: Zygote, scratch: Path, snapshot: Snapshot, modules: list[str], seed: int | None):
         course_root, kit = snapshot.materialize(scratch)
         work = scratch / "work"
         work.mkdir()
@@ -65,7 +67,7 @@ class TrustedServer:
 
     def answer(self, request: VerifierRequest, timeout: float) -> bool:
         """Send ``request`` (its ``out`` and ``transcripts_file`` set); whether the server says it wrote the
-        answer within ``timeout`` seconds. Raises :class:`sandbox.Interrupted` when the grade is stopped."""
+        answer within ``timeout`` seconds. Raises :class:`Interrupted` when the grade is stopped."""
         try:
             self.channel.sendall(json.dumps(request.to_wire()).encode() + b"\n")
         except OSError:
@@ -74,10 +76,10 @@ class TrustedServer:
         while b"\n" not in self.pending:
             if self.stop is not None and self.stop.is_set():
                 self.close()
-                raise sandbox.Interrupted()
+                raise Interrupted()
             if time.monotonic() > deadline or not self.alive():
                 return False
-            ready, _, _ = select.select([self.channel], [], [], sandbox.POLL)
+            ready, _, _ = select.select([self.channel], [], [], POLL)
             if ready:
                 data = self.channel.recv(1 << 16)
                 if not data:
@@ -111,12 +113,12 @@ class Verifiers:
 
     @contextlib.contextmanager
     def lend(self) -> Iterator[TrustedServer]:
-        """A live server for this worker alone until the block ends; raises :class:`sandbox.Interrupted` on stop."""
+        """A live server for this worker alone until the block ends; raises :class:`Interrupted` on stop."""
         slot = None
         while slot is None:
-            sandbox.check(self.stop)
+            check(self.stop)
             try:
-                slot = self._free.get(timeout=sandbox.POLL)
+                slot = self._free.get(timeout=POLL)
             except queue.Empty:
                 pass
         try:

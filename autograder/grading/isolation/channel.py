@@ -1,7 +1,7 @@
 """Reading a grading process's event channel: hostile bytes, decoded within hard caps.
 
 The grading process writes one JSON object per line on a pipe
-(:mod:`autograder.grading.child`); its student's code runs in that process and
+(:mod:`autograder.grading.untrusted.child`); its student's code runs in that process and
 can write anything there. The grader reads the pipe with an
 :class:`EventDecoder`, which holds its own resources to what it received:
 

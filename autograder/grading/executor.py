@@ -1,0 +1,142 @@
+"""Grading a class: the one interface (:class:`ClassExecutor`), and its local implementation on threads.
+
+Runs in the grader's process. :class:`LocalThreads` runs a :class:`~autograder.grading.grader.Grader`'s tasks
+over a thread pool, one task per module of a student (one supervised process per worker at a time, so a class
+smaller than the pool still keeps every worker busy; students are queued in order, and the task that ends a
+student's last module confirms and scores it), and never lets an error lose a student's row. Setting the stop
+event (``grade`` does on Ctrl-C and SIGTERM) ends it within a fraction of a second: running processes are
+killed and unfinished students are left out. :class:`~autograder.grading.cluster.ClusterGrader` implements the
+same interface on a Dask cluster.
+"""
+
+from __future__ import annotations
+
+import threading
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+from pathlib import Path
+from typing import TYPE_CHECKING, Callable, Protocol
+
+from autograder.core.outcomes import StudentResult
+from autograder.grading import preflight
+from autograder.grading.isolation.limits import POLL, Interrupted, MemoryLimitTooLow
+from autograder.grading.wire import PlannedCheck
+
+if TYPE_CHECKING:
+    from autograder.grading.grader import Grader
+
+
+class ClassExecutor(Protocol):
+    """What grades a class: locally (:class:`LocalThreads`) or on a Dask cluster
+    (:class:`~autograder.grading.cluster.ClusterGrader`)."""
+
+    stop: threading.Event
+    plan: list[PlannedCheck]  # the course's checks of the selected modules, as the trusted side planned them
+
+    def unconfirmable_functions(self) -> list[str]:
+        """Functions with no correctness check: their passes cannot be confirmed by the trusted side."""
+
+    def grade_class(
+        self,
+        students: list[tuple[str, Path]],
+        progress: Callable[[int, int], None] | None = None,
+        *,
+        finished: dict[str, StudentResult] | None = None,
+        on_result: Callable[[StudentResult], None] | None = None,
+    ) -> list[StudentResult]:
+        """Every student's result, sorted by name; ``finished`` ones (an interrupted run's) are taken as
+        they are, and ``on_result`` gets each new one as soon as it is known.
+
+        When :attr:`stop` is set, returns at once with the students finished so far (the caller tells by
+        ``stop.is_set()``); a student being graded then is left out, not half-graded. A failure of the
+        grader's side raises :class:`~autograder.grading.preflight.GraderError` (or
+        :class:`~autograder.grading.preflight.PreflightFailed`): no row is scored for it."""
+
+    def close(self) -> None:
+        """End every process and remove every folder of the run."""
+
+
+class LocalThreads:
+    """:class:`ClassExecutor` on this machine: ``grader``'s tasks over ``grader.options.jobs`` threads."""
+
+    def __init__(self, grader: "Grader"):
+        self.grader = grader
+        self.stop = grader.stop
+        self.plan = grader.plan
+
+    def unconfirmable_functions(self) -> list[str]:
+        return self.grader.unconfirmable_functions()
+
+    def close(self) -> None:
+        self.grader.close()
+
+    def grade_class(
+        self,
+        students: list[tuple[str, Path]],
+        progress: Callable[[int, int], None] | None = None,
+        *,
+        finished: dict[str, StudentResult] | None = None,
+        on_result: Callable[[StudentResult], None] | None = None,
+    ) -> list[StudentResult]:
+        grader, stop = self.grader, self.stop
+        results = {name: finished[name] for name, _ in students if finished and name in finished}
+        todo = [(name, folder) for name, folder in students if name not in results]
+        grader_errors: list[preflight.GraderError] = []
+
+        def keep(name: str, future) -> None:
+            try:
+                result = future.result()
+            except Interrupted:
+                return
+            except preflight.GraderError as err:  # not the student's: the run stops, no row is scored
+                grader_errors.append(err)
+                stop.set()
+                return
+            except MemoryLimitTooLow as err:  # the grader's own failure: nobody is graded, nobody gets 0
+                grader_errors.append(preflight.GraderError(f"stopped before grading: {err}"))
+                stop.set()
+                return
+            except Exception as err:  # noqa: BLE001 - a grader bug must not lose a row
+                if stop.is_set():
+                    return
+                result = grader.failed_result(name, f"the grader failed on this submission: {type(err).__name__}: {err}")
+            results[name] = result
+            if on_result:
+                on_result(result)
+            if progress:
+                progress(len(results), len(students))
+
+        if progress:
+            progress(len(results), len(students))
+        pool = ThreadPoolExecutor(max_workers=max(1, grader.options.jobs))
+        # One task per module of a student (a class smaller than the pool still uses every worker); the
+        # task that finishes a student's last module confirms and scores it. Students are queued in order.
+        pending: dict = {}
+        try:
+            for name, folder in todo:
+                for task in grader.tasks(name, folder):
+                    pending[pool.submit(task)] = name
+            # progress per module graded (the desk's Progress; any callable of (done, total) still works)
+            getattr(progress, "tasks", lambda _n: None)(len(pending))
+            while pending and not stop.is_set():
+                done, _ = wait(pending, timeout=POLL, return_when=FIRST_COMPLETED)
+                for future in done:
+                    name = pending.pop(future)
+                    getattr(progress, "task_done", lambda: None)()
+                    if _ends_a_student(future):
+                        keep(name, future)
+        except BaseException:  # e.g. KeyboardInterrupt when no signal handler is installed
+            stop.set()
+            raise
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
+        for future, name in pending.items():  # finished just before the stop: complete results
+            if future.done() and not future.cancelled() and _ends_a_student(future):
+                keep(name, future)
+        if grader_errors:
+            raise grader_errors[0]
+        return [results[name] for name, _ in sorted(students) if name in results]
+
+
+def _ends_a_student(future) -> bool:
+    """Whether a finished task of :meth:`Grader.tasks` carries its student's result (or error)."""
+    return future.exception() is not None or future.result() is not None

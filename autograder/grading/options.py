@@ -1,0 +1,18 @@
+"""The limits and choices of one grading run (``autograder grade``'s options), read by every part of the grader."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass
+class Options:
+    modules: tuple[str, ...]
+    timeout_per_function: float
+    memory_mb: int
+    jobs: int
+    cache_dir: Path | None = None
+    zygote: bool = True  # fork grading children from a pre-imported process per worker
+    seed: int | None = None  # `grade --seed N`: inputs drawn from N (child and verifier alike), not the published ones
+    run_as: str | None = None  # start untrusted processes as this unprivileged user (grader runs as root)

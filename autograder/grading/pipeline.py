@@ -1,0 +1,365 @@
+"""One submission as a pipeline: its modules run in the student's sandbox, its claims confirmed, its score.
+
+Runs in the grader's process. For one submission:
+
+1. :func:`read_submission` took the student's ``<module>.py`` files (regular files only, at most 1 MB; nothing
+   else of the folder is used) into a :class:`Submission`;
+2. :meth:`SubmissionPipeline.grade_module` runs each module in its own grading processes in the student's
+   sandbox (so what one module's code does to the grader reaches no other module), which run the checks and
+   stream :class:`~autograder.grading.wire.Claim` s; when a process hangs, crashes, exits or blows its memory,
+   the function (or the module import) it was in gets a clear failure (:func:`blame`), and a new process grades
+   what is left; a module found changing the grader's own functions earns nothing (:func:`void_tampered`).
+   Each step returns the verdicts it found; nothing is passed in to be filled;
+3. :meth:`SubmissionPipeline.finish` has the correctness checks it claims to pass confirmed on the trusted side
+   (:func:`confirmed`; a pass that is not confirmed is a failure), and scores the outcomes with the one rule
+   (:func:`autograder.core.outcomes.score_functions`).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import stat
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from autograder.core import compile_cache
+from autograder.core.course import Course
+from autograder.core.outcomes import CheckOutcome, StudentResult, score_functions
+from autograder.core.status import Status
+from autograder.core.submission import read_submission
+from autograder.grading import preflight
+from autograder.grading.isolation.bubblewrap import Box
+from autograder.grading.isolation.limits import WALL_FACTOR, Fault, Limits, RunResult
+from autograder.grading.isolation.limits import check as stop_if_set
+from autograder.grading.isolation.supervise import supervise
+from autograder.grading.pool import GradingPool
+from autograder.grading.trusted.client import TrustedSide
+from autograder.grading.trusted.trusted_only import observed_in_the_students_process
+from autograder.grading.wire import ChildRequest, Claim, FaultKind, PlannedCheck, Replay, Verdict, tampered_what
+from autograder.pytest_plugin.report import strip_ansi
+
+# A check's verdict as the grader holds it until it becomes a CheckOutcome: (status, message).
+Verdicts = dict[str, tuple[Status, str]]
+
+
+@dataclass
+class ModuleResult:
+    """What one module's grading processes found: a verdict per check, the transcripts of its claimed passes,
+    how long it took."""
+
+    verdicts: Verdicts = field(default_factory=dict)
+    transcripts: dict[str, dict] = field(default_factory=dict)
+    timings: dict[str, float] = field(default_factory=lambda: {"runs": 0, "run_seconds": 0.0})
+
+
+@dataclass
+class Submission:
+    """One student's files and what their modules' grading processes found so far (:meth:`add`, module by
+    module: the workers grading one student's modules share it)."""
+
+    student: str
+    files: dict[str, bytes]
+    missing: dict[str, str]
+    verdicts: Verdicts = field(default_factory=dict)  # check id -> (status, message)
+    transcripts: dict[str, dict] = field(default_factory=dict)
+    timings: dict[str, float] = field(default_factory=lambda: {"runs": 0, "run_seconds": 0.0, "verify_seconds": 0.0})
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    # The student's sandbox (SubmissionPipeline.box_of): a folder (JAX's compilation cache, HOME), a uid, a control
+    # group and a zygote of their own, for all of their grading processes: nothing one student's code writes
+    # reaches another's.
+    box: Box | None = None
+
+    def add(self, found: ModuleResult) -> None:
+        with self.lock:
+            self.verdicts.update(found.verdicts)
+            self.transcripts.update(found.transcripts)
+            for key, value in found.timings.items():
+                self.timings[key] = self.timings.get(key, 0.0) + value
+
+
+class SubmissionPipeline:
+    """The steps of one submission, shared by every submission of a grader (module docstring)."""
+
+    def __init__(self, course: Course, options, pool: GradingPool, trusted: TrustedSide, stop: threading.Event):
+        self.course = course
+        self.options = options
+        self.pool = pool
+        self.trusted = trusted
+        self.stop = stop
+        self.plan: list[PlannedCheck] = trusted.plan
+        self.function_of = {c.id: c.qualname for c in self.plan}
+        self.trusted_only_modules = {c.module for c in self.plan if c.trusted_only}
+        self.modules_with_givens = trusted.modules_with_givens
+        # every fault of a grading process: (module, fault, its last stderr), read by autograder.grading.preflight
+        self.faults: list[tuple[str, Fault, str]] = []
+
+    def submission(self, student: str, folder: Path) -> Submission:
+        return Submission(student, *read_submission(folder, self.options.modules))
+
+    def modules_to_run(self, submission: Submission) -> list[str]:
+        """The modules of ``submission`` that need a grading process (present, with checks)."""
+        return [
+            m for m in self.options.modules
+            if m not in submission.missing and any(c.module == m for c in self.plan)
+        ]
+
+    def box_of(self, submission: Submission) -> Box:
+        """``submission``'s sandbox, taken on first use. With ``--jax-cache DIR`` its folder starts with a copy of
+        ``DIR/<student>``'s cache, copied back when the student is done (:meth:`finish`): no student process is
+        given ``DIR``, where every student's cache is kept.
+
+        One per student, never shared: a compilation cache is a folder of executables that every process using
+        it writes and loads, so a shared one would let a submission read the programs compiled from a
+        classmate's code, or plant programs that later students' processes run."""
+        with submission.lock:
+            if submission.box is None:
+                box = self.pool.take_box()
+                if self.options.cache_dir is not None:
+                    _copy_files(Path(self.options.cache_dir) / submission.student, box.folder / compile_cache.FOLDER)
+                    box.give(box.folder / compile_cache.FOLDER)
+                submission.box = box
+            return submission.box
+
+    def grade_module(self, submission: Submission, module: str) -> ModuleResult:
+        """Run ``module``'s checks in fresh processes until each has a verdict (a fault costs only what it hit);
+        independent of the submission's other modules (workers may share a student)."""
+        checks = [c for c in self.plan if c.module == module]
+        box = self.box_of(submission)
+        source = submission.files[module]
+        found = ModuleResult()
+        verdicts, timings = found.verdicts, found.timings
+        for _attempt in range(len(checks) + 1):
+            todo = [c for c in checks if c.id not in verdicts]
+            if not todo:
+                break
+            started = time.monotonic()
+            try:
+                run = self.run_child(module, source, box, [c.id for c in checks if c.id in verdicts])
+            except RuntimeError as err:  # a zygote that did not start or fork: no student code ran
+                raise preflight.GraderError(
+                    f"the grader could not start a grading process of {module} ({err}; "
+                    f"{preflight.limits_of(self.options)})" + preflight.last_lines(self.pool.zygote_stderr(box))
+                ) from None
+            if run.fault is not None:
+                self.faults.append((module, run.fault, run.stderr_tail))
+                if preflight.fault_before_student(run):  # the grader's failure: never a student's score
+                    raise preflight.grader_error(module, run, preflight.limits_of(self.options))
+            timings["runs"] += 1
+            timings[f"peak_mb:{module}"] = max(timings.get(f"peak_mb:{module}", 0.0), run.peak_mb)
+            timings["run_seconds"] += time.monotonic() - started
+            claimed, transcripts, tampered = self.claims(run, verdicts)
+            verdicts.update(claimed)
+            found.transcripts.update(transcripts)
+            if tampered is not None:
+                verdicts.update(void_tampered(module, checks, tampered))
+                break
+            if run.fault is None:
+                break
+            for check, verdict in blame(run.fault, todo, self.options, self.function_of).items():
+                verdicts.setdefault(check, verdict)
+        return found
+
+    def claims(self, run: RunResult, judged: Verdicts) -> tuple[Verdicts, dict[str, dict], list[str] | None]:
+        """What ``run``'s events claim of checks not ``judged`` yet (hostile data: a claim, never more), the
+        transcripts of its claimed passes, and what it tampered with (None: nothing)."""
+        verdicts: Verdicts = {}
+        transcripts: dict[str, dict] = {}
+        tampered: list[str] | None = None
+        for event in run.events:
+            what = tampered_what(event)
+            if what is not None:
+                tampered = what
+            claim = Claim.from_event(event)
+            if claim is not None and claim.check in self.function_of and claim.check not in judged and claim.check not in verdicts:
+                verdicts[claim.check] = (claim.outcome, clean_message(claim.message))
+                if claim.transcript is not None:
+                    transcripts[claim.check] = claim.transcript
+        return verdicts, transcripts, tampered
+
+    def run_child(self, module: str, source: bytes, box: Box, skip: list[str]) -> RunResult:
+        """One grading process for ``module`` (only its file is in its folder), skipping checks in ``skip``, in
+        its student's sandbox ``box`` (:meth:`box_of`)."""
+        own_folder = box.folder
+        scratch = box.folder / box.run_name()
+        scratch.mkdir()
+        try:
+            own_answers = module in self.trusted_only_modules
+            shared = self.pool.shared
+            course_root, kit = shared / "course", shared / "kit"
+            if not own_answers:  # a module whose grading process takes the reference (none of this course's)
+                course_root, _ = self.pool.snapshot.materialize(scratch, solutions=True)
+            givens = ""
+            if own_answers and module in self.modules_with_givens:
+                shutil.copytree(self.trusted.givens_dir, scratch / "givens")
+                givens = str(scratch / "givens")
+            submission = scratch / "submission"
+            submission.mkdir()
+            (submission / f"{module}.py").write_bytes(source)
+            work = scratch / "work"
+            work.mkdir()
+            tmp = scratch / "tmp"
+            tmp.mkdir()
+            box.give(scratch)
+            cfg = ChildRequest(
+                str(course_root), str(submission), [module], skip, str(kit), seed=self.options.seed,
+                own_answers=own_answers, givens=givens, own_folder=str(own_folder), tmp=str(tmp),
+            ).to_wire()
+            remaining = {self.function_of[c.id] for c in self.plan if c.module == module}
+            limits = Limits(
+                self.options.timeout_per_function,
+                self.options.memory_mb,
+                total_timeout=WALL_FACTOR * self.options.timeout_per_function * (len(remaining) + 3) + 120,
+            )
+            run = supervise(self.pool.starter(box), work, cfg, limits, self.function_of, self.stop)
+            for event in run.events:
+                if isinstance(event.get("message"), str):
+                    event["message"] = event["message"].replace(str(scratch), "<sandbox>").replace(str(shared), "<sandbox>")
+            return run
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
+
+    def finish(self, submission: Submission) -> StudentResult:
+        """Confirm ``submission``'s claimed passes on the trusted side and score it (all its modules ran)."""
+        box = submission.box
+        if box is not None:  # nothing of the student's runs on while the verifier judges it
+            self.pool.close_box(box)
+            if self.options.cache_dir is not None:  # all of the student's processes have ended
+                kept = Path(self.options.cache_dir) / submission.student
+                shutil.rmtree(kept, ignore_errors=True)
+                _copy_files(box.folder / compile_cache.FOLDER, kept)
+            self.pool.remove(box.folder)
+        verdicts, timings = dict(submission.verdicts), submission.timings
+        for check in self.plan:
+            if check.module in submission.missing:
+                verdicts.setdefault(check.id, (Status.FAILED, submission.missing[check.module]))
+            verdicts.setdefault(check.id, (Status.ERROR, "this check could not be run on your submission"))
+        started = time.monotonic()
+        verdicts.update(self.confirmed(verdicts, submission.transcripts))
+        timings["verify_seconds"] = time.monotonic() - started
+        stop_if_set(self.stop)  # a run killed by the stop must not become a result
+        outcomes = [
+            CheckOutcome(c.module, c.function, c.test, verdicts[c.id][0], c.correctness, verdicts[c.id][1])
+            for c in self.plan
+        ]
+        return StudentResult(submission.student, score_functions(self.course, outcomes), outcomes, timings)
+
+    def confirmed(self, verdicts: Verdicts, transcripts: dict) -> Verdicts:
+        """The verdicts the trusted side changes: of each claimed pass of a correctness check, confirmed or not."""
+        claims = [c.id for c in self.plan if c.correctness and verdicts[c.id][0] == Status.PASSED]
+        if not claims:
+            return {}
+        try:
+            answers = self.trusted.verify(claims, {c: transcripts.get(c, {}) for c in claims})
+        except Exception as err:  # noqa: BLE001 - never trust an unconfirmed pass
+            answers = {c: Verdict(Replay.FAILED, f"the grader could not confirm this check ({err})") for c in claims}
+        trusted_only = {c.id for c in self.plan if c.trusted_only}
+        changed: Verdicts = {}
+        for check in claims:
+            verdict = answers.get(check, Verdict(Replay.FAILED))
+            if check in trusted_only:
+                changed[check] = trusted_verdict(check, self.function_of[check], verdict)
+            elif verdict.outcome != Replay.PASSED and not observed_in_the_students_process(check):
+                qual = self.function_of[check]
+                detail = clean_message(verdict.message).strip()
+                changed[check] = (
+                    Status.UNCONFIRMED,
+                    f"{qual}: your process reported this check as passed, but the grader could not confirm it"
+                    + (f":\n{detail}" if detail else ""),
+                )
+        return changed
+
+
+def blame(fault: Fault, todo: list[PlannedCheck], options, function_of: dict[str, str]) -> Verdicts:
+    """Fail what the fault affected: the module being imported, else the function being checked."""
+    limit = f"{options.timeout_per_function:g}"
+    how = {
+        FaultKind.TIMEOUT: None,
+        FaultKind.MEMORY: f"it used more than {options.memory_mb} MB of memory",
+        FaultKind.FLOOD: "it wrote too much into the grader's channel",
+        FaultKind.STALLED: "the grading process stopped making progress",
+    }.get(fault.kind) or fault.detail
+    if fault.module is not None and fault.module in options.modules:
+        if fault.kind == FaultKind.TIMEOUT:
+            message = f"your module could not be imported: importing {fault.module}.py did not finish within {limit} s (an endless loop at the top level?)"
+        else:
+            message = f"your module could not be imported: importing {fault.module}.py stopped the grader ({how})"
+        hit = [c for c in todo if c.module == fault.module]
+    elif fault.check in function_of:
+        qual = function_of[fault.check]
+        if fault.kind == FaultKind.TIMEOUT:
+            message = f"{qual}: timed out after {limit} s (all checks of one function must finish within {limit} s; look for an endless loop or a very slow computation)"
+        else:
+            message = f"{qual}: the grading process stopped while checking this function: {how}"
+        hit = [c for c in todo if c.qualname == qual]
+    else:
+        message = f"the grader could not run your code: {how}"
+        hit = todo
+    return {check.id: (Status.FAILED, message) for check in hit}
+
+
+def void_tampered(module: str, checks: list[PlannedCheck], what: list[str]) -> Verdicts:
+    """A module that changed the grader earns nothing: every check of it fails, saying why."""
+    shown = ", ".join(what[:3]) + (f" and {len(what) - 3} more" if len(what) > 3 else "")
+    message = (
+        f"tampering detected: importing or running {module}.py changed the grader's own code"
+        + (f" ({shown})" if shown else "")
+        + f"; none of {module}'s checks can be trusted, so this module earns nothing. "
+        "Your module must not modify pytest, hypothesis, NumPy or the autograder."
+    )
+    return {check.id: (Status.FAILED, message) for check in checks}
+
+
+def trusted_verdict(check: str, qualname: str, verdict: Verdict) -> tuple[Status, str]:
+    """A claimed pass of a module judged on the trusted side only: the verifier's verdict is the check's,
+    its failure message (expected and got, the first failing input) the student's. A correctness check the
+    verifier cannot replay earns nothing, unless it is one the README lists as observed in the student's
+    process (:func:`autograder.grading.trusted.trusted_only.observed_in_the_students_process`)."""
+    outcome, message = verdict.outcome, clean_message(verdict.message).strip()
+    if outcome == Replay.PASSED or (outcome == Replay.UNVERIFIABLE and observed_in_the_students_process(check)):
+        return Status.PASSED, ""
+    if outcome == Replay.UNVERIFIABLE:
+        return Status.ERROR, f"{qualname}: the grader could not judge this check from what your process recorded"
+    if verdict.missing:  # the student's process did not call the function on every input
+        return Status.UNCONFIRMED, (
+            f"{qualname}: your process reported this check as passed, but the grader could not confirm it"
+            + (f":\n{message}" if message else "")
+        )
+    return Status.FAILED, message
+
+
+def failed_result(course: Course, plan: list[PlannedCheck], student: str, message: str) -> StudentResult:
+    """A student whose grading failed on the grader's side: every check an error saying so, nothing earned."""
+    outcomes = [CheckOutcome(c.module, c.function, c.test, Status.ERROR, c.correctness, message) for c in plan]
+    return StudentResult(student, score_functions(course, outcomes), outcomes)
+
+
+_ADDRESS = re.compile(r"0x[0-9a-fA-F]{6,}")
+
+
+def clean_message(message: str) -> str:
+    """Deterministic text: no memory addresses, no ANSI colours, bounded length."""
+    message = _ADDRESS.sub("0x…", strip_ansi(message))
+    return message if len(message) <= 4000 else message[:4000] + "\n  … (message shortened)"
+
+
+def _copy_files(source: Path, dest: Path) -> None:
+    """Copy the regular files directly in ``source`` into ``dest`` (made private). Links, folders and
+    anything else a submission may have left there are not followed: copying is done by the grader, which
+    may read what the submission must not."""
+    dest.mkdir(mode=0o700, parents=True, exist_ok=True)
+    if source.is_symlink() or not source.is_dir():
+        return
+    for entry in source.iterdir():
+        try:
+            fd = os.open(entry, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)  # no link, no waiting on a pipe
+        except OSError:
+            continue
+        with os.fdopen(fd, "rb") as f:
+            if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+                continue
+            with open(dest / entry.name, "wb") as out:
+                shutil.copyfileobj(f, out)

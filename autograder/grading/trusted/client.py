@@ -1,0 +1,116 @@
+"""The grader's side of the trusted verifier: the course's plan, and claimed passes confirmed.
+
+Runs in the grader's process; what it talks to (:mod:`autograder.grading.trusted.verifier`) runs in trusted
+processes forked from the pool's trusted zygotes, never a student's. :class:`TrustedSide` plans once when the
+grader starts (one :class:`~autograder.grading.wire.PlannedCheck` per check), then answers
+:meth:`TrustedSide.verify` with one :class:`~autograder.grading.wire.Verdict` per claim, from the long-lived
+verifiers the workers share (:mod:`autograder.grading.trusted.trusted_server`), or from a fresh trusted process
+per request without zygotes.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from dataclasses import replace
+from pathlib import Path
+
+from autograder.grading.isolation.forkserver import run_to_end
+from autograder.grading.isolation.processes import file_tail, run_python, wait_or_stop
+from autograder.grading.pool import GradingPool
+from autograder.grading.trusted.trusted_server import TrustedServer, Verifiers, verifiers_for
+from autograder.grading.wire import PlannedCheck, Verdict, VerifierRequest
+
+VERIFY_TIMEOUT = 600.0
+
+
+class TrustedSide:
+    """The plan of ``options.modules`` (made now, while the first students' sandboxes import) and the verifiers
+    that confirm claimed passes. ``workers``: how many threads will ask (one verifier per few of them)."""
+
+    def __init__(self, pool: GradingPool, options, stop: threading.Event, workers: int):
+        self.pool = pool
+        self.options = options
+        self.stop = stop
+        self._trusted_zygotes = []  # the verifiers', one per slot of self.verifiers
+        # What the fixtures of modules judged on the trusted side only are given (recorded while planning).
+        self.givens_dir = pool.scratch_dir()
+        self.plan = self._plan()
+        if options.zygote:
+            # The verifiers' trusted zygotes: the planning thread's first (it is done with it), then new ones.
+            self._trusted_zygotes = [pool.take_zygote()]
+            self._trusted_zygotes += [pool.new_zygote() for _ in range(verifiers_for(workers) - 1)]
+        # Without zygotes there are none: each verification is a fresh trusted process (verify).
+        self.verifiers = Verifiers(len(self._trusted_zygotes), self._start_verifier, stop)
+        self.modules_with_givens = {c.module for c in self.plan if c.givens}
+
+    def _answer(self, request: VerifierRequest, timeout: float) -> dict:
+        """Run :mod:`autograder.grading.trusted.verifier` (never student code) on a fresh private copy of the course."""
+        scratch = self.pool.scratch_dir()
+        try:
+            course_root, kit = self.pool.snapshot.materialize(scratch)
+            work = scratch / "work"
+            work.mkdir()
+            asked = _in_files(request, scratch)
+            out = Path(asked.out)
+            cfg = replace(asked, course_root=str(course_root), modules=list(self.options.modules), kit=str(kit)).to_wire()
+            zygote = self.pool.zygote() if self.options.zygote else None
+            if zygote is not None:
+                run_to_end(zygote, work, cfg, scratch / "stderr.txt", timeout)
+            else:
+                proc = run_python(
+                    request.target, kit, work, cfg, memory_mb=None, env=self.pool.trusted_env,
+                    stderr_path=scratch / "stderr.txt", lifeline=self.pool.lifeline.fd,
+                )
+                wait_or_stop(proc, timeout, self.stop)
+            if not out.is_file():
+                raise RuntimeError(f"the trusted grader failed:\n{file_tail(scratch / 'stderr.txt')}")
+            return json.loads(out.read_text(encoding="utf-8"))
+        finally:
+            self.pool.remove(scratch)
+
+    def _plan(self) -> list[PlannedCheck]:
+        data = self._answer(VerifierRequest("plan", seed=self.options.seed, givens=str(self.givens_dir)), VERIFY_TIMEOUT)
+        checks = [PlannedCheck.from_wire(c) for c in data["plan"]]
+        if not checks:
+            raise RuntimeError("the course has no checks for the selected modules")
+        return checks
+
+    def verify(self, claims: list[str], transcripts: dict) -> dict[str, Verdict]:
+        """The trusted side's verdict on each claimed pass (``transcripts``: what the student's process recorded)."""
+        if not claims:
+            return {}
+        givens = str(self.givens_dir) if self.modules_with_givens else ""
+        request = VerifierRequest("verify", checks=claims, transcripts=transcripts, seed=self.options.seed, givens=givens)
+        if not self.options.zygote:
+            return _verdicts(self._answer(request, VERIFY_TIMEOUT))
+        scratch = self.pool.scratch_dir()
+        try:
+            asked = _in_files(request, scratch)
+            out = Path(asked.out)
+            with self.verifiers.lend() as server:
+                if not server.answer(asked, VERIFY_TIMEOUT) or not out.is_file():
+                    self.verifiers.discard(server)
+                    raise RuntimeError(f"the trusted grader failed:\n{file_tail(server.stderr)}")
+            return _verdicts(json.loads(out.read_text(encoding="utf-8")))
+        finally:
+            self.pool.remove(scratch)
+
+    def _start_verifier(self, slot: int) -> TrustedServer:
+        """The long-lived verifier of ``slot`` (see :mod:`autograder.grading.trusted.trusted_server`), forked from that
+        slot's trusted zygote (restarted if it died)."""
+        zygote = self._trusted_zygotes[slot]
+        if not zygote.alive():
+            zygote = self._trusted_zygotes[slot] = self.pool.new_zygote()
+        return TrustedServer(zygote, self.pool.scratch_dir(), self.pool.snapshot, list(self.options.modules), self.options.seed)
+
+
+def _verdicts(answer: dict) -> dict[str, Verdict]:
+    return {check: Verdict.from_wire(verdict) for check, verdict in answer["verdicts"].items()}
+
+
+def _in_files(request: VerifierRequest, scratch: Path) -> VerifierRequest:
+    """``request`` answering into ``scratch``, its transcripts written there (too large for the request itself)."""
+    sent = scratch / "transcripts.json"
+    sent.write_text(json.dumps(request.transcripts), encoding="utf-8")
+    return replace(request, out=str(scratch / "verdicts.json"), transcripts={}, transcripts_file=str(sent))
