@@ -19,7 +19,7 @@ from typing import Any, Callable, Iterator, Sequence
 import jax
 import numpy as np
 
-from autograder.core import global_rngs
+from autograder.runtime import global_rngs
 from autograder.core.failures import CheckFailure
 from autograder.checks.values import function_name, assert_trees_close
 

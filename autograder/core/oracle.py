@@ -12,7 +12,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Callable
 
-from autograder.core import global_rngs
+from autograder.runtime import global_rngs
 from autograder.core.submission import load_module
 
 
@@ -100,7 +100,7 @@ def _standing_in(student: ModuleType, name: str) -> Callable:
     (``structure.jit_once`` keys by function), as a reference is."""
 
     def standing_in(*args, **kwargs):
-        from autograder.checks.purity import fresh_copy  # NumPy and JAX: imported when called, never by the core
+        from autograder.runtime.copies import fresh_copy  # NumPy and JAX: imported when called, never by the core
 
         args, kwargs = fresh_copy((args, kwargs))
         with global_rngs.preserved():

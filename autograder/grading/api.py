@@ -15,7 +15,8 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from autograder.core import devices, versions
+from autograder.core import versions
+from autograder.runtime import devices
 from autograder.core.course import Course
 from autograder.grading import class_report, run_state, sandbox
 from autograder.grading import preflight as preflight_check

@@ -47,7 +47,7 @@ from typing import Callable
 
 import pytest
 
-from autograder.core import compile_cache
+from autograder.runtime import compile_cache
 from autograder.grading.requests import ChildRequest, pytest_args
 from autograder.grading import tamper
 

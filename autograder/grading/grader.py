@@ -42,7 +42,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable
 
-from autograder.core import compile_cache
+from autograder.runtime import compile_cache
 from autograder.grading.lifeline import Lifeline
 from autograder.core.course import Course
 from autograder.core.outcomes import CheckId, CheckOutcome, StudentResult, score_functions

@@ -92,8 +92,8 @@ def _fatal(line: str) -> bool:
 _INTERPRETER_PROBE = """
 import sys
 sys.path.insert(0, sys.argv[1])
-from autograder.core import preload
-from autograder.core.devices import use_course_backend
+from autograder.runtime import preload
+from autograder.runtime.devices import use_course_backend
 use_course_backend()
 preload.import_all(preload.GRADING)
 import jax, flax, optax, pytest, hypothesis

@@ -46,7 +46,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from autograder.core import devices
+from autograder.runtime import devices
 from autograder.grading import channel
 
 BOOT = "import sys; sys.path.insert(0, sys.argv[1]); import {module} as m; m.main()"

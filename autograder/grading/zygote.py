@@ -47,8 +47,8 @@ def preload() -> None:
     process loads later (the references, the student's module) stays visible to ``gc``."""
     import gc
 
-    from autograder.core import preload as names
-    from autograder.core.devices import use_course_backend
+    from autograder.runtime import preload as names
+    from autograder.runtime.devices import use_course_backend
 
     use_course_backend()
     names.import_all(names.GRADING)

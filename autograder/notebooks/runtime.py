@@ -54,10 +54,10 @@ from pathlib import Path
 
 from autograder.core.attribution import AttributionError, attribute
 from autograder.core.course import Course, Function, find_root, load_course
-from autograder.core.imports import own_imports
+from autograder.runtime.imports import own_imports
 from autograder.core.outcomes import FunctionScore
 from autograder.core.status import Status
-from autograder.core.devices import use_course_backend  # noqa: F401  (the setup cell calls it)
+from autograder.runtime.devices import use_course_backend  # noqa: F401  (the setup cell calls it)
 
 ROOT_ENV = "JAX_COURSE_ROOT"
 
