@@ -119,12 +119,24 @@ def sample_input(n: int) -> np.ndarray:
     return np.linspace(-1, 1, n * 2, dtype=np.float32).reshape(n, 2)
 
 
+_instructor_seed: int | None = None
+
+
+def use_instructor_seed(seed: int) -> None:
+    """Draw the scenarios from ``seed`` in this process (``grade --seed N``: the pytest plugin's ``use_seed``)."""
+    global _instructor_seed
+    _instructor_seed = seed
+
+
+def instructor_seed() -> int | None:
+    """The seed of ``grade --seed N`` (``--grading-seed``) in this process, or None (the published inputs)."""
+    return _instructor_seed
+
+
 def instructor_rng(label: str) -> np.random.Generator | None:
     """A generator drawn from the instructor's seed (``grade --seed N``) and ``label`` (one stream per scenario),
     or None when no seed was given: the published scenario, whose answers a public check file spells."""
     import zlib
-
-    from autograder.pytest_plugin.profiles import instructor_seed
 
     seed = instructor_seed()
     return None if seed is None else np.random.default_rng([seed, zlib.crc32(label.encode())])

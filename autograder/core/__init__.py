@@ -7,5 +7,7 @@
 - :mod:`~autograder.core.failures`     :class:`CheckFailure`, "not started"
 - :mod:`~autograder.core.submission`   loading a student's module, telling a stub from an attempt
 - :mod:`~autograder.core.oracle`       the reference seam and the process's reference cache
+- :mod:`~autograder.core.progress`     the student's local progress (``.autograder/progress.json``)
+- :mod:`~autograder.core.hints`        the hints it paces
 - :mod:`~autograder.core.versions`     the library versions this kit was tested with, and the installed ones
 """

@@ -15,7 +15,7 @@ outside a folder with a ``course.toml``. It
 - keeps Python's garbage collector off the heap the imports left (``garbage``);
 - in a student's own run on ``exercises/`` (not the grading profile), keeps
   their local progress (``.autograder/progress.json``), which decides when a
-  failed check shows the direct hint (``autograder.student.hints``);
+  failed check shows the direct hint (``autograder.core.hints``);
 - selects the hypothesis profile: ``student`` locally, ``grading`` with
   ``--grading`` or when ``CI`` is set;
 - checks a run of several modules side by side, one process per core
@@ -36,8 +36,8 @@ from pathlib import Path
 import pytest
 
 from autograder.pytest_plugin.compile_time import CompileClock, is_slow, slow_compile_lines
-from autograder.student import hints
-from autograder.student import progress as local_progress
+from autograder.core import hints
+from autograder.core import progress as local_progress
 from autograder.runtime import compile_cache
 from autograder.core.attribution import AttributionError
 from autograder.core.course import CourseError, find_root, load_course
