@@ -21,6 +21,7 @@ import numpy as np
 
 from autograder.runtime import global_rngs
 from autograder.core.failures import CheckFailure
+from autograder.core.oracle import StandIn
 from autograder.checks.values import function_name, assert_trees_close
 
 _TRACE_ERRORS = {
@@ -287,7 +288,7 @@ def jit_once(fn: Callable, static_argnums: Sequence[int] = ()) -> Callable:
     process records its answers, or while the trusted side replays them) is not traced: its
     ``jit_stand_in(static_argnums)`` gives what answers, or records, as the jitted function does.
     """
-    if hasattr(fn, "jit_stand_in"):
+    if isinstance(fn, StandIn):
         return fn.jit_stand_in(tuple(static_argnums))
     key = (id(fn), tuple(static_argnums))
     if key not in _jit_cache or _jit_cache[key][0] is not fn:
@@ -306,7 +307,7 @@ def transformed_once(fn: Callable, label: str, transform: Callable[[Callable], C
     trusted side replays them) is not traced: its ``transform_stand_in(label, transform)`` gives what
     answers, or records, as the transformed function does.
     """
-    if hasattr(fn, "transform_stand_in"):
+    if isinstance(fn, StandIn):
         return fn.transform_stand_in(label, transform)
     key = (id(fn), label)
     if key not in _transform_cache or _transform_cache[key][0] is not fn:

@@ -24,6 +24,7 @@ from typing import Any, Callable, Iterator
 import numpy as np
 
 from autograder.recording import plain_data
+from autograder.core.oracle import Reference, StandIn
 from autograder.core.submission import load_module
 
 FORMAT = 1
@@ -252,7 +253,7 @@ def _course_classes(given: Callable[[str], ModuleType]) -> Callable[[str, str], 
     return course_class
 
 
-class RecordedOracle:
+class RecordedOracle(Reference):
     """A module's reference answered from its recording (the student release's ``reference``)."""
 
     knows_only_its_own_path = True  # see oracle.continue_from
@@ -324,7 +325,7 @@ class RecordedOracle:
         return f"<recorded reference for {self.module_name}>"
 
 
-class RecordedFunction:
+class RecordedFunction(StandIn):
     """One reference function answered from the recording. ``jax.jit`` of it is itself (see ``jit_once``)."""
 
     reference_function = True  # a function to the checks (see oracle.is_reference_function)
@@ -335,6 +336,9 @@ class RecordedFunction:
 
     def jit_stand_in(self, static_argnums: tuple) -> "RecordedFunction":
         return RecordedFunction(self.oracle, f"{self.name}|jit{list(static_argnums)}")
+
+    def transform_stand_in(self, label: str, transform: Callable) -> Callable:
+        return _transformed_once(self, label, transform)
 
     def lookup(self, args: tuple, kwargs: dict) -> Any:
         key = plain_data.digest(self.name, args, kwargs, self.oracle.statics)
@@ -363,10 +367,19 @@ class RecordedFunction:
         return f"<recorded reference {self.name}>"
 
 
+def _transformed_once(function: RecordedFunction | RecordingFunction, label: str, transform: Callable) -> Callable:
+    """``transform(function)``, made once per function object and ``label`` (a recorded or recording function
+    is transformed as any function is; a reference's transforms are asked of its oracle, ``oracle.transformed``)."""
+    made = function.__dict__.setdefault("_transforms", {})
+    if label not in made:
+        made[label] = transform(function)
+    return made[label]
+
+
 # Recording ------------------------------------------------------------------------------------------
 
 
-class RecordingOracle:
+class RecordingOracle(Reference):
     """The live reference, writing down every concrete call while the checks run (release builds)."""
 
     knows_only_its_own_path = True  # it records the reference's path (see oracle.continue_from)
@@ -479,7 +492,7 @@ def _recorded_batches(epochs: list[dict]) -> int:
     return sum(len(epoch["batches"]) for epoch in epochs)
 
 
-class RecordingFunction:
+class RecordingFunction(StandIn):
     """A live reference function that records its concrete calls (calls under a JAX transformation pass through)."""
 
     reference_function = True  # a function to the checks (see oracle.is_reference_function)
@@ -496,6 +509,9 @@ class RecordingFunction:
         if name not in self.oracle.jitted:  # one jax.jit per function: it compiles per shape, not per call
             self.oracle.jitted[name] = jax.jit(self.live, static_argnums=tuple(static_argnums))
         return RecordingFunction(self.oracle, name, self.oracle.jitted[name])
+
+    def transform_stand_in(self, label: str, transform: Callable) -> Callable:
+        return _transformed_once(self, label, transform)
 
     def __call__(self, *args, **kwargs):
         if _traced(args, kwargs):  # a helper inside a jitted step: nothing concrete to record
