@@ -20,6 +20,7 @@ import jax
 import numpy as np
 
 from autograder.runtime import global_rngs
+from autograder.runtime import stores
 from autograder.core.failures import CheckFailure
 from autograder.core.oracle import StandIn
 from autograder.checks.values import function_name, assert_trees_close
@@ -278,7 +279,7 @@ def assert_work_linear_in_batch(
         )
 
 
-_jit_cache: dict[tuple[int, tuple[int, ...]], tuple[Callable, Callable]] = {}
+_jit_cache: dict[tuple[int, tuple[int, ...]], tuple[Callable, Callable]] = stores.register("checks.structure.jit_once", {})
 
 
 def jit_once(fn: Callable, static_argnums: Sequence[int] = ()) -> Callable:
@@ -296,7 +297,7 @@ def jit_once(fn: Callable, static_argnums: Sequence[int] = ()) -> Callable:
     return _jit_cache[key][1]
 
 
-_transform_cache: dict[tuple[int, str], tuple[Callable, Callable]] = {}
+_transform_cache: dict[tuple[int, str], tuple[Callable, Callable]] = stores.register("checks.structure.transformed_once", {})
 
 
 def transformed_once(fn: Callable, label: str, transform: Callable[[Callable], Callable]) -> Callable:

@@ -19,6 +19,7 @@ from typing import Any, Callable, Iterator
 import jax
 import jax.monitoring
 
+from autograder.runtime import stores
 from autograder.core.failures import CheckFailure
 from autograder.checks.values import function_name
 
@@ -31,7 +32,7 @@ _PJIT_FUNCTION = type(jax.jit(lambda x: x))
 class TraceCounter:
     """Counts JAX traces and XLA compilations while it is active (``with TraceCounter() as c``)."""
 
-    _active: list["TraceCounter"] = []
+    _active: list["TraceCounter"] = stores.register("checks.tracing.TraceCounter.active", [])
 
     def __init__(self) -> None:
         self.traces = 0

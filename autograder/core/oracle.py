@@ -12,6 +12,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, Callable, Protocol, runtime_checkable
 
+from autograder.runtime import stores
 from autograder.runtime import global_rngs
 from autograder.core.submission import load_module
 
@@ -182,8 +183,12 @@ class ReferenceCache:
             cached = self._loaded[path] = (version, Oracle(module, loaded, path.parent))
         return cached[1]
 
+    def clear(self) -> None:
+        """Forget every reference loaded (the next load imports the file again)."""
+        self._loaded.clear()
 
-REFERENCES = ReferenceCache()
+
+REFERENCES = stores.register("core.oracle.references", ReferenceCache())
 
 
 def load_reference(solutions_dir: Path | str, module: str) -> Oracle:

@@ -37,13 +37,14 @@ from typing import Callable
 from autograder.core.course import Course, load_course
 from autograder.core.outcomes import CheckOutcome, score_functions
 from autograder.core.status import Status
+from autograder.runtime import stores
 from autograder.grading import preflight, sandbox
 from autograder.grading.grader import Check, Grader, Options, StudentResult, read_submission
 
 RESUBMISSIONS = 1  # after a KilledWorker (the scheduler already retried on other workers)
 
-_graders: dict[str, tuple[Grader, Path]] = {}
-_failed: dict[str, preflight.PreflightFailed] = {}  # graders whose environment failed its pre-flight check
+_graders: dict[str, tuple[Grader, Path]] = stores.register("grading.cluster.graders", {})
+_failed: dict[str, preflight.PreflightFailed] = stores.register("grading.cluster.failed", {})  # graders whose environment failed its pre-flight check
 _lock = threading.Lock()
 
 

@@ -23,10 +23,11 @@ from typing import Any, Callable, Iterator
 
 import pytest
 
+from autograder.runtime import stores
 from autograder.core.oracle import Reference
 from autograder.recording.recorded import NotRecorded, RecordedFunction, RecordedOracle, call_text
 
-_DEPTH = [0]  # fixtures being set up (fixtures set up fixtures)
+_DEPTH = stores.register("recording.givens.depth", [0], clear=lambda: _DEPTH.__setitem__(0, 0))  # fixtures being set up
 
 
 @contextlib.contextmanager

@@ -24,6 +24,7 @@ from typing import Any, Callable, Iterator
 import numpy as np
 
 from autograder.recording import plain_data
+from autograder.runtime import stores
 from autograder.core.oracle import Reference, StandIn
 from autograder.core.submission import load_module
 
@@ -58,12 +59,17 @@ def not_recorded(what: str) -> None:
     pytest.skip(f"{NOT_RECORDED}: {what}")
 
 
-_MISSES: list[str] = []
+_MISSES: list[str] = stores.register("recording.recorded.misses", [])  # one check's: the plugin clears it before each
 
 
 def misses() -> list[str]:
     """Inputs left unjudged in this process (the plugin turns a check with no judged example into a skip)."""
     return _MISSES
+
+
+def clear_misses() -> None:
+    """Forget the inputs left unjudged so far (before each check: the list never holds more than one check's)."""
+    _MISSES.clear()
 
 
 def call_text(args: tuple, kwargs: dict, limit: int = 120) -> str:
@@ -258,9 +264,9 @@ class RecordedOracle(Reference):
 
     knows_only_its_own_path = True  # see oracle.continue_from
 
-    _given: dict[Path, ModuleType] = {}
-    _statics: dict[Path, plain_data.Statics] = {}
-    _recordings: dict[tuple[Path, str], Recording] = {}
+    _given: dict[Path, ModuleType] = stores.register("recording.recorded.RecordedOracle.given", {})
+    _statics: dict[Path, plain_data.Statics] = stores.register("recording.recorded.RecordedOracle.statics", {})
+    _recordings: dict[tuple[Path, str], Recording] = stores.register("recording.recorded.RecordedOracle.recordings", {})
 
     def __init__(self, folder: Path, module: str):
         self.folder, self.module_name = Path(folder).resolve(), module
@@ -384,8 +390,8 @@ class RecordingOracle(Reference):
 
     knows_only_its_own_path = True  # it records the reference's path (see oracle.continue_from)
 
-    _recordings: dict[tuple[Path, str], Recording] = {}
-    _loaders: dict[tuple[Path, str], dict[str, list[RecordedLoader]]] = {}
+    _recordings: dict[tuple[Path, str], Recording] = stores.register("recording.recorded.RecordingOracle.recordings", {})
+    _loaders: dict[tuple[Path, str], dict[str, list[RecordedLoader]]] = stores.register("recording.recorded.RecordingOracle.loaders", {})
     _statics: plain_data.Statics | None = None
 
     def __init__(self, live: Any, folder: Path, contracted: set[str]):
