@@ -23,6 +23,7 @@ from autograder.runtime import global_rngs
 from autograder.runtime import stores
 from autograder.core.failures import CheckFailure
 from autograder.core.oracle import StandIn
+from autograder.checks.jaxprs import walk
 from autograder.checks.values import function_name, assert_trees_close
 
 _TRACE_ERRORS = {
@@ -189,15 +190,7 @@ def record_calls(target: Callable, run: Callable[[], Any]) -> tuple[Any, list[Ca
 
 
 def _count_equations(jaxpr) -> int:
-    total = 0
-    for eqn in jaxpr.eqns:
-        total += 1
-        for param in eqn.params.values():
-            for sub in param if isinstance(param, (list, tuple)) else (param,):
-                inner = getattr(sub, "jaxpr", sub)
-                if hasattr(inner, "eqns"):
-                    total += _count_equations(inner)
-    return total
+    return sum(1 for eqn, _ in walk(jaxpr) if eqn is not None)
 
 
 def jaxpr_size(fn: Callable, *args: Any, static_argnums: Sequence[int] = ()) -> int:
@@ -232,15 +225,10 @@ def assert_jaxpr_size_constant(
 def _intermediates(jaxpr) -> list[tuple[int, tuple[int, ...], str]]:
     """(size, shape, primitive) of every value computed in ``jaxpr``, nested jaxprs included."""
     found = []
-    for eqn in jaxpr.eqns:
-        for var in eqn.outvars:
+    for eqn, _ in walk(jaxpr):
+        for var in eqn.outvars if eqn is not None else ():
             shape = tuple(getattr(var.aval, "shape", ()))
             found.append((int(np.prod(shape, dtype=np.int64)), shape, eqn.primitive.name))
-        for param in eqn.params.values():
-            for sub in param if isinstance(param, (list, tuple)) else (param,):
-                inner = getattr(sub, "jaxpr", sub)
-                if hasattr(inner, "eqns"):
-                    found += _intermediates(inner)
     return found
 
 

@@ -13,5 +13,6 @@ callers are already running JAX).
 - :mod:`~autograder.runtime.imports`       runs of pytest in one process that do not see each other's modules
 - :mod:`~autograder.runtime.global_rngs`   the process's global random generators, kept as they were
 - :mod:`~autograder.runtime.stores`        every process-wide mutable store of the package, registered, listed and cleared
+- :mod:`~autograder.runtime.monitoring`    the one ``jax.monitoring`` listener, registered on first use; consumers subscribe
 - :mod:`~autograder.runtime.copies`        fresh copies of argument trees (new buffers for every array leaf)
 """
