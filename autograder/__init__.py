@@ -19,7 +19,7 @@ holds every name ``exercises/test_*.py`` import to this list):
 - ``autograder.checks.values``, ``.purity``, ``.tracing``, ``.keys``, ``.structure``, ``.loaders``,
   ``.strategies``, ``.scenario``, ``.calls``, ``.jaxprs``, ``.output``, ``.loops``: each module's public names
 - ``autograder.core.failures.CheckFailure``, ``autograder.core.oracle.sibling``,
-  ``.transformed`` and ``.continue_from``, ``autograder.core.devices.COURSE_CPU_DEVICES`` and ``.wrong_device_count_advice``
+  ``.transformed`` and ``.continue_from``, ``autograder.runtime.devices.COURSE_CPU_DEVICES`` and ``.wrong_device_count_advice``
 
 Everything else is internal and may move. Importing this package does no work (no JAX, no pytest).
 """
@@ -31,7 +31,7 @@ __all__ = ["CheckFailure", "Status", "PUBLIC_MODULES", "PUBLIC_NAMES"]
 
 # Modules whose public names check files may use: every module of autograder.checks (listed by name,
 # nothing imported).
-from autograder.core.preload import CHECK_MODULES as PUBLIC_MODULES  # noqa: E402
+from autograder.runtime.preload import CHECK_MODULES as PUBLIC_MODULES  # noqa: E402
 
 # Single names check files may import from internal modules.
 PUBLIC_NAMES = {
@@ -39,5 +39,5 @@ PUBLIC_NAMES = {
     "autograder.checks": tuple(m.rsplit(".", 1)[1] for m in PUBLIC_MODULES),
     "autograder.core.failures": ("CheckFailure",),
     "autograder.core.oracle": ("sibling", "transformed", "continue_from"),
-    "autograder.core.devices": ("COURSE_CPU_DEVICES", "wrong_device_count_advice"),
+    "autograder.runtime.devices": ("COURSE_CPU_DEVICES", "wrong_device_count_advice"),
 }

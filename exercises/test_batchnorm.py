@@ -23,7 +23,6 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 import pytest
-from flax.training import train_state
 
 from autograder.checks import loops
 from autograder.checks import purity
@@ -34,7 +33,8 @@ from autograder.core.failures import CheckFailure
 from autograder.checks.keys import make_key
 from autograder.checks.scenario import (
     BATCH, EPOCHS, TRAIN_SIZE, epoch_batches, eval_cases, eval_cases_of_two_models, evaluation_batches, full_batches, sample_input,
-    states_trained_elsewhere, two_steps, unseen_step, drawn_key,
+    states_trained_elsewhere, two_steps, unseen_step, assert_is_train_state, created_state, given_state,
+    run_step,
 )
 from autograder.core.oracle import continue_from, sibling
 
@@ -66,8 +66,7 @@ def data(reference):
 def far_state(reference, hidden=HIDDEN, seed=0):
     """A state of a BNClassifier(hidden, 1) whose running averages are far from (0, 1) and from the data's statistics."""
     model = reference.BNClassifier(hidden, 1)
-    key = drawn_key("a given state", seed, "legacy")
-    state = reference.create_train_state_bn(key, model, LEARNING_RATE, np.zeros((4, 2), np.float32))
+    state = given_state(reference.create_train_state_bn, model, seed, LEARNING_RATE, np.zeros((4, 2), np.float32))
     stats = state.batch_stats["BatchNorm_0"]
     far = {
         "mean": jnp.linspace(2.0, -2.0, hidden, dtype=jnp.float32),
@@ -115,9 +114,10 @@ def test_batches(data):
 
 
 def run_train_step_bn(student, state, batch):
-    check = "train_step_bn(state, batch) returns (new_state, loss)"
-    result = student.train_step_bn(purity.fresh_copy(state), purity.fresh_copy(batch))
-    return values.assert_returns_tuple(result, ("new_state", "loss"), function="train_step_bn", check=check)
+    return run_step(
+        student.train_step_bn, state, batch, returns=("new_state", "loss"), function="train_step_bn",
+        check="train_step_bn(state, batch) returns (new_state, loss)",
+    )
 
 
 # create_train_state_bn ------------------------------------------------------
@@ -131,17 +131,14 @@ CREATE_CASES = [
 def _create(module, classifier, case):
     model = classifier(case["hidden"], 1)
     sample = sample_input(case["n"])
-    key = drawn_key("create_train_state", case["key"][1], case["key"][0])
-    return module.create_train_state_bn(key, model, case["learning_rate"], sample), model, sample
+    return created_state(module.create_train_state_bn, model, case, sample), model, sample
 
 
 def _assert_is_train_state_bn(state, check):
-    if not isinstance(state, train_state.TrainState) or not hasattr(state, "batch_stats"):
-        raise CheckFailure(
-            check,
-            f"create_train_state_bn returned a {type(state).__qualname__}, not a TrainState with a batch_stats field",
-            "build it with TrainStateBN.create(apply_fn=..., params=..., batch_stats=..., tx=...)",
-        )
+    assert_is_train_state(
+        state, check, function="create_train_state_bn", field="batch_stats",
+        advice="build it with TrainStateBN.create(apply_fn=..., params=..., batch_stats=..., tx=...)",
+    )
 
 
 @correctness

@@ -24,7 +24,6 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 import pytest
-from flax.training import train_state
 from hypothesis import example, given
 from hypothesis import strategies as st
 
@@ -35,7 +34,10 @@ from autograder.checks import structure
 from autograder.checks import tracing
 from autograder.checks import values
 from autograder.core.failures import CheckFailure
-from autograder.checks.scenario import drawn_key, epochs_of, eval_cases, full_batches, two_steps, xor_loader
+from autograder.checks.scenario import (
+    assert_is_train_state, created_state, drawn_key, epochs_of, eval_cases, full_batches, given_state, run_step,
+    two_steps, xor_loader,
+)
 from autograder.core.oracle import continue_from, sibling
 
 correctness = pytest.mark.correctness
@@ -81,8 +83,7 @@ SAMPLE_INPUT = np.linspace(-1, 1, 8, dtype=np.float32).reshape(4, 2)
 
 def new_state(reference, hidden=HIDDEN, rate=RATE, learning_rate=LEARNING_RATE, seed=START_SEED):
     model = reference.DropoutClassifier(hidden, 1, rate=rate)
-    key = drawn_key("a given state", seed, "legacy")
-    state = reference.create_train_state_dropout(key, model, learning_rate, SAMPLE_INPUT)
+    state = given_state(reference.create_train_state_dropout, model, seed, learning_rate, SAMPLE_INPUT)
     # Its step is already an int32 array, as after any first step, so every state of a scenario has the
     # same types and each jitted step compiles once (from TrainState.create's Python int 0 it compiles twice).
     return state.replace(step=jnp.zeros((), jnp.int32))
@@ -118,9 +119,8 @@ def test_batches(data):
 
 def run_train_step(student, state, batch, key):
     """The student's step on fresh copies (it may donate them), checked to return ``(new_state, loss)``."""
-    result = student.train_step_dropout(purity.fresh_copy(state), purity.fresh_copy(batch), key)
-    return values.assert_returns_tuple(
-        result, ("new_state", "loss"), function="train_step_dropout",
+    return run_step(
+        student.train_step_dropout, state, batch, key, returns=("new_state", "loss"), function="train_step_dropout",
         check="train_step_dropout(state, batch, dropout_key) returns (new_state, loss)",
     )
 
@@ -148,17 +148,11 @@ CREATE_CASES = [
 
 def _create(module, classifier, case, kind=None):
     model = classifier(HIDDEN, 1, rate=case["rate"])
-    key = drawn_key("create_train_state", case["key"][1], kind or case["key"][0])
-    return module.create_train_state_dropout(key, model, case["learning_rate"], SAMPLE_INPUT), model, SAMPLE_INPUT
+    return created_state(module.create_train_state_dropout, model, case, SAMPLE_INPUT, kind), model, SAMPLE_INPUT
 
 
 def _assert_is_train_state(state, check):
-    if not isinstance(state, train_state.TrainState):
-        raise CheckFailure(
-            check,
-            f"create_train_state_dropout returned a {type(state).__qualname__}, not a flax.training.train_state.TrainState",
-            "build it with train_state.TrainState.create(apply_fn=..., params=..., tx=...)",
-        )
+    assert_is_train_state(state, check, function="create_train_state_dropout")
 
 
 @correctness

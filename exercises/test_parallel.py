@@ -24,7 +24,7 @@ from autograder.checks import loops
 from autograder.checks import purity
 from autograder.checks import tracing
 from autograder.checks import values
-from autograder.core.devices import COURSE_CPU_DEVICES, wrong_device_count_advice
+from autograder.runtime.devices import COURSE_CPU_DEVICES, wrong_device_count_advice
 from autograder.core.failures import CheckFailure
 
 correctness = pytest.mark.correctness

@@ -25,7 +25,6 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 import pytest
-from flax.training import train_state
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -39,7 +38,8 @@ from autograder.checks.keys import make_key
 from autograder.checks.scenario import (
     BATCH, EPOCHS, TRAIN_SIZE, EpochsLoader, epoch_batches, eval_cases, eval_cases_of_two_models, evaluation_batches,
     full_batches,
-    passes_of, sample_input, states_trained_elsewhere, two_steps, unseen_step, drawn_key, drawn_seed, xor_loader,
+    passes_of, sample_input, states_trained_elsewhere, two_steps, unseen_step, drawn_seed, xor_loader,
+    assert_is_train_state, created_state, given_state, run_step,
 )
 from autograder.core.oracle import continue_from, sibling, transformed
 
@@ -73,8 +73,7 @@ def classifier(reference):
 
 def new_state(reference, seed=START_SEED, hidden=HIDDEN, learning_rate=LEARNING_RATE):
     model = reference.SimpleClassifier(hidden, 1)
-    key = drawn_key("a given state", seed, "legacy")
-    return reference.create_train_state(key, model, learning_rate, np.zeros((4, 2), np.float32))
+    return given_state(reference.create_train_state, model, seed, learning_rate, np.zeros((4, 2), np.float32))
 
 
 @pytest.fixture(scope="module")
@@ -133,18 +132,11 @@ CREATE_CASES = [
 def _create(module, classifier, case):
     model = classifier(case["hidden"], 1)
     sample = sample_input(case["n"])
-    key = drawn_key("create_train_state", case["key"][1], case["key"][0])
-    state = module.create_train_state(key, model, case["learning_rate"], sample)
-    return state, model, sample
+    return created_state(module.create_train_state, model, case, sample), model, sample
 
 
 def _assert_is_train_state(state, check):
-    if not isinstance(state, train_state.TrainState):
-        raise CheckFailure(
-            check,
-            f"create_train_state returned a {type(state).__qualname__}, not a flax.training.train_state.TrainState",
-            "build it with train_state.TrainState.create(apply_fn=..., params=..., tx=...)",
-        )
+    assert_is_train_state(state, check, function="create_train_state")
 
 
 @correctness
@@ -339,9 +331,10 @@ def test_calculate_loss_acc_is_pure(student, points, loss_states, inputs):
 
 def run_train_step(student, state, batch):
     """The student's train_step on fresh copies (it may donate them), checked to return (new_state, loss, acc)."""
-    check = "train_step(state, batch) returns (new_state, loss, acc)"
-    result = student.train_step(purity.fresh_copy(state), purity.fresh_copy(batch))
-    return values.assert_returns_tuple(result, ("new_state", "loss", "acc"), function="train_step", check=check)
+    return run_step(
+        student.train_step, state, batch, returns=("new_state", "loss", "acc"), function="train_step",
+        check="train_step(state, batch) returns (new_state, loss, acc)",
+    )
 
 
 def test_train_step_is_jitted(student):

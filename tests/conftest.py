@@ -16,8 +16,8 @@ os.environ.setdefault("JAX_COURSE_CACHE_DIR", "")
 # pytester's in-process runs drop the modules first imported during a run;
 # native libraries (jaxlib, torch) must not be imported twice, and the reference
 # cache must outlive the inner runs, so these imports happen here, once, before any
-# inner run: the one list, autograder.core.preload.IN_PROCESS.
-from autograder.core import preload
+# inner run: the one list, autograder.runtime.preload.IN_PROCESS.
+from autograder.runtime import preload
 
 preload.import_all(preload.IN_PROCESS)
 
@@ -31,7 +31,7 @@ import tempfile
 
 import jax
 
-from autograder.core import compile_cache
+from autograder.runtime import compile_cache
 
 _SESSION_CACHE = tempfile.mkdtemp(prefix="kit-tests-jax-cache-")
 atexit.register(shutil.rmtree, _SESSION_CACHE, ignore_errors=True)

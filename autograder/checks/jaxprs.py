@@ -65,24 +65,38 @@ def _where(eqn: Any) -> str:
     return f"{os.path.basename(found['path'])} line {found['line']} (in {found['function']})"
 
 
-def _walk(jaxpr: Any, consts: Sequence[Any]) -> Iterator[Intermediate]:
-    for const in consts:
-        if hasattr(const, "shape") and hasattr(const, "dtype"):
-            yield Intermediate("a captured constant", tuple(np.shape(const)), np.dtype(const.dtype).name)
+def walk(jaxpr: Any, consts: Sequence[Any] = ()) -> Iterator[tuple[Any | None, Sequence[Any]]]:
+    """The one jaxpr walker: every program in ``jaxpr`` (itself first), depth first in program order.
+
+    A program yields ``(None, its captured constants)`` when it starts, then ``(equation, constants)`` for each
+    of its equations, each equation followed by the programs nested in it (``jit``, ``scan``, ``cond``
+    branches, ...: a ``Jaxpr`` or ``ClosedJaxpr`` parameter, or a list of them).
+    """
+    yield None, consts
     for eqn in jaxpr.eqns:
+        yield eqn, consts
+        for param in eqn.params.values():
+            for inner, inner_consts in _programs_in(param):
+                yield from walk(inner, inner_consts)
+
+
+def _intermediates_of(jaxpr: Any, consts: Sequence[Any]) -> Iterator[Intermediate]:
+    for eqn, captured in walk(jaxpr, consts):
+        if eqn is None:
+            for const in captured:
+                if hasattr(const, "shape") and hasattr(const, "dtype"):
+                    yield Intermediate("a captured constant", tuple(np.shape(const)), np.dtype(const.dtype).name)
+            continue
         for var in eqn.outvars:
             aval = getattr(var, "aval", None)
             if hasattr(aval, "shape"):
                 yield Intermediate(eqn.primitive.name, tuple(aval.shape), str(aval.dtype), _where(eqn))
-        for param in eqn.params.values():
-            for inner, inner_consts in _programs_in(param):
-                yield from _walk(inner, inner_consts)
 
 
 def intermediates(fn: Callable, *args: Any, static_argnums: Sequence[int] = ()) -> list[Intermediate]:
     """Every array ``fn(*args)`` builds while it runs (traced, never executed), nested programs included."""
     closed = jax.make_jaxpr(fn, static_argnums=tuple(static_argnums))(*args)
-    return list(_walk(closed.jaxpr, closed.consts))
+    return list(_intermediates_of(closed.jaxpr, closed.consts))
 
 
 def assert_no_intermediate_of_size(

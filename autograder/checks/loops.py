@@ -8,7 +8,9 @@ whose static structure changed (a new optimizer object, a Python-int
 sharding, or a step number read on the host (``int(state.step)``), only
 shows when the output is fed back in.
 
-One loop (:func:`_run`) counts the traces; three checks say what was looped:
+One loop (:func:`tracing.count_retraces <autograder.checks.tracing.count_retraces>`) counts the traces and
+one builder (:func:`tracing.retrace_failure <autograder.checks.tracing.retrace_failure>`) says why; these checks,
+like ``tracing.assert_no_retrace``, are presets of them, each saying what was looped:
 
 - :func:`assert_no_retrace_in_loop`: any function and any carry (``make_args``
   and ``next_carry`` say how the loop advances);
@@ -21,15 +23,13 @@ One loop (:func:`_run`) counts the traces; three checks say what was looped:
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import jax
 import numpy as np
 
-from autograder.checks.tracing import TraceCounter, explain_cache_misses, start_cold, tidy_explanation
+from autograder.checks.tracing import NO_EXPLANATION, count_retraces, retrace_failure, same_shapes_failure  # noqa: F401
 from autograder.checks.values import function_name
-from autograder.core.failures import CheckFailure
 
 LOOP_CAUSES = (
     "Common causes: a Python number that changes every step used as a static argument (int(state.step), a "
@@ -38,56 +38,6 @@ LOOP_CAUSES = (
     "model object, a Python int where an array went in, a FrozenDict where a dict went in); a jax.jit or a "
     "lambda created on every call."
 )
-NO_EXPLANATION = "(JAX gave no explanation: a function is probably created anew on every call)"
-
-
-@dataclass
-class _Loop:
-    """What a loop of calls saw: the 1-based calls that traced or compiled, and the counts."""
-
-    traced_at: list[int] = field(default_factory=list)
-    traces: int = 0
-    compiles: int = 0
-    carry: Any = None
-    cause: str | None = None
-
-
-def _run(
-    fn: Callable,
-    carry: Any,
-    make_args: Callable[[int, Any], tuple],
-    next_carry: Callable[[int, Any, Any], Any],
-    *,
-    warmup: int,
-    calls: int,
-    cause: Callable[[Any, Any], str | None] | None = None,
-) -> _Loop:
-    """``warmup`` uncounted calls, then ``calls`` counted ones; call ``i`` is ``fn(*make_args(i, carry))``,
-    then ``carry = next_carry(i, carry, result)`` (outside the counted region)."""
-    loop = _Loop()
-    start_cold(fn)
-    for i in range(warmup + calls):
-        args = make_args(i, carry)
-        with TraceCounter() as counter:
-            result = fn(*args)
-            jax.block_until_ready(result)
-        if i >= warmup and (counter.traces or counter.compiles):
-            loop.traced_at.append(i + 1)
-            loop.traces += counter.traces
-            loop.compiles += counter.compiles
-        following = next_carry(i, carry, result)
-        if cause is not None and loop.cause is None and i >= warmup - 1:
-            loop.cause = cause(carry, following)
-        carry = following
-    loop.carry = carry
-    return loop
-
-
-def _why(fn: Callable, args: tuple) -> str:
-    """JAX's explanation of the cache miss of one more call."""
-    with explain_cache_misses() as log:
-        jax.block_until_ready(fn(*args))
-    return tidy_explanation(log.getvalue()) or NO_EXPLANATION
 
 
 def assert_no_retrace_in_loop(
@@ -111,16 +61,16 @@ def assert_no_retrace_in_loop(
     ``calls`` calls after ``warmup`` are counted, and any trace fails.
     """
     name = name or getattr(fn, "__name__", "the step")
-    seen = _run(fn, carry, make_args, next_carry, warmup=warmup, calls=calls)
+    seen = count_retraces(fn, carry, make_args, next_carry, warmup=warmup, calls=calls)
     if not seen.traced_at:
         return
-    why = _why(fn, make_args(warmup + calls, seen.carry))
-    raise CheckFailure(
-        f"{name} does not trace or compile again in {loop} once warm",
-        f"in {loop} that feeds each call's output into the next, {name} traced again at call(s) "
+    raise retrace_failure(
+        fn, make_args(warmup + calls, seen.carry),
+        check=f"{name} does not trace or compile again in {loop} once warm",
+        found=f"in {loop} that feeds each call's output into the next, {name} traced again at call(s) "
         f"{', '.join(map(str, seen.traced_at))} of {warmup + calls} (after {warmup} warm-up calls; "
         f"{seen.compiles} compilation(s))",
-        "every retrace costs a full compilation, on every step. " + LOOP_CAUSES + "\nJAX explains the cache miss:\n" + why,
+        advice="every retrace costs a full compilation, on every step. " + LOOP_CAUSES,
     )
 
 
@@ -148,18 +98,9 @@ def assert_no_retrace_when_fed_back(
     def make_args(i: int, result: Any) -> tuple:
         return first_args if i == 0 else next_args(result, i)
 
-    seen = _run(fn, None, make_args, lambda i, carry, result: result, warmup=warmup, calls=calls)
-    if not seen.traced_at:
-        return
-    why = _why(fn, next_args(seen.carry, warmup + calls))
-    raise CheckFailure(
-        f"{name} does not trace or compile again on same-shaped inputs once warm",
-        f"{name} traced {seen.traces} and compiled {seen.compiles} more time(s) in {calls} calls with same-shaped "
-        "inputs after warming up",
-        "every retrace costs a full compilation. Common causes: jax.jit(...), a lambda, an optimizer or a model "
-        "created inside the function on every call; Python numbers passed as static arguments; values computed "
-        "on the host from traced state.\nJAX explains the cache miss:\n" + why,
-    )
+    seen = count_retraces(fn, None, make_args, lambda i, carry, result: result, warmup=warmup, calls=calls)
+    if seen.traced_at:
+        raise same_shapes_failure(fn, next_args(seen.carry, warmup + calls), name, seen, calls)
 
 
 def assert_chained_steps_do_not_retrace(
@@ -191,23 +132,23 @@ def assert_chained_steps_do_not_retrace(
     def make_args(i: int, state: Any) -> tuple:
         return state, batches[i % len(batches)]
 
-    seen = _run(
+    seen = count_retraces(
         step, state, make_args, lambda i, state, result: next_state(state, result),
         warmup=warmup, calls=calls - warmup, cause=static_difference,
     )
     if not seen.traced_at:
         return
-    why = _why(step, make_args(calls, seen.carry))
-    found = f"\nwhat changed between steps: {seen.cause}" if seen.cause else ""
-    raise CheckFailure(
-        f"{name} does not trace or compile again in a training loop once warm "
+    changed = f"\nwhat changed between steps: {seen.cause}" if seen.cause else ""
+    raise retrace_failure(
+        step, make_args(calls, seen.carry),
+        check=f"{name} does not trace or compile again in a training loop once warm "
         f"(each step given the state the previous step returned)",
-        f"{name} traced {seen.traces} and compiled {seen.compiles} more time(s) in a loop of {calls} chained steps "
-        f"after {warmup} warm-up steps (at step(s) {', '.join(map(str, seen.traced_at))}){found}",
-        "a jitted step compiles again whenever its input has another static structure than before. Return a state "
-        "built from the one you received (state.apply_gradients(...), state.replace(...)) with the same apply_fn "
-        "and tx objects, the same dtypes, and no Python numbers where the input had arrays; create no optimizer, "
-        "model or function inside the step.\nJAX explains the cache miss:\n" + why,
+        found=f"{name} traced {seen.traces} and compiled {seen.compiles} more time(s) in a loop of {calls} chained "
+        f"steps after {warmup} warm-up steps (at step(s) {', '.join(map(str, seen.traced_at))}){changed}",
+        advice="a jitted step compiles again whenever its input has another static structure than before. Return a "
+        "state built from the one you received (state.apply_gradients(...), state.replace(...)) with the same "
+        "apply_fn and tx objects, the same dtypes, and no Python numbers where the input had arrays; create no "
+        "optimizer, model or function inside the step.",
     )
 
 

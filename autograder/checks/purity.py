@@ -23,7 +23,8 @@ from typing import Any, Callable
 import jax
 import numpy as np
 
-from autograder.core import global_rngs
+from autograder.runtime import global_rngs
+from autograder.runtime.copies import fresh_copy  # noqa: F401  (public here: check files call purity.fresh_copy)
 from autograder.core.failures import CheckFailure
 from autograder.core.oracle import is_reference_function
 from autograder.checks.values import function_name, assert_trees_close, describe, is_key
@@ -384,17 +385,6 @@ def tracer_ids(value: Any) -> set[int]:
 
     visit(value, set(), 0)
     return found
-
-
-def fresh_copy(tree: Any) -> Any:
-    """``tree`` rebuilt: new containers, every JAX and NumPy array leaf in a new buffer (other leaves shared).
-
-    Give a function a fresh copy when it may donate its arguments
-    (``jax.jit(..., donate_argnums=...)``: donation deletes the buffers it is
-    given) or write into them: the check still needs the originals, and one
-    impure call must not change what the next check sees.
-    """
-    return jax.tree_util.tree_map(lambda x: x.copy() if isinstance(x, (jax.Array, np.ndarray)) else x, tree)
 
 
 def _leaf_snapshot(tree: Any) -> tuple[Any, list[tuple[str, Any, Any]]]:

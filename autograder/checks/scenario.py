@@ -13,10 +13,53 @@ from typing import Any, Callable
 
 import numpy as np
 
-from autograder.checks import purity
+from autograder.checks import purity, values
 from autograder.checks.keys import make_key
+from autograder.core.failures import CheckFailure
 
 TRAIN_SIZE, TEST_SIZE, BATCH, EPOCHS = 100, 36, 32, 3
+
+
+# TrainState helpers of the check files (training, batchnorm, dropout_rngs) -----------------------------------
+
+TRAIN_STATE_ADVICE = "build it with train_state.TrainState.create(apply_fn=..., params=..., tx=...)"
+
+
+def given_state(create: Callable, model: Any, seed: int, learning_rate: float, sample: Any) -> Any:
+    """A state a check is given: ``create(key, model, learning_rate, sample)`` (the reference's
+    ``create_train_state*``), its key the legacy one drawn for "a given state" from ``seed``."""
+    return create(drawn_key("a given state", seed, "legacy"), model, learning_rate, sample)
+
+
+def created_state(create: Callable, model: Any, case: dict, sample: Any, kind: str | None = None) -> Any:
+    """``create(key, model, case["learning_rate"], sample)`` for one of a check file's ``CREATE_CASES``, its key
+    drawn for "create_train_state" from ``case["key"]`` (``(kind, seed)``), of ``kind`` when given."""
+    key = drawn_key("create_train_state", case["key"][1], kind or case["key"][0])
+    return create(key, model, case["learning_rate"], sample)
+
+
+def assert_is_train_state(
+    state: Any, check: str, *, function: str, field: str | None = None, advice: str = TRAIN_STATE_ADVICE
+) -> None:
+    """``state`` (what ``function`` returned) is a flax ``TrainState``, with a ``field`` field when one is named."""
+    from flax.training import train_state
+
+    if field is None:
+        if isinstance(state, train_state.TrainState):
+            return
+        wanted = "a flax.training.train_state.TrainState"
+    else:
+        if isinstance(state, train_state.TrainState) and hasattr(state, field):
+            return
+        wanted = f"a TrainState with a {field} field"
+    raise CheckFailure(check, f"{function} returned a {type(state).__qualname__}, not {wanted}", advice)
+
+
+def run_step(step: Callable, state: Any, batch: Any, *rest: Any, returns: tuple[str, ...], function: str, check: str) -> tuple:
+    """``step(state, batch, *rest)`` on fresh copies of ``state`` and ``batch`` (a step may donate them), checked to
+    return the tuple ``returns`` names."""
+    result = step(purity.fresh_copy(state), purity.fresh_copy(batch), *rest)
+    return values.assert_returns_tuple(result, returns, function=function, check=check)
 
 
 def epochs_of(loader: Any, epochs: int) -> list[tuple[str, Any]]:
@@ -119,12 +162,24 @@ def sample_input(n: int) -> np.ndarray:
     return np.linspace(-1, 1, n * 2, dtype=np.float32).reshape(n, 2)
 
 
+_instructor_seed: int | None = None
+
+
+def use_instructor_seed(seed: int) -> None:
+    """Draw the scenarios from ``seed`` in this process (``grade --seed N``: the pytest plugin's ``use_seed``)."""
+    global _instructor_seed
+    _instructor_seed = seed
+
+
+def instructor_seed() -> int | None:
+    """The seed of ``grade --seed N`` (``--grading-seed``) in this process, or None (the published inputs)."""
+    return _instructor_seed
+
+
 def instructor_rng(label: str) -> np.random.Generator | None:
     """A generator drawn from the instructor's seed (``grade --seed N``) and ``label`` (one stream per scenario),
     or None when no seed was given: the published scenario, whose answers a public check file spells."""
     import zlib
-
-    from autograder.pytest_plugin.profiles import instructor_seed
 
     seed = instructor_seed()
     return None if seed is None else np.random.default_rng([seed, zlib.crc32(label.encode())])

@@ -19,8 +19,11 @@ from typing import Any, Callable, Iterator, Sequence
 import jax
 import numpy as np
 
-from autograder.core import global_rngs
+from autograder.runtime import global_rngs
+from autograder.runtime import stores
 from autograder.core.failures import CheckFailure
+from autograder.core.oracle import StandIn
+from autograder.checks.jaxprs import walk
 from autograder.checks.values import function_name, assert_trees_close
 
 _TRACE_ERRORS = {
@@ -187,15 +190,7 @@ def record_calls(target: Callable, run: Callable[[], Any]) -> tuple[Any, list[Ca
 
 
 def _count_equations(jaxpr) -> int:
-    total = 0
-    for eqn in jaxpr.eqns:
-        total += 1
-        for param in eqn.params.values():
-            for sub in param if isinstance(param, (list, tuple)) else (param,):
-                inner = getattr(sub, "jaxpr", sub)
-                if hasattr(inner, "eqns"):
-                    total += _count_equations(inner)
-    return total
+    return sum(1 for eqn, _ in walk(jaxpr) if eqn is not None)
 
 
 def jaxpr_size(fn: Callable, *args: Any, static_argnums: Sequence[int] = ()) -> int:
@@ -230,15 +225,10 @@ def assert_jaxpr_size_constant(
 def _intermediates(jaxpr) -> list[tuple[int, tuple[int, ...], str]]:
     """(size, shape, primitive) of every value computed in ``jaxpr``, nested jaxprs included."""
     found = []
-    for eqn in jaxpr.eqns:
-        for var in eqn.outvars:
+    for eqn, _ in walk(jaxpr):
+        for var in eqn.outvars if eqn is not None else ():
             shape = tuple(getattr(var.aval, "shape", ()))
             found.append((int(np.prod(shape, dtype=np.int64)), shape, eqn.primitive.name))
-        for param in eqn.params.values():
-            for sub in param if isinstance(param, (list, tuple)) else (param,):
-                inner = getattr(sub, "jaxpr", sub)
-                if hasattr(inner, "eqns"):
-                    found += _intermediates(inner)
     return found
 
 
@@ -277,7 +267,7 @@ def assert_work_linear_in_batch(
         )
 
 
-_jit_cache: dict[tuple[int, tuple[int, ...]], tuple[Callable, Callable]] = {}
+_jit_cache: dict[tuple[int, tuple[int, ...]], tuple[Callable, Callable]] = stores.register("checks.structure.jit_once", {})
 
 
 def jit_once(fn: Callable, static_argnums: Sequence[int] = ()) -> Callable:
@@ -287,7 +277,7 @@ def jit_once(fn: Callable, static_argnums: Sequence[int] = ()) -> Callable:
     process records its answers, or while the trusted side replays them) is not traced: its
     ``jit_stand_in(static_argnums)`` gives what answers, or records, as the jitted function does.
     """
-    if hasattr(fn, "jit_stand_in"):
+    if isinstance(fn, StandIn):
         return fn.jit_stand_in(tuple(static_argnums))
     key = (id(fn), tuple(static_argnums))
     if key not in _jit_cache or _jit_cache[key][0] is not fn:
@@ -295,7 +285,7 @@ def jit_once(fn: Callable, static_argnums: Sequence[int] = ()) -> Callable:
     return _jit_cache[key][1]
 
 
-_transform_cache: dict[tuple[int, str], tuple[Callable, Callable]] = {}
+_transform_cache: dict[tuple[int, str], tuple[Callable, Callable]] = stores.register("checks.structure.transformed_once", {})
 
 
 def transformed_once(fn: Callable, label: str, transform: Callable[[Callable], Callable]) -> Callable:
@@ -306,7 +296,7 @@ def transformed_once(fn: Callable, label: str, transform: Callable[[Callable], C
     trusted side replays them) is not traced: its ``transform_stand_in(label, transform)`` gives what
     answers, or records, as the transformed function does.
     """
-    if hasattr(fn, "transform_stand_in"):
+    if isinstance(fn, StandIn):
         return fn.transform_stand_in(label, transform)
     key = (id(fn), label)
     if key not in _transform_cache or _transform_cache[key][0] is not fn:

@@ -1,7 +1,7 @@
 """Tracing: jitted functions are ``jax.jit`` functions that stop tracing once warm.
 
-Traces are counted with a ``jax.monitoring`` listener on JAX's own trace
-event, so every trace is seen wherever the ``jit`` happens (a jit created
+Traces are counted from JAX's own trace event (the process's one ``jax.monitoring``
+listener, :mod:`autograder.runtime.monitoring`), so every trace is seen wherever the ``jit`` happens (a jit created
 inside the function, a closure re-jitted per call, ...). Counting cache
 entries instead would be wrong: the canonical TrainState loop has two
 entries because ``step`` starts as a Python int, yet it never retraces once
@@ -14,11 +14,12 @@ import contextlib
 import io
 import logging
 import re
+from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
 import jax
-import jax.monitoring
 
+from autograder.runtime import monitoring
 from autograder.core.failures import CheckFailure
 from autograder.checks.values import function_name
 
@@ -31,29 +32,22 @@ _PJIT_FUNCTION = type(jax.jit(lambda x: x))
 class TraceCounter:
     """Counts JAX traces and XLA compilations while it is active (``with TraceCounter() as c``)."""
 
-    _active: list["TraceCounter"] = []
-
     def __init__(self) -> None:
         self.traces = 0
         self.compiles = 0
 
     def __enter__(self) -> "TraceCounter":
-        TraceCounter._active.append(self)
+        monitoring.subscribe(self._on_event)
         return self
 
     def __exit__(self, *exc: object) -> None:
-        TraceCounter._active.remove(self)
+        monitoring.unsubscribe(self._on_event)
 
-    @staticmethod
-    def _listener(event: str, duration: float, **_: Any) -> None:
-        for counter in TraceCounter._active:
-            if event == TRACE_EVENT:
-                counter.traces += 1
-            elif event == COMPILE_EVENT:
-                counter.compiles += 1
-
-
-jax.monitoring.register_event_duration_secs_listener(TraceCounter._listener)
+    def _on_event(self, event: str, duration: float) -> None:
+        if event == TRACE_EVENT:
+            self.traces += 1
+        elif event == COMPILE_EVENT:
+            self.compiles += 1
 
 
 def is_jitted(fn: Any) -> bool:
@@ -153,6 +147,83 @@ def _names_used(code: Any) -> set[str]:
     return names
 
 
+NO_EXPLANATION = "(JAX gave no explanation: a function is probably created anew on every call)"
+
+# What a retracing check says about a function called with fresh same-shaped inputs (:func:`assert_no_retrace`,
+# ``loops.assert_no_retrace_when_fed_back``).
+SAME_SHAPES_ADVICE = (
+    "every retrace costs a full compilation. Common causes: jax.jit(...), a lambda, an optimizer or a model "
+    "created inside the function on every call; Python numbers passed as static arguments; values computed "
+    "on the host from traced state."
+)
+
+
+@dataclass
+class Retraces:
+    """What a loop of calls saw (:func:`count_retraces`): the 1-based calls that traced or compiled, the counts,
+    the carry after the last call, and the first cause found."""
+
+    traced_at: list[int] = field(default_factory=list)
+    traces: int = 0
+    compiles: int = 0
+    carry: Any = None
+    cause: str | None = None
+
+
+def count_retraces(
+    fn: Callable,
+    carry: Any,
+    make_args: Callable[[int, Any], tuple],
+    next_carry: Callable[[int, Any, Any], Any],
+    *,
+    warmup: int,
+    calls: int,
+    cause: Callable[[Any, Any], str | None] | None = None,
+) -> Retraces:
+    """The one retrace loop of the retracing checks (each of them a preset of it).
+
+    ``warmup`` uncounted calls, then ``calls`` counted ones; call ``i`` is ``result = fn(*make_args(i, carry))``,
+    then ``carry = next_carry(i, carry, result)`` (both outside the counted region). ``cause(carry, next)``, when
+    given, is asked from the last warm-up call on until it names what changed between two calls."""
+    seen = Retraces()
+    start_cold(fn)
+    for i in range(warmup + calls):
+        args = make_args(i, carry)
+        with TraceCounter() as counter:
+            result = fn(*args)
+            jax.block_until_ready(result)
+        if i >= warmup and (counter.traces or counter.compiles):
+            seen.traced_at.append(i + 1)
+            seen.traces += counter.traces
+            seen.compiles += counter.compiles
+        following = next_carry(i, carry, result)
+        if cause is not None and seen.cause is None and i >= warmup - 1:
+            seen.cause = cause(carry, following)
+        carry = following
+    seen.carry = carry
+    return seen
+
+
+def retrace_failure(fn: Callable, args: tuple, *, check: str, found: str, advice: str) -> CheckFailure:
+    """The one message of a retracing check: what it checks, what it found, the advice, then JAX's own
+    explanation of the cache miss of one more call ``fn(*args)``."""
+    with explain_cache_misses() as log:
+        jax.block_until_ready(fn(*args))
+    why = tidy_explanation(log.getvalue()) or NO_EXPLANATION
+    return CheckFailure(check, found, advice + "\nJAX explains the cache miss:\n" + why)
+
+
+def same_shapes_failure(fn: Callable, args: tuple, name: str, seen: Retraces, calls: int) -> CheckFailure:
+    """:func:`retrace_failure` for calls with same-shaped inputs (fresh ones, or results fed back)."""
+    return retrace_failure(
+        fn, args,
+        check=f"{name} does not trace or compile again on same-shaped inputs once warm",
+        found=f"{name} traced {seen.traces} and compiled {seen.compiles} more time(s) in {calls} calls with same-shaped "
+        "inputs after warming up",
+        advice=SAME_SHAPES_ADVICE,
+    )
+
+
 def assert_no_retrace(
     fn: Callable,
     make_args: Callable[[int], tuple],
@@ -168,31 +239,6 @@ def assert_no_retrace(
     outside the counted region.
     """
     name = name or function_name(fn)
-    start_cold(fn)
-    result = None
-    for i in range(warmup):
-        result = fn(*make_args(i))
-    jax.block_until_ready(result)
-    traces = compiles = 0
-    for i in range(warmup, warmup + calls):
-        args = make_args(i)
-        with TraceCounter() as counter:
-            jax.block_until_ready(fn(*args))
-        traces += counter.traces
-        compiles += counter.compiles
-    if traces or compiles:
-        _raise_retraced(fn, make_args(warmup + calls), name, traces, compiles, calls)
-
-
-def _raise_retraced(fn: Callable, args: tuple, name: str, traces: int, compiles: int, calls: int) -> None:
-    with explain_cache_misses() as log:
-        jax.block_until_ready(fn(*args))
-    why = tidy_explanation(log.getvalue()) or "(JAX gave no explanation: a function is probably created anew on every call)"
-    raise CheckFailure(
-        f"{name} does not trace or compile again on same-shaped inputs once warm",
-        f"{name} traced {traces} and compiled {compiles} more time(s) in {calls} calls with same-shaped "
-        "inputs after warming up",
-        "every retrace costs a full compilation. Common causes: jax.jit(...), a lambda, an optimizer or a model "
-        "created inside the function on every call; Python numbers passed as static arguments; values computed "
-        "on the host from traced state.\nJAX explains the cache miss:\n" + why,
-    )
+    seen = count_retraces(fn, None, lambda i, _: make_args(i), lambda i, carry, result: carry, warmup=warmup, calls=calls)
+    if seen.traced_at:
+        raise same_shapes_failure(fn, make_args(warmup + calls), name, seen, calls)

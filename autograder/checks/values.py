@@ -17,6 +17,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from autograder.runtime import stores
 from autograder.core.failures import CheckFailure
 
 _PY_SCALARS = (bool, int, float)
@@ -28,6 +29,9 @@ def array_types() -> tuple[type, type]:
     """The exact types of a JAX array and of a typed key array. Made on first use, not at import:
     making an array starts JAX's backend, which must wait for the course's device setting."""
     return type(jnp.zeros(())), type(jax.random.key(0))
+
+
+stores.register("checks.values.array_types", array_types, clear=array_types.cache_clear)
 
 
 def describe(tree: Any) -> str:

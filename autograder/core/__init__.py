@@ -1,4 +1,4 @@
-"""The course model and the plumbing every side shares, importing neither JAX nor pytest:
+"""The course's domain model, importing neither JAX nor pytest (the process plumbing is :mod:`autograder.runtime`):
 
 - :mod:`~autograder.core.course`       ``course.toml``: modules, functions, points, hints
 - :mod:`~autograder.core.status`       :class:`Status`, the one vocabulary of verdicts
@@ -7,7 +7,7 @@
 - :mod:`~autograder.core.failures`     :class:`CheckFailure`, "not started"
 - :mod:`~autograder.core.submission`   loading a student's module, telling a stub from an attempt
 - :mod:`~autograder.core.oracle`       the reference seam and the process's reference cache
-- :mod:`~autograder.core.preload`      the libraries every grading process imports first (names only)
-- :mod:`~autograder.core.devices`      the course's 8 CPU devices, set before JAX starts
-- :mod:`~autograder.core.compile_cache` JAX's persistent compilation cache settings (students, grade)
+- :mod:`~autograder.core.progress`     the student's local progress (``.autograder/progress.json``)
+- :mod:`~autograder.core.hints`        the hints it paces
+- :mod:`~autograder.core.versions`     the library versions this kit was tested with, and the installed ones
 """

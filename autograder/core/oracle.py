@@ -10,10 +10,51 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 from types import ModuleType
-from typing import Callable
+from typing import Any, Callable, Protocol, runtime_checkable
 
-from autograder.core import global_rngs
+from autograder.runtime import stores
+from autograder.runtime import global_rngs
 from autograder.core.submission import load_module
+
+
+@runtime_checkable
+class Reference(Protocol):
+    """The reference seam: what a check's ``reference`` is, whoever answers it.
+
+    Attribute access gives the reference's functions, classes and constants. The implementations,
+    each declaring it by subclassing (``tests/unit/core/test_reference_seam.py`` checks every member is its own):
+    :class:`Oracle` (the live reference), :class:`OwnAnswers` (the student's functions in a grading
+    process judged on the trusted side), ``recording.givens.GivensFirst`` (fixtures answered from
+    the givens), ``recording.recorded.RecordingOracle`` (a release build) and
+    ``recording.recorded.RecordedOracle`` (a student release).
+    """
+
+    module_name: str
+    # True when it knows only the reference's own path through a chain of steps (a recording): a check
+    # continues from the reference's state, not the student's (:func:`continue_from`).
+    knows_only_its_own_path: bool
+
+    def sibling(self, module: str) -> "Reference":
+        """The reference of another course module, answered the same way."""
+
+    def transformed(self, name: str, label: str, transform: Callable) -> Callable:
+        """``transform(<name>)``, named ``label`` (see :func:`transformed`)."""
+
+
+@runtime_checkable
+class StandIn(Protocol):
+    """A function that stands for another one and is not traced: a recorded or recording reference function
+    (``recording.recorded``), the student's function while a grading process records its answers or while
+    the trusted side replays them (``grading``). ``checks.structure.jit_once`` and ``.transformed_once``
+    ask it for what answers, or records, as the jitted or transformed function does."""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any: ...
+
+    def jit_stand_in(self, static_argnums: tuple) -> Callable:
+        """What stands for ``jax.jit(<function>, static_argnums)``."""
+
+    def transform_stand_in(self, label: str, transform: Callable) -> Callable:
+        """What stands for ``transform(<function>)``, named ``label``."""
 
 
 def is_reference_function(value) -> bool:
@@ -22,13 +63,15 @@ def is_reference_function(value) -> bool:
     return getattr(type(value), "reference_function", False) is True
 
 
-class Oracle:
+class Oracle(Reference):
     """The instructor's reference for one module, loaded from ``solutions/``.
 
     Attribute access returns the reference's function or class. The module is
     imported under a private name that student code cannot ``import``.
     Get one with :func:`load_reference` (cached), not by constructing it.
     """
+
+    knows_only_its_own_path = False
 
     def __init__(self, module_name: str, module: ModuleType, solutions_dir: Path):
         self.module_name = module_name
@@ -52,7 +95,7 @@ class Oracle:
         return self._transformed[key]
 
 
-class OwnAnswers:
+class OwnAnswers(Reference):
     """The student's own functions standing in for the reference: the oracle of a grading process whose
     module is judged on the trusted side (:mod:`autograder.grading.trusted.verifier`).
 
@@ -62,6 +105,8 @@ class OwnAnswers:
     answers are recorded for the verifier, which compares them with the real reference. A check
     that fails here (the function raised, or two calls with the same arguments disagreed) fails.
     """
+
+    knows_only_its_own_path = False
 
     def __init__(self, module_name: str, student: ModuleType):
         self.module_name = module_name
@@ -100,7 +145,7 @@ def _standing_in(student: ModuleType, name: str) -> Callable:
     (``structure.jit_once`` keys by function), as a reference is."""
 
     def standing_in(*args, **kwargs):
-        from autograder.checks.purity import fresh_copy  # NumPy and JAX: imported when called, never by the core
+        from autograder.runtime.copies import fresh_copy  # NumPy and JAX: imported when called, never by the core
 
         args, kwargs = fresh_copy((args, kwargs))
         with global_rngs.preserved():
@@ -138,8 +183,12 @@ class ReferenceCache:
             cached = self._loaded[path] = (version, Oracle(module, loaded, path.parent))
         return cached[1]
 
+    def clear(self) -> None:
+        """Forget every reference loaded (the next load imports the file again)."""
+        self._loaded.clear()
 
-REFERENCES = ReferenceCache()
+
+REFERENCES = stores.register("core.oracle.references", ReferenceCache())
 
 
 def load_reference(solutions_dir: Path | str, module: str) -> Oracle:
@@ -177,7 +226,7 @@ def continue_from(reference, state, got, expected):
     whose static fields are not data still continues. A recorded oracle (a release), which knows the
     reference's path only, continues from ``expected``.
     """
-    if getattr(reference, "knows_only_its_own_path", False):
+    if getattr(reference, "knows_only_its_own_path", False):  # a stand-in in a test may leave it unsaid
         return expected
     if not dataclasses.is_dataclass(state) or not all(hasattr(got, f.name) for f in dataclasses.fields(state)):
         return got

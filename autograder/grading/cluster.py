@@ -44,11 +44,12 @@ from autograder.grading.isolation.scratch import Snapshot, scratch_dir
 from autograder.grading.grader import Grader, Options
 from autograder.grading.pipeline import failed_result
 from autograder.grading.wire import PlannedCheck
+from autograder.runtime import stores
 
 RESUBMISSIONS = 1  # after a KilledWorker (the scheduler already retried on other workers)
 
-_graders: dict[str, tuple[Grader, Path]] = {}
-_failed: dict[str, preflight.PreflightFailed] = {}  # graders whose environment failed its pre-flight check
+_graders: dict[str, tuple[Grader, Path]] = stores.register("grading.cluster.graders", {})
+_failed: dict[str, preflight.PreflightFailed] = stores.register("grading.cluster.failed", {})  # graders whose environment failed its pre-flight check
 _lock = threading.Lock()
 
 

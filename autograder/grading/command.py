@@ -17,7 +17,9 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from autograder.core import devices, versions
+from autograder.runtime import devices
+
+from autograder.core import versions
 from autograder.core.course import Course
 from autograder.core.outcomes import points_text
 from autograder.core.submission import read_submission

@@ -26,7 +26,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from autograder.core import compile_cache
+from autograder.runtime import compile_cache
 from autograder.core.course import Course
 from autograder.core.outcomes import CheckOutcome, StudentResult, score_functions
 from autograder.core.status import Status

@@ -14,7 +14,7 @@ import shutil
 import threading
 from pathlib import Path
 
-from autograder.core import compile_cache
+from autograder.runtime import compile_cache
 from autograder.core.course import Course
 from autograder.grading.isolation.bubblewrap import Box, isolation
 from autograder.grading.isolation.cgroups import Group, grader_group

@@ -35,7 +35,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from autograder.core import atomic
+from autograder.runtime import atomic
 from autograder.core.status import Status
 from autograder.grading.wire import Event
 
@@ -94,8 +94,8 @@ def _fatal(line: str) -> bool:
 _INTERPRETER_PROBE = """
 import sys
 sys.path.insert(0, sys.argv[1])
-from autograder.core import preload
-from autograder.core.devices import use_course_backend
+from autograder.runtime import preload
+from autograder.runtime.devices import use_course_backend
 use_course_backend()
 preload.import_all(preload.GRADING)
 import jax, flax, optax, pytest, hypothesis

@@ -52,19 +52,20 @@ import tempfile
 import textwrap
 from pathlib import Path
 
+from autograder.runtime import stores
 from autograder.core.attribution import AttributionError, attribute
 from autograder.core.course import Course, Function, find_root, load_course
-from autograder.core.imports import own_imports
+from autograder.runtime.imports import own_imports
 from autograder.core.outcomes import FunctionScore, points_text
 from autograder.core.status import Status
-from autograder.core.devices import use_course_backend  # noqa: F401  (the setup cell calls it)
+from autograder.runtime.devices import use_course_backend  # noqa: F401  (the setup cell calls it)
 
 ROOT_ENV = "JAX_COURSE_ROOT"
 
 # IPython's own names in a notebook namespace: never part of a submission.
 _IPYTHON_NAMES = re.compile(r"^(_+|_i+|_i\d+|_\d+|_ih|_oh|_dh|__\w+__|In|Out|get_ipython|exit|quit)$")
 
-_namespaces: dict[str, dict] = {}
+_namespaces: dict[str, dict] = stores.register("notebooks.runtime.namespaces", {})
 _tokens = itertools.count()
 
 

@@ -39,7 +39,7 @@ import tomllib
 import zipfile
 from pathlib import Path
 
-from autograder.core import atomic
+from autograder.runtime import atomic
 from autograder.core.course import Course, load_course
 from autograder.core.outcomes import CheckOutcome, FunctionScore, score_checks
 from autograder.core.status import Status

@@ -1,5 +1,6 @@
 """How long each check waited for JAX to trace and compile, from ``jax.monitoring`` events.
 
+JAX's events come from the process's one listener (:mod:`autograder.runtime.monitoring`).
 A student waiting seconds on a check should know it is JAX compiling (each new
 function, shape or dtype compiles once), not their code looping. The plugin
 measures every check with :class:`CompileClock` and lists, in one line each,
@@ -8,7 +9,7 @@ the checks that compiled for more than :data:`SLOW_COMPILE_SECONDS`.
 
 from __future__ import annotations
 
-from typing import Any
+from autograder.runtime import monitoring
 
 SLOW_COMPILE_SECONDS = 2.0
 
@@ -23,33 +24,19 @@ COMPILE_EVENTS = (
 class CompileClock:
     """Adds up compile-event durations while it is running (``with CompileClock() as clock``)."""
 
-    _running: list["CompileClock"] = []
-    _listening = False
-
     def __init__(self) -> None:
         self.seconds = 0.0
 
     def __enter__(self) -> "CompileClock":
-        CompileClock._listen()
-        CompileClock._running.append(self)
+        monitoring.subscribe(self._on_event)
         return self
 
     def __exit__(self, *exc: object) -> None:
-        CompileClock._running.remove(self)
+        monitoring.unsubscribe(self._on_event)
 
-    @classmethod
-    def _listen(cls) -> None:
-        if not cls._listening:
-            import jax.monitoring
-
-            jax.monitoring.register_event_duration_secs_listener(cls._on_event)
-            cls._listening = True
-
-    @classmethod
-    def _on_event(cls, event: str, duration: float, **_: Any) -> None:
+    def _on_event(self, event: str, duration: float) -> None:
         if event in COMPILE_EVENTS:
-            for clock in cls._running:
-                clock.seconds += duration
+            self.seconds += duration
 
 
 def is_slow(seconds: float) -> bool:

@@ -15,7 +15,7 @@ outside a folder with a ``course.toml``. It
 - keeps Python's garbage collector off the heap the imports left (``garbage``);
 - in a student's own run on ``exercises/`` (not the grading profile), keeps
   their local progress (``.autograder/progress.json``), which decides when a
-  failed check shows the direct hint (``autograder.student.hints``);
+  failed check shows the direct hint (``autograder.core.hints``);
 - selects the hypothesis profile: ``student`` locally, ``grading`` with
   ``--grading`` or when ``CI`` is set;
 - checks a run of several modules side by side, one process per core
@@ -36,15 +36,15 @@ from pathlib import Path
 import pytest
 
 from autograder.pytest_plugin.compile_time import CompileClock, is_slow, slow_compile_lines
-from autograder.student import hints
-from autograder.student import progress as local_progress
-from autograder.core import compile_cache
+from autograder.core import hints
+from autograder.core import progress as local_progress
+from autograder.runtime import compile_cache
 from autograder.core.attribution import AttributionError
 from autograder.core.course import CourseError, find_root, load_course
-from autograder.core import lowering
+from autograder.runtime import lowering
 from autograder.core import versions
-from autograder.core import devices
-from autograder.core.devices import use_course_backend
+from autograder.runtime import devices
+from autograder.runtime.devices import use_course_backend
 from autograder.core.failures import status_of
 from autograder.core.outcomes import CheckOutcome, results_payload, score_functions
 from autograder.core.status import Status
@@ -154,7 +154,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def use_compile_cache(cache_dir: Path | None) -> None:
-    """Keep compiled programs in the student's ``.jax_cache/`` (see :mod:`autograder.core.compile_cache`).
+    """Keep compiled programs in the student's ``.jax_cache/`` (see :mod:`autograder.runtime.compile_cache`).
 
     Left alone when the process already has a cache (``grade`` gives each student's processes
     their own) or when it is switched off.
@@ -260,6 +260,7 @@ def pytest_runtest_call(item: pytest.Item):
     a check whose every example was left unjudged by a recorded oracle (a release)."""
     from autograder.recording import recorded
 
+    recorded.clear_misses()  # this check's misses only: the list never outgrows one check
     before = len(recorded.misses())
     timed = CourseSession.function_of(item) is not None
     with CompileClock() if timed else contextlib.nullcontext() as clock:

@@ -50,19 +50,12 @@ def use_seed(seed: int) -> None:
     """
     from hypothesis import core, settings
 
-    global _instructor_seed
+    from autograder.checks import scenario
+
     settings.register_profile("grading-seeded", settings.get_profile(GRADING), derandomize=False)
     settings.load_profile("grading-seeded")
     core.global_force_seed = seed
-    _instructor_seed = seed
-
-
-_instructor_seed: int | None = None
-
-
-def instructor_seed() -> int | None:
-    """The seed of ``grade --seed N`` (``--grading-seed``) in this process, or None (the published inputs)."""
-    return _instructor_seed
+    scenario.use_instructor_seed(seed)
 
 
 def choose(explicit: str | None, grading_flag: bool) -> str:

@@ -92,7 +92,7 @@ def student_message(
     """The full student-facing message for a failed check.
 
     ``hint`` replaces the default ``hint: <course.toml hint>`` line (a student's
-    local run adds the direct hint when they are stuck, see ``autograder.student.hints``).
+    local run adds the direct hint when they are stuck, see ``autograder.core.hints``).
     """
     text = describe_exception(exc, function, student_files)
     if isinstance(exc, (NotStarted, NotImplementedError, SubmissionImportError)):

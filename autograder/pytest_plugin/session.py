@@ -79,7 +79,7 @@ class CourseSession:
     course: Course
     settings: Settings
     outcomes: list[CheckOutcome] = field(default_factory=list)
-    # The student's local progress (autograder.student.progress), only in their own run on exercises/:
+    # The student's local progress (autograder.core.progress), only in their own run on exercises/:
     # grading, --solutions and --submission neither read nor write it.
     progress: Any = None
     slow_compiles: dict[str, float] = field(default_factory=dict)  # check name -> seconds spent compiling

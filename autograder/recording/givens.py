@@ -23,9 +23,11 @@ from typing import Any, Callable, Iterator
 
 import pytest
 
+from autograder.runtime import stores
+from autograder.core.oracle import Reference
 from autograder.recording.recorded import NotRecorded, RecordedFunction, RecordedOracle, call_text
 
-_DEPTH = [0]  # fixtures being set up (fixtures set up fixtures)
+_DEPTH = stores.register("recording.givens.depth", [0], clear=lambda: _DEPTH.__setitem__(0, 0))  # fixtures being set up
 
 
 @contextlib.contextmanager
@@ -57,7 +59,7 @@ class GivensMissing(RuntimeError):
     do not build the same inputs on both sides (a course bug, never the student's)."""
 
 
-class GivensFirst:
+class GivensFirst(Reference):
     """A module's oracle where its fixtures are answered from the givens: while fixtures are set up, the
     recorded givens; in a check, ``then``. In a grading process ``then`` is the student's own answers (it
     holds no reference), on the trusted side the live reference: both sides then build the checks' inputs

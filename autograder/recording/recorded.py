@@ -24,6 +24,8 @@ from typing import Any, Callable, Iterator
 import numpy as np
 
 from autograder.recording import plain_data
+from autograder.runtime import stores
+from autograder.core.oracle import Reference, StandIn
 from autograder.core.submission import load_module
 
 FORMAT = 1
@@ -57,12 +59,17 @@ def not_recorded(what: str) -> None:
     pytest.skip(f"{NOT_RECORDED}: {what}")
 
 
-_MISSES: list[str] = []
+_MISSES: list[str] = stores.register("recording.recorded.misses", [])  # one check's: the plugin clears it before each
 
 
 def misses() -> list[str]:
     """Inputs left unjudged in this process (the plugin turns a check with no judged example into a skip)."""
     return _MISSES
+
+
+def clear_misses() -> None:
+    """Forget the inputs left unjudged so far (before each check: the list never holds more than one check's)."""
+    _MISSES.clear()
 
 
 def call_text(args: tuple, kwargs: dict, limit: int = 120) -> str:
@@ -252,14 +259,14 @@ def _course_classes(given: Callable[[str], ModuleType]) -> Callable[[str, str], 
     return course_class
 
 
-class RecordedOracle:
+class RecordedOracle(Reference):
     """A module's reference answered from its recording (the student release's ``reference``)."""
 
     knows_only_its_own_path = True  # see oracle.continue_from
 
-    _given: dict[Path, ModuleType] = {}
-    _statics: dict[Path, plain_data.Statics] = {}
-    _recordings: dict[tuple[Path, str], Recording] = {}
+    _given: dict[Path, ModuleType] = stores.register("recording.recorded.RecordedOracle.given", {})
+    _statics: dict[Path, plain_data.Statics] = stores.register("recording.recorded.RecordedOracle.statics", {})
+    _recordings: dict[tuple[Path, str], Recording] = stores.register("recording.recorded.RecordedOracle.recordings", {})
 
     def __init__(self, folder: Path, module: str):
         self.folder, self.module_name = Path(folder).resolve(), module
@@ -324,7 +331,7 @@ class RecordedOracle:
         return f"<recorded reference for {self.module_name}>"
 
 
-class RecordedFunction:
+class RecordedFunction(StandIn):
     """One reference function answered from the recording. ``jax.jit`` of it is itself (see ``jit_once``)."""
 
     reference_function = True  # a function to the checks (see oracle.is_reference_function)
@@ -335,6 +342,9 @@ class RecordedFunction:
 
     def jit_stand_in(self, static_argnums: tuple) -> "RecordedFunction":
         return RecordedFunction(self.oracle, f"{self.name}|jit{list(static_argnums)}")
+
+    def transform_stand_in(self, label: str, transform: Callable) -> Callable:
+        return _transformed_once(self, label, transform)
 
     def lookup(self, args: tuple, kwargs: dict) -> Any:
         key = plain_data.digest(self.name, args, kwargs, self.oracle.statics)
@@ -363,16 +373,25 @@ class RecordedFunction:
         return f"<recorded reference {self.name}>"
 
 
+def _transformed_once(function: RecordedFunction | RecordingFunction, label: str, transform: Callable) -> Callable:
+    """``transform(function)``, made once per function object and ``label`` (a recorded or recording function
+    is transformed as any function is; a reference's transforms are asked of its oracle, ``oracle.transformed``)."""
+    made = function.__dict__.setdefault("_transforms", {})
+    if label not in made:
+        made[label] = transform(function)
+    return made[label]
+
+
 # Recording ------------------------------------------------------------------------------------------
 
 
-class RecordingOracle:
+class RecordingOracle(Reference):
     """The live reference, writing down every concrete call while the checks run (release builds)."""
 
     knows_only_its_own_path = True  # it records the reference's path (see oracle.continue_from)
 
-    _recordings: dict[tuple[Path, str], Recording] = {}
-    _loaders: dict[tuple[Path, str], dict[str, list[RecordedLoader]]] = {}
+    _recordings: dict[tuple[Path, str], Recording] = stores.register("recording.recorded.RecordingOracle.recordings", {})
+    _loaders: dict[tuple[Path, str], dict[str, list[RecordedLoader]]] = stores.register("recording.recorded.RecordingOracle.loaders", {})
     _statics: plain_data.Statics | None = None
 
     def __init__(self, live: Any, folder: Path, contracted: set[str]):
@@ -479,7 +498,7 @@ def _recorded_batches(epochs: list[dict]) -> int:
     return sum(len(epoch["batches"]) for epoch in epochs)
 
 
-class RecordingFunction:
+class RecordingFunction(StandIn):
     """A live reference function that records its concrete calls (calls under a JAX transformation pass through)."""
 
     reference_function = True  # a function to the checks (see oracle.is_reference_function)
@@ -496,6 +515,9 @@ class RecordingFunction:
         if name not in self.oracle.jitted:  # one jax.jit per function: it compiles per shape, not per call
             self.oracle.jitted[name] = jax.jit(self.live, static_argnums=tuple(static_argnums))
         return RecordingFunction(self.oracle, name, self.oracle.jitted[name])
+
+    def transform_stand_in(self, label: str, transform: Callable) -> Callable:
+        return _transformed_once(self, label, transform)
 
     def __call__(self, *args, **kwargs):
         if _traced(args, kwargs):  # a helper inside a jitted step: nothing concrete to record

@@ -18,7 +18,7 @@ PROFILES = ("student", "grading")
 def record(course_dir: str, oracle_dir: str) -> int:
     import pytest
 
-    from autograder.core.imports import own_imports
+    from autograder.runtime.imports import own_imports
 
     os.chdir(course_dir)
     os.environ.pop("CI", None)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import sys
 
 from autograder.core.course import Course
-from autograder.student import hints
-from autograder.student import progress as local_progress
+from autograder.core import hints
+from autograder.core import progress as local_progress
 from autograder.student.reset import ResetError, keep_pristine_copies, plan, reset
 
 

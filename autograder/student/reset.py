@@ -23,7 +23,7 @@ from pathlib import Path
 
 from autograder.core.course import Course
 from autograder.core.submission import stub_functions, stubs_in_source
-from autograder.student.progress import FOLDER
+from autograder.core.progress import FOLDER
 
 PRISTINE = "pristine"
 BACKUPS = "backups"

@@ -2,7 +2,7 @@
 
 A new process per run means every run imports the student's code as it is
 on disk now. What keeps re-runs fast is the plugin's persistent compilation
-cache in the student's git-ignored ``.jax_cache/`` (``autograder.core.compile_cache``).
+cache in the student's git-ignored ``.jax_cache/`` (``autograder.runtime.compile_cache``).
 :func:`run_modules` runs several modules' processes side by side, one per core
 (at most :data:`MAX_PARALLEL_RUNS`): each process spends most of its time in one
 thread, importing the stack and compiling.

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from autograder.core.course import Course, Function
 from autograder.core.submission import stub_functions
 from autograder.core.status import Status
-from autograder.student import progress as local_progress
+from autograder.core import progress as local_progress
 from autograder.student.runs import run_modules
 
 DONE, STARTED, NOT_YET = "done", "started", "not started"

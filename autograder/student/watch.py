@@ -17,7 +17,7 @@ from autograder.core.course import Course
 from autograder.pytest_plugin.compile_time import slow_compile_lines
 from autograder.core.status import Status
 from autograder.pytest_plugin.report import score_table
-from autograder.student import progress as local_progress
+from autograder.core import progress as local_progress
 from autograder.student.reset import keep_pristine_copies
 from autograder.student.runs import ModuleRun, run_module
 from autograder.student.status import next_function, rows

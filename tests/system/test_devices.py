@@ -9,12 +9,12 @@ import sys
 
 import jax
 
-from autograder.core.devices import COURSE_CPU_DEVICES, QUICK_COMPILE_FLAGS, with_quick_compile
+from autograder.runtime.devices import COURSE_CPU_DEVICES, QUICK_COMPILE_FLAGS, with_quick_compile
 from support import ROOT
 
 PROBE = """
 import sys
-from autograder.core.devices import use_course_devices
+from autograder.runtime.devices import use_course_devices
 {before}
 ok = use_course_devices()
 import jax
@@ -23,7 +23,7 @@ print(ok, jax.device_count())
 
 BACKEND_PROBE = """
 import os
-from autograder.core.devices import use_course_backend
+from autograder.runtime.devices import use_course_backend
 {before}
 ok = use_course_backend()
 import jax
@@ -125,7 +125,7 @@ def test_the_course_runs_on_cpu_when_jax_is_told_to_use_an_accelerator(tmp_path)
 
 
 def test_the_too_few_devices_message_names_the_platform_and_count():
-    from autograder.core.devices import wrong_device_count_advice
+    from autograder.runtime.devices import wrong_device_count_advice
 
     assert wrong_device_count_advice(1, "gpu").startswith("JAX is running on its gpu backend with 1 device(s)")
     assert "JAX_PLATFORMS=cpu" in wrong_device_count_advice(1, "gpu")
@@ -135,7 +135,7 @@ def test_the_too_few_devices_message_names_the_platform_and_count():
 
 FLAG_PROBE = """
 import json, os, sys
-from autograder.core import devices
+from autograder.runtime import devices
 bogus = sys.argv[1]
 kept = devices.accepted_flags(["--xla_backend_optimization_level=0", bogus])
 again = devices.accepted_flags([bogus])
@@ -171,7 +171,7 @@ def test_an_installed_accelerator_plugin_is_set_aside_and_said(tmp_path):
     (tmp_path / "jax_plugins" / "xla_cuda12" / "__init__.py").write_text("raise ImportError('not for this test')\n")
     env = dict(os.environ, PYTHONPATH=f"{ROOT}{os.pathsep}{tmp_path}")
     env.pop("JAX_PLATFORMS", None)
-    code = "import os; from autograder.core import devices; print(devices.use_cpu_backend(), os.environ['JAX_PLATFORMS']); print(devices.backend_note())"
+    code = "import os; from autograder.runtime import devices; print(devices.use_cpu_backend(), os.environ['JAX_PLATFORMS']); print(devices.backend_note())"
     proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr[-2000:]
     first, note = proc.stdout.splitlines()

@@ -20,7 +20,7 @@ from autograder import cli
 from autograder.core.course import load_course
 from autograder.core.submission import stub_functions
 from autograder.pytest_plugin import compile_time
-from autograder.student import progress as local_progress
+from autograder.core import progress as local_progress
 from autograder.student import reset, status
 from support import ROOT
 

@@ -18,7 +18,7 @@ import threading
 import time
 from pathlib import Path
 
-from autograder.core import devices
+from autograder.runtime import devices
 from autograder.grading.isolation.bubblewrap import Box
 from autograder.grading.isolation.cgroups import Group
 from autograder.grading.isolation.limits import MAX_FILE_BYTES, POLL, Interrupted, RunAs, backstop_bytes

@@ -39,7 +39,7 @@ def preload() -> None:
     """Import the libraries every grading process starts with (the same set, forked or not, so that
     a student's process and the trusted verifier generate the same inputs), with the course's
     8 CPU devices set before JAX is imported (a forked child starts JAX's backend with them).
-    The list is :data:`autograder.core.preload.GRADING`.
+    The list is :data:`autograder.runtime.preload.GRADING`.
 
     What the imports leave alive is then set aside from garbage collection (``gc.freeze()``): a
     forked child's full collections would otherwise walk, and copy page by page, the whole heap of
@@ -47,8 +47,8 @@ def preload() -> None:
     process loads later (the references, the student's module) stays visible to ``gc``."""
     import gc
 
-    from autograder.core import preload as names
-    from autograder.core.devices import use_course_backend
+    from autograder.runtime import preload as names
+    from autograder.runtime.devices import use_course_backend
 
     use_course_backend()
     names.import_all(names.GRADING)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from autograder.core import atomic
+from autograder.runtime import atomic
 from autograder.core.course import Course
 from autograder.core.outcomes import StudentResult
 from autograder.grading.outputs.class_report import grades_csv, results_json, summary_md

@@ -28,7 +28,7 @@ import shutil
 from importlib import metadata
 from pathlib import Path
 
-from autograder.core import atomic
+from autograder.runtime import atomic
 from autograder.core.outcomes import FunctionScore, StudentResult
 from autograder.core.status import Status
 from autograder.core.submission import read_submission

@@ -47,7 +47,7 @@ from typing import Callable
 
 import pytest
 
-from autograder.core import compile_cache
+from autograder.runtime import compile_cache
 from autograder.grading.wire import CLAIMABLE, ChildRequest, Claim, Event, pytest_args
 from autograder.grading.untrusted import tamper
 

@@ -1,4 +1,4 @@
-"""Lowering in reused MLIR contexts (:mod:`autograder.core.lowering`): shared within a thread, renewed after
+"""Lowering in reused MLIR contexts (:mod:`autograder.runtime.lowering`): shared within a thread, renewed after
 a bound, never shared between threads; the programs are the same as in fresh contexts; every course run
 lowers that way."""
 
@@ -9,7 +9,7 @@ import threading
 
 from support import ROOT
 
-from autograder.core import lowering
+from autograder.runtime import lowering
 
 # Lowers and runs a few programs (eager ops, a jitted gradient, a scan) and prints each program's text
 # digest and result; with REUSE set, in reused contexts.
@@ -17,7 +17,7 @@ PROGRAMS = '''
 import hashlib, os, sys
 import jax, jax.numpy as jnp
 if os.environ.get("REUSE"):
-    from autograder.core.lowering import reuse_ir_contexts
+    from autograder.runtime.lowering import reuse_ir_contexts
     reuse_ir_contexts()
 
 def loss(w, x):

@@ -5,7 +5,7 @@ import importlib
 import subprocess
 import sys
 
-from autograder.core import preload
+from autograder.runtime import preload
 from autograder.grading import wire as requests
 from support import ROOT
 
@@ -31,7 +31,7 @@ def test_the_preloaded_libraries_cover_every_library_the_checks_import():
     preloaded = {name.split(".")[0] for name in preload.LIBRARIES}
     for path in CHECK_SOURCES:
         missing = {n for n in imported_modules(path) if third_party(n) and n.split(".")[0] not in preloaded}
-        assert not missing, f"{path.name} imports {sorted(missing)}: add them to autograder.core.preload.LIBRARIES"
+        assert not missing, f"{path.name} imports {sorted(missing)}: add them to autograder.runtime.preload.LIBRARIES"
 
 
 def test_the_check_modules_list_is_every_module_of_checks():
@@ -57,7 +57,7 @@ STARTED = "import jax._src.xla_bridge as xb; print(sorted(xb._backends))"
 
 def test_importing_the_grading_preload_and_the_check_modules_starts_no_jax_backend():
     code = (
-        "from autograder.core import preload\n"
+        "from autograder.runtime import preload\n"
         "preload.import_all(preload.GRADING + preload.CHECK_MODULES)\n" + STARTED
     )
     assert run_python(code) == "[]"

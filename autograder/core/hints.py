@@ -10,7 +10,7 @@ route: there the hint is always the gentle one.
 from __future__ import annotations
 
 from autograder.core.course import Course, Function
-from autograder.student.progress import Progress
+from autograder.core.progress import Progress
 
 
 def gentle_hint(fn: Function) -> str:

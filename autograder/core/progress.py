@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
 
-from autograder.core import atomic
+from autograder.runtime import atomic
 from autograder.core.course import Course, Function
 
 FOLDER = ".autograder"

@@ -18,7 +18,7 @@ Rng = tuple[Callable[[], Any], Callable[[Any], None], Callable[[int], None]]
 
 def global_rngs() -> dict[str, Rng]:
     """Every global generator in use, by the name a student knows it by (NumPy is imported here, not at
-    import: the core imports nothing heavy)."""
+    import: the runtime imports nothing heavy)."""
     import numpy as np
 
     rngs: dict[str, Rng] = {

@@ -1,10 +1,10 @@
 """One scoring rule (``core/outcomes.score_checks``, which Gradescope's parts use too), one points formatter
-(``core/outcomes.points_text``) and one atomic write (``core/atomic.write_text``)."""
+(``core/outcomes.points_text``) and one atomic write (``runtime/atomic.write_text``)."""
 
 import os
 from dataclasses import replace
 
-from autograder.core import atomic
+from autograder.runtime import atomic
 from autograder.core.course import load_course
 from autograder.core.outcomes import CheckOutcome, points_text, score_checks, score_functions
 from autograder.core.status import Status

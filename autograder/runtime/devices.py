@@ -46,7 +46,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from autograder.core import atomic
+from autograder.runtime import atomic, stores
 
 COURSE_CPU_DEVICES = 8
 ENV_VAR = "JAX_NUM_CPU_DEVICES"
@@ -60,7 +60,16 @@ PROBE_TIMEOUT = 120.0
 _ACCELERATOR_PACKAGES = ("jax_cuda12_plugin", "jax_cuda13_plugin", "jax_rocm60_plugin", "jax_rocm7_plugin", "libtpu")
 _UNKNOWN = re.compile(r"Unknown flags? in XLA_FLAGS:\s*(.*)")
 
-_state: dict = {"warned": set(), "set_aside": None, "notes": []}
+_state: dict = {}  # what this process noted: the warnings given, the backend setting set aside, the notes held
+
+
+def _fresh_state() -> None:
+    _state.clear()
+    _state.update({"warned": set(), "set_aside": None, "notes": []})
+
+
+_fresh_state()
+stores.register("runtime.devices.state", _state, clear=_fresh_state)
 
 
 def use_course_backend() -> bool:

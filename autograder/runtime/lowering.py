@@ -52,5 +52,5 @@ def _reusing(make_fresh):
 
     make_ir_context.reuses_contexts = True
     make_ir_context.make_fresh = make_fresh
-    make_ir_context.__doc__ = "JAX's make_ir_context, reusing this thread's context (autograder.core.lowering)."
+    make_ir_context.__doc__ = "JAX's make_ir_context, reusing this thread's context (autograder.runtime.lowering)."
     return make_ir_context
