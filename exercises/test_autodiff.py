@@ -32,7 +32,7 @@ from autograder.checks import jaxprs
 from autograder.checks import purity
 from autograder.checks import structure
 from autograder.checks import values
-from autograder.checks.strategies import float32_arrays
+from autograder.checks.strategies import float32_arrays, integers
 from autograder.core.failures import CheckFailure
 
 correctness = pytest.mark.correctness
@@ -201,7 +201,7 @@ JVP_ADVICE = (
 
 @correctness
 @settings(max_examples=8)
-@given(case=any_shape_cases(), seed=st.integers(0, 2**16))
+@given(case=any_shape_cases(), seed=integers(0, 2**16))
 def test_directional_derivative_matches_reference(student, reference, case, seed):
     f, x = case
     v = np.random.RandomState(seed).normal(size=x.shape).astype(np.float32)
@@ -241,7 +241,7 @@ def test_directional_derivative_builds_no_jacobian(student):
 
 
 @settings(max_examples=3)
-@given(f=functions((squares_and_total,)), x=vectors(), seed=st.integers(0, 2**16))
+@given(f=functions((squares_and_total,)), x=vectors(), seed=integers(0, 2**16))
 def test_directional_derivative_works_under_jit(student, f, x, seed):
     v = np.random.RandomState(seed).normal(size=x.shape).astype(np.float32)
     structure.assert_works_under_jit(
@@ -266,7 +266,7 @@ def cotangents_for(f, x, k, seed):
 
 @correctness
 @settings(max_examples=8)
-@given(f=functions(VECTOR_FUNCTIONS), x=vectors(), k=st.sampled_from([1, 3]), seed=st.integers(0, 2**16))
+@given(f=functions(VECTOR_FUNCTIONS), x=vectors(), k=st.sampled_from([1, 3]), seed=integers(0, 2**16))
 def test_vjp_rows_matches_reference(student, reference, f, x, k, seed):
     cotangents = cotangents_for(f, x, k, seed)
     check = "vjp_rows(f, x, cotangents) returns (k, n): row i is cotangents[i] @ J_f(x)"
@@ -309,7 +309,7 @@ def test_vjp_rows_builds_no_jacobian(student):
 
 
 @settings(max_examples=3)
-@given(f=functions((neighbour_products,)), x=vectors(), seed=st.integers(0, 2**16))
+@given(f=functions((neighbour_products,)), x=vectors(), seed=integers(0, 2**16))
 def test_vjp_rows_works_under_jit(student, f, x, seed):
     cotangents = cotangents_for(f, x, 3, seed)
     structure.assert_works_under_jit(
@@ -329,7 +329,7 @@ HVP_FUNCTIONS = (sin_times_square, log_sum_exp, tanh_of_running_sum)
 
 @correctness
 @settings(max_examples=8)
-@given(f=functions(HVP_FUNCTIONS), x=vectors(), seed=st.integers(0, 2**16))
+@given(f=functions(HVP_FUNCTIONS), x=vectors(), seed=integers(0, 2**16))
 def test_hvp_matches_reference(student, reference, f, x, seed):
     v = np.random.RandomState(seed).normal(size=x.shape).astype(np.float32)
     check = "hvp(f, x, v) returns the Hessian-vector product H_f(x) @ v"
@@ -361,7 +361,7 @@ def test_hvp_calls_f_once(student):
 
 
 @settings(max_examples=3)
-@given(f=functions((tanh_of_running_sum,)), x=vectors(), seed=st.integers(0, 2**16))
+@given(f=functions((tanh_of_running_sum,)), x=vectors(), seed=integers(0, 2**16))
 def test_hvp_works_under_jit(student, f, x, seed):
     v = np.random.RandomState(seed).normal(size=x.shape).astype(np.float32)
     structure.assert_works_under_jit(
@@ -370,7 +370,7 @@ def test_hvp_works_under_jit(student, f, x, seed):
 
 
 @settings(max_examples=3)
-@given(f=functions((sin_times_square,)), x=vectors(), seed=st.integers(0, 2**16))
+@given(f=functions((sin_times_square,)), x=vectors(), seed=integers(0, 2**16))
 def test_hvp_works_under_vmap_over_v(student, f, x, seed):
     """Compared with the student's own hvp, one direction at a time: the values are the correctness checks'."""
     directions = np.random.RandomState(seed).normal(size=(3,) + x.shape).astype(np.float32)

@@ -34,7 +34,7 @@ from autograder.checks import purity
 from autograder.checks import structure
 from autograder.checks import tracing
 from autograder.checks import values
-from autograder.checks.strategies import float32_arrays
+from autograder.checks.strategies import float32_arrays, floats, integers
 from autograder.core.failures import CheckFailure
 
 correctness = pytest.mark.correctness
@@ -69,7 +69,7 @@ STATIC_ADVICE = (
 def pad_inputs():
     shapes = st.sampled_from(PAD_SHAPES)
     dtypes = st.sampled_from([np.float32, np.int32, np.bool_])
-    return st.tuples(shapes, dtypes, st.integers(0, 2**16)).map(lambda t: make_pad_input(*t))
+    return st.tuples(shapes, dtypes, integers(0, 2**16)).map(lambda t: make_pad_input(*t))
 
 
 def make_pad_input(shape, dtype, seed):
@@ -269,7 +269,7 @@ NEWTON_STEPS = (1, 3, 8)
 
 
 def positive_vectors(size=NEWTON_SIZE):
-    exponents = st.lists(st.floats(-3.0, 3.0), min_size=size, max_size=size)
+    exponents = st.lists(floats(-3.0, 3.0), min_size=size, max_size=size)
     return exponents.map(lambda e: (10.0 ** np.asarray(e)).astype(np.float32))
 
 

@@ -24,6 +24,7 @@ from autograder.checks import loops
 from autograder.checks import purity
 from autograder.checks import tracing
 from autograder.checks import values
+from autograder.checks.strategies import integers
 from autograder.runtime.devices import COURSE_CPU_DEVICES, wrong_device_count_advice
 from autograder.core.failures import CheckFailure
 
@@ -96,7 +97,7 @@ def assert_replicated(tree, mesh, *, name, check, advice):
 
 def batches(counts=(1, 4, 8), rows=(1, 3)):
     return st.fixed_dictionaries(
-        {"n": st.sampled_from(counts), "rows": st.sampled_from(rows), "seed": st.integers(0, 2**16), "use_jax": st.booleans()}
+        {"n": st.sampled_from(counts), "rows": st.sampled_from(rows), "seed": integers(0, 2**16), "use_jax": st.booleans()}
     )
 
 
@@ -171,7 +172,7 @@ def slices(n, seed, tail=(5,)):
 
 @correctness
 @settings(max_examples=8)
-@given(n=st.sampled_from(DEVICE_COUNTS), seed=st.integers(0, 2**16), use_jax=st.booleans())
+@given(n=st.sampled_from(DEVICE_COUNTS), seed=integers(0, 2**16), use_jax=st.booleans())
 def test_all_device_mean_matches_reference(student, reference, n, seed, use_jax):
     xs = as_jax(slices(n, seed), use_jax)
     values.assert_matches_reference(student.all_device_mean, reference.all_device_mean, xs)
@@ -252,7 +253,7 @@ def diagnose_pmap_step(reference, got, whole, n, learning_rate):
 
 @correctness
 @settings(max_examples=4)
-@given(n=st.sampled_from(DEVICE_COUNTS), seed=st.integers(0, 2**16), learning_rate=st.sampled_from(LEARNING_RATES),
+@given(n=st.sampled_from(DEVICE_COUNTS), seed=integers(0, 2**16), learning_rate=st.sampled_from(LEARNING_RATES),
        use_jax=st.booleans())
 def test_pmap_sgd_step_equals_the_single_device_step(student, reference, n, seed, learning_rate, use_jax):
     inputs, whole = pmap_inputs(n, seed, use_jax)
@@ -345,7 +346,7 @@ def run_distribute(student, params, batch, mesh):
 
 @correctness
 @settings(max_examples=4)
-@given(seed=st.integers(0, 2**16), use_jax=st.booleans())
+@given(seed=integers(0, 2**16), use_jax=st.booleans())
 def test_distribute_keeps_values_and_inputs(student, mesh, seed, use_jax):
     params, batch = distribute_inputs(seed, use_jax)
     expected = purity.fresh_copy((params, batch))
@@ -414,7 +415,7 @@ def run_sharded_step(student, args, learning_rate):
 
 @correctness
 @settings(max_examples=5)
-@given(seed=st.integers(0, 2**16), learning_rate=st.sampled_from(LEARNING_RATES))
+@given(seed=integers(0, 2**16), learning_rate=st.sampled_from(LEARNING_RATES))
 def test_sharded_sgd_step_equals_the_single_device_step(student, reference, mesh, seed, learning_rate):
     placed = sharded_inputs(mesh, seed)
     got = run_sharded_step(student, placed, learning_rate)

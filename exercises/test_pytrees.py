@@ -24,7 +24,7 @@ from autograder.checks import structure
 from autograder.checks import tracing
 from autograder.checks import values
 from autograder.checks.scenario import drawn_key, drawn_seed
-from autograder.checks.strategies import float32s, linear_problems
+from autograder.checks.strategies import drawn_constant, drawn_from_seed, float32s, floats, integers, linear_problems
 from autograder.core.failures import CheckFailure
 
 correctness = pytest.mark.correctness
@@ -342,9 +342,9 @@ COUNT_CHECK = "param_count(tree) is the total number of entries of the leaves, a
 
 def count_leaves():
     """Leaves of every kind: NumPy and JAX arrays of several shapes, Python numbers."""
-    shapes = st.sampled_from([(), (1,), (3,), (2, 3), (4, 1, 2), (0, 3)])
-    arrays = shapes.map(lambda s: np.zeros(s, np.float32))
-    return st.one_of(arrays, arrays.map(jnp.asarray), st.integers(-3, 3), st.floats(-1, 1))
+    shapes = st.sampled_from([(), (1,), (3,), (2, 3), (4, 1, 2), (0, drawn_constant(3, 2, 9))])
+    arrays = drawn_from_seed(shapes.map(lambda s: np.zeros(s, np.float32)), -1.0, 1.0, width=32)  # zeros without a seed
+    return st.one_of(arrays, arrays.map(jnp.asarray), integers(-3, 3, leave_range=True), floats(-1, 1))
 
 
 def count_trees():

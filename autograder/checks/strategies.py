@@ -3,10 +3,18 @@
 A jitted function compiles once per shape, so drawing every shape at random
 would compile once per example. Shapes come from small *buckets* instead;
 values are finite float32 without subnormals (XLA flushes them to zero).
+
+Under an instructor seed (``grade --seed N``: :func:`autograder.checks.scenario.instructor_seed`)
+every value these strategies draw is moved by a constant drawn from the seed (:func:`drawn_from_seed`):
+Hypothesis always tries the simplest input first (zeros, the first shape, key 0) and then the simplest
+completions of a few random prefixes, which are the same under any seed; moved, they are the
+instructor's, not the ones a release recorded answers for. Without a seed each strategy is exactly the
+published one (the same object, drawing the same inputs).
 """
 
 from __future__ import annotations
 
+import zlib
 from typing import Sequence
 
 import numpy as np
@@ -20,9 +28,96 @@ SQUARE_SIZES = (1, 3, 5)
 SHAPES = ((), (5,), (2, 3), (2, 2, 3))
 
 
+# The instructor's seed --------------------------------------------------------
+
+def _instructor_seed() -> int | None:
+    from autograder.checks import scenario
+
+    return scenario.instructor_seed()
+
+
+def seed_shift(lo: float, hi: float, kind: str) -> float | None:
+    """The constant that values in ``[lo, hi]`` of ``kind`` are moved by under the instructor's seed, or None
+    without one: between 10% and 90% of the range (an integer, at least 1, for ``"int"``), so that no value maps
+    to itself. Read when a strategy is built: a check file is imported after ``--grading-seed`` is read."""
+    seed = _instructor_seed()
+    if seed is None:
+        return None
+    rng = np.random.default_rng([seed, zlib.crc32(f"{kind} {lo!r} {hi!r}".encode())])
+    if kind == "int":
+        count = int(hi) - int(lo) + 1
+        return float(rng.integers(1, count)) if count > 1 else None
+    return float(rng.uniform(0.1, 0.9) * (hi - lo))
+
+
+def _moved(value, lo, hi, shift: float, width: int | None):
+    """``value`` moved by ``shift`` within ``[lo, hi]`` (wrapping round), of the same type; NumPy arrays elementwise."""
+    if isinstance(value, np.ndarray):
+        if value.dtype.kind == "b":
+            return value
+        if value.dtype.kind in "iu":
+            return ((value.astype(np.int64) - int(lo) + int(shift)) % (int(hi) - int(lo) + 1) + int(lo)).astype(value.dtype)
+        moved = (value.astype(np.float64) - lo + shift) % (hi - lo) + lo
+        moved = np.clip(moved.astype(value.dtype), value.dtype.type(lo), value.dtype.type(hi))
+        # No subnormals (XLA flushes them to zero); a 0-d array stays one.
+        return np.asarray(np.where(np.abs(moved) < np.finfo(value.dtype).tiny, 0, moved), dtype=value.dtype)
+    if isinstance(value, (bool, np.bool_)):
+        return value
+    if isinstance(value, (int, np.integer)):
+        return type(value)(int(lo) + (int(value) - int(lo) + int(shift)) % (int(hi) - int(lo) + 1))
+    moved = (float(value) - lo + shift) % (hi - lo) + lo
+    if width == 32:
+        moved = float(np.float32(moved))
+        moved = 0.0 if abs(moved) < np.finfo(np.float32).tiny else moved
+    return type(value)(min(max(moved, lo), hi))
+
+
+def drawn_from_seed(
+    strategy: st.SearchStrategy, lo: float, hi: float, *, integer: bool = False, width: int | None = None
+) -> st.SearchStrategy:
+    """``strategy`` (numbers or arrays of numbers in ``[lo, hi]``), its values moved by :func:`seed_shift` under an
+    instructor's seed; ``strategy`` itself without one. With ``integer``, integers (a Python or NumPy int, an
+    integer array) move by a whole number and wrap round within ``[lo, hi]``; floats move within ``[lo, hi)``
+    (rounded to float32 with ``width=32``, subnormals flushed to zero); booleans are left alone."""
+    shift = seed_shift(lo, hi, "int" if integer else "float")
+    if shift is None:
+        return strategy
+    return strategy.map(lambda value: _moved(value, lo, hi, shift, width))
+
+
+def integers(min_value: int, max_value: int, *, leave_range: bool = False) -> st.SearchStrategy[int]:
+    """``st.integers(min_value, max_value)``; under an instructor's seed, moved by a whole number drawn from it
+    (wrapping round within the range). With ``leave_range`` (for a few values whose size does not matter, such as
+    a pytree leaf to count), moved instead by 1000 to 1999 times the range's size, so that none is a published one."""
+    if not leave_range:
+        return drawn_from_seed(st.integers(min_value, max_value), min_value, max_value, integer=True)
+    away = seed_shift(1000, 1999, "int")
+    if away is None:
+        return st.integers(min_value, max_value)
+    return st.integers(min_value, max_value).map(lambda v: v + int(away) * (max_value - min_value + 1))
+
+
+def drawn_constant(published: int, min_value: int, max_value: int) -> int:
+    """``published`` without an instructor seed; with one, a number of ``min_value..max_value`` other than
+    ``published``, drawn from it (a size a strategy samples from, such as the empty axis of a zero-size array)."""
+    shift = seed_shift(min_value, max_value, "int")
+    if shift is None:
+        return published
+    count = max_value - min_value + 1
+    value = min_value + (published - min_value + int(shift)) % count
+    return value if value != published else min_value + (value - min_value + 1) % count
+
+
+def floats(min_value: float, max_value: float, **kwargs) -> st.SearchStrategy[float]:
+    """``st.floats(min_value, max_value, **kwargs)``; under an instructor's seed, moved by a constant drawn from it."""
+    return drawn_from_seed(st.floats(min_value, max_value, **kwargs), min_value, max_value, width=kwargs.get("width"))
+
+
+# Values and arrays --------------------------------------------------------------
+
 def float32s(min_value: float = -10.0, max_value: float = 10.0) -> st.SearchStrategy[float]:
-    """Finite float32 values, no subnormals, with zeros and the bounds likely."""
-    return st.floats(min_value, max_value, width=32, allow_nan=False, allow_infinity=False, allow_subnormal=False)
+    """Finite float32 values, no subnormals, with zeros and the bounds likely (without an instructor seed)."""
+    return floats(min_value, max_value, width=32, allow_nan=False, allow_infinity=False, allow_subnormal=False)
 
 
 def float32_arrays(
@@ -31,10 +126,10 @@ def float32_arrays(
     min_value: float = -10.0,
     max_value: float = 10.0,
 ) -> st.SearchStrategy[np.ndarray]:
-    """float32 NumPy arrays whose shape is one of ``shapes``."""
-    return st.sampled_from(list(shapes)).flatmap(
-        lambda shape: hnp.arrays(np.float32, shape, elements=float32s(min_value, max_value))
-    )
+    """float32 NumPy arrays whose shape is one of ``shapes`` (under an instructor seed, moved as a whole)."""
+    elements = st.floats(min_value, max_value, width=32, allow_nan=False, allow_infinity=False, allow_subnormal=False)
+    arrays = st.sampled_from(list(shapes)).flatmap(lambda shape: hnp.arrays(np.float32, shape, elements=elements))
+    return drawn_from_seed(arrays, min_value, max_value, width=32)
 
 
 def vectors(sizes: Sequence[int] = VECTOR_SIZES, **bounds: float) -> st.SearchStrategy[np.ndarray]:
@@ -47,9 +142,8 @@ def square_matrices(sizes: Sequence[int] = SQUARE_SIZES, **bounds: float) -> st.
 
 def index_arrays(n: int, sizes: Sequence[int] = (1, 3, 6)) -> st.SearchStrategy[np.ndarray]:
     """int32 indices into an axis of length ``n``; repeats are allowed and likely (more indices than n)."""
-    return st.sampled_from(list(sizes)).flatmap(
-        lambda k: hnp.arrays(np.int32, (k,), elements=st.integers(0, n - 1))
-    )
+    indices = st.sampled_from(list(sizes)).flatmap(lambda k: hnp.arrays(np.int32, (k,), elements=st.integers(0, n - 1)))
+    return drawn_from_seed(indices, 0, n - 1, integer=True)
 
 
 def vectors_with_indices(
@@ -66,8 +160,10 @@ def ordered_pairs(min_value: float = -10.0, max_value: float = 10.0) -> st.Searc
     )
 
 
-def keys(kinds: Sequence[str] = KINDS, seeds: st.SearchStrategy[int] = st.integers(0, 2**31 - 1)):
-    """PRNG keys of both kinds: typed (``jax.random.key``) and legacy (``PRNGKey``)."""
+def keys(kinds: Sequence[str] = KINDS, seeds: st.SearchStrategy[int] | None = None):
+    """PRNG keys of both kinds: typed (``jax.random.key``) and legacy (``PRNGKey``), from ``seeds``
+    (by default any of 0..2**31-1, moved under an instructor seed)."""
+    seeds = integers(0, 2**31 - 1) if seeds is None else seeds
     return st.tuples(st.sampled_from(list(kinds)), seeds).map(lambda ks: make_key(ks[1], ks[0]))
 
 
@@ -82,11 +178,11 @@ _COLLATE_KEYS = ("x", "y", "label", "mask")
 def _collate_elements(dtype) -> st.SearchStrategy:
     dtype = np.dtype(dtype)
     if dtype.kind == "f":
-        return st.floats(-100, 100, width=8 * dtype.itemsize, allow_nan=False, allow_infinity=False, allow_subnormal=False)
+        return floats(-100, 100, width=8 * dtype.itemsize, allow_nan=False, allow_infinity=False, allow_subnormal=False)
     if dtype.kind == "b":
         return st.booleans()
     info = np.iinfo(dtype)
-    return st.integers(max(int(info.min), -1000), min(int(info.max), 1000))
+    return integers(max(int(info.min), -1000), min(int(info.max), 1000))
 
 
 def _collate_leaf_templates() -> st.SearchStrategy[tuple]:
@@ -131,8 +227,8 @@ def samples_of(template: tuple) -> st.SearchStrategy:
         if py is bool:
             return st.booleans()
         if py is int:
-            return st.integers(-1000, 1000)
-        return st.floats(-100, 100, allow_nan=False, allow_infinity=False, allow_subnormal=False)
+            return integers(-1000, 1000)
+        return floats(-100, 100, allow_nan=False, allow_infinity=False, allow_subnormal=False)
     children = template[1]
     if kind == "tuple":
         return st.tuples(*map(samples_of, children))

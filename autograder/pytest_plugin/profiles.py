@@ -46,13 +46,19 @@ def use_seed(seed: int) -> None:
     """The grading profile, drawing its inputs from ``seed`` instead of from each check's code.
 
     Inputs stay deterministic for one seed (no database, a forced seed), but
-    differ from the published ones a student release recorded answers for.
+    differ from the published ones a student release recorded answers for:
+    no explicit ``@example`` (the public check file spells them; they teach,
+    and run without a seed) and no reuse phase; the simplest inputs Hypothesis
+    always tries first are moved by the seed in :mod:`autograder.checks.strategies`
+    (which reads :func:`instructor_seed` when a check file is imported).
     """
-    from hypothesis import core, settings
+    from hypothesis import Phase, core, settings
 
     from autograder.checks import scenario
 
-    settings.register_profile("grading-seeded", settings.get_profile(GRADING), derandomize=False)
+    grading = settings.get_profile(GRADING)
+    drawn = [p for p in grading.phases if p not in (Phase.explicit, Phase.reuse)]
+    settings.register_profile("grading-seeded", grading, derandomize=False, database=None, phases=drawn)
     settings.load_profile("grading-seeded")
     core.global_force_seed = seed
     scenario.use_instructor_seed(seed)
