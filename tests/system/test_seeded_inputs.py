@@ -28,7 +28,7 @@ import pytest
 from hypothesis import find
 
 from autograder.checks import strategies
-from autograder.pytest_plugin import profiles
+from autograder.checks import scenario
 from support import ROOT
 
 pytestmark = pytest.mark.timeout(1800)
@@ -123,7 +123,7 @@ STRATEGIES = {
 
 def _simplest(build, seed, monkeypatch):
     """The simplest value Hypothesis draws from the strategy built under ``seed`` (None: the published one)."""
-    monkeypatch.setattr(profiles, "instructor_seed", lambda: seed)
+    monkeypatch.setattr(scenario, "instructor_seed", lambda: seed)
     return _fingerprint(find(build(), lambda _: True))
 
 
@@ -139,7 +139,7 @@ def test_the_simplest_value_of_a_strategy_is_the_seed_s(name, monkeypatch):
 
 def test_without_a_seed_a_strategy_is_the_published_one(monkeypatch):
     """No seed: the very strategy the release recorded answers for (``drawn_from_seed`` adds nothing)."""
-    monkeypatch.setattr(profiles, "instructor_seed", lambda: None)
+    monkeypatch.setattr(scenario, "instructor_seed", lambda: None)
     base = strategies.st.integers(0, 5)
     assert strategies.drawn_from_seed(base, 0, 5, integer=True) is base
     assert strategies.drawn_constant(3, 2, 9) == 3
@@ -147,7 +147,7 @@ def test_without_a_seed_a_strategy_is_the_published_one(monkeypatch):
 
 def test_moved_values_keep_their_range_type_and_float32_rules(monkeypatch):
     """Moved, a value stays in its range and dtype: float32 without subnormals, integers a permutation of the range."""
-    monkeypatch.setattr(profiles, "instructor_seed", lambda: SEED)
+    monkeypatch.setattr(scenario, "instructor_seed", lambda: SEED)
     tiny = np.finfo(np.float32).tiny
     x = np.array([-10.0, -1e-3, 0.0, 2.5, 10.0], np.float32)
     out = find(strategies.drawn_from_seed(strategies.st.just(x), -10.0, 10.0, width=32), lambda _: True)
