@@ -98,12 +98,17 @@ RUN_AS="${{AUTOGRADER_USER:-{USER}}}"
 LIMIT="${{AUTOGRADER_TIME_LIMIT:-1500}}"
 RESULTS="$ROOT/results/results.json"
 mkdir -p "$ROOT/results"
-rm -f "$RESULTS"
+# The results folder is root's alone, before any student code runs: nothing there a student left (a link where
+# the runner writes next) and no student process may write there.
+chown 0:0 "$ROOT/results" 2>/dev/null || true
+chmod 0755 "$ROOT/results"
+rm -rf "$RESULTS" "$RESULTS.tmp"
 chmod -R go-rwx "$ROOT/source"
 cd "$ROOT/source"  # the kit is the wheel setup.sh installed into the venv
 timeout --kill-after=30 "$LIMIT" "$PYTHON" -m autograder.platforms.gradescope --root "$ROOT" --run-as "$RUN_AS"
 echo "runner exit status: $?"
 if ! "$PYTHON" -m autograder.platforms.gradescope --root "$ROOT" --check-results; then
+  rm -rf "$RESULTS"
   cat > "$RESULTS" <<'JSON'
 {json.dumps({"score": 0.0, "output": FAILED_OUTPUT, "visibility": "visible", "stdout_visibility": "hidden", "tests": []})}
 JSON
@@ -309,9 +314,11 @@ def prove(root: Path) -> list[str]:
 def run(root: Path, run_as: str | None) -> dict:
     """Grade ``root/submission`` with the course in ``root/source``; the results (always)."""
     from autograder.grading import grader as grading
-    from autograder.grading import preflight
+    from autograder.grading import preflight, sandbox
 
     started = time.monotonic()
+    # the first line of the log: how the student's code is kept from the bundle (issue 31)
+    print(f"autograder gradescope: isolation: {sandbox.isolation().describe()}", flush=True)
     course = load_course(root / "source")
     modules = modules_of(root / "source", course)
     try:
@@ -340,9 +347,13 @@ def run(root: Path, run_as: str | None) -> dict:
 
 
 def write_results(path: Path, payload: dict) -> None:
+    """Write ``path`` through a new file of the runner's own: never through a link or a file already there."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(payload, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    tmp.unlink(missing_ok=True)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write(json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
     tmp.replace(path)
 
 
