@@ -562,9 +562,9 @@ def test_gradescope_fallback_without_bubblewrap_holds_the_thief(hostile):
     """Bubblewrap unavailable (not on PATH, as on an image without it): the runner says it grades with the
     unprivileged user and the control group, and the same thief reads nothing, earns nothing, leaves nothing."""
     run = hostile.fallback
+    _assert_earns(run.results, hostile.expected["steals_and_forges"], "fallback steals_and_forges")
     line = next((l for l in run.log.splitlines() if "isolation: " in l), "")
     assert "no bubblewrap" in line and "bwrap is not installed" in line and "cgroup v" in line, run.log[-3000:]
-    _assert_earns(run.results, hostile.expected["steals_and_forges"], "fallback steals_and_forges")
     print(f"\n{line}")
 
 
