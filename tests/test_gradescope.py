@@ -14,6 +14,17 @@ code dropped to the unprivileged user ``nobody``, and its scores are compared
 with ``autograder grade``'s for the same files. Every ``results.json`` is
 validated against ``schemas/gradescope_results.schema.json``, written from
 Gradescope's documented fields.
+
+The hostile class (issues 31 and 32) runs on the same venv and bundle
+(``grade_fixtures.build_gradescope_class``): a thief of the bundle's reference
+and seed (by path, ``..``, ``/proc``, the verifier's scratch copies) that also
+forges results.json, leaves a process behind to rewrite it, leaves marks and
+rewrites the kit; a snooper next to correct answers; a forged report; four
+kinds of link. Each earns only what its own code earns, results.json is the
+runner's, nothing outlives ``run_autograder`` (its own control group is empty
+after it), the honest reference graded after the thief in its root keeps full
+marks, and the thief is graded once more with ``bwrap`` missing from ``PATH``
+(the fallback: the unprivileged user and the control group).
 """
 
 from __future__ import annotations
@@ -38,7 +49,6 @@ import pytest
 
 from autograder.core.course import load_course
 from grade_fixtures import SEGFAULT, build_gradescope_class, replace
-from test_grade_files_forgery import FORGER
 from platform_envs import MODULE as CANONICAL_MODULE
 from platform_envs import WRONG_FUNCTION, assert_not_the_kit_venv, base_python, canonical_sources, clean_env, timed
 from support import ROOT, reference_source
@@ -358,7 +368,6 @@ def test_scores_agree_with_grade_for_the_same_files(graded, canonical_grades):
 # whatever it or the student started is found after it returned.
 HOSTILE_STUDENTS = ("steals_and_forges", "snoops_next_to_answers", "forges_reports", "links_exercises", "links_module",
                     "hard_links_module", "links_submission")
-FILES_MODULE = "checkpointing"  # whose functions' files are recorded and put back by the trusted verifier
 WAIT_AFTER_RUN = 3.0  # seconds a process left behind would have to rewrite results.json
 PIDS_CGROUP = Path("/sys/fs/cgroup/pids")
 
@@ -466,17 +475,8 @@ def hostile(bundle, unprivileged_python, tmp_path_factory):
     course_toml = {s: (r / "source" / "course.toml").read_bytes() for s, r in roots_too.items()}
     env = {"AUTOGRADER_PREFLIGHT_CACHE": str(cache)}
     no_bwrap = _without_bwrap(tmp_path_factory.mktemp("no-bwrap") / "bin")
-    # issue 32's files route on the runner: a checkpointing bundle, whose forger renames the files its process
-    # recorded to names in the venv's site-packages (absolute and ../): a .pth there ran as root in the next Python
-    # process (the runner's own --check-results) and rewrote results.json
-    site_packages = Path(unprivileged_python).parent.parent / "lib" / "python3.11" / "site-packages"
-    planted = f"planted-{token}"
-    files_root = lay_out(build(tmp_path_factory.mktemp("bundle-files") / "autograder.zip", FILES_MODULE), {
-        f"{FILES_MODULE}.py": reference_source(FILES_MODULE) + FORGER.format(outside=site_packages, mark=planted)})
 
     def grade(task: str):
-        if task == "files":
-            return run_watched(files_root, unprivileged_python, planted, **env)
         if task == "fallback":
             return run_watched(fallback_root, unprivileged_python, f"{fallback_marker}-steals_and_forges", PATH=no_bwrap, **env)
         run = run_watched(roots[task], unprivileged_python, f"{marker}-{task}", **env)
@@ -489,7 +489,7 @@ def hostile(bundle, unprivileged_python, tmp_path_factory):
         return run, run_watched(roots[task], unprivileged_python, f"{marker}-{task}", **env)
 
     # the two that prove their isolation's pre-flight first, then the rest on the bubblewrap pass
-    order = ["files", "steals_and_forges", "fallback", *HOSTILE_STUDENTS[1:]]
+    order = ["steals_and_forges", "fallback", *HOSTILE_STUDENTS[1:]]
     with ThreadPoolExecutor(max_workers=2) as pool:
         done = dict(zip(order, pool.map(grade, order)))
     runs = {s: done[s] for s in HOSTILE_STUDENTS[1:]}
@@ -497,12 +497,11 @@ def hostile(bundle, unprivileged_python, tmp_path_factory):
     seconds = time.monotonic() - started
     print(f"\nGradescope hostile class: {len(order) + 1} runs of run_autograder in {seconds:.0f} s")
     yield SimpleNamespace(runs=runs, honest_after=honest_after, fallback=done["fallback"], expected=expected,
-                          files=done["files"], files_root=files_root, site_packages=site_packages, planted=planted,
                           roots=roots_too, course_toml=course_toml, leak=leak, fallback_leak=fallback_leak, marker=marker,
                           seconds=seconds)
     shutil.rmtree(leak, ignore_errors=True)
     shutil.rmtree(fallback_leak, ignore_errors=True)
-    for root in [*roots_too.values(), files_root]:
+    for root in roots_too.values():
         shutil.rmtree(root, ignore_errors=True)
 
 
@@ -596,18 +595,3 @@ def test_write_results_never_writes_through_a_link_left_in_the_results_folder(tm
     assert json.loads((tmp_path / "results" / "results.json").read_text())["score"] == 2.0
     assert sorted(p.name for p in (tmp_path / "results").iterdir()) == ["results.json"]
 
-
-def test_gradescope_forged_file_names_write_nothing_as_root_and_earn_nothing(hostile):
-    """Issue 32 on the runner: the checkpointing forger's renamed files are not written by the root verifier (not
-    in the venv's site-packages, not in results/), its save_checkpoint earns nothing, results.json is the grader's."""
-    run = hostile.files
-    assert list(hostile.site_packages.glob(hostile.planted + "*")) == [], "the root verifier wrote where the student said"
-    results = hostile.files_root / "results"
-    assert sorted(p.name for p in results.iterdir()) == ["results.json"] and run.later == run.written
-    course = load_course(ROOT).module(FILES_MODULE)
-    points = {fn.name: round(sum(t["score"] for t in run.results["tests"] if t["name"].split(" ", 1)[0] == fn.qualname), 2)
-              for fn in course.functions}
-    assert points["save_checkpoint"] == 0, run.results
-    print(f"\nGradescope files forger: {points}; save_checkpoint: " + " | ".join(
-        t["output"][:300] for t in run.results["tests"] if t["name"].startswith(f"{FILES_MODULE}.save_checkpoint")))
-    assert run.results["score"] == round(sum(points.values()), 2) and run.left == set()

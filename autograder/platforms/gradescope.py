@@ -12,7 +12,9 @@ Gradescope's harness uses, is left alone), creates the unprivileged user
 ``student``, and proves the environment (:func:`prove`: the reference earns full
 marks and the stubs 0 there) or fails the image build, saying why.
 ``run_autograder`` (as root, per submission) makes the source readable by
-root only and runs :func:`run`: ``autograder grade``'s pipeline on
+root only and the results folder root's alone (nothing a student left there,
+no write by the student's user), and runs :func:`run`, whose first line says
+which isolation is in force: ``autograder grade``'s pipeline on
 ``/autograder/submission`` with ``--run-as student`` (the student's code runs
 as that user, the trusted verifier as root), then writes
 ``/autograder/results/results.json``. Whatever fails — the submission, the
