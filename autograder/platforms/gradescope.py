@@ -12,7 +12,9 @@ Gradescope's harness uses, is left alone), creates the unprivileged user
 ``student``, and proves the environment (:func:`prove`: the reference earns full
 marks and the stubs 0 there) or fails the image build, saying why.
 ``run_autograder`` (as root, per submission) makes the source readable by
-root only and runs :func:`run`: ``autograder grade``'s pipeline on
+root only and the results folder root's alone (nothing a student left there,
+no write by the student's user), and runs :func:`run`, whose first line says
+which isolation is in force: ``autograder grade``'s pipeline on
 ``/autograder/submission`` with ``--run-as student`` (the student's code runs
 as that user, the trusted verifier as root), then writes
 ``/autograder/results/results.json``. Whatever fails — the submission, the
@@ -41,6 +43,7 @@ from pathlib import Path
 
 from autograder.runtime import atomic
 from autograder.core.course import Course, load_course
+from autograder.core.oracle import siblings_named
 from autograder.core.outcomes import CheckOutcome, FunctionScore, score_checks
 from autograder.core.status import Status
 from autograder.platforms.stack import CPU_INDEX, TORCH
@@ -99,12 +102,17 @@ RUN_AS="${{AUTOGRADER_USER:-{USER}}}"
 LIMIT="${{AUTOGRADER_TIME_LIMIT:-1500}}"
 RESULTS="$ROOT/results/results.json"
 mkdir -p "$ROOT/results"
-rm -f "$RESULTS"
+# The results folder is root's alone, before any student code runs: nothing there a student left (a link where
+# the runner writes next) and no student process may write there.
+chown 0:0 "$ROOT/results" 2>/dev/null || true
+chmod 0755 "$ROOT/results"
+rm -rf "$RESULTS" "$RESULTS.tmp"
 chmod -R go-rwx "$ROOT/source"
 cd "$ROOT/source"  # the kit is the wheel setup.sh installed into the venv
 timeout --kill-after=30 "$LIMIT" "$PYTHON" -m autograder.platforms.gradescope --root "$ROOT" --run-as "$RUN_AS"
 echo "runner exit status: $?"
 if ! "$PYTHON" -m autograder.platforms.gradescope --root "$ROOT" --check-results; then
+  rm -rf "$RESULTS"
   cat > "$RESULTS" <<'JSON'
 {json.dumps({"score": 0.0, "output": FAILED_OUTPUT, "visibility": "visible", "stdout_visibility": "hidden", "tests": []})}
 JSON
@@ -143,7 +151,23 @@ def bundle_files(course_root: Path, modules: tuple[str, ...]) -> dict[str, bytes
     for module in modules:
         for part in (f"exercises/{module}.py", f"exercises/test_{module}.py", f"solutions/{module}.py"):
             files[part] = (course_root / part).read_bytes()
+    for module in sorted(references_needed(course_root, modules) - set(modules)):
+        files[f"solutions/{module}.py"] = (course_root / "solutions" / f"{module}.py").read_bytes()
     return files
+
+
+def references_needed(course_root: Path, modules: tuple[str, ...]) -> set[str]:
+    """The modules whose references grading ``modules`` loads: their own, and every module their checks'
+    scenarios take a reference from (``sibling(reference, "data")``), and so on (checkpointing's scenario
+    needs training's, whose scenario needs data's). A bundle without them gives its reference 0."""
+    needed, todo = set(), list(modules)
+    while todo:
+        module = todo.pop()
+        if module not in needed:
+            needed.add(module)
+            checks = (Path(course_root) / "exercises" / f"test_{module}.py").read_text(encoding="utf-8")
+            todo.extend(siblings_named(checks))
+    return needed
 
 
 def pyproject_of(course_root: Path) -> Path:
@@ -303,8 +327,11 @@ def run(root: Path, run_as: str | None) -> dict:
     """Grade ``root/submission`` with the course in ``root/source``; the results (always)."""
     from autograder.grading import grade_class
     from autograder.grading.options import Options
+    from autograder.grading.isolation.bubblewrap import isolation
 
     started = time.monotonic()
+    # the first line of the log: how the student's code is kept from the bundle (issue 31)
+    print(f"autograder gradescope: isolation: {isolation().describe()}", flush=True)
     course = load_course(root / "source")
     modules = modules_of(root / "source", course)
     try:
@@ -331,6 +358,7 @@ def run(root: Path, run_as: str | None) -> dict:
 
 
 def write_results(path: Path, payload: dict) -> None:
+    """Write ``path`` through a new file of the runner's own: never through a link or a file already there."""
     path.parent.mkdir(parents=True, exist_ok=True)
     atomic.write_text(path, json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
 

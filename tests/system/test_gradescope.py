@@ -14,6 +14,17 @@ code dropped to the unprivileged user ``nobody``, and its scores are compared
 with ``autograder grade``'s for the same files. Every ``results.json`` is
 validated against ``schemas/gradescope_results.schema.json``, written from
 Gradescope's documented fields.
+
+The hostile class (issues 31 and 32) runs on the same venv and bundle
+(``grade_fixtures.build_gradescope_class``): a thief of the bundle's reference
+and seed (by path, ``..``, ``/proc``, the verifier's scratch copies) that also
+forges results.json, leaves a process behind to rewrite it, leaves marks and
+rewrites the kit; a snooper next to correct answers; a forged report; four
+kinds of link. Each earns only what its own code earns, results.json is the
+runner's, nothing outlives ``run_autograder`` (its own control group is empty
+after it), the honest reference graded after the thief in its root keeps full
+marks, and the thief is graded once more with ``bwrap`` missing from ``PATH``
+(the fallback: the unprivileged user and the control group).
 """
 
 from __future__ import annotations
@@ -37,7 +48,7 @@ import jsonschema
 import pytest
 
 from autograder.core.course import load_course
-from grade_fixtures import SEGFAULT, replace
+from grade_fixtures import SEGFAULT, build_gradescope_class, replace
 from platform_envs import MODULE as CANONICAL_MODULE
 from platform_envs import WRONG_FUNCTION, assert_not_the_kit_venv, base_python, canonical_sources, clean_env, timed
 from support import ROOT, reference_source
@@ -347,3 +358,255 @@ def test_scores_agree_with_grade_for_the_same_files(graded, canonical_grades):
                for fn in course.module(MODULE).functions}
         assert got == pytest.approx(canonical_grades[name], abs=0.011), (name, got, canonical_grades[name])
     print("\nGradescope run_autograder per submission: " + ", ".join(f"{n} {graded[n][1]:.0f} s" for n in graded))
+
+
+# -- the hostile class on the runner (issues 31 and 32) ------------------------
+# Each student's submission in a Gradescope root of its own, graded by the bundle's real run_autograder in the venv
+# setup.sh built (the shared module fixtures); the students are grade_fixtures.build_gradescope_class's. The runs
+# share one pre-flight pass per isolation (AUTOGRADER_PREFLIGHT_CACHE: the first run of each proves it for real).
+# run_autograder runs in a control group of the test's own (cgroup v1 ``pids``, where there is one), so that
+# whatever it or the student started is found after it returned.
+HOSTILE_STUDENTS = ("steals_and_forges", "snoops_next_to_answers", "forges_reports", "links_exercises", "links_module",
+                    "hard_links_module", "links_submission")
+WAIT_AFTER_RUN = 3.0  # seconds a process left behind would have to rewrite results.json
+PIDS_CGROUP = Path("/sys/fs/cgroup/pids")
+
+
+def _pids_below(group: Path) -> set[int]:
+    found: set[int] = set()
+    for procs in group.rglob("cgroup.procs"):
+        try:
+            found.update(int(p) for p in procs.read_text().split())
+        except (OSError, ValueError):
+            pass
+    return found
+
+
+def _with_marker(marker: str) -> set[int]:
+    found = set()
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                if marker.encode() in Path(f"/proc/{entry}/cmdline").read_bytes():
+                    found.add(int(entry))
+            except OSError:
+                pass
+    return found
+
+
+def _kill_and_remove(group: Path | None, pids: set[int]) -> None:
+    """(Only where isolation failed) the test's own leftovers, then its control group."""
+    for pid in pids:
+        try:
+            os.kill(pid, 9)
+        except OSError:
+            pass
+    if group is not None:
+        for sub in sorted((p for p in group.rglob("*") if p.is_dir()), key=lambda p: -len(p.parts)) + [group]:
+            for _ in range(200):
+                try:
+                    sub.rmdir()
+                    break
+                except FileNotFoundError:
+                    break
+                except OSError:
+                    time.sleep(0.05)
+
+
+def run_watched(root: Path, python: Path, marker: str, **env: str) -> SimpleNamespace:
+    """``run_autograder`` in a control group of its own; what it wrote, and what was left running
+    ``WAIT_AFTER_RUN`` s after it returned (the processes of its group, those carrying ``marker``)."""
+    group = None
+    cmd = ["bash", str(root / "run_autograder")]
+    if (PIDS_CGROUP / "cgroup.procs").is_file():
+        group = PIDS_CGROUP / f"gradescope-test-{os.getpid()}-{root.name}"
+        group.mkdir()
+        cmd = ["sh", "-c", 'echo $$ > "$0" && exec "$@"', str(group / "cgroup.procs"), *cmd]
+    environ = clean_env(AUTOGRADER_ROOT=str(root), AUTOGRADER_PYTHON=str(python), AUTOGRADER_USER=USER)
+    environ.update(env)
+    started = time.monotonic()
+    proc = subprocess.run(cmd, cwd=root, env=environ, capture_output=True, text=True, timeout=1800)
+    seconds = time.monotonic() - started
+    path = root / "results" / "results.json"
+    written = path.read_text(encoding="utf-8")
+    time.sleep(WAIT_AFTER_RUN)
+    later = path.read_text(encoding="utf-8")
+    left = _pids_below(group) if group is not None else set()
+    survivors = _with_marker(marker)
+    _kill_and_remove(group, left | survivors)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    results = json.loads(written)
+    jsonschema.validate(results, SCHEMA)
+    return SimpleNamespace(results=results, seconds=seconds, log=proc.stdout + proc.stderr, written=written, later=later,
+                           left=left, survivors=survivors, watched=group is not None)
+
+
+def _without_bwrap(folder: Path) -> str:
+    """A ``PATH`` like this machine's with every program but ``bwrap``: a Gradescope image without bubblewrap."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for directory in os.environ.get("PATH", "").split(os.pathsep):
+        if not directory or not os.path.isdir(directory) or directory.startswith(sys.prefix):
+            continue
+        for name in os.listdir(directory):
+            if name != "bwrap" and not (folder / name).exists() and os.access(os.path.join(directory, name), os.X_OK):
+                (folder / name).symlink_to(os.path.join(directory, name))
+    assert shutil.which("bwrap", path=str(folder)) is None
+    return str(folder)
+
+
+@pytest.fixture(scope="module")
+def hostile(bundle, unprivileged_python, tmp_path_factory):
+    """The hostile class graded by run_autograder (two at a time): each student in its root; the honest reference
+    graded again in the root of ``steals_and_forges`` after it; ``steals_and_forges`` once more with bubblewrap
+    unavailable (the fallback: the unprivileged user and the control group)."""
+    started = time.monotonic()
+    token = os.urandom(6).hex()
+    marker, fallback_marker = f"GRADESCOPE-LEFT-{token}", f"GRADESCOPE-LEFT-FALLBACK-{token}"
+    leak, fallback_leak = (Path("/tmp") / f"autograder-test-gradescope-{which}-{token}" for which in ("leak", "fallback-leak"))
+    cache = tmp_path_factory.mktemp("preflight-cache")
+    roots = {student: lay_out(bundle, {}) for student in HOSTILE_STUDENTS}
+    fallback_root = lay_out(bundle, {})
+    # a results folder every user may write (a harness may leave it so): the runner closes it before any student code
+    (fallback_root / "results").mkdir(mode=0o777)
+    (fallback_root / "results").chmod(0o777)
+    expected = build_gradescope_class(MODULE, roots=roots, leak=leak, marker=marker)
+    build_gradescope_class(MODULE, roots={"steals_and_forges": fallback_root}, leak=fallback_leak, marker=fallback_marker)
+    roots_too = {**roots, "fallback": fallback_root}
+    course_toml = {s: (r / "source" / "course.toml").read_bytes() for s, r in roots_too.items()}
+    env = {"AUTOGRADER_PREFLIGHT_CACHE": str(cache)}
+    no_bwrap = _without_bwrap(tmp_path_factory.mktemp("no-bwrap") / "bin")
+
+    def grade(task: str):
+        if task == "fallback":
+            return run_watched(fallback_root, unprivileged_python, f"{fallback_marker}-steals_and_forges", PATH=no_bwrap, **env)
+        run = run_watched(roots[task], unprivileged_python, f"{marker}-{task}", **env)
+        if task != "steals_and_forges":
+            return run
+        submission = roots[task] / "submission"
+        shutil.rmtree(submission)
+        submission.mkdir()
+        (submission / f"{MODULE}.py").write_text(reference_source(MODULE), encoding="utf-8")
+        return run, run_watched(roots[task], unprivileged_python, f"{marker}-{task}", **env)
+
+    # the two that prove their isolation's pre-flight first, then the rest on the bubblewrap pass
+    order = ["steals_and_forges", "fallback", *HOSTILE_STUDENTS[1:]]
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        done = dict(zip(order, pool.map(grade, order)))
+    runs = {s: done[s] for s in HOSTILE_STUDENTS[1:]}
+    runs["steals_and_forges"], honest_after = done["steals_and_forges"]
+    seconds = time.monotonic() - started
+    print(f"\nGradescope hostile class: {len(order) + 1} runs of run_autograder in {seconds:.0f} s")
+    yield SimpleNamespace(runs=runs, honest_after=honest_after, fallback=done["fallback"], expected=expected,
+                          roots=roots_too, course_toml=course_toml, leak=leak, fallback_leak=fallback_leak, marker=marker,
+                          seconds=seconds)
+    shutil.rmtree(leak, ignore_errors=True)
+    shutil.rmtree(fallback_leak, ignore_errors=True)
+    for root in roots_too.values():
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def _function_points(results: dict) -> dict[str, float]:
+    return {fn: round(sum(t["score"] for t in results["tests"] if t["name"].split(" ", 1)[0] == f"{MODULE}.{fn}"), 2)
+            for fn in FUNCTIONS}
+
+
+def _assert_earns(results: dict, expected: dict, who: str) -> None:
+    course = load_course(ROOT).module(MODULE)
+    points = _function_points(results)
+    tests = by_name(results)
+    for fn, (expect, pattern) in expected.items():
+        if expect == "full":
+            assert points[fn] == course.function(fn).points, f"{who}.{fn}: {tests[f'{MODULE}.{fn}']}"
+        else:
+            assert points[fn] == 0, f"{who}.{fn} should earn nothing: {tests[f'{MODULE}.{fn}']}"
+            assert re.search(pattern, tests[f"{MODULE}.{fn}"]["output"]), f"{who}.{fn}: {pattern!r} not in {tests[f'{MODULE}.{fn}']}"
+    assert results["score"] == round(sum(points.values()), 2), f"{who}: results.json's total is not its tests'"
+
+
+@pytest.mark.parametrize("student", HOSTILE_STUDENTS)
+def test_gradescope_hostile_student_earns_only_what_its_own_code_earns(hostile, student):
+    _assert_earns(hostile.runs[student].results, hostile.expected[student], student)
+
+
+@pytest.mark.parametrize("student", [*HOSTILE_STUDENTS, "honest_after", "fallback"])
+def test_gradescope_results_json_is_the_graders_and_nothing_outlives_the_run(hostile, student):
+    run = {"honest_after": hostile.honest_after, "fallback": hostile.fallback}.get(student) or hostile.runs[student]
+    assert run.later == run.written, f"{student}: results.json changed after run_autograder returned"
+    assert "GRADESCOPE-LEFT-" not in run.written and run.results["score"] < 1000, run.written[:500]
+    assert [t["name"].split(" ", 1)[0] for t in run.results["tests"][:1]] == [f"{MODULE}.{FUNCTIONS[0]}"]
+    assert run.survivors == set(), f"{student}: a process the student left outlived run_autograder"
+    assert run.left == set(), f"{student}: processes of run_autograder's control group outlived it"
+    if os.path.isdir(PIDS_CGROUP):
+        assert run.watched
+
+
+def test_gradescope_honest_student_after_the_hostile_one_keeps_full_marks(hostile):
+    results = hostile.honest_after.results
+    _assert_earns(results, {fn: ("full", "") for fn in FUNCTIONS}, "honest_after")
+    assert all(t["status"] == "passed" for t in results["tests"])
+
+
+def test_gradescope_bundle_is_unchanged_and_nothing_leaked(hostile):
+    for student, root in hostile.roots.items():
+        assert (root / "source" / "course.toml").read_bytes() == hostile.course_toml[student], student
+        assert (root / "source").stat().st_mode & 0o077 == 0
+        results = root / "results"
+        assert not (results / "results.json").is_symlink() and (results / "results.json").is_file(), student
+        assert sorted(p.name for p in results.iterdir()) == ["results.json"], student
+        assert results.stat().st_uid == 0 and results.stat().st_mode & 0o022 == 0, f"{student}: {oct(results.stat().st_mode)}"
+    leaked = [p.name for p in hostile.leak.rglob("*")] if hostile.leak.exists() else []
+    assert not hostile.leak.exists(), f"a student's process wrote outside its sandbox: {leaked[:10]}"
+    # Without bubblewrap the student's user may write the container's /tmp (its own files only): nothing of the bundle.
+    secrets = [(ROOT / "solutions" / f"{MODULE}.py").read_bytes().strip(), b'"seed"']
+    for path in (p for p in hostile.fallback_leak.rglob("*") if p.is_file()) if hostile.fallback_leak.exists() else []:
+        assert not any(secret in path.read_bytes() for secret in secrets), f"the bundle leaked into {path}"
+
+
+def test_gradescope_runner_says_which_isolation_is_in_force(hostile):
+    line = next((l for l in hostile.runs["steals_and_forges"].log.splitlines() if "isolation: " in l), None)
+    assert line is not None and line.startswith("autograder gradescope: isolation: "), hostile.runs["steals_and_forges"].log[-2000:]
+    assert "bubblewrap sandbox" in line and "cgroup v" in line, line
+    print(f"\n{line}")
+
+
+def test_gradescope_fallback_without_bubblewrap_holds_the_thief(hostile):
+    """Bubblewrap unavailable (not on PATH, as on an image without it): the runner says it grades with the
+    unprivileged user and the control group, and the same thief reads nothing, earns nothing, leaves nothing."""
+    run = hostile.fallback
+    _assert_earns(run.results, hostile.expected["steals_and_forges"], "fallback steals_and_forges")
+    line = next((l for l in run.log.splitlines() if "isolation: " in l), "")
+    assert "no bubblewrap" in line and "bwrap is not installed" in line and "cgroup v" in line, run.log[-3000:]
+    print(f"\n{line}")
+
+
+def test_write_results_never_writes_through_a_link_left_in_the_results_folder(tmp_path):
+    """The runner (root) writes results.json through a file of its own: a link planted where it writes next
+    (``results.json.tmp``) is not followed (it made root write the grader's results into the bundle)."""
+    from autograder.platforms.gradescope import write_results
+
+    victim = tmp_path / "course.toml"
+    victim.write_text("# the bundle\n")
+    (tmp_path / "results").mkdir()
+    (tmp_path / "results" / "results.json.tmp").symlink_to(victim)
+    (tmp_path / "results" / "results.json").symlink_to(victim)
+    write_results(tmp_path / "results" / "results.json", {"score": 2.0, "tests": []})
+    assert victim.read_text() == "# the bundle\n"
+    assert not (tmp_path / "results" / "results.json").is_symlink()
+    assert json.loads((tmp_path / "results" / "results.json").read_text())["score"] == 2.0
+    assert sorted(p.name for p in (tmp_path / "results").iterdir()) == ["results.json"]
+
+
+
+def test_a_bundle_of_a_module_whose_scenario_uses_other_references_grades_its_reference_full(gradescope_env, tmp_path):
+    """``--only checkpointing``: its scenario is built with training's reference, whose own is built with data's.
+    The bundle ships those references (not their checks or stubs), and the proof setup.sh ends with passes in
+    the venv setup.sh built (before, the reference got 0: 'training.py is missing', for every student)."""
+    bundle = build(tmp_path / "checkpointing.zip", "checkpointing")
+    with zipfile.ZipFile(bundle) as zf:
+        course = sorted(n for n in zf.namelist() if n.startswith(("exercises/", "solutions/")))
+        zf.extractall(tmp_path / "root" / "source")
+    assert course == ["exercises/checkpointing.py", "exercises/test_checkpointing.py", "solutions/checkpointing.py",
+                      "solutions/data.py", "solutions/training.py"], course
+    prove = [str(gradescope_env.python), "-m", "autograder.platforms.gradescope", "--root", str(tmp_path / "root"), "--prove"]
+    proc = subprocess.run(prove, env=clean_env(), capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
