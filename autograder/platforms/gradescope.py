@@ -360,6 +360,7 @@ def run(root: Path, run_as: str | None) -> dict:
 def write_results(path: Path, payload: dict) -> None:
     """Write ``path`` through a new file of the runner's own: never through a link or a file already there."""
     path.parent.mkdir(parents=True, exist_ok=True)
+    path.with_name(path.name + ".tmp").unlink(missing_ok=True)  # a link left where runners write next: not ours
     atomic.write_text(path, json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
 
 
