@@ -55,6 +55,11 @@ class Grader:
         return self.pool.snapshot
 
     @property
+    def isolation(self):
+        """How this grader keeps students apart (:func:`~autograder.grading.isolation.bubblewrap.isolation`)."""
+        return self.pool.isolation
+
+    @property
     def plan(self):
         return self.trusted.plan
 
