@@ -14,15 +14,13 @@ from __future__ import annotations
 import threading
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Protocol
+from typing import Callable, Protocol
 
 from autograder.core.outcomes import StudentResult
 from autograder.grading import preflight
 from autograder.grading.isolation.limits import POLL, Interrupted, MemoryLimitTooLow
+from autograder.grading.options import Options
 from autograder.grading.wire import PlannedCheck
-
-if TYPE_CHECKING:
-    from autograder.grading.grader import Grader
 
 
 class ClassExecutor(Protocol):
@@ -55,10 +53,29 @@ class ClassExecutor(Protocol):
         """End every process and remove every folder of the run."""
 
 
+class Tasks(Protocol):
+    """What :class:`LocalThreads` runs: a grader's tasks, one per module of a student
+    (:class:`~autograder.grading.grader.Grader` is one; the executor does not import it)."""
+
+    stop: threading.Event
+    plan: list[PlannedCheck]
+    options: Options
+
+    def tasks(self, name: str, folder: Path) -> list[Callable[[], StudentResult | None]]:
+        """One callable per module of the student; the one that ends the student's last module returns its result."""
+
+    def failed_result(self, name: str, message: str) -> StudentResult:
+        """A row for a student the grader failed on (every function 0, the message said)."""
+
+    def unconfirmable_functions(self) -> list[str]: ...
+
+    def close(self) -> None: ...
+
+
 class LocalThreads:
     """:class:`ClassExecutor` on this machine: ``grader``'s tasks over ``grader.options.jobs`` threads."""
 
-    def __init__(self, grader: "Grader"):
+    def __init__(self, grader: Tasks):
         self.grader = grader
         self.stop = grader.stop
         self.plan = grader.plan

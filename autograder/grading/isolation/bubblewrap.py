@@ -16,13 +16,11 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from autograder.grading.isolation.cgroups import Group, grader_group
 from autograder.grading.isolation.limits import MAX_FILE_BYTES, backstop_bytes, next_uid
 
-if TYPE_CHECKING:
-    from autograder.grading.isolation.forkserver import Zygote
 
 # Runs as root on the host, first of every sandboxed command: enter the control groups named before "--",
 # set the last resource limits (the address space only as a backstop: the memory limit is the cgroup's), exec.
@@ -188,6 +186,15 @@ def _sandboxed(
     return [bwrap, *bwrap_args(folder, shared, privileged=False), "--chdir", str(cwd), "--", *argv]
 
 
+class Resident(Protocol):
+    """The long-lived process a box holds (the student's zygote, :mod:`.forkserver`; this module does not
+    import it): the box kills it and its whole group when the student is done."""
+
+    proc: subprocess.Popen
+
+    def close(self) -> None: ...
+
+
 class Box:
     """One student's sandbox: a folder (the only writable place), a uid, a control group, and the zygote that
     forks every grading process of that student (none is shared with another student).
@@ -204,7 +211,7 @@ class Box:
         self.uid = uid
         self.gid = gid if gid is not None else uid
         self.memory_mb = memory_mb
-        self.zygote: "Zygote | None" = None
+        self.zygote: Resident | None = None  # set by the forkserver that starts it
         self._runs = 0
         self._lock = threading.Lock()
         (folder / ".shm").mkdir(exist_ok=True)
