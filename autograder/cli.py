@@ -28,12 +28,21 @@ def add_grade(subparsers) -> argparse.ArgumentParser:
     )
     parser.add_argument("submissions", type=Path, metavar="SUBMISSIONS")
     parser.add_argument("--out", type=Path, required=True, metavar="OUT")
-    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1, metavar="N", help="parallel workers (default: cores)")
+    parser.add_argument(
+        "--jobs", type=int, default=os.cpu_count() or 1, metavar="N", help="parallel workers (default: cores)"
+    )
     parser.add_argument("--timeout", type=float, metavar="S", help="seconds per function (default: course.toml)")
     parser.add_argument("--memory", type=int, metavar="MB", help="memory limit per process (default: course.toml)")
     parser.add_argument("--only", action="append", metavar="MODULE", help="grade only this module (repeatable)")
-    parser.add_argument("--jax-cache", type=Path, metavar="DIR", help="keep each student's JAX compilation cache in DIR/<student> for a re-grade; their processes get a private copy (default: a temporary folder per student)")
-    parser.add_argument("--no-zygote", action="store_true", help="start a fresh interpreter per run (slower; for comparison)")
+    parser.add_argument(
+        "--jax-cache",
+        type=Path,
+        metavar="DIR",
+        help="keep each student's JAX compilation cache in DIR/<student> for a re-grade; their processes get a private copy (default: a temporary folder per student)",
+    )
+    parser.add_argument(
+        "--no-zygote", action="store_true", help="start a fresh interpreter per run (slower; for comparison)"
+    )
     parser.add_argument(
         "--resume",
         action="store_true",
@@ -42,32 +51,56 @@ def add_grade(subparsers) -> argparse.ArgumentParser:
         "which (refused when the kit, course, options or libraries changed)",
     )
     parser.add_argument(
-        "--student", action="append", default=[], metavar="NAME",
+        "--student",
+        action="append",
+        default=[],
+        metavar="NAME",
         help="regrade only this student folder of SUBMISSIONS into an existing OUT (repeatable); the others keep "
         "their recorded grades and every class file is rewritten",
     )
     late = parser.add_argument_group("due dates and late work (default: [late] in course.toml)")
-    late.add_argument("--due", metavar="WHEN", help="the due date, ISO 8601 (e.g. 2026-03-01T23:59:00+00:00; UTC without a zone)")
-    late.add_argument("--late-penalty", type=float, metavar="PERCENT", help="percent of the score lost per started day late")
+    late.add_argument(
+        "--due", metavar="WHEN", help="the due date, ISO 8601 (e.g. 2026-03-01T23:59:00+00:00; UTC without a zone)"
+    )
+    late.add_argument(
+        "--late-penalty", type=float, metavar="PERCENT", help="percent of the score lost per started day late"
+    )
     late.add_argument("--late-cutoff", type=float, metavar="DAYS", help="later than this many days: score 0")
     late.add_argument(
-        "--submitted-at", metavar="SOURCE",
+        "--submitted-at",
+        metavar="SOURCE",
         help="where each submission's time comes from: git (HEAD's commit time of a cloned repository), "
         "gradescope (submission_metadata.json's created_at), mtime (the newest <module>.py), or csv:PATH "
         "(columns student, submitted_at); grades.csv then has submitted_at, late_by, the penalty and final_score",
     )
     exports = parser.add_argument_group("LMS exports")
     exports.add_argument(
-        "--roster", type=Path, metavar="FILE",
+        "--roster",
+        type=Path,
+        metavar="FILE",
         help="CSV mapping student folders to LMS ids: student, and any of name, canvas_id, sis_user_id, "
         "sis_login_id, section, email, idnumber, username",
     )
-    exports.add_argument("--canvas", metavar="ASSIGNMENT", help="write OUT/canvas_import.csv for Canvas's gradebook import, in this assignment's column")
-    exports.add_argument("--canvas-assignment-id", metavar="ID", help="the Canvas assignment's id (its column becomes 'ASSIGNMENT (ID)')")
-    exports.add_argument("--moodle", metavar="ITEM", help="write OUT/moodle_import.csv for Moodle's CSV grade import, in this grade item's column")
-    parser.add_argument("--course", type=Path, metavar="DIR", help="the instructor's course folder (default: found from here)")
+    exports.add_argument(
+        "--canvas",
+        metavar="ASSIGNMENT",
+        help="write OUT/canvas_import.csv for Canvas's gradebook import, in this assignment's column",
+    )
+    exports.add_argument(
+        "--canvas-assignment-id", metavar="ID", help="the Canvas assignment's id (its column becomes 'ASSIGNMENT (ID)')"
+    )
+    exports.add_argument(
+        "--moodle",
+        metavar="ITEM",
+        help="write OUT/moodle_import.csv for Moodle's CSV grade import, in this grade item's column",
+    )
     parser.add_argument(
-        "--seed", type=int, metavar="N",
+        "--course", type=Path, metavar="DIR", help="the instructor's course folder (default: found from here)"
+    )
+    parser.add_argument(
+        "--seed",
+        type=int,
+        metavar="N",
         help="draw the inputs from seed N (deterministic for one N, unlike the inputs a student release "
         "published answers for); keep N private",
     )
@@ -115,12 +148,24 @@ def run_grade(args: argparse.Namespace) -> int:
         run_as=args.run_as,
     )
     desk = command.Desk(
-        students=args.student, due=args.due, late_penalty=args.late_penalty, late_cutoff=args.late_cutoff,
-        submitted_at=args.submitted_at, roster=args.roster, canvas=args.canvas,
-        canvas_assignment_id=args.canvas_assignment_id, moodle=args.moodle,
+        students=args.student,
+        due=args.due,
+        late_penalty=args.late_penalty,
+        late_cutoff=args.late_cutoff,
+        submitted_at=args.submitted_at,
+        roster=args.roster,
+        canvas=args.canvas,
+        canvas_assignment_id=args.canvas_assignment_id,
+        moodle=args.moodle,
     )
     code = command.grade(
-        course, args.submissions, args.out, options, gradebook=args.gradebook, resume=args.resume, cluster=args.cluster,
+        course,
+        args.submissions,
+        args.out,
+        options,
+        gradebook=args.gradebook,
+        resume=args.resume,
+        cluster=args.cluster,
         desk=desk,
     )
     args.interrupted = code in command.INTERRUPTED
@@ -141,7 +186,9 @@ def add_preflight(subparsers) -> argparse.ArgumentParser:
     parser.add_argument("--only", action="append", metavar="MODULE", help="check only this module (repeatable)")
     parser.add_argument("--no-zygote", action="store_true", help="start a fresh interpreter per run")
     parser.add_argument("--run-as", metavar="USER", help="as `grade --run-as USER`")
-    parser.add_argument("--course", type=Path, metavar="DIR", help="the instructor's course folder (default: found from here)")
+    parser.add_argument(
+        "--course", type=Path, metavar="DIR", help="the instructor's course folder (default: found from here)"
+    )
     parser.set_defaults(handler=run_preflight)
     return parser
 
@@ -195,10 +242,17 @@ def add_check_course(subparsers) -> argparse.ArgumentParser:
         "is 1 when there is any.",
     )
     parser.add_argument("--course", type=Path, metavar="DIR", help="the course folder (default: found from here)")
-    parser.add_argument("--module", action="append", dest="modules", metavar="MODULE", help="only this module (repeatable)")
-    parser.add_argument("--skip-references", action="store_true", help="only the static rules (fast): do not run the references")
-    parser.add_argument("--coverage-table", action="store_true",
-                        help="also print, per graded function, the values each argument took and which outputs were compared")
+    parser.add_argument(
+        "--module", action="append", dest="modules", metavar="MODULE", help="only this module (repeatable)"
+    )
+    parser.add_argument(
+        "--skip-references", action="store_true", help="only the static rules (fast): do not run the references"
+    )
+    parser.add_argument(
+        "--coverage-table",
+        action="store_true",
+        help="also print, per graded function, the values each argument took and which outputs were compared",
+    )
     parser.set_defaults(handler=run_check_course)
     return parser
 
@@ -221,14 +275,24 @@ def add_mutate(subparsers) -> argparse.ArgumentParser:
         "the exit status is 1 when a survivor is neither listed as equivalent nor as killable in the list.",
     )
     parser.add_argument("--course", type=Path, metavar="DIR", help="the course folder (default: found from here)")
-    parser.add_argument("--module", action="append", dest="modules", metavar="MODULE", help="only this module (repeatable)")
+    parser.add_argument(
+        "--module", action="append", dest="modules", metavar="MODULE", help="only this module (repeatable)"
+    )
     parser.add_argument("--jobs", type=int, default=2, help="modules mutated side by side (default 2)")
-    parser.add_argument("--equivalent", type=Path, metavar="TOML",
-                        help="the list of equivalent and killable survivors (default: benchmarks/mutation-equivalent.toml)")
+    parser.add_argument(
+        "--equivalent",
+        type=Path,
+        metavar="TOML",
+        help="the list of equivalent and killable survivors (default: benchmarks/mutation-equivalent.toml)",
+    )
     parser.add_argument("--report", type=Path, metavar="MD", help="also write the report there")
     parser.add_argument("--json", type=Path, metavar="FILE", help="also write every mutant's outcome there")
-    parser.add_argument("--from-json", type=Path, metavar="FILE",
-                        help="run nothing: report the run saved with --json, classified by the current list")
+    parser.add_argument(
+        "--from-json",
+        type=Path,
+        metavar="FILE",
+        help="run nothing: report the run saved with --json, classified by the current list",
+    )
     parser.set_defaults(handler=run_mutate)
     return parser
 
@@ -240,8 +304,15 @@ def run_mutate(args: argparse.Namespace) -> int:
     if root is None:
         raise SystemExit("autograder: no course.toml here or above; run it in the course folder or pass --course")
     listed = args.equivalent or root / "benchmarks" / "mutation-equivalent.toml"
-    return main_mutate(root, args.modules, jobs=args.jobs, listed_path=listed, report_path=args.report,
-                       json_path=args.json, from_json=args.from_json)
+    return main_mutate(
+        root,
+        args.modules,
+        jobs=args.jobs,
+        listed_path=listed,
+        report_path=args.report,
+        json_path=args.json,
+        from_json=args.from_json,
+    )
 
 
 def _course(folder: Path | None, verify_files: bool = True) -> Course:
@@ -258,7 +329,9 @@ def _course_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--course", type=Path, metavar="DIR", help="the course folder (default: found from here)")
 
 
-def _student_verb(subparsers, name: str, help: str, description: str, run, *arguments: tuple) -> argparse.ArgumentParser:
+def _student_verb(
+    subparsers, name: str, help: str, description: str, run, *arguments: tuple
+) -> argparse.ArgumentParser:
     """A student's verb: its own arguments (``(flags, options)`` pairs), ``--course``, and ``run(course, args)``
     on the course found from here (its files are not validated: a student's file may not import)."""
     parser = subparsers.add_parser(name, help=help, description=description)
@@ -273,7 +346,9 @@ def add_watch(subparsers) -> argparse.ArgumentParser:
     from autograder.student import commands
 
     return _student_verb(
-        subparsers, "watch", "re-run a module's checks every time you save a file in exercises/",
+        subparsers,
+        "watch",
+        "re-run a module's checks every time you save a file in exercises/",
         "Check MODULE (default: the first one not done) and again after every save in exercises/; "
         "saving another module's file switches to it. Ctrl-C to quit.",
         lambda course, args: commands.watch(course, args.module),
@@ -285,7 +360,9 @@ def add_status(subparsers) -> argparse.ArgumentParser:
     from autograder.student import commands
 
     return _student_verb(
-        subparsers, "status", "the whole course in one table: done, started, not started, points, what to do next",
+        subparsers,
+        "status",
+        "the whole course in one table: done, started, not started, points, what to do next",
         "By default from your last local runs; --run checks every module now (grading profile).",
         lambda course, args: commands.status(course, args.run),
         (("--run",), dict(action="store_true", help="run every module's checks now (takes minutes)")),
@@ -296,11 +373,16 @@ def add_hint(subparsers) -> argparse.ArgumentParser:
     from autograder.student import commands
 
     return _student_verb(
-        subparsers, "hint", "show a function's hint; --reveal shows the direct one",
+        subparsers,
+        "hint",
+        "show a function's hint; --reveal shows the direct one",
         "FUNCTION is a function name (or MODULE.FUNCTION).",
         lambda course, args: commands.hint(course, args.function, args.reveal),
         (("function",), dict(metavar="FUNCTION")),
-        (("--reveal",), dict(action="store_true", help="also show the direct hint (failed checks show it from now on)")),
+        (
+            ("--reveal",),
+            dict(action="store_true", help="also show the direct hint (failed checks show it from now on)"),
+        ),
     )
 
 
@@ -308,7 +390,9 @@ def add_reset(subparsers) -> argparse.ArgumentParser:
     from autograder.student import commands
 
     return _student_verb(
-        subparsers, "reset", "put a module's (or one function's) stub back as released, keeping a backup of yours",
+        subparsers,
+        "reset",
+        "put a module's (or one function's) stub back as released, keeping a backup of yours",
         "Your current file is first copied to .autograder/backups/<module>.py.<timestamp>.",
         lambda course, args: commands.reset_stub(course, args.target, args.yes),
         (("target",), dict(metavar="MODULE[.FUNCTION]")),
@@ -326,7 +410,9 @@ def add_release(subparsers) -> argparse.ArgumentParser:
     parser.add_argument("out", type=Path, help="an empty or new folder")
     parser.add_argument("--course", type=Path, help="the course folder (default: here or above)")
     parser.add_argument(
-        "--only", metavar="M1,M2", type=lambda text: [m for m in text.split(",") if m],
+        "--only",
+        metavar="M1,M2",
+        type=lambda text: [m for m in text.split(",") if m],
         help="release only these modules (a quick release, e.g. for the kit's own tests)",
     )
     parser.set_defaults(handler=run_release)
@@ -358,7 +444,9 @@ def add_gradescope(subparsers) -> argparse.ArgumentParser:
         "live reference (keep the zip private) and the kit.",
     )
     parser.add_argument("out", type=Path, metavar="OUT.zip")
-    parser.add_argument("--only", action="append", metavar="MODULE", help="this assignment grades only this module (repeatable)")
+    parser.add_argument(
+        "--only", action="append", metavar="MODULE", help="this assignment grades only this module (repeatable)"
+    )
     _course_option(parser)
     parser.set_defaults(handler=run_gradescope)
     return parser
@@ -370,7 +458,9 @@ def run_gradescope(args: argparse.Namespace) -> int:
 
     course = _course(args.course)
     out = gradescope.build_bundle(course.root, args.out, command.select_modules(course, args.only))
-    print(f"wrote {out} ({out.stat().st_size / 2**20:.2f} MiB): upload it as the assignment's autograder; keep it private")
+    print(
+        f"wrote {out} ({out.stat().st_size / 2**20:.2f} MiB): upload it as the assignment's autograder; keep it private"
+    )
     return 0
 
 
@@ -391,8 +481,12 @@ def add_classroom50(subparsers) -> argparse.ArgumentParser:
     )
     parser.add_argument("out", type=Path, metavar="OUT")
     parser.add_argument("--slug", required=True, help="the assignment's slug")
-    parser.add_argument("--only", action="append", metavar="MODULE", help="this assignment grades only this module (repeatable)")
-    parser.add_argument("--release", type=Path, metavar="DIR", required=True, help="a student release (`autograder release`)")
+    parser.add_argument(
+        "--only", action="append", metavar="MODULE", help="this assignment grades only this module (repeatable)"
+    )
+    parser.add_argument(
+        "--release", type=Path, metavar="DIR", required=True, help="a student release (`autograder release`)"
+    )
     _course_option(parser)
     parser.set_defaults(handler=run_classroom50)
     return parser
@@ -405,7 +499,9 @@ def run_classroom50(args: argparse.Namespace) -> int:
     course = _course(args.course)
     requirements = gradescope.requirements(gradescope.pyproject_of(course.root))
     try:
-        out = classroom50.build(args.release, args.out, args.slug, course, command.select_modules(course, args.only), requirements)
+        out = classroom50.build(
+            args.release, args.out, args.slug, course, command.select_modules(course, args.only), requirements
+        )
     except ValueError as err:
         raise SystemExit(f"autograder classroom50: {err}") from None
     print(f"wrote {out}: commit it as CLASSROOM/autograders/{args.slug}/ in the classroom's configuration repository")
@@ -413,8 +509,19 @@ def run_classroom50(args: argparse.Namespace) -> int:
 
 
 SUBCOMMANDS = [
-    add_grade, add_preflight, add_nbgrader, add_check_course, add_mutate, add_release, add_watch, add_status, add_hint, add_reset,
-    add_gradescope, add_actions_report, add_classroom50,
+    add_grade,
+    add_preflight,
+    add_nbgrader,
+    add_check_course,
+    add_mutate,
+    add_release,
+    add_watch,
+    add_status,
+    add_hint,
+    add_reset,
+    add_gradescope,
+    add_actions_report,
+    add_classroom50,
 ]
 
 

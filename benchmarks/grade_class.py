@@ -69,13 +69,24 @@ def breakdown(course, folder: Path, modules: list[str], args) -> None:
     from autograder.grading.options import Options
 
     start = time.monotonic()
-    options = Options(tuple(modules), course.grading.timeout_per_function, course.grading.memory_limit_mb,
-                      args.jobs, zygote=not args.no_zygote)
+    options = Options(
+        tuple(modules),
+        course.grading.timeout_per_function,
+        course.grading.memory_limit_mb,
+        args.jobs,
+        zygote=not args.no_zygote,
+    )
     students = find_students(folder)
     marks: list[float] = []  # grade_class tells the progress callable when grading starts and each student ends
     # no pre-flight: the setup measured is the grader's own (its sandboxes, the trusted plan)
-    grades = grade_class(course, students, options, workers=len(students), prove=False,
-                         progress=lambda done, total: marks.append(time.monotonic()))
+    grades = grade_class(
+        course,
+        students,
+        options,
+        workers=len(students),
+        prove=False,
+        progress=lambda done, total: marks.append(time.monotonic()),
+    )
     if grades.failure is not None:
         raise grades.failure
     results = grades.results
@@ -84,12 +95,16 @@ def breakdown(course, folder: Path, modules: list[str], args) -> None:
     kinds = defaultdict(list)
     for r in results:
         kinds[r.student.rsplit("_", 1)[0]].append(r.timings)
-    print(f"zygote {'off' if args.no_zygote else 'on'}, {args.jobs} jobs: setup (trusted plan) {setup:.1f} s, "
-          f"{len(results)} submissions in {seconds:.1f} s = {seconds / len(results):.2f} s per submission")
+    print(
+        f"zygote {'off' if args.no_zygote else 'on'}, {args.jobs} jobs: setup (trusted plan) {setup:.1f} s, "
+        f"{len(results)} submissions in {seconds:.1f} s = {seconds / len(results):.2f} s per submission"
+    )
     for kind, timings in sorted(kinds.items()):
         mean = {k: sum(t[k] for t in timings) / len(timings) for k in ("runs", "run_seconds", "verify_seconds")}
-        print(f"  {kind:8s} processes {mean['runs']:.1f}  grading {mean['run_seconds']:.2f} s  "
-              f"verifying {mean['verify_seconds']:.2f} s")
+        print(
+            f"  {kind:8s} processes {mean['runs']:.1f}  grading {mean['run_seconds']:.2f} s  "
+            f"verifying {mean['verify_seconds']:.2f} s"
+        )
 
 
 def main() -> None:
@@ -108,8 +123,19 @@ def main() -> None:
         if args.breakdown:
             breakdown(course, tmp / "class", modules, args)
             return
-        cmd = [sys.executable, "-m", "autograder", "grade", str(tmp / "class"), "--out", str(tmp / "out"),
-               "--jobs", str(args.jobs), "--course", str(ROOT)]
+        cmd = [
+            sys.executable,
+            "-m",
+            "autograder",
+            "grade",
+            str(tmp / "class"),
+            "--out",
+            str(tmp / "out"),
+            "--jobs",
+            str(args.jobs),
+            "--course",
+            str(ROOT),
+        ]
         for module in modules:
             cmd += ["--only", module]
         if args.no_zygote:
@@ -118,9 +144,11 @@ def main() -> None:
         start = time.monotonic()
         subprocess.run(cmd, env=env, check=True, stdout=subprocess.DEVNULL)
         seconds = time.monotonic() - start
-        print(f"{n} submissions ({', '.join(modules)}), {args.jobs} jobs, zygote {'off' if args.no_zygote else 'on'}: "
-              f"{seconds:.1f} s total, {seconds / n:.2f} s per submission "
-              f"({seconds * args.jobs / n:.2f} worker-seconds per submission)")
+        print(
+            f"{n} submissions ({', '.join(modules)}), {args.jobs} jobs, zygote {'off' if args.no_zygote else 'on'}: "
+            f"{seconds:.1f} s total, {seconds / n:.2f} s per submission "
+            f"({seconds * args.jobs / n:.2f} worker-seconds per submission)"
+        )
         print((tmp / "out" / "grades.csv").read_text().splitlines()[0])
 
 

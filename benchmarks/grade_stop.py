@@ -36,12 +36,27 @@ def main() -> None:
         tmp = Path(tmp)
         for i in range(args.jobs * 3):
             (tmp / "class" / f"student_{i:02d}").mkdir(parents=True)
-            (tmp / "class" / f"student_{i:02d}" / f"{args.only}.py").write_bytes((ROOT / "solutions" / f"{args.only}.py").read_bytes())
+            (tmp / "class" / f"student_{i:02d}" / f"{args.only}.py").write_bytes(
+                (ROOT / "solutions" / f"{args.only}.py").read_bytes()
+            )
         env = dict(os.environ, PYTHONPATH=str(ROOT))
         for run in range(args.runs):
             out = tmp / f"out{run}"
-            cmd = [sys.executable, "-m", "autograder", "grade", str(tmp / "class"), "--out", str(out),
-                   "--only", args.only, "--jobs", str(args.jobs), "--course", str(ROOT)]
+            cmd = [
+                sys.executable,
+                "-m",
+                "autograder",
+                "grade",
+                str(tmp / "class"),
+                "--out",
+                str(out),
+                "--only",
+                args.only,
+                "--jobs",
+                str(args.jobs),
+                "--course",
+                str(ROOT),
+            ]
             proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
             while not list(out.glob("*/results.json")):
                 if proc.poll() is not None:

@@ -71,10 +71,17 @@ def main() -> None:
         with tempfile.TemporaryDirectory() as tmp:
             (Path(tmp) / "work").mkdir()
             try:
-                proc = subprocess.run([sys.executable, "-c", RUNNER, case, WRITER, str(Path(tmp) / "work")],
-                                      capture_output=True, text=True, timeout=args.limit)
-                line = proc.stdout.strip().splitlines()[-1] if proc.stdout.strip() else json.dumps(
-                    {"case": case, "error": proc.stderr[-500:]})
+                proc = subprocess.run(
+                    [sys.executable, "-c", RUNNER, case, WRITER, str(Path(tmp) / "work")],
+                    capture_output=True,
+                    text=True,
+                    timeout=args.limit,
+                )
+                line = (
+                    proc.stdout.strip().splitlines()[-1]
+                    if proc.stdout.strip()
+                    else json.dumps({"case": case, "error": proc.stderr[-500:]})
+                )
             except subprocess.TimeoutExpired:
                 line = json.dumps({"case": case, "error": f"did not end within {args.limit:g} s"})
         print(line, flush=True)

@@ -28,14 +28,22 @@ def main() -> int:
     parser.add_argument("--module", action="append", dest="modules")
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--no-write", action="store_true")
-    parser.add_argument("--rereport", action="store_true", help="run nothing: report benchmarks/mutation-results.json again")
+    parser.add_argument(
+        "--rereport", action="store_true", help="run nothing: report benchmarks/mutation-results.json again"
+    )
     args = parser.parse_args()
     write = not (args.no_write or args.modules)
     report = ROOT / "benchmarks" / "mutation-report.md" if write else None
     results = ROOT / "benchmarks" / "mutation-results.json"
-    return main_mutate(ROOT, args.modules, jobs=args.jobs, listed_path=ROOT / "benchmarks" / "mutation-equivalent.toml",
-                       report_path=report, json_path=results if write and not args.rereport else None,
-                       from_json=results if args.rereport else None)
+    return main_mutate(
+        ROOT,
+        args.modules,
+        jobs=args.jobs,
+        listed_path=ROOT / "benchmarks" / "mutation-equivalent.toml",
+        report_path=report,
+        json_path=results if write and not args.rereport else None,
+        from_json=results if args.rereport else None,
+    )
 
 
 if __name__ == "__main__":

@@ -16,7 +16,7 @@ import random
 import sys
 import tempfile
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -30,7 +30,7 @@ from autograder.grading.outputs import late as late_work  # noqa: E402
 
 def synthetic_class(course, modules, n: int, seed: int = 0):
     rng = random.Random(seed)
-    due = datetime(2026, 3, 1, 23, 59, tzinfo=timezone.utc)
+    due = datetime(2026, 3, 1, 23, 59, tzinfo=UTC)
     policy = late_work.Policy(due, 10.0, 3.0)
     results, late = [], {}
     for i in range(n):
@@ -42,11 +42,33 @@ def synthetic_class(course, modules, n: int, seed: int = 0):
                 continue
             roll = rng.random()
             if nothing:
-                scores.append(FunctionScore(fn.module, fn.name, 0.0, fn.points, Status.FAILED, 0, 4, [f"{fn.module}.py is missing from your submission"]))
+                scores.append(
+                    FunctionScore(
+                        fn.module,
+                        fn.name,
+                        0.0,
+                        fn.points,
+                        Status.FAILED,
+                        0,
+                        4,
+                        [f"{fn.module}.py is missing from your submission"],
+                    )
+                )
             elif roll < 0.6:
                 scores.append(FunctionScore(fn.module, fn.name, fn.points, fn.points, Status.PASSED, 4, 4, []))
             elif roll < 0.7:
-                scores.append(FunctionScore(fn.module, fn.name, 0.0, fn.points, Status.NOT_STARTED, 0, 4, [f"{fn.qualname} is not started (it still raises NotImplementedError)"]))
+                scores.append(
+                    FunctionScore(
+                        fn.module,
+                        fn.name,
+                        0.0,
+                        fn.points,
+                        Status.NOT_STARTED,
+                        0,
+                        4,
+                        [f"{fn.qualname} is not started (it still raises NotImplementedError)"],
+                    )
+                )
             else:
                 k = rng.randrange(5)
                 message = (
@@ -92,7 +114,9 @@ def main() -> None:
         path = Path(tmp) / "report.html"
         path.write_text(page, encoding="utf-8")
         with sync_playwright() as playwright:
-            browser = playwright.chromium.launch(executable_path=str(chromium), args=["--headless", "--no-sandbox", "--disable-gpu"])
+            browser = playwright.chromium.launch(
+                executable_path=str(chromium), args=["--headless", "--no-sandbox", "--disable-gpu"]
+            )
             try:
                 tab = browser.new_page(viewport={"width": 1280, "height": 900})
                 started = time.perf_counter()
@@ -108,7 +132,9 @@ def main() -> None:
                 )
             finally:
                 browser.close()
-    print(f"Chromium: loaded and rendered in {loaded:.2f} s; sorting {args.students} rows by score took {sorted_in:.2f} s")
+    print(
+        f"Chromium: loaded and rendered in {loaded:.2f} s; sorting {args.students} rows by score took {sorted_in:.2f} s"
+    )
 
 
 if __name__ == "__main__":

@@ -15,8 +15,8 @@ from __future__ import annotations
 import argparse
 import statistics
 import subprocess
-import tempfile
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -25,8 +25,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from autograder.core.course import load_course  # noqa: E402
-from autograder.grading.isolation import bubblewrap, forkserver  # noqa: E402
 from autograder.grading.grader import Grader, Options  # noqa: E402
+from autograder.grading.isolation import bubblewrap, forkserver  # noqa: E402
 from autograder.grading.pool import GradingPool  # noqa: E402
 
 
@@ -43,8 +43,9 @@ def zygote_start(grader: GradingPool, boxed: bool) -> tuple[float, float, float]
     if boxed:
         box = grader.new_box()
         env = dict(grader.env, HOME=str(box.folder), TMPDIR=str(box.folder / "tmp"))
-        zygote = forkserver.Zygote(grader.shared / "kit", box.folder, env, grader.options.memory_mb, grader.lifeline.fd,
-                                grader.stop, box=box)
+        zygote = forkserver.Zygote(
+            grader.shared / "kit", box.folder, env, grader.options.memory_mb, grader.lifeline.fd, grader.stop, box=box
+        )
     else:
         scratch = Path(tempfile.mkdtemp())
         box = None
@@ -52,7 +53,11 @@ def zygote_start(grader: GradingPool, boxed: bool) -> tuple[float, float, float]
     zygote.wait_ready()
     seconds = time.perf_counter() - started
     if box is not None:
-        inner = [p for p in box.group.pids() if Path(f"/proc/{p}/cmdline").read_bytes().count(b"zygote")] if box.group else []
+        inner = (
+            [p for p in box.group.pids() if Path(f"/proc/{p}/cmdline").read_bytes().count(b"zygote")]
+            if box.group
+            else []
+        )
         peak = zygote.leaf.peak_mb() if zygote.leaf else 0.0
         rss = max((rss_mb(p) for p in inner), default=0.0)
         grader.close_box(box)
@@ -90,9 +95,11 @@ def main() -> None:
     try:
         for label, boxed in (("in its sandbox", True), ("without a sandbox", False)):
             runs = [zygote_start(grader, boxed) for _ in range(args.repeats)]
-            print(f"zygote start-up {label:18s}: {statistics.median(r[0] for r in runs):6.2f} s (median of {len(runs)}); "
-                  f"cgroup peak {statistics.median(r[1] for r in runs):6.0f} MB, RSS {statistics.median(r[2] for r in runs):6.0f} MB",
-                  flush=True)
+            print(
+                f"zygote start-up {label:18s}: {statistics.median(r[0] for r in runs):6.2f} s (median of {len(runs)}); "
+                f"cgroup peak {statistics.median(r[1] for r in runs):6.0f} MB, RSS {statistics.median(r[2] for r in runs):6.0f} MB",
+                flush=True,
+            )
         for label, boxed in (("in its sandbox", True), ("without a sandbox", False)):
             runs = [bare_start(grader, boxed) for _ in range(args.repeats)]
             print(f"python -I -c pass {label:16s}: {statistics.median(runs) * 1000:6.0f} ms", flush=True)
@@ -115,7 +122,9 @@ def main() -> None:
     total = sum(s.points for s in result.scores)
     print(f"the reference, {len(modules)} modules, --jobs 1: {total:g} points in {seconds:.0f} s")
     for module in modules:
-        print(f"  {module:14s} grading process peak resident memory {result.timings.get(f'peak_mb:{module}', 0):6.0f} MB")
+        print(
+            f"  {module:14s} grading process peak resident memory {result.timings.get(f'peak_mb:{module}', 0):6.0f} MB"
+        )
 
 
 if __name__ == "__main__":

@@ -32,10 +32,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 PYTHON = sys.executable
-FLOOR = (
-    "import jax, flax.linen, optax, torch.utils.data, hypothesis, pytest; "
-    "jax.numpy.ones(1).block_until_ready()"
-)
+FLOOR = "import jax, flax.linen, optax, torch.utils.data, hypothesis, pytest; jax.numpy.ones(1).block_until_ready()"
 
 
 # Runs a command and prints the peak memory of its largest process (itself or any descendant it waited for).
@@ -109,6 +106,7 @@ def course_rows(table: Table, scratch: Path) -> None:
             folder = scratch / "course-cold"
             shutil.rmtree(folder, ignore_errors=True)
             return timed(pytest_cmd("exercises/", "--solutions", *flags), cache_env(folder))
+
         return run
 
     # A run of several modules is spread over the cores (autograder.pytest_plugin.parallel); -n 0 keeps it in one process.
@@ -133,7 +131,17 @@ def grade_rows(table: Table, sizes: list[int], module_counts: list[int], scratch
             def run(size=size, modules=modules, peaks=peaks) -> float:
                 work = Path(tempfile.mkdtemp(dir=scratch))
                 n = build(work / "class", 0, modules, size)
-                cmd = [PYTHON, "-m", "autograder", "grade", str(work / "class"), "--out", str(work / "out"), "--jobs", "2"]
+                cmd = [
+                    PYTHON,
+                    "-m",
+                    "autograder",
+                    "grade",
+                    str(work / "class"),
+                    "--out",
+                    str(work / "out"),
+                    "--jobs",
+                    "2",
+                ]
                 for module in modules:
                     cmd += ["--only", module]
                 seconds, done = run_timed([PYTHON, "-c", PEAK, *cmd])
@@ -153,8 +161,13 @@ def nbgrader_row(table: Table, scratch: Path, module: str) -> None:
         shutil.rmtree(course, ignore_errors=True)
         subprocess.run([PYTHON, "-m", "autograder", "nbgrader", str(course)], check=True, capture_output=True)
         env = {"PATH": f"{Path(PYTHON).parent}{os.pathsep}{os.environ['PATH']}"}
-        subprocess.run(["nbgrader", "generate_assignment", module, "--force"], cwd=course, env={**os.environ, **env},
-                       check=True, capture_output=True)
+        subprocess.run(
+            ["nbgrader", "generate_assignment", module, "--force"],
+            cwd=course,
+            env={**os.environ, **env},
+            check=True,
+            capture_output=True,
+        )
         student = course / "submitted" / "student" / module
         student.mkdir(parents=True)
         shutil.copy(course / "source" / module / f"{module}.ipynb", student)
@@ -169,8 +182,11 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--modules", help="comma-separated modules (default: every module of course.toml)")
     parser.add_argument("--class-sizes", default="20", help="comma-separated class sizes for the grade rows")
-    parser.add_argument("--grade-modules", default="", help="comma-separated module counts for the grade rows "
-                        "(the first N of course.toml; default: every module)")
+    parser.add_argument(
+        "--grade-modules",
+        default="",
+        help="comma-separated module counts for the grade rows (the first N of course.toml; default: every module)",
+    )
     parser.add_argument("--skip", default="", help="comma-separated rows to skip: modules,course,grade,nbgrader")
     args = parser.parse_args()
     sys.path.insert(0, str(ROOT))

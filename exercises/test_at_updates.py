@@ -5,16 +5,13 @@ from ``course.toml``.
 """
 
 import jax.numpy as jnp
+import numpy as np
 import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from autograder.checks import purity
-from autograder.checks import structure
-from autograder.checks import values
+from autograder.checks import purity, structure, values
 from autograder.checks.strategies import float32_arrays, float32s, ordered_pairs, square_matrices, vectors_with_indices
-
-import numpy as np
 
 correctness = pytest.mark.correctness
 
@@ -35,6 +32,7 @@ def clamp_inputs(draw):
 
 # set_diagonal ---------------------------------------------------------------
 
+
 @correctness
 @given(x=square_matrices(), value=float32s())
 def test_set_diagonal_matches_reference(student, reference, x, value):
@@ -53,6 +51,7 @@ def test_set_diagonal_is_pure(student, x, value):
 
 
 # scatter_add ----------------------------------------------------------------
+
 
 @correctness
 @given(inputs=scatter_inputs())
@@ -75,6 +74,7 @@ def test_scatter_add_is_pure(student, inputs):
 
 
 # clamp_at -------------------------------------------------------------------
+
 
 @correctness
 @given(inputs=clamp_inputs())
@@ -99,6 +99,7 @@ def test_clamp_at_is_pure(student, inputs):
 
 
 # replace_negatives ----------------------------------------------------------
+
 
 @correctness
 @given(x=float32_arrays(), value=float32s())

@@ -27,11 +27,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from autograder.checks import calls
-from autograder.checks import jaxprs
-from autograder.checks import purity
-from autograder.checks import structure
-from autograder.checks import values
+from autograder.checks import calls, jaxprs, purity, structure, values
 from autograder.checks.strategies import float32_arrays, integers
 from autograder.core.failures import CheckFailure
 
@@ -43,6 +39,7 @@ LARGE = 1024  # n = m for the size checks: a Jacobian or Hessian there has LARGE
 
 # The functions to differentiate ----------------------------------------------
 # No formula can be worked out for them by hand, and none builds a large array itself.
+
 
 def half_squared_norm(x):
     """The tutorial's f(x) = x . x / 2, whose gradient is x."""
@@ -123,7 +120,7 @@ def large(seed=0):
     return rng.normal(size=LARGE).astype(np.float32)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def jitted(fn, f):
     """One ``jax.jit`` with ``f`` closed over per (function, f): it compiles once per shape."""
     return jax.jit(lambda *args: fn(f, *args))
@@ -181,7 +178,8 @@ def test_value_and_gradient_calls_f_once(student, shape):
 @given(f=functions((log_sum_exp,)), x=vectors(((2, 3),)))
 def test_value_and_gradient_works_under_jit(student, f, x):
     structure.assert_works_under_jit(
-        functools.partial(student.value_and_gradient, f), x,
+        functools.partial(student.value_and_gradient, f),
+        x,
         jitted=jitted(student.value_and_gradient, f),
     )
 
@@ -232,7 +230,8 @@ def test_directional_derivative_calls_f_once(student):
 def test_directional_derivative_builds_no_jacobian(student):
     jaxprs.assert_no_intermediate_of_size(
         lambda x, v: student.directional_derivative(sin_times_running_sum, x, v),
-        large(1), large(2),
+        large(1),
+        large(2),
         limit=LARGE * LARGE,
         check=f"directional_derivative builds no array of n * m elements (n = m = {LARGE})",
         problem=f"directional_derivative builds the whole Jacobian (or something as large) for n = m = {LARGE}",
@@ -245,7 +244,9 @@ def test_directional_derivative_builds_no_jacobian(student):
 def test_directional_derivative_works_under_jit(student, f, x, seed):
     v = np.random.RandomState(seed).normal(size=x.shape).astype(np.float32)
     structure.assert_works_under_jit(
-        functools.partial(student.directional_derivative, f), x, v,
+        functools.partial(student.directional_derivative, f),
+        x,
+        v,
         jitted=jitted(student.directional_derivative, f),
     )
 
@@ -300,7 +301,8 @@ def test_vjp_rows_builds_no_jacobian(student):
     cotangents = np.random.RandomState(0).normal(size=(2, LARGE)).astype(np.float32)
     jaxprs.assert_no_intermediate_of_size(
         lambda x, c: student.vjp_rows(sin_times_running_sum, x, c),
-        large(1), cotangents,
+        large(1),
+        cotangents,
         limit=LARGE * LARGE,
         check=f"vjp_rows builds no (m, n) array for k = 2 rows (n = m = {LARGE})",
         problem=f"vjp_rows builds the whole Jacobian (or something as large) for k = 2 rows and n = m = {LARGE}",
@@ -313,7 +315,9 @@ def test_vjp_rows_builds_no_jacobian(student):
 def test_vjp_rows_works_under_jit(student, f, x, seed):
     cotangents = cotangents_for(f, x, 3, seed)
     structure.assert_works_under_jit(
-        functools.partial(student.vjp_rows, f), x, cotangents,
+        functools.partial(student.vjp_rows, f),
+        x,
+        cotangents,
         jitted=jitted(student.vjp_rows, f),
     )
 
@@ -342,7 +346,8 @@ def test_hvp_matches_reference(student, reference, f, x, seed):
 def test_hvp_builds_no_hessian(student):
     jaxprs.assert_no_intermediate_of_size(
         lambda x, v: student.hvp(tanh_of_running_sum, x, v),
-        large(1), large(2),
+        large(1),
+        large(2),
         limit=LARGE * LARGE,
         check=f"hvp builds no array of n * n elements (n = {LARGE})",
         problem=f"hvp builds the whole Hessian (or something as large) for n = {LARGE}",

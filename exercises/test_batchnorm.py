@@ -24,18 +24,27 @@ import numpy as np
 import optax
 import pytest
 
-from autograder.checks import loops
-from autograder.checks import purity
-from autograder.checks import structure
-from autograder.checks import tracing
-from autograder.checks import values
-from autograder.core.failures import CheckFailure
+from autograder.checks import loops, purity, structure, tracing, values
 from autograder.checks.keys import make_key
 from autograder.checks.scenario import (
-    BATCH, EPOCHS, TRAIN_SIZE, epoch_batches, eval_cases, eval_cases_of_two_models, evaluation_batches, full_batches, sample_input,
-    states_trained_elsewhere, two_steps, unseen_step, assert_is_train_state, created_state, given_state,
+    BATCH,
+    EPOCHS,
+    TRAIN_SIZE,
+    assert_is_train_state,
+    created_state,
+    epoch_batches,
+    eval_cases,
+    eval_cases_of_two_models,
+    evaluation_batches,
+    full_batches,
+    given_state,
     run_step,
+    sample_input,
+    states_trained_elsewhere,
+    two_steps,
+    unseen_step,
 )
+from autograder.core.failures import CheckFailure
 from autograder.core.oracle import continue_from, sibling
 
 correctness = pytest.mark.correctness
@@ -115,7 +124,11 @@ def test_batches(data):
 
 def run_train_step_bn(student, state, batch):
     return run_step(
-        student.train_step_bn, state, batch, returns=("new_state", "loss"), function="train_step_bn",
+        student.train_step_bn,
+        state,
+        batch,
+        returns=("new_state", "loss"),
+        function="train_step_bn",
         check="train_step_bn(state, batch) returns (new_state, loss)",
     )
 
@@ -136,7 +149,10 @@ def _create(module, classifier, case):
 
 def _assert_is_train_state_bn(state, check):
     assert_is_train_state(
-        state, check, function="create_train_state_bn", field="batch_stats",
+        state,
+        check,
+        function="create_train_state_bn",
+        field="batch_stats",
         advice="build it with TrainStateBN.create(apply_fn=..., params=..., batch_stats=..., tx=...)",
     )
 
@@ -197,6 +213,7 @@ def test_create_train_state_bn_is_pure(student, classifier):
 
 # train_step_bn --------------------------------------------------------------
 
+
 @correctness
 def test_train_step_bn_matches_reference_at_every_step(student, reference, start, other_start, steps):
     """Each step of the student's own training loop is compared with the reference's step from the same state."""
@@ -206,7 +223,10 @@ def test_train_step_bn_matches_reference_at_every_step(student, reference, start
         f"starting from running averages far from their initial values, and on states of a BNClassifier({OTHER_HIDDEN}, 1)"
     )
     other = f"BNClassifier({OTHER_HIDDEN}, 1)"
-    paths = [(start, steps, ""), (other_start, [(f"with a {other} state, at step {i + 1}", b) for i, (_, b) in enumerate(steps[:2])], other)]
+    paths = [
+        (start, steps, ""),
+        (other_start, [(f"with a {other} state, at step {i + 1}", b) for i, (_, b) in enumerate(steps[:2])], other),
+    ]
     for state, path, model in paths:
         for label, batch in path:
             with structure.runs_the_states_model("train_step_bn", model):
@@ -228,7 +248,10 @@ def test_train_step_bn_updates_the_running_averages(student, start, trained, ste
         new_state, _ = run_train_step_bn(student, state, batch)
         with values.located(label):
             values.assert_leaves_moved(
-                state.batch_stats, getattr(new_state, "batch_stats", None), name="new_state.batch_stats", check=check,
+                state.batch_stats,
+                getattr(new_state, "batch_stats", None),
+                name="new_state.batch_stats",
+                check=check,
                 advice="run the model in training mode (train=True) with mutable=['batch_stats'] and keep "
                 "updates['batch_stats'] in the new state",
             )
@@ -246,8 +269,10 @@ def test_train_step_bn_keeps_the_batch_stats_structure(student, start, steps):
             "store updates['batch_stats'], or the next step finds no 'BatchNorm_0' statistics",
         )
     values.assert_trees_close(
-        jax.tree_util.tree_map(np.shape, got), jax.tree_util.tree_map(np.shape, start.batch_stats),
-        name="new_state.batch_stats shapes", check=check,
+        jax.tree_util.tree_map(np.shape, got),
+        jax.tree_util.tree_map(np.shape, start.batch_stats),
+        name="new_state.batch_stats shapes",
+        check=check,
     )
 
 
@@ -267,7 +292,9 @@ def test_train_step_bn_takes_gradients_with_respect_to_params(student, start, tr
             values.assert_leaves_moved(
                 without_the_bias_before_batchnorm(state.params),
                 without_the_bias_before_batchnorm(getattr(new_state, "params", None)),
-                name="new_state.params", check=check, advice=ZERO_GRADIENTS,
+                name="new_state.params",
+                check=check,
+                advice=ZERO_GRADIENTS,
             )
 
 
@@ -300,6 +327,7 @@ def test_train_step_bn_is_pure(student, trained, steps):
 
 
 # eval_step_bn ---------------------------------------------------------------
+
 
 @correctness
 def test_eval_step_bn_matches_reference(student, reference, trained, other_start, test_batches):
@@ -347,7 +375,11 @@ def test_eval_step_bn_does_not_retrace(student, trained, test_batches):
         return state.replace(step=state.step + 1, **moved)
 
     loops.assert_chained_steps_do_not_retrace(
-        student.eval_step_bn, unseen_step(trained[1], 1), [test_batches[0]], next_state=a_step_later, name="eval_step_bn",
+        student.eval_step_bn,
+        unseen_step(trained[1], 1),
+        [test_batches[0]],
+        next_state=a_step_later,
+        name="eval_step_bn",
     )
 
 

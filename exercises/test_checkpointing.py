@@ -22,11 +22,7 @@ import orbax.checkpoint as ocp
 import pytest
 from flax.training import train_state
 
-from autograder.checks import files
-from autograder.checks import purity
-from autograder.checks import scenario
-from autograder.checks import structure
-from autograder.checks import values
+from autograder.checks import files, purity, scenario, structure, values
 from autograder.core.failures import CheckFailure
 from autograder.core.oracle import sibling, transformed
 
@@ -38,6 +34,7 @@ TRAINED_SEED, TARGET_SEED = 0, 7  # the target's params are no other module's gi
 
 
 # The scenario ---------------------------------------------------------------
+
 
 @pytest.fixture(scope="module")
 def model(reference):
@@ -118,8 +115,10 @@ def save_into(manager, state):
 
 # What a function wrote, as data (the trusted side reads it with the reference) -------------------------
 
+
 def files_written_by(save):
     """``save(path, state)`` at a new path: the files it wrote there."""
+
     def written(state):
         with files.new_directory() as directory:
             save(directory / "ckpt", state)
@@ -130,6 +129,7 @@ def files_written_by(save):
 
 def read_with(restore):
     """``restore(path, target)`` of a checkpoint given as files."""
+
     def restored(checkpoint, target):
         with files.new_directory() as directory:
             return restore(files.materialise(checkpoint, directory / "ckpt"), target)
@@ -140,6 +140,7 @@ def read_with(restore):
 def run_saved_by(save_to_manager):
     """A manager's directory (it keeps 3) after ``save_to_manager`` saved each of ``states`` and it was closed,
     as after a restart: its files."""
+
     def run(states):
         with files.new_directory() as directory:
             manager = a_manager(directory / "run", 3)
@@ -155,6 +156,7 @@ def run_saved_by(save_to_manager):
 
 def restored_from_run(restore_latest):
     """``restore_latest`` with a new manager (it keeps 3) of a run given as files."""
+
     def restored(run, target):
         with files.new_directory() as directory:
             manager = a_manager(files.materialise(run, directory / "run"), 3)
@@ -198,12 +200,14 @@ def assert_has_structure_of(got, target, *, name, check):
         )
     if got.apply_fn is not target.apply_fn or got.tx is not target.tx:
         raise CheckFailure(
-            check, f"{name}.apply_fn or {name}.tx is not the target's",
+            check,
+            f"{name}.apply_fn or {name}.tx is not the target's",
             "apply_fn and tx are not saved: they must come from the target you restore into",
         )
     if jax.tree.structure(got) != jax.tree.structure(target):
         raise CheckFailure(
-            check, f"{name} does not have the target's tree structure",
+            check,
+            f"{name} does not have the target's tree structure",
             f"expected: {values.describe(target)}\ngot:      {values.describe(got)}",
         )
     for (path, leaf), want in zip(jax.tree_util.tree_leaves_with_path(got), jax.tree.leaves(target)):
@@ -211,7 +215,8 @@ def assert_has_structure_of(got, target, *, name, check):
         if type(want) is int:
             if type(leaf) is not int:
                 raise CheckFailure(
-                    check, f"{where} is {values.describe(leaf)}, but the target holds a Python int there",
+                    check,
+                    f"{where} is {values.describe(leaf)}, but the target holds a Python int there",
                     "restore against the target's abstract version: a Python int leaf then stays a Python int",
                 )
             continue
@@ -231,9 +236,7 @@ NOT_WAITED = (
     "Orbax saves in the background into <path>.orbax-checkpoint-tmp and renames it when the write is complete; "
     "wait for the asynchronous save before returning (the checkpointer's wait_until_finished method), or use the checkpointer as a context manager (`with ocp.StandardCheckpointer() as c:`)"
 )
-NOT_ORBAX = (
-    "write an Orbax checkpoint with ocp.StandardCheckpointer (not pickle, msgpack or np.save), and wait until it is finished"
-)
+NOT_ORBAX = "write an Orbax checkpoint with ocp.StandardCheckpointer (not pickle, msgpack or np.save), and wait until it is finished"
 
 
 def what_it_holds(checkpoint):
@@ -265,11 +268,14 @@ def test_save_checkpoint_is_complete_on_return(student, to_save, workdir):
     check = "save_checkpoint returns only when the checkpoint directory is complete under its final name"
     returned = student.save_checkpoint(path, to_save)
     if leftovers(workdir):
-        raise CheckFailure(check, f"save_checkpoint returned while {leftovers(workdir)[0]} was still being written", NOT_WAITED)
+        raise CheckFailure(
+            check, f"save_checkpoint returned while {leftovers(workdir)[0]} was still being written", NOT_WAITED
+        )
     if not path.is_dir():
         found = sorted(files.listing(workdir) - {"cwd"})
         raise CheckFailure(
-            check, f"after save_checkpoint returned, {path.name!r} is not a directory (found: {found[:4]})",
+            check,
+            f"after save_checkpoint returned, {path.name!r} is not a directory (found: {found[:4]})",
             "save with ocp.StandardCheckpointer: a checkpoint is a directory at exactly the path you are given",
         )
     if returned is not None:
@@ -301,7 +307,10 @@ def test_save_checkpoint_writes_only_under_path(student, to_save, workdir):
     before = files.listing(workdir)
     student.save_checkpoint(workdir / "ckpt", to_save)
     assert_written_only_under(
-        workdir, before, "ckpt", function="save_checkpoint",
+        workdir,
+        before,
+        "ckpt",
+        function="save_checkpoint",
         check="save_checkpoint writes nothing outside the path it is given",
     )
 
@@ -313,6 +322,7 @@ def test_save_checkpoint_leaves_state_unchanged(student, to_save, workdir):
 
 
 # restore_checkpoint ---------------------------------------------------------
+
 
 @pytest.fixture(scope="module")
 def saved(reference, trained):
@@ -337,7 +347,9 @@ def test_restore_checkpoint_reads_the_reference_checkpoint_exactly(student, refe
 def test_restore_checkpoint_has_the_targets_class_and_structure(student, saved_path, target):
     restored = student.restore_checkpoint(saved_path, target)
     assert_has_structure_of(
-        restored, target, name="restored",
+        restored,
+        target,
+        name="restored",
         check="restore_checkpoint returns a state of the target's class, apply_fn, tx, structure, shapes and dtypes",
     )
 
@@ -369,6 +381,7 @@ def test_restore_checkpoint_then_a_training_step_is_bit_identical(student, saved
 
 # make_manager ---------------------------------------------------------------
 
+
 def test_make_manager_returns_a_checkpoint_manager(student, workdir):
     manager = student.make_manager(workdir / "run", 3)
     try:
@@ -385,6 +398,7 @@ def test_make_manager_returns_a_checkpoint_manager(student, workdir):
 def directory_made_by(make_manager):
     """Whether ``make_manager(directory, max_to_keep)`` on a directory that does not exist yet has created it when
     it returns (before anything is saved)."""
+
     def made(max_to_keep):
         with files.new_directory() as directory:
             manager = make_manager(directory / "run", max_to_keep)
@@ -440,20 +454,29 @@ def steps_kept_by(make_manager):
 @correctness
 def test_make_manager_keeps_the_newest_steps(student, trained):
     KEEP_STEPS = keep_steps()
-    runs = structure.transformed_once(student.make_manager, f"keeps k of steps {list(KEEP_STEPS)}", steps_kept_by)(trained)
-    advice = ("pass the max_to_keep you are given on: options=ocp.CheckpointManagerOptions(max_to_keep=max_to_keep, "
-              "create=True)")
+    runs = structure.transformed_once(student.make_manager, f"keeps k of steps {list(KEEP_STEPS)}", steps_kept_by)(
+        trained
+    )
+    advice = (
+        "pass the max_to_keep you are given on: options=ocp.CheckpointManagerOptions(max_to_keep=max_to_keep, "
+        "create=True)"
+    )
     for max_to_keep, steps, on_disk in runs:
         newest = list(KEEP_STEPS[-max_to_keep:])
-        check = (f"a manager from make_manager(directory, {max_to_keep}), after steps {list(KEEP_STEPS)} are saved, keeps steps "
-                 f"{newest} only")
+        check = (
+            f"a manager from make_manager(directory, {max_to_keep}), after steps {list(KEEP_STEPS)} are saved, keeps steps "
+            f"{newest} only"
+        )
         if list(steps) != newest:
             raise CheckFailure(check, f"manager.all_steps() is {list(steps)}, expected {newest}", advice)
         if list(on_disk) != [str(s) for s in newest]:
-            raise CheckFailure(check, f"the directory holds {list(on_disk)}, expected {[str(s) for s in newest]}", advice)
+            raise CheckFailure(
+                check, f"the directory holds {list(on_disk)}, expected {[str(s) for s in newest]}", advice
+            )
 
 
 # save_to_manager ------------------------------------------------------------
+
 
 def saved_scenario():
     """``(steps, keep)``: step 0 (a step: saved, and True), then 3, 7 and 9 (or the instructor's steps under
@@ -474,12 +497,14 @@ def saves_by(save_to_manager):
                 record = []
                 for step in SAVED_STEPS:
                     result = save_to_manager(manager, state.replace(step=step))
-                    record.append({
-                        "step": step,
-                        "returned": result if isinstance(result, bool) else repr(result)[:80],
-                        "unfinished": leftovers(directory / "run"),
-                        "on_disk": files.numbered_entries(directory / "run"),
-                    })
+                    record.append(
+                        {
+                            "step": step,
+                            "returned": result if isinstance(result, bool) else repr(result)[:80],
+                            "unfinished": leftovers(directory / "run"),
+                            "on_disk": files.numbered_entries(directory / "run"),
+                        }
+                    )
                 kept = list(manager.all_steps())
                 return record, kept, [read_back(directory / "run" / str(step), state) for step in kept]
             finally:
@@ -503,35 +528,60 @@ def read_back(step_directory, state):
 def test_save_to_manager_saves_state_step_completely_and_keeps_the_newest(student, trained):
     saved, keep = saved_scenario()
     check = f"save_to_manager saves at the state's own step, returns True once that step is on disk, and the manager keeps {keep}"
-    record, kept, holds = structure.transformed_once(student.save_to_manager, f"steps {list(saved)}, keeping {keep}", saves_by)(trained)
+    record, kept, holds = structure.transformed_once(
+        student.save_to_manager, f"steps {list(saved)}, keeping {keep}", saves_by
+    )(trained)
     for save in record:
         with values.located(f"saving a state with step {save['step']}"):
             if save["returned"] is not True:  # a bool, or the repr of what else it returned
-                raise CheckFailure(check, f"save_to_manager returned {save['returned']}, expected True", "return what manager.save returns")
+                raise CheckFailure(
+                    check,
+                    f"save_to_manager returned {save['returned']}, expected True",
+                    "return what manager.save returns",
+                )
             if save["unfinished"]:
-                raise CheckFailure(check, f"save_to_manager returned while {save['unfinished'][0]} was still being written",
-                                   "call manager.wait_until_finished() after manager.save")
+                raise CheckFailure(
+                    check,
+                    f"save_to_manager returned while {save['unfinished'][0]} was still being written",
+                    "call manager.wait_until_finished() after manager.save",
+                )
             if str(save["step"]) not in save["on_disk"]:
                 raise CheckFailure(
-                    check, f"there is no step directory {save['step']}: the directory holds {list(save['on_disk'])}",
+                    check,
+                    f"there is no step directory {save['step']}: the directory holds {list(save['on_disk'])}",
                     "save at int(state.step), the state's own step, not a counter of your own",
                 )
     on_disk = record[-1]["on_disk"]
     want = list(saved[-keep:])
     if list(kept) != want or list(on_disk) != [str(s) for s in want]:
-        raise CheckFailure(check, f"after steps {list(saved)} the manager holds {list(kept)} (on disk {list(on_disk)}), expected {want}")
-    read_check = "what save_to_manager saved at each step reads back as the whole state (step, params, opt_state), exactly"
+        raise CheckFailure(
+            check,
+            f"after steps {list(saved)} the manager holds {list(kept)} (on disk {list(on_disk)}), expected {want}",
+        )
+    read_check = (
+        "what save_to_manager saved at each step reads back as the whole state (step, params, opt_state), exactly"
+    )
     for step, held in zip(kept, holds):
         with values.located(f"reading back step {step}"):
             if isinstance(held, str):
                 raise CheckFailure(
-                    read_check, f"step {step} cannot be read back as a TrainState: {held}",
+                    read_check,
+                    f"step {step} cannot be read back as a TrainState: {held}",
                     "save the whole state, manager.save(step, args=ocp.args.StandardSave(state)): not state.params "
                     "or a part of it",
                 )
-            expected = [np.asarray(leaf) for leaf in jax.tree.leaves(trained.replace(step=jnp.asarray(step, jnp.int32)))]
-            values.assert_trees_close(list(held), expected, rtol=0, atol=0, name="the saved state's leaves",
-                                      check=read_check, source="the state you were given")
+            expected = [
+                np.asarray(leaf) for leaf in jax.tree.leaves(trained.replace(step=jnp.asarray(step, jnp.int32)))
+            ]
+            values.assert_trees_close(
+                list(held),
+                expected,
+                rtol=0,
+                atol=0,
+                name="the saved state's leaves",
+                check=read_check,
+                source="the state you were given",
+            )
 
 
 def test_save_to_manager_returns_false_for_an_older_step(student, trained, workdir):
@@ -543,12 +593,18 @@ def test_save_to_manager_returns_false_for_an_older_step(student, trained, workd
         before = files.listing(workdir)
         result = student.save_to_manager(manager, trained.replace(step=2))
         if result is not False:
-            raise CheckFailure(check, f"save_to_manager returned {result!r}, expected False",
-                               "return the bool manager.save returns: False when Orbax declines an older step")
+            raise CheckFailure(
+                check,
+                f"save_to_manager returned {result!r}, expected False",
+                "return the bool manager.save returns: False when Orbax declines an older step",
+            )
         written = sorted(files.listing(workdir) - before)
         if written:
-            raise CheckFailure(check, f"save_to_manager wrote {written[0]} for the older step 2",
-                               "let manager.save decide: it declines an older step and writes nothing")
+            raise CheckFailure(
+                check,
+                f"save_to_manager wrote {written[0]} for the older step 2",
+                "let manager.save decide: it declines an older step and writes nothing",
+            )
     finally:
         manager.close()
 
@@ -577,22 +633,30 @@ def test_save_to_manager_returns_false_for_a_step_that_exists(student, trained, 
                 result = student.save_to_manager(manager, trained.replace(step=0))
             except Exception as err:  # noqa: BLE001 - reported with its type
                 raise CheckFailure(
-                    check, f"saving step 0 again with {opened} raised {type(err).__name__}: {str(err)[:160]}",
+                    check,
+                    f"saving step 0 again with {opened} raised {type(err).__name__}: {str(err)[:160]}",
                     "call manager.save(step, args=...) without force=True and return its bool: Orbax declines a step "
                     "that exists with False",
                 ) from None
             with values.located(f"saving step 0 again with {opened}"):
                 if result is not False:
-                    raise CheckFailure(check, f"save_to_manager returned {result!r}, expected False",
-                                       "return the bool manager.save returns: False when Orbax declines the step")
+                    raise CheckFailure(
+                        check,
+                        f"save_to_manager returned {result!r}, expected False",
+                        "return the bool manager.save returns: False when Orbax declines the step",
+                    )
                 if not same_files(files.snapshot(directory), before):
-                    raise CheckFailure(check, "the manager's directory changed",
-                                       "let manager.save decide: it declines a step that exists and writes nothing")
+                    raise CheckFailure(
+                        check,
+                        "the manager's directory changed",
+                        "let manager.save decide: it declines a step that exists and writes nothing",
+                    )
     finally:
         manager.close()
 
 
 # restore_latest -------------------------------------------------------------
+
 
 def test_restore_latest_returns_the_target_itself_when_nothing_was_saved(student, target, workdir):
     manager = a_manager(workdir / "empty", 2)
@@ -629,7 +693,9 @@ def test_restore_latest_gives_the_targets_structure(student, run, target, workdi
     finally:
         manager.close()
     assert_has_structure_of(
-        result, target, name="restored",
+        result,
+        target,
+        name="restored",
         check="restore_latest returns a state of the target's class, apply_fn, tx, structure, shapes and dtypes",
     )
 
@@ -661,7 +727,8 @@ def test_restore_latest_restores_a_step_0_checkpoint(student, model, tx, target,
     check = "restore_latest restores a checkpoint saved at step 0"
     if result is target:
         raise CheckFailure(
-            check, "restore_latest returned the target itself although step 0 was saved",
+            check,
+            "restore_latest returned the target itself although step 0 was saved",
             "latest_step() is 0 here, and 0 is falsy: compare latest_step() with None, not its truth value",
         )
     assert_has_structure_of(result, target, name="restored", check=check)

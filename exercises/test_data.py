@@ -12,10 +12,7 @@ import torch
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from autograder.checks import loaders
-from autograder.checks import purity
-from autograder.checks import structure
-from autograder.checks import values
+from autograder.checks import loaders, purity, structure, values
 from autograder.checks.loaders import SampleDataset, indexed_samples
 from autograder.checks.strategies import collate_batches, integers
 
@@ -36,14 +33,17 @@ LOADER_BATCH_SIZE = 4
 
 # numpy_collate --------------------------------------------------------------
 
+
 @correctness
 @given(batch=collate_batches())
 @example(batch=[(np.zeros(2, np.float32), np.int32(0)), (np.ones(2, np.float32), np.int32(1))])
 @example(batch=[{"x": np.arange(3), "y": [1.5, True]}, {"x": np.arange(3) + 1, "y": [2.5, False]}])
-@example(batch=[  # integers at their extremes: a trip through float32 (or float64, for int64) rounds them
-    (np.array([2**31 - 1, -2**31], np.int32), np.int64(2**53 + 1), np.uint8(255)),
-    (np.array([2**24 + 1, 0], np.int32), np.int64(-2**63), np.uint8(0)),
-])
+@example(
+    batch=[  # integers at their extremes: a trip through float32 (or float64, for int64) rounds them
+        (np.array([2**31 - 1, -(2**31)], np.int32), np.int64(2**53 + 1), np.uint8(255)),
+        (np.array([2**24 + 1, 0], np.int32), np.int64(-(2**63)), np.uint8(0)),
+    ]
+)
 def test_numpy_collate_matches_reference(student, reference, batch):
     """Structure (tuples and lists → a list), np.ndarray leaves only, dtypes and values."""
     expected = reference.numpy_collate(batch)
@@ -107,7 +107,12 @@ def test_XORDataset_default_std_is_0_1(student, size, seed):
     expected = student.XORDataset(size, seed, 0.1)
     ds = student.XORDataset(size, seed)
     values.assert_trees_close(
-        ds.data, expected.data, rtol=1e-6, atol=1e-6, name="ds.data", check="XORDataset(size, seed) uses std=0.1",
+        ds.data,
+        expected.data,
+        rtol=1e-6,
+        atol=1e-6,
+        name="ds.data",
+        check="XORDataset(size, seed) uses std=0.1",
         source="XORDataset(size, seed, 0.1).data",
     )
 
@@ -122,7 +127,13 @@ def test_XORDataset_items_are_data_label_pairs(student, size, seed, std):
     check = "XORDataset's ds[i] is the pair (data[i], label[i])"
     for i in indices:
         values.assert_trees_close(
-            ds[i], (ds.data[i], ds.label[i]), rtol=0, atol=0, name=f"ds[{i}]", check=check, source=f"(ds.data[{i}], ds.label[{i}])"
+            ds[i],
+            (ds.data[i], ds.label[i]),
+            rtol=0,
+            atol=0,
+            name=f"ds[{i}]",
+            check=check,
+            source=f"(ds.data[{i}], ds.label[{i}])",
         )
     stacked = (np.asarray([ds[i][0] for i in indices]), np.asarray([ds[i][1] for i in indices]))
     values.assert_trees_close(
@@ -154,8 +165,12 @@ def test_XORDataset_works_in_a_dataloader_with_workers(student):
     """
     size, seed, batch_size = 40, 5, 16
     batches = loaders.load_batches(
-        student.XORDataset(size, seed), list, batch_size=batch_size, num_workers=2,
-        fn_name="XORDataset", role="dataset",
+        student.XORDataset(size, seed),
+        list,
+        batch_size=batch_size,
+        num_workers=2,
+        fn_name="XORDataset",
+        role="dataset",
     )
     expected = student.XORDataset(size, seed)
     check = "XORDataset works as the dataset of a DataLoader with num_workers=2"
@@ -175,6 +190,7 @@ def test_XORDataset_uses_its_own_generator(student, size, seed):
 
 
 # make_loader ----------------------------------------------------------------
+
 
 def collate_indexed_samples(samples):
     """What a right ``numpy_collate`` makes of :func:`~autograder.checks.loaders.indexed_samples`: ``[features
@@ -201,6 +217,7 @@ def epoch_of(module, n, batch_size, shuffle, **kwargs):
 def batches_of(make_loader):
     """``make_loader`` on ``n`` indexed samples, as data: its batches (the trusted side compares them with the
     check's own, so its verdict is decided there, not in the student's process)."""
+
     def batches(n, batch_size, shuffle, seed, drop_last):
         loader = make_loader(SampleDataset(indexed_samples(n)), batch_size, shuffle, seed=seed, drop_last=drop_last)
         loaders.assert_is_dataloader(loader, "make_loader")
@@ -221,7 +238,11 @@ def test_make_loader_gives_numpy_batches(loader_module, drop_last):
     for j, start in enumerate(starts):
         expected = collate_indexed_samples(samples[start : start + 4])
         loaders.assert_numpy_batch(
-            batches[j], expected, name=f"batches[{j}]", check=check, source=f"numpy_collate of samples {start}..{start + 3}"
+            batches[j],
+            expected,
+            name=f"batches[{j}]",
+            check=check,
+            source=f"numpy_collate of samples {start}..{start + 3}",
         )
 
 
@@ -279,7 +300,11 @@ def test_make_loader_keeps_the_last_short_batch_by_default(loader_module, shuffl
     for n, batch_size in ((10, 4), (3, 5)):
         order = epoch_of(loader_module, n, batch_size, shuffle)
         loaders.assert_epoch_batches(
-            order, n, batch_size=batch_size, shuffle=shuffle, drop_last=False,
+            order,
+            n,
+            batch_size=batch_size,
+            shuffle=shuffle,
+            drop_last=False,
             fn_name="make_loader (without drop_last, whose default is False)",
         )
 
@@ -288,6 +313,7 @@ def test_make_loader_keeps_the_last_short_batch_by_default(loader_module, shuffl
 def test_make_loader_loaders_made_together_keep_their_own_order(loader_module, seeds):
     """Loaders made before either is iterated, iterated in turn (a training and a validation loader), each give
     the order their seed gives alone: no generator is shared between calls."""
+
     def make(seed):
         loader = loader_module.make_loader(SampleDataset(indexed_samples(64)), 8, True, seed=seed)
         loaders.assert_is_dataloader(loader, "make_loader")
@@ -309,6 +335,7 @@ def test_make_loader_loaders_made_together_keep_their_own_order(loader_module, s
 
 def test_make_loader_keeps_no_module_state(loader_module):
     """Making a loader and iterating it changes nothing at module level (a shared generator, a list of loaders)."""
+
     @functools.wraps(loader_module.make_loader)
     def make_loader_and_iterate(*args, **kwargs):
         return loaders.epoch(loader_module.make_loader(*args, **kwargs), "make_loader")

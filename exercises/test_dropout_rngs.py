@@ -27,17 +27,20 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from autograder.checks import keys
-from autograder.checks import loops
-from autograder.checks import purity
-from autograder.checks import structure
-from autograder.checks import tracing
-from autograder.checks import values
-from autograder.core.failures import CheckFailure
+from autograder.checks import keys, loops, purity, structure, tracing, values
 from autograder.checks.scenario import (
-    assert_is_train_state, created_state, drawn_key, epochs_of, eval_cases, full_batches, given_state, run_step,
-    two_steps, xor_loader,
+    assert_is_train_state,
+    created_state,
+    drawn_key,
+    epochs_of,
+    eval_cases,
+    full_batches,
+    given_state,
+    run_step,
+    two_steps,
+    xor_loader,
 )
+from autograder.core.failures import CheckFailure
 from autograder.core.oracle import continue_from, sibling
 
 correctness = pytest.mark.correctness
@@ -120,7 +123,12 @@ def test_batches(data):
 def run_train_step(student, state, batch, key):
     """The student's step on fresh copies (it may donate them), checked to return ``(new_state, loss)``."""
     return run_step(
-        student.train_step_dropout, state, batch, key, returns=("new_state", "loss"), function="train_step_dropout",
+        student.train_step_dropout,
+        state,
+        batch,
+        key,
+        returns=("new_state", "loss"),
+        function="train_step_dropout",
         check="train_step_dropout(state, batch, dropout_key) returns (new_state, loss)",
     )
 
@@ -189,8 +197,10 @@ def test_create_train_state_dropout_returns_a_train_state_of_the_model(student, 
         variables = model.init(jax.random.PRNGKey(1), sample, train=False)
         with values.located("state.apply_fn(variables, x, train=False)"):
             values.assert_trees_close(
-                got.apply_fn(variables, sample, train=False), model.apply(variables, sample, train=False),
-                name="output", check=check,
+                got.apply_fn(variables, sample, train=False),
+                model.apply(variables, sample, train=False),
+                name="output",
+                check=check,
             )
 
 
@@ -232,6 +242,7 @@ def test_create_train_state_dropout_is_pure(student, classifier):
 
 # train_step_dropout ---------------------------------------------------------
 
+
 @functools.partial(jax.jit, static_argnums=0)
 def _loss_with_key(apply_fn, params, batch, key):
     x, labels = batch
@@ -249,7 +260,9 @@ def which_key(state, batch, key, loss):
         "fold_in(dropout_key, state.step + 1)": jax.random.fold_in(key, state.step + 1),
     }
     for name, candidate in candidates.items():
-        if np.allclose(np.asarray(loss), np.asarray(_loss_with_key(state.apply_fn, state.params, batch, candidate)), rtol=1e-6):
+        if np.allclose(
+            np.asarray(loss), np.asarray(_loss_with_key(state.apply_fn, state.params, batch, candidate)), rtol=1e-6
+        ):
             return name
     return None
 
@@ -276,7 +289,9 @@ def test_train_step_dropout_matches_reference_at_every_step(student, reference, 
                 used = which_key(state, batch, dropout_key(), loss) if np.shape(loss) == () else None
                 if used is None:
                     raise
-                raise CheckFailure(check, f"{failure.problem}: the step used {used} as its dropout key", KEY_DERIVATION) from None
+                raise CheckFailure(
+                    check, f"{failure.problem}: the step used {used} as its dropout key", KEY_DERIVATION
+                ) from None
             values.assert_fields_close(
                 new_state, expected_state, STATE_FIELDS, check=check, advice={"params": KEY_DERIVATION}
             )
@@ -324,7 +339,8 @@ def test_train_step_dropout_uses_the_base_key_without_consuming_it(student, star
             "train_step_dropout does not consume the dropout_key it is given (checked with jax.debug_key_reuse(True))",
             f"at step {i + 1} of a loop that gives the same dropout_key to every step, JAX reports that the key "
             "was already used: an earlier step consumed it (split it, or drew from it)",
-            f"JAX says: {str(err).splitlines()[0]}\n" + KEY_DERIVATION
+            f"JAX says: {str(err).splitlines()[0]}\n"
+            + KEY_DERIVATION
             + "; fold_in does not consume the base key, split does",
         ) from None
 
@@ -338,12 +354,15 @@ def test_train_step_dropout_does_not_retrace_in_a_training_loop(student, start, 
 
     def next_state(i, state, result):
         return values.assert_returns_tuple(
-            result, ("new_state", "loss"), function="train_step_dropout",
+            result,
+            ("new_state", "loss"),
+            function="train_step_dropout",
             check="train_step_dropout(state, batch, dropout_key) returns (new_state, loss)",
         )[0]
 
-    loops.assert_no_retrace_in_loop(student.train_step_dropout, purity.fresh_copy(start), make_args, next_state,
-                                    name="train_step_dropout")
+    loops.assert_no_retrace_in_loop(
+        student.train_step_dropout, purity.fresh_copy(start), make_args, next_state, name="train_step_dropout"
+    )
 
 
 def test_train_step_dropout_takes_gradients_with_respect_to_params(student, start, trained, steps):
@@ -353,7 +372,10 @@ def test_train_step_dropout_takes_gradients_with_respect_to_params(student, star
         new_state, _ = run_train_step(student, state, batch, dropout_key())
         with values.located(label):
             values.assert_leaves_moved(
-                state.params, getattr(new_state, "params", None), name="new_state.params", check=check,
+                state.params,
+                getattr(new_state, "params", None),
+                name="new_state.params",
+                check=check,
                 advice=ZERO_GRADIENTS,
             )
 
@@ -361,8 +383,11 @@ def test_train_step_dropout_takes_gradients_with_respect_to_params(student, star
 def test_train_step_dropout_leaves_its_arguments_unchanged(student, start, trained, steps):
     for _, state, batch in two_steps(start, trained, steps):
         purity.assert_pytree_arguments_unchanged(
-            student.train_step_dropout, purity.fresh_copy(state), purity.fresh_copy(batch),
-            dropout_key(), allow_donation=True,
+            student.train_step_dropout,
+            purity.fresh_copy(state),
+            purity.fresh_copy(batch),
+            dropout_key(),
+            allow_donation=True,
         )
 
 
@@ -386,7 +411,12 @@ def contract(reference, data):
     return SimpleNamespace(
         model=reference.DropoutClassifier(16, 1, rate=0.1),
         start=new_state(reference, hidden=16, rate=0.1, learning_rate=0.1, seed=0),
-        batches=[batch for _, batch in epochs_of(data.make_loader(data.XORDataset(2500, 42), 128, shuffle=True, seed=0), TARGET_EPOCHS)],
+        batches=[
+            batch
+            for _, batch in epochs_of(
+                data.make_loader(data.XORDataset(2500, 42), 128, shuffle=True, seed=0), TARGET_EPOCHS
+            )
+        ],
         test=(np.asarray(test.data), np.asarray(test.label)),
     )
 
@@ -408,12 +438,14 @@ def test_train_step_dropout_trains_the_classifier_of_the_contract(student, contr
         accuracy = accuracy_of(contract.model, state.params, *contract.test)
     except Exception as err:  # noqa: BLE001 - whatever the trained state holds, it is not the model's params
         raise CheckFailure(
-            check, f"the trained state's params do not fit the {CONTRACT} ({type(err).__name__})",
+            check,
+            f"the trained state's params do not fit the {CONTRACT} ({type(err).__name__})",
             "new_state must hold the model's params after the SGD step, with the structure of state.params",
         ) from None
     if accuracy < TARGET_ACCURACY:
         raise CheckFailure(
-            check, f"the accuracy on the test set is {accuracy:.1%}",
+            check,
+            f"the accuracy on the test set is {accuracy:.1%}",
             "each step must make one SGD step on params, with dropout on (train=True) and a new mask per step",
         )
 
@@ -468,7 +500,8 @@ def test_eval_step_dropout_takes_no_key(student):
     names = [p.name for p in params]
     if len(params) != 2 or any(p.kind not in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in params):
         raise CheckFailure(
-            check, f"eval_step_dropout takes ({', '.join(names)})",
+            check,
+            f"eval_step_dropout takes ({', '.join(names)})",
             "evaluation has no randomness, so it needs no key: " + EVAL_ADVICE,
         )
 
@@ -481,9 +514,12 @@ def test_eval_step_dropout_does_not_retrace_in_a_training_loop(student, start, t
         return state.replace(step=state.step + 1, params=jax.tree.map(lambda p: p * 0.9 + 0.01, state.params))
 
     loops.assert_no_retrace_in_loop(
-        student.eval_step_dropout, purity.fresh_copy(start),
-        lambda i, state: (state, purity.fresh_copy(test_batches[0])), a_step_later,
-        name="eval_step_dropout", loop="a training loop that evaluates after every step",
+        student.eval_step_dropout,
+        purity.fresh_copy(start),
+        lambda i, state: (state, purity.fresh_copy(test_batches[0])),
+        a_step_later,
+        name="eval_step_dropout",
+        loop="a training loop that evaluates after every step",
     )
 
 
@@ -499,7 +535,10 @@ def test_eval_step_dropout_is_pure(student, trained, test_batches):
         student, student.eval_step_dropout, purity.fresh_copy(trained), purity.fresh_copy(test_batches[0])
     )
     purity.assert_no_leaked_tracers(
-        purity.cold(student.eval_step_dropout), purity.fresh_copy(trained), purity.fresh_copy(test_batches[0]), module=student
+        purity.cold(student.eval_step_dropout),
+        purity.fresh_copy(trained),
+        purity.fresh_copy(test_batches[0]),
+        module=student,
     )
 
 
@@ -527,8 +566,12 @@ def mc_inputs(rows):
 
 
 @correctness
-@given(kind=st.sampled_from(keys.KINDS), seed=st.integers(0, 2**31 - 1), rows=st.sampled_from(MC_ROWS),
-       n_samples=st.just(MC_SAMPLES))
+@given(
+    kind=st.sampled_from(keys.KINDS),
+    seed=st.integers(0, 2**31 - 1),
+    rows=st.sampled_from(MC_ROWS),
+    n_samples=st.just(MC_SAMPLES),
+)
 @example(kind="typed", seed=0, rows=1, n_samples=MC_SAMPLES)
 @example(kind="legacy", seed=1, rows=7, n_samples=1)
 def test_mc_dropout_predict_matches_reference(student, reference, trained, kind, seed, rows, n_samples):
@@ -560,7 +603,9 @@ def test_mc_dropout_predict_uses_each_key_once(student, trained):
 def test_mc_dropout_predict_has_no_python_loop_over_the_samples(student, trained):
     key = keys.make_key(0, "typed")
     structure.assert_jaxpr_size_constant(
-        student.mc_dropout_predict, {n: (trained, MC_X, key, n) for n in (4, 16)}, what="n_samples",
+        student.mc_dropout_predict,
+        {n: (trained, MC_X, key, n) for n in (4, 16)},
+        what="n_samples",
         static_argnums=(3,),
         advice="a Python loop over the samples puts one copy of the network per sample into the program; "
         "jax.vmap over the array of keys (or jax.lax.map) runs every sample in one program of fixed size",
@@ -569,14 +614,23 @@ def test_mc_dropout_predict_has_no_python_loop_over_the_samples(student, trained
 
 def test_mc_dropout_predict_works_under_jit(student, trained):
     structure.assert_works_under_jit(
-        student.mc_dropout_predict, trained, MC_X, keys.make_key(2, "typed"),
-        MC_SAMPLES, static_argnums=(3,), jitted=jitted(student.mc_dropout_predict),
+        student.mc_dropout_predict,
+        trained,
+        MC_X,
+        keys.make_key(2, "typed"),
+        MC_SAMPLES,
+        static_argnums=(3,),
+        jitted=jitted(student.mc_dropout_predict),
     )
 
 
 def test_mc_dropout_predict_leaves_the_state_unchanged(student, trained):
     purity.assert_pytree_arguments_unchanged(
-        jitted(student.mc_dropout_predict), purity.fresh_copy(trained), MC_X, keys.make_key(4, "typed"), MC_SAMPLES,
+        jitted(student.mc_dropout_predict),
+        purity.fresh_copy(trained),
+        MC_X,
+        keys.make_key(4, "typed"),
+        MC_SAMPLES,
         allow_donation=False,
     )
     assert_tracing_writes_no_module_state(

@@ -19,7 +19,6 @@ from ``course.toml``.
   ``jax.debug.print`` prints from a host callback.
 """
 
-import functools
 import re
 
 import jax
@@ -29,11 +28,7 @@ import pytest
 from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 
-from autograder.checks import output
-from autograder.checks import purity
-from autograder.checks import structure
-from autograder.checks import tracing
-from autograder.checks import values
+from autograder.checks import output, purity, structure, tracing, values
 from autograder.checks.strategies import float32_arrays, floats, integers
 from autograder.core.failures import CheckFailure
 
@@ -128,7 +123,10 @@ def test_pad_to_multiple_takes_multiple_as_static_by_position_and_keyword(studen
         except Exception:  # noqa: BLE001 - the check by position reports it
             return
         values.assert_trees_close(
-            got, by_position, name="(padded, mask)", check=f"{call} gives what pad_to_multiple(x, 3) gives",
+            got,
+            by_position,
+            name="(padded, mask)",
+            check=f"{call} gives what pad_to_multiple(x, 3) gives",
             source="pad_to_multiple(x, 3)",
         )
 
@@ -154,11 +152,14 @@ def test_pad_to_multiple_traces_once_per_new_multiple(student):
             "pad_to_multiple traces exactly once for a new multiple",
             f"pad_to_multiple's body ran {runs} times for the first call with multiple={second}",
             "a new static value is a new program: jax.jit traces the function once and caches it. "
-            + ("Nothing traced: is multiple static, and the result's shape computed from it?" if runs == 0 else
-               "Every call traced again: is pad_to_multiple itself the jax.jit function (not a wrapper that calls jax.jit)?"),
+            + (
+                "Nothing traced: is multiple static, and the result's shape computed from it?"
+                if runs == 0
+                else "Every call traced again: is pad_to_multiple itself the jax.jit function (not a wrapper that calls jax.jit)?"
+            ),
         )
     for multiple, style in ((second, "position"), (first, "position"), (first, "keyword")):
-        runs = body_runs(fn, lambda: jax.block_until_ready(call_pad(student, x, multiple, style)))
+        runs = body_runs(fn, lambda: jax.block_until_ready(call_pad(student, x, multiple, style)))  # noqa: B023 - called at once
         if runs:
             call = f"pad_to_multiple(x, {'multiple=' if style == 'keyword' else ''}{multiple})"
             raise CheckFailure(
@@ -187,9 +188,7 @@ DOUBLE_WHERE = (
 
 
 def max_norms():
-    return st.sampled_from([0.5, 1.0, 4.0]).flatmap(
-        lambda m: st.sampled_from([m, np.float32(m), jnp.float32(m)])
-    )
+    return st.sampled_from([0.5, 1.0, 4.0]).flatmap(lambda m: st.sampled_from([m, np.float32(m), jnp.float32(m)]))
 
 
 @correctness
@@ -305,7 +304,10 @@ def test_newton_sqrt_is_jitted_with_static_n_steps(student):
 def test_newton_sqrt_program_does_not_grow_with_n_steps(student):
     a = np.linspace(1.0, 2.0, NEWTON_SIZE, dtype=np.float32)
     structure.assert_jaxpr_size_constant(
-        student.newton_sqrt, {n: (a, n) for n in (3, 30)}, what="n_steps", static_argnums=(1,),
+        student.newton_sqrt,
+        {n: (a, n) for n in (3, 30)},
+        what="n_steps",
+        static_argnums=(1,),
         advice="a Python for loop under jit is unrolled: n_steps copies of the step in the program, compiled "
         "for every n_steps. jax.lax.scan (or jax.lax.fori_loop writing into an array) keeps one copy of the step",
     )
@@ -322,8 +324,13 @@ def test_newton_sqrt_converges_in_20_steps(student):
     a = np.logspace(-3, 3, 13).astype(np.float32)
     x_n, _ = student.newton_sqrt(a, 20)
     values.assert_trees_close(
-        x_n, np.sqrt(a.astype(np.float64)).astype(np.float32), rtol=1e-6, atol=0, name="x_n",
-        check="newton_sqrt(a, 20) is within 1e-6 (relative) of sqrt(a) for a in [1e-3, 1e3]", source="np.sqrt(a)",
+        x_n,
+        np.sqrt(a.astype(np.float64)).astype(np.float32),
+        rtol=1e-6,
+        atol=0,
+        name="x_n",
+        check="newton_sqrt(a, 20) is within 1e-6 (relative) of sqrt(a) for a in [1e-3, 1e3]",
+        source="np.sqrt(a)",
     )
 
 
@@ -373,8 +380,9 @@ def test_standardize_logged_prints_one_line_per_call(student):
                 raise CheckFailure(
                     "standardize_logged prints exactly one line on every call, the first included",
                     f"with x of {n} entries, {which} printed {len(lines)} lines" + (f": {lines[:3]}" if lines else ""),
-                    PRINT_ADVICE if i or not lines else
-                    "a Python print (or a second jax.debug.print) runs while tracing, so the first call shows an "
+                    PRINT_ADVICE
+                    if i or not lines
+                    else "a Python print (or a second jax.debug.print) runs while tracing, so the first call shows an "
                     "extra line: print only with one jax.debug.print, and remove debugging prints",
                 )
 
@@ -394,7 +402,8 @@ def test_standardize_logged_prints_the_mean_and_std(student):
             numbers = None
         if numbers is None:
             raise CheckFailure(
-                check, f"the printed line {lines[0]!r} is not `mean=<number> std=<number>`",
+                check,
+                f"the printed line {lines[0]!r} is not `mean=<number> std=<number>`",
                 'print with jax.debug.print("mean={m} std={s}", m=mean, s=std): exactly this text, two numbers',
             )
         expected = (float(np.mean(x, dtype=np.float64)), float(np.std(x, dtype=np.float64)))

@@ -20,13 +20,10 @@ from hypothesis import strategies as st
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from autograder.checks import loops
-from autograder.checks import purity
-from autograder.checks import tracing
-from autograder.checks import values
+from autograder.checks import loops, purity, tracing, values
 from autograder.checks.strategies import integers
-from autograder.runtime.devices import COURSE_CPU_DEVICES, wrong_device_count_advice
 from autograder.core.failures import CheckFailure
+from autograder.runtime.devices import COURSE_CPU_DEVICES, wrong_device_count_advice
 
 correctness = pytest.mark.correctness
 
@@ -89,15 +86,23 @@ def assert_replicated(tree, mesh, *, name, check, advice):
         if not leaf.sharding.is_fully_replicated:
             where = name + jax.tree_util.keystr(path)
             raise CheckFailure(
-                check, f"{where} is spread over the devices in pieces ({leaf.sharding.spec}), not copied whole to each", advice
+                check,
+                f"{where} is spread over the devices in pieces ({leaf.sharding.spec}), not copied whole to each",
+                advice,
             )
 
 
 # shard_batch ----------------------------------------------------------------
 
+
 def batches(counts=(1, 4, 8), rows=(1, 3)):
     return st.fixed_dictionaries(
-        {"n": st.sampled_from(counts), "rows": st.sampled_from(rows), "seed": integers(0, 2**16), "use_jax": st.booleans()}
+        {
+            "n": st.sampled_from(counts),
+            "rows": st.sampled_from(rows),
+            "seed": integers(0, 2**16),
+            "use_jax": st.booleans(),
+        }
     )
 
 
@@ -105,7 +110,7 @@ def xy_batch(case):
     """``(x, labels)``: float32 (B, 3) and int32 (B,), with B = n * rows and every row different."""
     B = case["n"] * case["rows"]
     rng = np.random.RandomState(case["seed"])
-    x = (np.arange(B * X_DIM, dtype=np.float32).reshape(B, X_DIM) + rng.uniform(size=(B, X_DIM)).astype(np.float32))
+    x = np.arange(B * X_DIM, dtype=np.float32).reshape(B, X_DIM) + rng.uniform(size=(B, X_DIM)).astype(np.float32)
     labels = np.arange(B, dtype=np.int32)
     return as_jax((x, labels), case["use_jax"])
 
@@ -153,7 +158,11 @@ def test_shard_batch_works_on_any_pytree(student):
     for what, tree in trees.items():
         check = f"shard_batch works on any pytree ({what}), leaf by leaf"
         values.assert_trees_close(
-            student.shard_batch(tree, n), jax.tree.map(lambda leaf: student.shard_batch(leaf, n), tree), rtol=0, atol=0, check=check,
+            student.shard_batch(tree, n),
+            jax.tree.map(lambda leaf: student.shard_batch(leaf, n), tree),
+            rtol=0,
+            atol=0,
+            check=check,
             source="its leaves sharded one by one",
         )
 
@@ -165,6 +174,7 @@ def test_shard_batch_leaves_inputs_unchanged(student):
 
 
 # all_device_mean ------------------------------------------------------------
+
 
 def slices(n, seed, tail=(5,)):
     return np.random.RandomState(seed).normal(size=(n,) + tail).astype(np.float32)
@@ -189,19 +199,25 @@ def test_all_device_mean_result_lives_on_n_devices(student):
     for n in DEVICE_COUNTS:
         result = student.all_device_mean(slices(n, n))
         assert_on_devices(
-            result, n, name="result",
-            check=f"all_device_mean of {n} slices returns a result spread over {n} devices", advice=ON_N_DEVICES,
+            result,
+            n,
+            name="result",
+            check=f"all_device_mean of {n} slices returns a result spread over {n} devices",
+            advice=ON_N_DEVICES,
         )
 
 
 def test_all_device_mean_does_not_retrace(student):
     loops.assert_no_retrace_when_fed_back(
-        student.all_device_mean, (slices(COURSE_CPU_DEVICES, 0),), lambda out, i: (out * 0.5 + i,),
+        student.all_device_mean,
+        (slices(COURSE_CPU_DEVICES, 0),),
+        lambda out, i: (out * 0.5 + i,),
         name="all_device_mean",
     )
 
 
 # pmap_sgd_step --------------------------------------------------------------
+
 
 def pmap_inputs(n, seed, use_jax=False):
     """Replicated params and the sharded batch for ``pmap_sgd_step``, and the whole batch for the reference."""
@@ -234,7 +250,10 @@ def diagnose_pmap_step(reference, got, whole, n, learning_rate):
             f"the step is {n} times too large: the gradients of the {n} devices were added (jax.lax.psum), not averaged",
             "each device's gradient is already a mean over its own rows; average them with jax.lax.pmean",
         )
-    own = [reference.sharded_sgd_step(params, x_i, y_i, learning_rate) for x_i, y_i in zip(split_rows(x, n), split_rows(y, n))]
+    own = [
+        reference.sharded_sgd_step(params, x_i, y_i, learning_rate)
+        for x_i, y_i in zip(split_rows(x, n), split_rows(y, n))
+    ]
     own_params = jax.tree.map(lambda *leaves: np.stack(leaves), *[o[0] for o in own])
     if same(new_params, own_params):
         return (
@@ -253,8 +272,12 @@ def diagnose_pmap_step(reference, got, whole, n, learning_rate):
 
 @correctness
 @settings(max_examples=4)
-@given(n=st.sampled_from(DEVICE_COUNTS), seed=integers(0, 2**16), learning_rate=st.sampled_from(LEARNING_RATES),
-       use_jax=st.booleans())
+@given(
+    n=st.sampled_from(DEVICE_COUNTS),
+    seed=integers(0, 2**16),
+    learning_rate=st.sampled_from(LEARNING_RATES),
+    use_jax=st.booleans(),
+)
 def test_pmap_sgd_step_equals_the_single_device_step(student, reference, n, seed, learning_rate, use_jax):
     inputs, whole = pmap_inputs(n, seed, use_jax)
     params, x, y = whole
@@ -278,7 +301,9 @@ def test_pmap_sgd_step_outputs_are_spread_over_the_devices(student):
         inputs, _ = pmap_inputs(n, 1)
         got = run_pmap_step(student, inputs, 0.1)
         assert_on_devices(
-            got, n, name="(new_params, loss)",
+            got,
+            n,
+            name="(new_params, loss)",
             check=f"pmap_sgd_step on {n} devices returns params and loss spread over {n} devices",
             advice="make pmap_sgd_step a jax.pmap function: every device computes its own copy of the results",
         )
@@ -352,7 +377,12 @@ def test_distribute_keeps_values_and_inputs(student, mesh, seed, use_jax):
     expected = purity.fresh_copy((params, batch))
     got = purity.assert_arguments_unchanged(student.distribute, params, batch, mesh)
     values.assert_trees_close(
-        got, expected, rtol=0, atol=0, name="(params, batch)", source="the inputs",
+        got,
+        expected,
+        rtol=0,
+        atol=0,
+        name="(params, batch)",
+        source="the inputs",
         check="distribute returns the params and the batch with their values, shapes and dtypes unchanged",
     )
 
@@ -363,7 +393,9 @@ def test_distribute_replicates_params_on_every_device(student, mesh, half_mesh, 
     params, batch = distribute_inputs(0)
     got_params, _ = run_distribute(student, params, batch, mesh)
     assert_replicated(
-        got_params, mesh, name="params",
+        got_params,
+        mesh,
+        name="params",
         check=f"distribute copies every param leaf whole to all {mesh.size} devices of the mesh",
         advice="jax.device_put(params, NamedSharding(mesh, P())): an empty PartitionSpec splits no axis, so every "
         "device holds the whole array. jax.device_put without a sharding puts it on one device only.",
@@ -389,11 +421,14 @@ def test_distribute_splits_the_batch_rows_over_the_mesh(student, mesh, half_mesh
         if not leaf.sharding.is_equivalent_to(wanted, leaf.ndim) or shard_rows != [rows]:
             held = "the whole batch" if leaf.sharding.is_fully_replicated else f"{shard_rows} rows"
             raise CheckFailure(
-                check, f"{where} is sharded as {leaf.sharding.spec}: each device holds {held}, expected {rows} rows", advice
+                check,
+                f"{where} is sharded as {leaf.sharding.spec}: each device holds {held}, expected {rows} rows",
+                advice,
             )
 
 
 # sharded_sgd_step -----------------------------------------------------------
+
 
 def test_sharded_sgd_step_is_jitted(student):
     tracing.assert_is_jitted(student.sharded_sgd_step, "sharded_sgd_step")
@@ -420,7 +455,10 @@ def test_sharded_sgd_step_equals_the_single_device_step(student, reference, mesh
     placed = sharded_inputs(mesh, seed)
     got = run_sharded_step(student, placed, learning_rate)
     values.assert_trees_close(
-        got, reference.sharded_sgd_step(*placed, learning_rate), rtol=1e-5, atol=1e-6,
+        got,
+        reference.sharded_sgd_step(*placed, learning_rate),
+        rtol=1e-5,
+        atol=1e-6,
         name="(new_params, loss)",
         check=f"sharded_sgd_step on a batch split over {mesh.size} devices equals one SGD step on one device",
     )
@@ -430,7 +468,9 @@ def test_sharded_sgd_step_results_are_replicated_on_all_devices(student, mesh):
     placed = sharded_inputs(mesh, 1)
     got = run_sharded_step(student, placed, 0.1)
     assert_replicated(
-        got, mesh, name="(new_params, loss)",
+        got,
+        mesh,
+        name="(new_params, loss)",
         check=f"sharded_sgd_step's new params and loss are copied whole to all {mesh.size} devices",
         advice="write the plain single-device step and let jax.jit partition it: the gradient of replicated params "
         "is summed over the devices, so the results are replicated. Do not move data to one device.",

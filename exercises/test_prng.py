@@ -21,11 +21,16 @@ import numpy as np
 import pytest
 from hypothesis import example, given
 
-from autograder.checks import keys
-from autograder.checks import purity
-from autograder.checks import structure
-from autograder.checks import values
-from autograder.checks.strategies import DROPOUT_SHAPES, MLP_SIZES, WALK_LENGTHS, dropout_rates, float32_arrays, mlp_sizes, walk_lengths
+from autograder.checks import keys, purity, structure, values
+from autograder.checks.strategies import (
+    DROPOUT_SHAPES,
+    MLP_SIZES,
+    WALK_LENGTHS,
+    dropout_rates,
+    float32_arrays,
+    mlp_sizes,
+    walk_lengths,
+)
 from autograder.checks.strategies import keys as any_keys
 
 correctness = pytest.mark.correctness
@@ -58,6 +63,7 @@ def typed_key():
 
 # two_normals ----------------------------------------------------------------
 
+
 @correctness
 @given(key=any_keys())
 @example(key=LEGACY_KEY_0)
@@ -86,6 +92,7 @@ def test_two_normals_randomness_comes_from_the_key(student):
 
 # init_mlp -------------------------------------------------------------------
 
+
 @correctness
 @given(key=any_keys(), sizes=mlp_sizes())
 def test_init_mlp_matches_reference(student, reference, key, sizes):
@@ -108,12 +115,11 @@ def test_init_mlp_randomness_comes_from_the_key(student):
 
 # dropout --------------------------------------------------------------------
 
+
 @correctness
 @given(key=any_keys(), x=float32_arrays(DROPOUT_SHAPES), rate=dropout_rates())
 def test_dropout_matches_reference(student, reference, key, x, rate):
-    values.assert_matches_reference(
-        jitted(student.dropout, 2), jitted(reference.dropout, 2), key, jnp.asarray(x), rate
-    )
+    values.assert_matches_reference(jitted(student.dropout, 2), jitted(reference.dropout, 2), key, jnp.asarray(x), rate)
 
 
 @given(key=any_keys(), rate=dropout_rates((0.3,)))
@@ -141,9 +147,7 @@ def test_dropout_uses_each_key_once(student, rate):
 
 @given(key=any_keys(), x=float32_arrays(DROPOUT_SHAPES), rate=dropout_rates())
 def test_dropout_works_under_jit_with_static_rate(student, key, x, rate):
-    structure.assert_works_under_jit(
-        student.dropout, key, jnp.asarray(x), rate, static_argnums=(2,)
-    )
+    structure.assert_works_under_jit(student.dropout, key, jnp.asarray(x), rate, static_argnums=(2,))
 
 
 def test_dropout_randomness_comes_from_the_key(student):
@@ -152,12 +156,11 @@ def test_dropout_randomness_comes_from_the_key(student):
 
 # random_walk ----------------------------------------------------------------
 
+
 @correctness
 @given(key=any_keys(), n_steps=walk_lengths())
 def test_random_walk_matches_reference(student, reference, key, n_steps):
-    values.assert_matches_reference(
-        jitted(student.random_walk, 1), jitted(reference.random_walk, 1), key, n_steps
-    )
+    values.assert_matches_reference(jitted(student.random_walk, 1), jitted(reference.random_walk, 1), key, n_steps)
 
 
 @pytest.mark.parametrize("n_steps", WALK_LENGTHS)

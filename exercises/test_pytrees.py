@@ -18,11 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from autograder.checks import loops
-from autograder.checks import purity
-from autograder.checks import structure
-from autograder.checks import tracing
-from autograder.checks import values
+from autograder.checks import loops, purity, structure, tracing, values
 from autograder.checks.scenario import drawn_key, drawn_seed
 from autograder.checks.strategies import drawn_constant, drawn_from_seed, float32s, floats, integers, linear_problems
 from autograder.core.failures import CheckFailure
@@ -45,7 +41,9 @@ def assert_float32_scalar(got, function, check, batch=None):
     if batch is not None and shape == (batch,):
         why = "these are the per-example errors: return their mean over the batch"
     elif shape == (1,):
-        why = "a (1,) array is not a scalar: reduce without keepdims, and do not wrap the result in a list or reshape it"
+        why = (
+            "a (1,) array is not a scalar: reduce without keepdims, and do not wrap the result in a list or reshape it"
+        )
     else:
         why = "reduce over every axis so that one number is left"
     raise CheckFailure(check, f"{function} returned an array of shape {shape}, not a scalar (shape ())", why)
@@ -67,9 +65,7 @@ def test_mse_matches_reference(student, reference, problem):
 
 @given(problem=regression_problems())
 def test_mse_works_under_jit(student, problem):
-    structure.assert_works_under_jit(
-        student.mse, *problem, jitted=structure.jit_once(student.mse)
-    )
+    structure.assert_works_under_jit(student.mse, *problem, jitted=structure.jit_once(student.mse))
 
 
 @settings(max_examples=3)
@@ -107,7 +103,9 @@ def test_sgd_update_is_jitted(student):
 def test_sgd_update_matches_reference(student, reference, problem, learning_rate):
     params, x, y = problem
     got = student.sgd_update(purity.fresh_copy(params), learning_rate, x, y)
-    values.assert_trees_close(got, reference.sgd_update(params, learning_rate, x, y), name="new_params", check=UPDATE_CHECK)
+    values.assert_trees_close(
+        got, reference.sgd_update(params, learning_rate, x, y), name="new_params", check=UPDATE_CHECK
+    )
 
 
 def test_sgd_update_moves_both_W_and_b(student, regression):
@@ -115,7 +113,10 @@ def test_sgd_update_moves_both_W_and_b(student, regression):
     params, x, y = regression
     got = student.sgd_update(purity.fresh_copy(params), 0.1, x, y)
     values.assert_leaves_moved(
-        params, got, name="new_params", check="sgd_update changes every parameter the gradient step changes",
+        params,
+        got,
+        name="new_params",
+        check="sgd_update changes every parameter the gradient step changes",
         advice=BOTH_LEAVES,
     )
 
@@ -128,8 +129,12 @@ def test_sgd_update_does_not_retrace_in_a_training_loop(student, regression):
         return params, 0.2 / (1 + i), x + 0.01 * i, y - 0.01 * i
 
     loops.assert_no_retrace_in_loop(
-        student.sgd_update, purity.fresh_copy(params), make_args, lambda i, params, new: new,
-        name="sgd_update", loop="a loop of gradient steps with a decaying learning rate",
+        student.sgd_update,
+        purity.fresh_copy(params),
+        make_args,
+        lambda i, params, new: new,
+        name="sgd_update",
+        loop="a loop of gradient steps with a decaying learning rate",
     )
 
 
@@ -141,7 +146,9 @@ def test_sgd_update_leaves_params_unchanged(student, regression):
 def test_sgd_update_is_pure(student, regression):
     params, x, y = regression
     purity.assert_module_state_unchanged(student, purity.cold(student.sgd_update), purity.fresh_copy(params), 0.1, x, y)
-    purity.assert_no_leaked_tracers(purity.cold(student.sgd_update), purity.fresh_copy(params), 0.1, x, y, module=student)
+    purity.assert_no_leaked_tracers(
+        purity.cold(student.sgd_update), purity.fresh_copy(params), 0.1, x, y, module=student
+    )
 
 
 # fit ------------------------------------------------------------------------
@@ -200,7 +207,8 @@ def assert_fit_runs_the_steps(student, reference, params, x, y, learning_rate, n
         if not isinstance(mine, Exception):
             raise
         raise CheckFailure(
-            check, f"fit raised {type(err).__name__}: {err}, and so does your sgd_update on these params",
+            check,
+            f"fit raised {type(err).__name__}: {err}, and so does your sgd_update on these params",
             "fit is judged with your own sgd_update: make sgd_update run first (its checks say what is wrong)",
         ) from None
     expected = reference.fit(params, x, y, learning_rate, n_steps)
@@ -211,18 +219,23 @@ def assert_fit_runs_the_steps(student, reference, params, x, y, learning_rate, n
         return  # fit runs the student's step n_steps times: the step's values are sgd_update's checks' business
     if isinstance(mine, Exception):
         raise CheckFailure(
-            check, f"fit's result differs from {n_steps} reference steps, and your sgd_update raised "
-            f"{type(mine).__name__}: {mine}", "fit is judged with your own sgd_update: fix sgd_update first",
+            check,
+            f"fit's result differs from {n_steps} reference steps, and your sgd_update raised "
+            f"{type(mine).__name__}: {mine}",
+            "fit is judged with your own sgd_update: fix sgd_update first",
         )
     if n_steps > 0 and not moved:
         raise CheckFailure(
-            check, f"your sgd_update leaves the params unchanged, so fit's result cannot be told apart from "
+            check,
+            f"your sgd_update leaves the params unchanged, so fit's result cannot be told apart from "
             f"doing nothing: it differs from {n_steps} reference steps",
             "fit is judged with your own sgd_update: fix sgd_update first (its checks say what is wrong)",
         )
     taken = steps_taken(reference, params, x, y, learning_rate, got, n_steps + 3)
     if taken is not None and taken != n_steps:
-        raise CheckFailure(check, f"fit(..., {n_steps}) returned the params after {taken} step(s), not {n_steps}", FIT_HINT)
+        raise CheckFailure(
+            check, f"fit(..., {n_steps}) returned the params after {taken} step(s), not {n_steps}", FIT_HINT
+        )
     if explain is not None:
         explain(got)
     values.assert_trees_close(got, expected, name="params", check=check)
@@ -249,7 +262,9 @@ def test_fit_reaches_the_target_of_the_tutorial(student, reference):
             loss = float(reference.mse(fitted, x, y))
             if not loss <= TARGET_LOSS:
                 raise CheckFailure(
-                    check, f"after fit the loss is {loss:.4g}, above {TARGET_LOSS}", "take every one of the n_steps steps"
+                    check,
+                    f"after fit the loss is {loss:.4g}, above {TARGET_LOSS}",
+                    "take every one of the n_steps steps",
                 )
 
     assert_fit_runs_the_steps(student, reference, zeros, x, y, TARGET_RATE, TARGET_STEPS, check=check, explain=explain)
@@ -324,7 +339,8 @@ def test_global_norm_matches_reference(student, reference, case):
 def test_global_norm_works_under_jit(student, case):
     _, tree = case
     structure.assert_works_under_jit(
-        student.global_norm, tree,
+        student.global_norm,
+        tree,
         jitted=structure.jit_once(student.global_norm),
     )
 
@@ -389,8 +405,11 @@ def test_param_count_counts_a_python_number_as_one_entry(student):
     tree = {"W": np.zeros((2, 3), np.float32), "scale": 0.5, "steps": [3, np.ones(4, np.float32)]}
     got = call_on_tree(student.param_count, "param_count", tree, "a tree with Python numbers", check)
     if got != 12:
-        raise CheckFailure(check, f"param_count({values.describe(tree)}) is {got!r}, expected 12",
-                           "a Python number is one entry: np.shape(3) is (), and the product of () is 1")
+        raise CheckFailure(
+            check,
+            f"param_count({values.describe(tree)}) is {got!r}, expected 12",
+            "a Python number is one entry: np.shape(3) is (), and the product of () is 1",
+        )
 
 
 @pytest.mark.parametrize("label", ["a params dict", "nested layers"])
@@ -408,14 +427,17 @@ def test_param_count_works_as_a_shape_under_jit(student, label):
     except Exception as err:  # noqa: BLE001 - classified below
         explanation = structure.jit_error_explanation(err) or (f"it raised {type(err).__name__}: {err}", "")
         raise CheckFailure(
-            check, f"param_count cannot be used as a shape under jit: {explanation[0]}",
+            check,
+            f"param_count cannot be used as a shape under jit: {explanation[0]}",
             "compute it from the static shapes with Python integers (math.prod(leaf.shape)), never from jnp values",
         ) from None
     expected = (student.param_count(tree),)  # its own count without jit (whether that is right is another check's)
     if got.shape != expected:
         raise CheckFailure(
-            check, f"jnp.zeros(param_count(tree)) has shape {got.shape} under jit, but param_count(tree) is "
-            f"{expected[0]} without jit", "compute the count from the static shapes, the same way with or without jit",
+            check,
+            f"jnp.zeros(param_count(tree)) has shape {got.shape} under jit, but param_count(tree) is "
+            f"{expected[0]} without jit",
+            "compute the count from the static shapes, the same way with or without jit",
         )
 
 
@@ -423,4 +445,3 @@ def test_param_count_is_pure(student):
     tree = {"W": np.zeros((2, 3), np.float32), "b": [np.zeros(3, np.float32), 1.0]}
     purity.assert_arguments_unchanged(student.param_count, tree)
     purity.assert_module_state_unchanged(student, student.param_count, tree)
-

@@ -28,19 +28,31 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from autograder.checks import loops
-from autograder.checks import purity
-from autograder.checks import structure
-from autograder.checks import tracing
-from autograder.checks import values
-from autograder.core.failures import CheckFailure
+from autograder.checks import loops, purity, structure, tracing, values
 from autograder.checks.keys import make_key
 from autograder.checks.scenario import (
-    BATCH, EPOCHS, TRAIN_SIZE, EpochsLoader, epoch_batches, eval_cases, eval_cases_of_two_models, evaluation_batches,
+    BATCH,
+    EPOCHS,
+    TRAIN_SIZE,
+    EpochsLoader,
+    assert_is_train_state,
+    created_state,
+    drawn_seed,
+    epoch_batches,
+    eval_cases,
+    eval_cases_of_two_models,
+    evaluation_batches,
     full_batches,
-    passes_of, sample_input, states_trained_elsewhere, two_steps, unseen_step, drawn_seed, xor_loader,
-    assert_is_train_state, created_state, given_state, run_step,
+    given_state,
+    passes_of,
+    run_step,
+    sample_input,
+    states_trained_elsewhere,
+    two_steps,
+    unseen_step,
+    xor_loader,
 )
+from autograder.core.failures import CheckFailure
 from autograder.core.oracle import continue_from, sibling, transformed
 
 correctness = pytest.mark.correctness
@@ -329,10 +341,15 @@ def test_calculate_loss_acc_is_pure(student, points, loss_states, inputs):
 
 # train_step -----------------------------------------------------------------
 
+
 def run_train_step(student, state, batch):
     """The student's train_step on fresh copies (it may donate them), checked to return (new_state, loss, acc)."""
     return run_step(
-        student.train_step, state, batch, returns=("new_state", "loss", "acc"), function="train_step",
+        student.train_step,
+        state,
+        batch,
+        returns=("new_state", "loss", "acc"),
+        function="train_step",
         check="train_step(state, batch) returns (new_state, loss, acc)",
     )
 
@@ -374,7 +391,10 @@ def test_train_step_takes_gradients_with_respect_to_params(student, start, train
         new_state, _, _ = run_train_step(student, state, batch)
         with values.located(label):
             values.assert_leaves_moved(
-                state.params, getattr(new_state, "params", None), name="new_state.params", check=check,
+                state.params,
+                getattr(new_state, "params", None),
+                name="new_state.params",
+                check=check,
                 advice=ZERO_GRADIENTS,
             )
 
@@ -404,6 +424,7 @@ def test_train_step_is_pure(student, start, steps):
 
 
 # eval_step ------------------------------------------------------------------
+
 
 @correctness
 def test_eval_step_matches_reference(student, reference, trained, other_start, test_batches):
@@ -435,8 +456,12 @@ def test_eval_step_does_not_retrace(student, start, test_batches):
         return state.replace(step=state.step + 1, params=jax.tree.map(lambda p: p * 0.9 + 0.01, state.params))
 
     loops.assert_no_retrace_in_loop(
-        student.eval_step, unseen_step(start, 1), lambda i, state: (state, purity.fresh_copy(test_batches[0])),
-        a_step_later, name="eval_step", loop="a training loop that evaluates after every step",
+        student.eval_step,
+        unseen_step(start, 1),
+        lambda i, state: (state, purity.fresh_copy(test_batches[0])),
+        a_step_later,
+        name="eval_step",
+        loop="a training loop that evaluates after every step",
     )
 
 
@@ -452,6 +477,7 @@ def test_eval_step_is_pure(student, trained, test_batches):
 
 # train_model ----------------------------------------------------------------
 
+
 @pytest.fixture(scope="module")
 def shuffled_epochs(data):
     """The batches of every pass of a shuffling DataLoader (a new order per epoch), for train_model's loaders."""
@@ -466,7 +492,11 @@ def test_train_model_matches_reference(student, reference, start, shuffled_epoch
     expected = reference.train_model(start, EpochsLoader(shuffled_epochs), EPOCHS)
     builds_on = BUILDS_ON.format(function="train_model", helper="train_step")
     values.assert_fields_close(
-        got, expected, STATE_FIELDS, name="final state", check=check,
+        got,
+        expected,
+        STATE_FIELDS,
+        name="final state",
+        check=check,
         advice={
             "step": f"the loader has {len(shuffled_epochs[0])} batches per epoch: train on each one of every epoch, "
             f"and keep the state each train_step returns. {builds_on}",
@@ -491,7 +521,10 @@ def contract(reference, data):
     loader = data.make_loader(data.XORDataset(2500, 42), 128, shuffle=True, seed=0)
     test = data.XORDataset(500, 123)
     return SimpleNamespace(
-        model=model, start=state, epochs=passes_of(loader, TARGET_EPOCHS), test=(np.asarray(test.data), np.asarray(test.label))
+        model=model,
+        start=state,
+        epochs=passes_of(loader, TARGET_EPOCHS),
+        test=(np.asarray(test.data), np.asarray(test.label)),
     )
 
 
@@ -508,8 +541,10 @@ def test_train_model_reaches_the_accuracy_of_the_contract(student, contract):
         logits = np.asarray(contract.model.apply(trained.params, x))[:, 0]
     except Exception as err:  # noqa: BLE001 - whatever train_model returned, it is not a state of the model
         raise CheckFailure(
-            check, f"train_model returned {values.describe(trained)}, whose params do not fit the {CONTRACT} "
-            f"({type(err).__name__})", "return the last state train_step gave",
+            check,
+            f"train_model returned {values.describe(trained)}, whose params do not fit the {CONTRACT} "
+            f"({type(err).__name__})",
+            "return the last state train_step gave",
         ) from None
     accuracy = float(np.mean((logits > 0) == labels))
     if accuracy < TARGET_ACCURACY:
@@ -522,5 +557,9 @@ def test_train_model_reaches_the_accuracy_of_the_contract(student, contract):
 
 
 def test_train_model_is_pure(student, start, shuffled_epochs):
-    purity.assert_pytree_arguments_unchanged(student.train_model, purity.fresh_copy(start), EpochsLoader(shuffled_epochs), 1)
-    purity.assert_module_state_unchanged(student, student.train_model, purity.fresh_copy(start), EpochsLoader(shuffled_epochs), 1)
+    purity.assert_pytree_arguments_unchanged(
+        student.train_model, purity.fresh_copy(start), EpochsLoader(shuffled_epochs), 1
+    )
+    purity.assert_module_state_unchanged(
+        student, student.train_model, purity.fresh_copy(start), EpochsLoader(shuffled_epochs), 1
+    )

@@ -19,12 +19,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from autograder.checks import purity
-from autograder.checks import structure
-from autograder.checks import tracing
-from autograder.checks import values
-from autograder.core.failures import CheckFailure
+from autograder.checks import purity, structure, tracing, values
 from autograder.checks.strategies import LINEAR_SHAPES, linear_problems
+from autograder.core.failures import CheckFailure
 
 correctness = pytest.mark.correctness
 
@@ -48,6 +45,7 @@ def params_of(W, b):
 
 
 # linear ---------------------------------------------------------------------
+
 
 @correctness
 @given(arrays=linear_problems(), use_jax=st.booleans())
@@ -78,6 +76,7 @@ def test_linear_does_not_retrace(student):
 
 # batched_linear -------------------------------------------------------------
 
+
 @correctness
 @given(arrays=linear_problems(), use_jax=st.booleans())
 def test_batched_linear_matches_reference(student, reference, arrays, use_jax):
@@ -85,7 +84,7 @@ def test_batched_linear_matches_reference(student, reference, arrays, use_jax):
     values.assert_matches_reference(student.batched_linear, reference.batched_linear, xs, W, b)
 
 
-@pytest.mark.parametrize("shape", LINEAR_SHAPES, ids=lambda s: "B={}".format(s[0]))
+@pytest.mark.parametrize("shape", LINEAR_SHAPES, ids=lambda s: f"B={s[0]}")
 def test_batched_linear_is_one_vmap_of_linear(student, shape):
     xs, W, b, _ = problem(shape)
     structure.assert_built_with_vmap(
@@ -106,12 +105,11 @@ def test_batched_linear_is_pure(student):
 
 
 def test_batched_linear_does_not_retrace(student):
-    tracing.assert_no_retrace(
-        student.batched_linear, lambda i: problem(LINEAR_SHAPES[2], i)[:3], name="batched_linear"
-    )
+    tracing.assert_no_retrace(student.batched_linear, lambda i: problem(LINEAR_SHAPES[2], i)[:3], name="batched_linear")
 
 
 # per_example_grads ----------------------------------------------------------
+
 
 @correctness
 @given(arrays=linear_problems(), use_jax=st.booleans())
@@ -122,7 +120,7 @@ def test_per_example_grads_matches_reference(student, reference, arrays, use_jax
     )
 
 
-@pytest.mark.parametrize("shape", LINEAR_SHAPES[1:], ids=lambda s: "B={}".format(s[0]))
+@pytest.mark.parametrize("shape", LINEAR_SHAPES[1:], ids=lambda s: f"B={s[0]}")
 def test_per_example_grads_has_one_gradient_per_example(student, shape):
     xs, W, b, ys = problem(shape)
     got = student.per_example_grads(params_of(W, b), xs, ys)
@@ -177,7 +175,10 @@ def test_per_example_grads_scales_linearly_with_the_batch(student):
 def test_per_example_grads_works_under_jit(student, arrays):
     xs, W, b, ys = as_arrays(arrays, True)
     structure.assert_works_under_jit(
-        student.per_example_grads, params_of(W, b), xs, ys,
+        student.per_example_grads,
+        params_of(W, b),
+        xs,
+        ys,
         atol=1e-5,
     )
 

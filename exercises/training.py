@@ -39,8 +39,6 @@ makes it trace again, which costs a full compilation per step.
 
 import flax.linen as nn
 import jax
-import optax
-from flax.training import train_state
 
 
 class SimpleClassifier(nn.Module):

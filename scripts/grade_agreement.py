@@ -50,7 +50,9 @@ def trusted_only_modules(jobs: int = 1) -> set[str]:
 
     course = load_course(ROOT)
     # no student: only the plan (no pre-flight: nothing is graded)
-    grades = grade_class(course, [], Options(tuple(m.name for m in course.modules), 60, 4000, jobs), workers=1, prove=False)
+    grades = grade_class(
+        course, [], Options(tuple(m.name for m in course.modules), 60, 4000, jobs), workers=1, prove=False
+    )
     if grades.failure is not None:
         raise grades.failure
     return set(grades.trusted_only_modules)
@@ -128,8 +130,10 @@ def main(argv: list[str] | None = None) -> int:
     modules = args.modules.split(",") if args.modules else sorted(trusted_only_modules())
     variants = [v for module in modules for v in select(module, args.limit)]
     counts = compare(variants, args.jobs)
-    print(f"modules: {', '.join(modules)}; variants: {counts.variants}, checks: {counts.checks}, "
-          f"same verdict: {counts.agree}, disagreements: {len(counts.disagreements)}, timed out in grade: {len(counts.timed_out)}")
+    print(
+        f"modules: {', '.join(modules)}; variants: {counts.variants}, checks: {counts.checks}, "
+        f"same verdict: {counts.agree}, disagreements: {len(counts.disagreements)}, timed out in grade: {len(counts.timed_out)}"
+    )
     for line in counts.disagreements + counts.timed_out:
         print("  " + line)
     return 1 if counts.disagreements else 0

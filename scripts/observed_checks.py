@@ -40,8 +40,10 @@ def main() -> None:
     from autograder.grading.trusted.trusted_only import observed_in_the_students_process
 
     collect = Collect()
-    code = pytest.main([str(ROOT / "exercises"), "--solutions", "--collect-only", "-q", "-p", "no:randomly",
-                        "-p", "no:cacheprovider"], plugins=[collect])
+    code = pytest.main(
+        [str(ROOT / "exercises"), "--solutions", "--collect-only", "-q", "-p", "no:randomly", "-p", "no:cacheprovider"],
+        plugins=[collect],
+    )
     if code != 0:
         sys.exit(f"collecting the course failed ({code})")
     course = load_course(ROOT)

@@ -13,8 +13,8 @@ counts as a disagreement. Prints the counts; exits 1 on any disagreement.
 from __future__ import annotations
 
 import argparse
-import os
 import importlib
+import os
 import sys
 import tempfile
 import textwrap
@@ -47,8 +47,11 @@ def gallery(module: str) -> list[Variant]:
     prelude = getattr(g, "IMPORTS", None) or getattr(g, "PRELUDE", None) or "import jax\n"
     correct = getattr(g, "CORRECT", None) or g.CORRECT_VARIANTS
     if isinstance(correct, dict):
-        pairs = [(fn, s) for fn, sources in correct.items()
-                 for s in (sources if isinstance(sources, (list, tuple)) else [sources])]
+        pairs = [
+            (fn, s)
+            for fn, sources in correct.items()
+            for s in (sources if isinstance(sources, (list, tuple)) else [sources])
+        ]
     else:
         pairs = [function_and_source(module, entry) for entry in correct]
     wrong = [function_and_source(module, entry) for entry in g.WRONG]
@@ -62,8 +65,9 @@ def select(module: str, limit: int) -> list[Variant]:
     found = gallery(module)
     if not limit:
         return found
-    return [v for v in found if v.kind == "correct"][: limit // 2] + [
-        v for v in found if v.kind == "wrong"][: limit - limit // 2]
+    return [v for v in found if v.kind == "correct"][: limit // 2] + [v for v in found if v.kind == "wrong"][
+        : limit - limit // 2
+    ]
 
 
 def _strings(entry) -> list[str]:
@@ -84,7 +88,7 @@ def function_and_source(module: str, entry) -> tuple[str, str]:
     names = {fn.name for fn in load_course(ROOT).module(module).functions}
     strings = _strings(entry)
     at = next(i for i, x in enumerate(strings) if x in names)
-    source = next(x for x in strings[at + 1:] if "\n" in x)
+    source = next(x for x in strings[at + 1 :] if "\n" in x)
     return strings[at], source
 
 
@@ -102,7 +106,6 @@ class Verdicts:
 
 
 def judge(course: Path, variant: Variant, folder: Path) -> dict[str, str]:
-    import pytest
 
     (folder / f"{variant.module}.py").write_text(textwrap.dedent(variant.source), encoding="utf-8")
     verdicts = Verdicts()
@@ -118,9 +121,21 @@ def judge(course: Path, variant: Variant, folder: Path) -> dict[str, str]:
 def run(course: Path, variant: Variant, folder: Path, verdicts: Verdicts) -> None:
     import pytest
 
-    args = [str(course / "exercises" / f"test_{variant.module}.py"), "--submission", str(folder), "--grading",
-            "-q", "-p", "no:cacheprovider", "-p", "no:randomly", "--import-mode=importlib", "-k", variant.function,
-            f"--rootdir={course}"]
+    args = [
+        str(course / "exercises" / f"test_{variant.module}.py"),
+        "--submission",
+        str(folder),
+        "--grading",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "-p",
+        "no:randomly",
+        "--import-mode=importlib",
+        "-k",
+        variant.function,
+        f"--rootdir={course}",
+    ]
     pytest.main(args, plugins=[verdicts])
 
 
@@ -152,9 +167,13 @@ def compare(release: Path, variants: list[Variant]) -> Counts:
                     counts.agree += 1
                     judged += 1
                 else:
-                    counts.disagreements.append(f"{variant.module}.{variant.function} ({variant.kind} #{i}) {check}: live {verdict}, recorded {got}")
+                    counts.disagreements.append(
+                        f"{variant.module}.{variant.function} ({variant.kind} #{i}) {check}: live {verdict}, recorded {got}"
+                    )
             if live and judged == 0:
-                counts.disagreements.append(f"{variant.module}.{variant.function} ({variant.kind} #{i}): judged only by skips")
+                counts.disagreements.append(
+                    f"{variant.module}.{variant.function} ({variant.kind} #{i}): judged only by skips"
+                )
     return counts
 
 
@@ -162,14 +181,18 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("release", type=Path)
     parser.add_argument("--modules", default="at_updates,prng,data,vmap_linear,training,batchnorm")
-    parser.add_argument("--limit", type=int, default=0, help="at most N variants per module, half correct and half wrong (0: all)")
+    parser.add_argument(
+        "--limit", type=int, default=0, help="at most N variants per module, half correct and half wrong (0: all)"
+    )
     args = parser.parse_args(argv)
     variants = []
     for module in args.modules.split(","):
         variants += select(module, args.limit)
     counts = compare(args.release.resolve(), variants)
-    print(f"variants: {counts.variants}, checks: {counts.checks}, same verdict: {counts.agree}, "
-          f"skipped in the release: {counts.skipped}, disagreements: {len(counts.disagreements)}")
+    print(
+        f"variants: {counts.variants}, checks: {counts.checks}, same verdict: {counts.agree}, "
+        f"skipped in the release: {counts.skipped}, disagreements: {len(counts.disagreements)}"
+    )
     for line in counts.disagreements:
         print("  " + line)
     return 1 if counts.disagreements else 0

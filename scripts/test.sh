@@ -7,7 +7,7 @@
 # the lint only; with no option, everything (what CI runs). Assertion rewriting is back on for them
 # (pyproject.toml turns it off for the course's own runs).
 # What the tests need beyond a student's set-up (scripts/setup.sh, run first) is installed here when
-# missing: the `test` extra (Playwright, check-jsonschema), a real terminal (tmux, for `autograder
+# missing: the `test` extra (Playwright, check-jsonschema, ruff), a real terminal (tmux, for `autograder
 # watch`) and a real browser (Debian's chromium, for report.html).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -23,8 +23,11 @@ if [ ${#missing[@]} -gt 0 ]; then
         echo "test.sh: ${missing[*]} missing and cannot be installed here (no apt-get as root); the tests that need them are skipped" >&2
     fi
 fi
-.venv/bin/python -c "import playwright, check_jsonschema" 2>/dev/null \
+.venv/bin/python -c "import playwright, check_jsonschema" 2>/dev/null && [ -x .venv/bin/ruff ] \
     || .venv/bin/pip install --quiet --disable-pip-version-check -e '.[test]'
+# Lint and format first (pyproject.toml's [tool.ruff]): seconds, and a failure names the file and line.
+.venv/bin/ruff check --quiet .
+.venv/bin/ruff format --check --quiet .
 # One pre-flight per setting for the whole run: every test that runs `grade` on the same course, kit and
 # limits reuses the first pass (a fresh folder each run; failures are never kept). tests/system/test_preflight.py.
 export AUTOGRADER_PREFLIGHT_CACHE=${AUTOGRADER_PREFLIGHT_CACHE:-$(mktemp -d -t autograder-preflight-XXXXXX)}

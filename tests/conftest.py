@@ -26,7 +26,6 @@ preload.import_all(preload.IN_PROCESS)
 # and every run of the kit's tests still starts from nothing. Set in-process only, so the processes a
 # test starts (students' runs, `grade`) keep their own caches as users get them.
 import atexit
-import shutil
 import tempfile
 
 import jax
@@ -52,9 +51,22 @@ def pytest_collection_modifyitems(config, items):
 
 # Scheduling order only (measured with ``--durations``); a file missing here, or listed in another
 # order, runs all the same, later.
-_LONGEST_FIRST = ["test_grade_command", "test_grade_seed", "test_release", "test_grade_interrupt", "test_nbgrader_course",
-                  "test_course_kit", "test_gradescope", "test_trusted_only", "test_trusted_replay", "test_grade_cluster", "test_classroom50",
-                  "test_github_actions", "test_html_report", "test_module_training"]
+_LONGEST_FIRST = [
+    "test_grade_command",
+    "test_grade_seed",
+    "test_release",
+    "test_grade_interrupt",
+    "test_nbgrader_course",
+    "test_course_kit",
+    "test_gradescope",
+    "test_trusted_only",
+    "test_trusted_replay",
+    "test_grade_cluster",
+    "test_classroom50",
+    "test_github_actions",
+    "test_html_report",
+    "test_module_training",
+]
 
 
 # The modules of the release the kit's tests build (plain arrays, loaders, train states, functions passed
@@ -72,7 +84,11 @@ def release(tmp_path_factory) -> Path:
     root = Path(__file__).resolve().parents[1]
     # Under pytest-xdist the workers share one build: the first to get here builds it in the run's own
     # temporary root (``basetemp/..``, fresh for every run), the others wait for it.
-    shared = tmp_path_factory.getbasetemp().parent if os.environ.get("PYTEST_XDIST_WORKER") else tmp_path_factory.getbasetemp()
+    shared = (
+        tmp_path_factory.getbasetemp().parent
+        if os.environ.get("PYTEST_XDIST_WORKER")
+        else tmp_path_factory.getbasetemp()
+    )
     out, built = shared / "release" / "course", shared / "release" / "built"
     with filelock.FileLock(str(shared / "release.lock")):
         if not built.exists():
@@ -86,7 +102,9 @@ def _build_release(root: Path, out: Path) -> None:
     out.parent.mkdir(parents=True)
     done = subprocess.run(
         [sys.executable, "-m", "autograder", "release", str(out), "--course", str(root), "--only", ",".join(RELEASED)],
-        capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(root)},
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(root)},
     )
     assert done.returncode == 0, done.stdout + done.stderr
     print(done.stdout)
@@ -103,14 +121,25 @@ def release_env(release, tmp_path_factory) -> Path:
     base = base_python()
     if base is None:
         pytest.skip("no system python3.11 to run the release's setup.sh with")
-    shared = tmp_path_factory.getbasetemp().parent if os.environ.get("PYTEST_XDIST_WORKER") else tmp_path_factory.getbasetemp()
+    shared = (
+        tmp_path_factory.getbasetemp().parent
+        if os.environ.get("PYTEST_XDIST_WORKER")
+        else tmp_path_factory.getbasetemp()
+    )
     tree, built = shared / "release-env" / "repo", shared / "release-env" / "built"
     with filelock.FileLock(str(shared / "release-env.lock")):
         if not built.exists():
             shutil.rmtree(tree.parent, ignore_errors=True)
             shutil.copytree(release, tree, ignore=shutil.ignore_patterns("__pycache__", ".venv"))
             started = time.monotonic()
-            done = subprocess.run(["bash", "scripts/setup.sh"], cwd=tree, env=clean_env(PYTHON=base), capture_output=True, text=True, timeout=2400)
+            done = subprocess.run(
+                ["bash", "scripts/setup.sh"],
+                cwd=tree,
+                env=clean_env(PYTHON=base),
+                capture_output=True,
+                text=True,
+                timeout=2400,
+            )
             assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-5000:]
             assert_not_the_kit_venv(tree / ".venv" / "bin" / "python")
             (tree.parent / "seconds").write_text(f"{time.monotonic() - started:.0f}")
@@ -126,7 +155,11 @@ def canonical_grades(tmp_path_factory) -> dict:
 
     from platform_envs import MODULE, canonical_sources, grade_scores
 
-    shared = tmp_path_factory.getbasetemp().parent if os.environ.get("PYTEST_XDIST_WORKER") else tmp_path_factory.getbasetemp()
+    shared = (
+        tmp_path_factory.getbasetemp().parent
+        if os.environ.get("PYTEST_XDIST_WORKER")
+        else tmp_path_factory.getbasetemp()
+    )
     cache = shared / "canonical-grades" / "scores.json"
     with filelock.FileLock(str(shared / "canonical-grades.lock")):
         if not cache.exists():

@@ -16,9 +16,9 @@ import os
 import textwrap
 from pathlib import Path
 
-from autograder.core.course import load_course
-
 from support import ROOT, reference_source
+
+from autograder.core.course import load_course
 
 FULL, ZERO = "full", "zero"
 
@@ -131,7 +131,8 @@ except ImportError:
             pass
 """
 
-WRITES_FILES = """
+WRITES_FILES = (
+    """
 import pathlib
 _fake = '{{"score": 1000, "tests": []}}'
 _passing = "def test_{fn}_passes():\\n    pass\\n"
@@ -147,7 +148,9 @@ for _path, _text in [
         pathlib.Path(_path).write_text(_text)
     except OSError:
         pass
-""" + """{writes_kit}"""
+"""
+    + """{writes_kit}"""
+)
 
 # Rewrites the kit and the checks this grading process runs (their real files: ``<kit>/autograder/checks/*.py``
 # and ``<course>/exercises/test_*.py`` next to it), so that every later process importing them would stop: in the
@@ -212,7 +215,6 @@ def build_class(dest: Path, module: str, *, out: Path, course: Path) -> dict[str
     assert len(fns) >= 4, "the fixture class breaks four functions by position"
     ref = reference_source(module)
     everyone_ok = {fn: (FULL, "") for fn in fns}
-    import_fail = {fn: (ZERO, r"your module could not be imported") for fn in fns}
     expected: dict[str, dict[str, tuple[str, str]]] = {}
     sources: dict[str, str] = {}
 
@@ -223,34 +225,69 @@ def build_class(dest: Path, module: str, *, out: Path, course: Path) -> dict[str
     add("correct", ref, {})
     add("correct_printing", wrap(ref, fns[1], "print('x' * 3_000_000)") + "\nprint('y' * 5_000_000)\n", {})
     n_lines = len(ref.splitlines())
-    add("syntax_error", ref + "\ndef broken(:\n    pass\n",
-        {fn: (ZERO, rf"could not be imported: SyntaxError line {n_lines + 2}") for fn in fns})
-    add("bad_import", ref + "\nimport no_such_module_for_grading\n",
-        {fn: (ZERO, rf"could not be imported: ModuleNotFoundError line {n_lines + 2}") for fn in fns})
-    add("exit_at_import", ref + "\nimport sys\nsys.exit(3)\n",
-        {fn: (ZERO, r"could not be imported: SystemExit") for fn in fns})
-    add("os_exit_at_import", ref + "\nimport os\nos._exit(3)\n",
-        {fn: (ZERO, rf"could not be imported: importing {module}\.py stopped the grader \(the process exited with code 3") for fn in fns})
-    add("hang_at_import", ref + "\nwhile True:\n    pass\n",
-        {fn: (ZERO, rf"could not be imported: importing {module}\.py did not finish within") for fn in fns})
-    add("faults_a", replace(ref, {fns[0]: LOOP, fns[1]: OS_EXIT, fns[3]: None}), {
-        fns[0]: (ZERO, rf"{module}\.{fns[0]}: timed out after \d+ s"),
-        fns[1]: (ZERO, rf"{module}\.{fns[1]}: the grading process stopped .*exited with code 7"),
-        fns[3]: (ZERO, rf"{module}\.py does not define {fns[3]}"),
-    })
-    add("faults_b", replace(ref, {fns[0]: SEGFAULT, fns[2]: SYS_EXIT, fns[3]: RAISES}), {
-        fns[0]: (ZERO, rf"{module}\.{fns[0]}: the grading process stopped .*crashed the Python interpreter \(SIGSEGV\)"),
-        fns[2]: (ZERO, rf"{module}\.{fns[2]} raised SystemExit"),
-        fns[3]: (ZERO, rf"{module}\.{fns[3]} raised ZeroDivisionError: boom"),
-    })
+    add(
+        "syntax_error",
+        ref + "\ndef broken(:\n    pass\n",
+        {fn: (ZERO, rf"could not be imported: SyntaxError line {n_lines + 2}") for fn in fns},
+    )
+    add(
+        "bad_import",
+        ref + "\nimport no_such_module_for_grading\n",
+        {fn: (ZERO, rf"could not be imported: ModuleNotFoundError line {n_lines + 2}") for fn in fns},
+    )
+    add(
+        "exit_at_import",
+        ref + "\nimport sys\nsys.exit(3)\n",
+        {fn: (ZERO, r"could not be imported: SystemExit") for fn in fns},
+    )
+    add(
+        "os_exit_at_import",
+        ref + "\nimport os\nos._exit(3)\n",
+        {
+            fn: (
+                ZERO,
+                rf"could not be imported: importing {module}\.py stopped the grader \(the process exited with code 3",
+            )
+            for fn in fns
+        },
+    )
+    add(
+        "hang_at_import",
+        ref + "\nwhile True:\n    pass\n",
+        {fn: (ZERO, rf"could not be imported: importing {module}\.py did not finish within") for fn in fns},
+    )
+    add(
+        "faults_a",
+        replace(ref, {fns[0]: LOOP, fns[1]: OS_EXIT, fns[3]: None}),
+        {
+            fns[0]: (ZERO, rf"{module}\.{fns[0]}: timed out after \d+ s"),
+            fns[1]: (ZERO, rf"{module}\.{fns[1]}: the grading process stopped .*exited with code 7"),
+            fns[3]: (ZERO, rf"{module}\.py does not define {fns[3]}"),
+        },
+    )
+    add(
+        "faults_b",
+        replace(ref, {fns[0]: SEGFAULT, fns[2]: SYS_EXIT, fns[3]: RAISES}),
+        {
+            fns[0]: (
+                ZERO,
+                rf"{module}\.{fns[0]}: the grading process stopped .*crashed the Python interpreter \(SIGSEGV\)",
+            ),
+            fns[2]: (ZERO, rf"{module}\.{fns[2]} raised SystemExit"),
+            fns[3]: (ZERO, rf"{module}\.{fns[3]} raised ZeroDivisionError: boom"),
+        },
+    )
     add("faults_memory", replace(ref, {fns[2]: MEMORY}), {fns[2]: (ZERO, rf"{module}\.{fns[2]} raised MemoryError")})
     # Hostile submissions: every function is wrong, and each tries to get points anyway.
     wrong_everywhere = {fn: WRONG for fn in fns}
     zero = {fn: (ZERO, "") for fn in fns}
     add("wrong_values", replace(ref, wrong_everywhere), zero)
     add("hostile_reads_reference", replace(ref, wrong_everywhere) + READ_REFERENCE.format(module=module), zero)
-    add("hostile_imports_reference", f"from solutions.{module} import *  # noqa\n",
-        {fn: (ZERO, r"could not be imported: ModuleNotFoundError line 1: No module named 'solutions'") for fn in fns})
+    add(
+        "hostile_imports_reference",
+        f"from solutions.{module} import *  # noqa\n",
+        {fn: (ZERO, r"could not be imported: ModuleNotFoundError line 1: No module named 'solutions'") for fn in fns},
+    )
     add("hostile_patches", replace(ref, wrong_everywhere) + PATCHES, zero)
     add("hostile_always_equal", replace(ref, {fn: "return _AlwaysEqual()" for fn in fns}) + ALWAYS_EQUAL, zero)
     add("hostile_fake_score", replace(ref, wrong_everywhere) + FAKE_SCORE, zero)
@@ -261,9 +298,14 @@ def build_class(dest: Path, module: str, *, out: Path, course: Path) -> dict[str
     if module == "at_updates":  # issue 32's case: right values, boolean indexing (fails under jit), a forged report
         jit_breaking = "import numpy as _np\ny = _np.array(args[0])\ny[y < 0] = args[1]\nreturn jnp.asarray(y)"
         add("hostile_forges_jit", replace(ref, {"replace_negatives": jit_breaking}) + FORGES_REPORTS, tampered)
-    add("hostile_writes_files",
-        replace(ref, wrong_everywhere) + WRITES_FILES.format(out=out, student="hostile_writes_files", course=course, module=module, fn=fns[0], writes_kit=WRITES_KIT),
-        zero)
+    add(
+        "hostile_writes_files",
+        replace(ref, wrong_everywhere)
+        + WRITES_FILES.format(
+            out=out, student="hostile_writes_files", course=course, module=module, fn=fns[0], writes_kit=WRITES_KIT
+        ),
+        zero,
+    )
     for student, source in sources.items():
         folder = dest / student
         folder.mkdir(parents=True)
@@ -273,7 +315,9 @@ def build_class(dest: Path, module: str, *, out: Path, course: Path) -> dict[str
     (folder / "exercises").mkdir(parents=True)
     (folder / "exercises" / f"{module}.py").write_text(replace(ref, wrong_everywhere), encoding="utf-8")
     (folder / "exercises" / f"test_{module}.py").write_text(f"def test_{fns[0]}():\n    pass\n")
-    (folder / "exercises" / "conftest.py").write_text("import pytest\n\n@pytest.hookimpl(wrapper=True)\ndef pytest_runtest_makereport(item, call):\n    rep = yield\n    rep.outcome = 'passed'\n    return rep\n")
+    (folder / "exercises" / "conftest.py").write_text(
+        "import pytest\n\n@pytest.hookimpl(wrapper=True)\ndef pytest_runtest_makereport(item, call):\n    rep = yield\n    rep.outcome = 'passed'\n    return rep\n"
+    )
     (folder / "conftest.py").write_text((folder / "exercises" / "conftest.py").read_text())
     (folder / "solutions").mkdir()
     (folder / "solutions" / f"{module}.py").write_text(replace(ref, wrong_everywhere))
@@ -767,10 +811,22 @@ def build_sandbox_class(dest: Path, module: str, *, course: Path, leak: Path, ma
     add("d_outlives_its_run", wrong + OUTLIVES_RUN.format(leak=str(leak), marker=marker), zero)
     add("e_leaves_marks", wrong + LEAVES_MARKS_EVERYWHERE.format(student="e_leaves_marks"), zero)
     add("ea_rewrites_the_kit", wrong + WRITES_KIT, zero)
-    add("f_fork_bomb", replace(ref, {fns[0]: FORK_BOMB.format(forks=3000, seconds=6173)}),
-        {**full, fns[0]: (ZERO, rf"{module}\.{fns[0]} raised RuntimeError: fork failed after \d+ processes")})
-    add("g_allocates_3g", replace(ref, {fns[1]: ALLOCATES_3G}),
-        {**full, fns[1]: (ZERO, rf"{module}\.{fns[1]}: the grading process stopped while checking this function: it used more than \d+ MB of memory")})
+    add(
+        "f_fork_bomb",
+        replace(ref, {fns[0]: FORK_BOMB.format(forks=3000, seconds=6173)}),
+        {**full, fns[0]: (ZERO, rf"{module}\.{fns[0]} raised RuntimeError: fork failed after \d+ processes")},
+    )
+    add(
+        "g_allocates_3g",
+        replace(ref, {fns[1]: ALLOCATES_3G}),
+        {
+            **full,
+            fns[1]: (
+                ZERO,
+                rf"{module}\.{fns[1]}: the grading process stopped while checking this function: it used more than \d+ MB of memory",
+            ),
+        },
+    )
     add("h_honest_after", honest, full)
     add("z_reads_classmates", reader, full)
     # Links: the submission is regular files only, read inside the student's folder.
@@ -784,12 +840,16 @@ def build_sandbox_class(dest: Path, module: str, *, course: Path, leak: Path, ma
     expected["j_links_module"] = {fn: (ZERO, rf"{module}\.py is a symbolic link, not a regular file") for fn in fns}
     (dest / "k_hard_links_module").mkdir()
     os.link(solutions / f"{module}.py", dest / "k_hard_links_module" / f"{module}.py")
-    expected["k_hard_links_module"] = {fn: (ZERO, rf"{module}\.py is a link to another file \(a hard link\)") for fn in fns}
+    expected["k_hard_links_module"] = {
+        fn: (ZERO, rf"{module}\.py is a link to another file \(a hard link\)") for fn in fns
+    }
     (dest / "l_links_its_folder").symlink_to(solutions, target_is_directory=True)
     expected["l_links_its_folder"] = {fn: (ZERO, r"your submission's folder is a symbolic link") for fn in fns}
     (dest / "m_links_module_in_exercises" / "exercises").mkdir(parents=True)
     (dest / "m_links_module_in_exercises" / "exercises" / f"{module}.py").symlink_to(solutions / f"{module}.py")
-    expected["m_links_module_in_exercises"] = {fn: (ZERO, rf"{module}\.py is a symbolic link, not a regular file") for fn in fns}
+    expected["m_links_module_in_exercises"] = {
+        fn: (ZERO, rf"{module}\.py is a symbolic link, not a regular file") for fn in fns
+    }
     del linked
     return expected
 

@@ -39,7 +39,11 @@ def canonical_sources() -> dict[str, str]:
     argument, and the untouched stubs."""
     ref = reference_source(MODULE)
     wrong = ref + f"\n\ndef {WRONG_FUNCTION}(*args, **kwargs):\n    return args[0]\n"
-    return {"reference": ref, "wrong": wrong, "stubs": (ROOT / "exercises" / f"{MODULE}.py").read_text(encoding="utf-8")}
+    return {
+        "reference": ref,
+        "wrong": wrong,
+        "stubs": (ROOT / "exercises" / f"{MODULE}.py").read_text(encoding="utf-8"),
+    }
 
 
 def base_python() -> str | None:
@@ -50,9 +54,14 @@ def base_python() -> str | None:
 
 def clean_env(**extra: str) -> dict[str, str]:
     """The environment of a platform's process: nothing that leads to the kit's venv or checkout."""
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("PYTHONPATH", "VIRTUAL_ENV", "PYTHONHOME", "CI", "PYTHONSTARTUP") and not k.startswith("PYTEST_")}
-    env["PATH"] = os.pathsep.join(p for p in env.get("PATH", "").split(os.pathsep) if p and p != KIT_BIN and not p.startswith(sys.prefix))
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("PYTHONPATH", "VIRTUAL_ENV", "PYTHONHOME", "CI", "PYTHONSTARTUP") and not k.startswith("PYTEST_")
+    }
+    env["PATH"] = os.pathsep.join(
+        p for p in env.get("PATH", "").split(os.pathsep) if p and p != KIT_BIN and not p.startswith(sys.prefix)
+    )
     env.setdefault("PIP_RETRIES", "0")
     env.setdefault("PIP_TIMEOUT", "5")
     env.update(extra)
@@ -64,8 +73,15 @@ def assert_not_the_kit_venv(python: Path) -> None:
     from its own site-packages (an installed wheel or an editable install of the tree it set up)."""
     python = Path(python)
     probe = subprocess.run(
-        [str(python), "-c", "import sys, autograder, pytest; print(sys.prefix); print(autograder.__file__); print(pytest.__file__)"],
-        capture_output=True, text=True, env=clean_env(), cwd="/",
+        [
+            str(python),
+            "-c",
+            "import sys, autograder, pytest; print(sys.prefix); print(autograder.__file__); print(pytest.__file__)",
+        ],
+        capture_output=True,
+        text=True,
+        env=clean_env(),
+        cwd="/",
     )
     assert probe.returncode == 0, probe.stderr
     prefix, kit, pytest_file = probe.stdout.split("\n")[:3]
@@ -91,13 +107,33 @@ def grade_scores(submissions: dict[str, Path], module: str, out: Path) -> dict[s
     env = {k: v for k, v in os.environ.items() if k != "CI"}
     env["PYTHONPATH"] = str(ROOT)
     proc = subprocess.run(
-        [sys.executable, "-m", "autograder", "grade", str(class_dir), "--out", str(out / "graded"), "--only", module,
-         "--course", str(ROOT), "--jobs", "2"],
-        capture_output=True, text=True, env=env, timeout=1800,
+        [
+            sys.executable,
+            "-m",
+            "autograder",
+            "grade",
+            str(class_dir),
+            "--out",
+            str(out / "graded"),
+            "--only",
+            module,
+            "--course",
+            str(ROOT),
+            "--jobs",
+            "2",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=1800,
     )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     with open(out / "graded" / "grades.csv", newline="", encoding="utf-8") as f:
         rows = list(csv.DictReader(f))
     prefix = f"{module}."
-    return {row["student"]: {k[len(prefix):]: float(v) for k, v in row.items() if k.startswith(prefix) and v not in ("", None)}
-            for row in rows}
+    return {
+        row["student"]: {
+            k[len(prefix) :]: float(v) for k, v in row.items() if k.startswith(prefix) and v not in ("", None)
+        }
+        for row in rows
+    }

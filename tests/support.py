@@ -71,10 +71,7 @@ def grade_folder(pytester, module: str, folder: Path, *, only: str | None = None
         args += ["-k", only]
     pytester.inline_run(*args)
     data = json.loads(out.read_text(encoding="utf-8"))
-    return {
-        f["function"]: FunctionScore.from_json(f)
-        for f in data["functions"]
-    }
+    return {f["function"]: FunctionScore.from_json(f) for f in data["functions"]}
 
 
 def assert_accepted(result: FunctionScore) -> None:
@@ -106,7 +103,9 @@ def gallery(rows, width: int | None = None) -> list:
     params = []
     functions = {fn.name for fn in COURSE_FUNCTIONS()}
     for row in rows:
-        assert isinstance(row, tuple) and len(row) >= 3, f"a gallery row needs (what it does, function, source, ...): {row!r:.120}"
+        assert isinstance(row, tuple) and len(row) >= 3, (
+            f"a gallery row needs (what it does, function, source, ...): {row!r:.120}"
+        )
         what, *values = row
         assert values[0] in functions and what not in functions and what.replace("-", "").replace(".", "").isalnum(), (
             f"gallery row ids say what the variant does, in kebab-case, then name its function: got {row[:2]!r}"

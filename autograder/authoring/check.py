@@ -35,9 +35,9 @@ import os
 import re
 import subprocess
 import sys
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Iterator
 
 from autograder.core.attribution import AttributionError, attribute, matches
 from autograder.core.course import Course, CourseError, Module, load_course, top_level_names
@@ -55,6 +55,7 @@ class Problem:
 
 
 # -- the checks files, parsed ---------------------------------------------------
+
 
 @dataclass(frozen=True)
 class CheckDef:
@@ -182,7 +183,8 @@ def contract_problems(course: Course, path: Path | None) -> Iterator[Problem]:
     for module in course.modules:
         if module.name not in contract:
             yield Problem(
-                "course.toml", f"module {module.name!r} is not in the contract {path}",
+                "course.toml",
+                f"module {module.name!r} is not in the contract {path}",
                 f"use the module name the contract gives (one of {sorted(contract)}), or add the module to the contract",
             )
             continue
@@ -190,17 +192,22 @@ def contract_problems(course: Course, path: Path | None) -> Iterator[Problem]:
         for fn in module.functions:
             if fn.name not in names:
                 yield Problem(
-                    "course.toml", f"function {fn.qualname} is not in the contract's table of {module.name}",
+                    "course.toml",
+                    f"function {fn.qualname} is not in the contract's table of {module.name}",
                     f"use the contract's name (one of {names}), or add it to the contract",
                 )
-        for kind, file in (("exercise", course.exercise_path(module.name)), ("solution", course.solution_path(module.name))):
+        for kind, file in (
+            ("exercise", course.exercise_path(module.name)),
+            ("solution", course.solution_path(module.name)),
+        ):
             if not file.is_file():
                 continue
             defined = top_level_names(file)
             for name in names:
                 if name not in defined:
                     yield Problem(
-                        _rel(course, file), f"does not define {name}, which the contract lists for {module.name}",
+                        _rel(course, file),
+                        f"does not define {name}, which the contract lists for {module.name}",
                         f"define {name} in the {kind} file with the contract's signature",
                     )
 
@@ -225,13 +232,15 @@ def stub_problems(course: Course, module: Module) -> Iterator[Problem]:
             continue  # course.toml's own check reports it
         if fn.name not in stubs:
             yield Problem(
-                _rel(course, path), f"{fn.name} is not a stub, so a fresh checkout is not reported 'not started'",
+                _rel(course, path),
+                f"{fn.name} is not a stub, so a fresh checkout is not reported 'not started'",
                 "make its body only a docstring, `# TODO: ...` comments and `raise NotImplementedError`",
             )
-        body = "\n".join(lines[node.lineno - 1:node.end_lineno])
+        body = "\n".join(lines[node.lineno - 1 : node.end_lineno])
         if "# TODO" not in body:
             yield Problem(
-                _rel(course, path), f"{fn.name} has no `# TODO` comment",
+                _rel(course, path),
+                f"{fn.name} has no `# TODO` comment",
                 "add `# TODO: <what to write>` above its `raise NotImplementedError`",
             )
 
@@ -252,7 +261,8 @@ def check_problems(course: Course, module: Module) -> Iterator[Problem]:
             yield Problem(where, f"{fn.qualname} has no check", f"add a check named test_{fn.name}_<what it checks>")
         elif not any(c.correctness for c in owners[fn.name]):
             yield Problem(
-                where, f"{fn.qualname} has no @pytest.mark.correctness check (its values are never confirmed by grade)",
+                where,
+                f"{fn.qualname} has no @pytest.mark.correctness check (its values are never confirmed by grade)",
                 f"mark the check comparing {fn.name} with the reference @pytest.mark.correctness",
             )
     yield from hidden_problems(course, module, [c.name for c in checks])
@@ -265,18 +275,21 @@ def hidden_problems(course: Course, module: Module, names: Iterable[str]) -> Ite
         for hidden in fn.hidden:
             if hidden not in names:
                 yield Problem(
-                    "course.toml", f"{fn.qualname}.hidden names {hidden!r}, which is not a check in exercises/test_{module.name}.py",
+                    "course.toml",
+                    f"{fn.qualname}.hidden names {hidden!r}, which is not a check in exercises/test_{module.name}.py",
                     f"use the name of an existing check of {fn.name} (test_{fn.name}_...)",
                 )
             elif not matches(hidden, fn.name):
                 yield Problem(
-                    "course.toml", f"{fn.qualname}.hidden names {hidden!r}, a check of another function",
+                    "course.toml",
+                    f"{fn.qualname}.hidden names {hidden!r}, a check of another function",
                     "list it under the function it checks",
                 )
         own = {n for n in names if matches(n, fn.name)}
         if fn.hidden and own and set(fn.hidden) >= own:
             yield Problem(
-                "course.toml", f"every check of {fn.qualname} is hidden; students would see none",
+                "course.toml",
+                f"every check of {fn.qualname} is hidden; students would see none",
                 "leave at least one check of the function visible",
             )
 
@@ -292,27 +305,44 @@ def static_problems(course: Course, modules: Iterable[str] | None = None) -> lis
     return problems
 
 
-def reference_problems(course: Course, modules: Iterable[str] | None = None, *, record: Path | None = None) -> list[Problem]:
+def reference_problems(
+    course: Course, modules: Iterable[str] | None = None, *, record: Path | None = None
+) -> list[Problem]:
     """Run the checks on ``solutions/`` in the grading profile; a problem when any fails. With ``record``,
     the run also records what the checks vary and compare there (:mod:`autograder.authoring.coverage`)."""
     targets = [str(course.checks_path(m)) for m in modules] if modules else [str(course.root / "exercises")]
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(Path(__file__).resolve().parents[2]), env.get("PYTHONPATH")]))
-    cmd = [sys.executable, "-m", "pytest", *targets, "--solutions", "--grading", "-q", "-p", "no:cacheprovider", "--tb=line"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "pytest",
+        *targets,
+        "--solutions",
+        "--grading",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "--tb=line",
+    ]
     if record is not None:
         cmd += ["-p", "autograder.authoring.coverage", "--coverage-record", str(record)]
     proc = subprocess.run(cmd, cwd=course.root, env=env, capture_output=True, text=True)
     if proc.returncode == 0:
         return []
     tail = "\n".join(proc.stdout.strip().splitlines()[-25:])
-    return [Problem(
-        "solutions/", f"the references do not pass every check (pytest exit {proc.returncode}):\n{tail}",
-        f"run `{' '.join(['pytest', *(Path(t).relative_to(course.root).as_posix() for t in targets), '--solutions', '--grading'])}` "
-        "and fix the reference or the check",
-    )]
+    return [
+        Problem(
+            "solutions/",
+            f"the references do not pass every check (pytest exit {proc.returncode}):\n{tail}",
+            f"run `{' '.join(['pytest', *(Path(t).relative_to(course.root).as_posix() for t in targets), '--solutions', '--grading'])}` "
+            "and fix the reference or the check",
+        )
+    ]
 
 
 # -- what the checks vary and compare -------------------------------------------
+
 
 @dataclass(frozen=True)
 class Gap:
@@ -329,9 +359,10 @@ class Gap:
 
     def problem(self) -> Problem:
         return Problem(
-            "exercises/test_" + self.function.split(".")[0] + ".py", f"{self.function}: {self.what}",
+            "exercises/test_" + self.function.split(".")[0] + ".py",
+            f"{self.function}: {self.what}",
             f"add a check that {self.action()} (or list it in course.toml as [[deliberate_gaps]] "
-            f"function = {self.function!r}, item = {self.item!r}, reason = \"...\")",
+            f'function = {self.function!r}, item = {self.item!r}, reason = "...")',
         )
 
 
@@ -343,7 +374,9 @@ def deliberate_gaps(course: Course) -> dict[tuple[str, str], str]:
     return {(g["function"], g["item"]): g["reason"] for g in data.get("deliberate_gaps", [])}
 
 
-def coverage_gaps(course: Course, record: dict, contract: dict | None, modules: Iterable[str] | None = None) -> list[Gap]:
+def coverage_gaps(
+    course: Course, record: dict, contract: dict | None, modules: Iterable[str] | None = None
+) -> list[Gap]:
     """Every contract argument a ``--solutions`` run (``record``, see :func:`coverage.merge`) never varied,
     every output it never compared, every graded function it never called."""
     from autograder.authoring.coverage import compared_in_source, used_in_source
@@ -363,7 +396,9 @@ def coverage_gaps(course: Course, record: dict, contract: dict | None, modules: 
                 arguments = list((entry or {}).get("args", {}))
             if entry is None or entry["calls"] == 0:
                 if arguments:
-                    gaps.append(Gap(fn.qualname, "calls", "no check calls it with arguments of its own (no call was recorded)"))
+                    gaps.append(
+                        Gap(fn.qualname, "calls", "no check calls it with arguments of its own (no call was recorded)")
+                    )
                 continue
             for name in arguments:
                 seen = entry["args"].get(name)
@@ -371,7 +406,13 @@ def coverage_gaps(course: Course, record: dict, contract: dict | None, modules: 
                     continue  # a keyword-only extra the reference does not take
                 if len(seen) < 2:
                     kinds = ", ".join(entry["kinds"].get(name, [])) or "one value"
-                    gaps.append(Gap(fn.qualname, name, f"argument {name!r} is never varied: every call gets the same value ({kinds})"))
+                    gaps.append(
+                        Gap(
+                            fn.qualname,
+                            name,
+                            f"argument {name!r} is never varied: every call gets the same value ({kinds})",
+                        )
+                    )
             parts = entry["outputs"]
             for part, out in sorted(parts.items()):
                 if out["compared"] or (fn.name, part) in in_source or (fn.name, "return") in in_source:
@@ -381,12 +422,18 @@ def coverage_gaps(course: Course, record: dict, contract: dict | None, modules: 
                 label = part
                 if part.startswith("return[") and len(outputs) == len(parts):
                     label = f"{part} ({outputs[int(part[7:-1])]})"
-                what = "is None on every call and never compared with None" if out["none"] else "is never compared with the reference's"
+                what = (
+                    "is None on every call and never compared with None"
+                    if out["none"]
+                    else "is never compared with the reference's"
+                )
                 gaps.append(Gap(fn.qualname, part, f"output {label} {what}"))
     return gaps
 
 
-def gap_problems(course: Course, gaps: list[Gap], listed: dict[tuple[str, str], str]) -> tuple[list[Problem], list[str]]:
+def gap_problems(
+    course: Course, gaps: list[Gap], listed: dict[tuple[str, str], str]
+) -> tuple[list[Problem], list[str]]:
     """The unlisted gaps as problems, and notes: listed gaps found, listed gaps no longer found."""
     problems, notes = [], []
     found = {(g.function, g.item) for g in gaps}
@@ -396,7 +443,9 @@ def gap_problems(course: Course, gaps: list[Gap], listed: dict[tuple[str, str], 
         else:
             problems.append(gap.problem())
     for key in sorted(set(listed) - found):
-        notes.append(f"note: course.toml lists {key[0]} {key[1]} as a deliberate gap, but the checks cover it now: remove it")
+        notes.append(
+            f"note: course.toml lists {key[0]} {key[1]} as a deliberate gap, but the checks cover it now: remove it"
+        )
     return problems, notes
 
 
@@ -421,7 +470,9 @@ def coverage_table(course: Course, record: dict, modules: Iterable[str] | None =
     return lines
 
 
-def check_course(root: Path, modules: list[str] | None = None, *, references: bool = True, out=None, table: bool = False) -> int:
+def check_course(
+    root: Path, modules: list[str] | None = None, *, references: bool = True, out=None, table: bool = False
+) -> int:
     """Print every problem (each with its fix) and a summary; the exit status is 1 when there is any."""
     out = out or sys.stdout
     try:
@@ -431,7 +482,10 @@ def check_course(root: Path, modules: list[str] | None = None, *, references: bo
         return 1
     unknown = [m for m in modules or () if m not in {mod.name for mod in course.modules}]
     if unknown:
-        print(f"error: course.toml has no module {unknown}\n  fix: use one of {[m.name for m in course.modules]}", file=out)
+        print(
+            f"error: course.toml has no module {unknown}\n  fix: use one of {[m.name for m in course.modules]}",
+            file=out,
+        )
         return 1
     problems = static_problems(course, modules)
     ran = ["contract", "static rules"] if contract_path(course) else ["static rules (no shared/curriculum.md found)"]

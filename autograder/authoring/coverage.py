@@ -44,8 +44,14 @@ import pytest
 _CAP = 20  # distinct fingerprints kept per argument
 _ADDRESS = re.compile(r"0x[0-9a-fA-F]+")
 _COMPARISONS = {
-    "numpy.testing": ("assert_allclose", "assert_array_equal", "assert_equal", "assert_array_almost_equal",
-                      "assert_almost_equal", "assert_array_less"),
+    "numpy.testing": (
+        "assert_allclose",
+        "assert_array_equal",
+        "assert_equal",
+        "assert_array_almost_equal",
+        "assert_almost_equal",
+        "assert_array_less",
+    ),
     "numpy": ("allclose", "array_equal", "isclose", "array_equiv"),
     "jax.numpy": ("allclose", "array_equal", "isclose"),
 }
@@ -53,7 +59,9 @@ _COMPARISONS = {
 
 def pytest_addoption(parser):
     parser.getgroup("jax-course").addoption(
-        "--coverage-record", metavar="FILE", default=None,
+        "--coverage-record",
+        metavar="FILE",
+        default=None,
         help="(check-course) record what the checks vary and compare into FILE.<pid>.json",
     )
 
@@ -65,6 +73,7 @@ def pytest_configure(config):
 
 
 # -- fingerprints -----------------------------------------------------------------------------
+
 
 def _digest(text: str) -> str:
     return hashlib.blake2b(text.encode(), digest_size=8).hexdigest()
@@ -133,11 +142,21 @@ def fingerprint(value: Any) -> tuple[str, str]:
         leaves, treedef = [value], None
     if treedef is not None and not (len(leaves) == 1 and leaves[0] is value):
         parts = [fingerprint(leaf)[0] for leaf in leaves]
-        return f"tree {_digest(_ADDRESS.sub('', str(treedef)) + '|'.join(parts))}", f"{type(value).__name__} of {len(leaves)} leaves"
+        return (
+            f"tree {_digest(_ADDRESS.sub('', str(treedef)) + '|'.join(parts))}",
+            f"{type(value).__name__} of {len(leaves)} leaves",
+        )
     text = repr(value)
     if "0x" in text or len(text) > 500:
-        simple = {k: (str(v) if isinstance(v, os.PathLike) else v) for k, v in sorted(vars(value).items())
-                  if isinstance(v, (bool, int, float, str, type(None), os.PathLike))} if hasattr(value, "__dict__") else {}
+        simple = (
+            {
+                k: (str(v) if isinstance(v, os.PathLike) else v)
+                for k, v in sorted(vars(value).items())
+                if isinstance(v, (bool, int, float, str, type(None), os.PathLike))
+            }
+            if hasattr(value, "__dict__")
+            else {}
+        )
         size = len(value) if hasattr(value, "__len__") else None
         text = f"{type(value).__qualname__} {simple} len={size}"
     return f"object {_digest(text)}", type(value).__name__
@@ -151,6 +170,7 @@ def output_parts(result: Any) -> dict[str, Any]:
 
 
 # -- the recorder -----------------------------------------------------------------------------
+
 
 class _Proxy:
     """A callable standing in for ``target``: records its calls, forwards everything else."""
@@ -246,7 +266,7 @@ class Recorder:
             if isinstance(target, type):
                 init = target.__dict__.get("__init__")
                 if inspect.isfunction(init):
-                    setattr(target, "__init__", self.recording(fn.qualname, init, method=True))
+                    target.__init__ = self.recording(fn.qualname, init, method=True)
                 continue
             if callable(target):
                 setattr(student, fn.name, self.recording(fn.qualname, target))
@@ -294,7 +314,7 @@ class Recorder:
         if bound is None:
             return
         bound.apply_defaults()
-        items = list(bound.arguments.items())[1 if method else 0:]
+        items = list(bound.arguments.items())[1 if method else 0 :]
         for name, value in items:
             seen = entry["args"].setdefault(name, [])
             if len(seen) >= _CAP:
@@ -345,6 +365,7 @@ class Recorder:
 
 
 # -- reading records back ---------------------------------------------------------------------
+
 
 def merge(path: Path) -> dict[str, dict]:
     """Every process's record of ``path`` (see :class:`Recorder`), as one."""
@@ -424,7 +445,12 @@ def used_in_source(check_source: str) -> set[tuple[str, str]]:
     found: set[tuple[str, str]] = set()
     for names, nodes in _results_in_source(check_source):
         for node in nodes:
-            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in names and node.attr != "close":
+            if (
+                isinstance(node, ast.Attribute)
+                and isinstance(node.value, ast.Name)
+                and node.value.id in names
+                and node.attr != "close"
+            ):
                 found.add(names[node.value.id])
             elif isinstance(node, ast.Call):
                 for arg in (*node.args, *(k.value for k in node.keywords)):

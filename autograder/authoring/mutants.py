@@ -26,16 +26,30 @@ function, so an id survives edits elsewhere in the file.
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Iterator
 
 _ARITH = {
-    ast.Add: [ast.Sub], ast.Sub: [ast.Add], ast.Mult: [ast.Div], ast.Div: [ast.Mult],
-    ast.FloorDiv: [ast.Div], ast.Pow: [ast.Mult], ast.MatMult: [ast.Mult], ast.Mod: [ast.FloorDiv],
+    ast.Add: [ast.Sub],
+    ast.Sub: [ast.Add],
+    ast.Mult: [ast.Div],
+    ast.Div: [ast.Mult],
+    ast.FloorDiv: [ast.Div],
+    ast.Pow: [ast.Mult],
+    ast.MatMult: [ast.Mult],
+    ast.Mod: [ast.FloorDiv],
 }
 _COMPARE = {
-    ast.Lt: ast.LtE, ast.LtE: ast.Lt, ast.Gt: ast.GtE, ast.GtE: ast.Gt, ast.Eq: ast.NotEq,
-    ast.NotEq: ast.Eq, ast.Is: ast.IsNot, ast.IsNot: ast.Is, ast.In: ast.NotIn, ast.NotIn: ast.In,
+    ast.Lt: ast.LtE,
+    ast.LtE: ast.Lt,
+    ast.Gt: ast.GtE,
+    ast.GtE: ast.Gt,
+    ast.Eq: ast.NotEq,
+    ast.NotEq: ast.Eq,
+    ast.Is: ast.IsNot,
+    ast.IsNot: ast.Is,
+    ast.In: ast.NotIn,
+    ast.NotIn: ast.In,
 }
 
 
@@ -56,7 +70,7 @@ class Mutant:
 
 
 def _is_docstring(node: ast.AST, parent: ast.AST | None) -> bool:
-    return (isinstance(parent, ast.Expr) and isinstance(node, ast.Constant) and isinstance(node.value, str))
+    return isinstance(parent, ast.Expr) and isinstance(node, ast.Constant) and isinstance(node.value, str)
 
 
 def _sites(node: ast.AST) -> Iterator[tuple[ast.AST, str, list[ast.AST]]]:
@@ -75,7 +89,11 @@ def _sites(node: ast.AST) -> Iterator[tuple[ast.AST, str, list[ast.AST]]]:
                 if isinstance(op, (ast.Is, ast.IsNot)) and len(child.ops) == 1 and _is_none(child.comparators[0]):
                     test = ast.UnaryOp(ast.Not(), child.left) if isinstance(op, ast.Is) else child.left
                     yield child, "none-test", [test]
-        elif isinstance(child, ast.Constant) and not isinstance(child.value, (str, bytes)) and child.value is not Ellipsis:
+        elif (
+            isinstance(child, ast.Constant)
+            and not isinstance(child.value, (str, bytes))
+            and child.value is not Ellipsis
+        ):
             value = child.value
             if isinstance(value, bool):
                 yield child, "constant", [ast.Constant(not value)]
@@ -84,7 +102,11 @@ def _sites(node: ast.AST) -> Iterator[tuple[ast.AST, str, list[ast.AST]]]:
             elif isinstance(value, float):
                 yield child, "constant", [ast.Constant(value * 2 if value else 1.0)]
         elif isinstance(child, ast.UnaryOp) and isinstance(child.op, ast.USub):
-            if isinstance(child.operand, ast.Constant) and isinstance(child.operand.value, int) and not isinstance(child.operand.value, bool):
+            if (
+                isinstance(child.operand, ast.Constant)
+                and isinstance(child.operand.value, int)
+                and not isinstance(child.operand.value, bool)
+            ):
                 yield child, "constant", [ast.Constant(-child.operand.value + 1)]  # axis=-1 -> axis=0
             yield child, "negate", [child.operand]
         elif isinstance(child, ast.UnaryOp) and isinstance(child.op, ast.Not):
@@ -96,7 +118,11 @@ def _sites(node: ast.AST) -> Iterator[tuple[ast.AST, str, list[ast.AST]]]:
             for i in range(len(child.keywords)):
                 if child.keywords[i].arg is None:
                     continue  # **kwargs
-                yield child, "drop-keyword", [ast.Call(child.func, child.args, child.keywords[:i] + child.keywords[i + 1:])]
+                yield (
+                    child,
+                    "drop-keyword",
+                    [ast.Call(child.func, child.args, child.keywords[:i] + child.keywords[i + 1 :])],
+                )
             if len(child.args) >= 2 and not isinstance(child.args[-1], ast.Starred):
                 yield child, "drop-argument", [ast.Call(child.func, child.args[:-1], child.keywords)]
 
@@ -115,7 +141,11 @@ def _skipped(tree: ast.AST) -> set[int]:
                     skipped.update(id(n) for n in ast.walk(dec))
             if node.body and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant):
                 skipped.add(id(node.body[0].value))
-            annotations = [a.annotation for a in ast.walk(node.args) if isinstance(a, ast.arg)] if not isinstance(node, ast.ClassDef) else []
+            annotations = (
+                [a.annotation for a in ast.walk(node.args) if isinstance(a, ast.arg)]
+                if not isinstance(node, ast.ClassDef)
+                else []
+            )
             annotations += [node.returns] if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) else []
             for ann in annotations:
                 if ann is not None:
@@ -150,10 +180,14 @@ def mutants_of(source: str, module: str, functions: list[str]) -> list[Mutant]:
         targets = []
         for stmt in body:
             if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                targets += stmt.body + stmt.decorator_list + stmt.args.defaults + [d for d in stmt.args.kw_defaults if d]
+                targets += (
+                    stmt.body + stmt.decorator_list + stmt.args.defaults + [d for d in stmt.args.kw_defaults if d]
+                )
             elif isinstance(stmt, ast.ClassDef):
                 targets.append(stmt)
-            elif not isinstance(top, ast.ClassDef) or not (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant)):
+            elif not isinstance(top, ast.ClassDef) or not (
+                isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant)
+            ):
                 targets.append(stmt)  # class attributes (a dataclass field's default)
         sites = []
         for target in targets:

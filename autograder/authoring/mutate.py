@@ -68,22 +68,40 @@ class Listed:
     killable: dict[str, str]  # id -> the check that would kill it
 
     @classmethod
-    def load(cls, path: Path | None) -> "Listed":
+    def load(cls, path: Path | None) -> Listed:
         if path is None or not path.is_file():
             return cls({}, {})
         data = tomllib.loads(path.read_text(encoding="utf-8"))
-        return cls({e["id"]: e["reason"] for e in data.get("equivalent", [])},
-                   {e["id"]: e["check"] for e in data.get("killable", [])})
+        return cls(
+            {e["id"]: e["reason"] for e in data.get("equivalent", [])},
+            {e["id"]: e["check"] for e in data.get("killable", [])},
+        )
 
 
 def pytest_args(course: Course, module: str, folder: Path) -> list[str]:
     """The run of one module's checks on the ``<module>.py`` in ``folder``: the grading profile
     (deterministic), stopped at the first failure, in this process."""
-    return [str(course.checks_path(module)), "--submission", str(folder), "--grading", "-x", "-q",
-            "--tb=no", "-p", "no:cacheprovider", "-p", "no:randomly", "-n", "0", "-W", "ignore"]
+    return [
+        str(course.checks_path(module)),
+        "--submission",
+        str(folder),
+        "--grading",
+        "-x",
+        "-q",
+        "--tb=no",
+        "-p",
+        "no:cacheprovider",
+        "-p",
+        "no:randomly",
+        "-n",
+        "0",
+        "-W",
+        "ignore",
+    ]
 
 
 # -- the worker: one process, every mutant of one module ---------------------------------------
+
 
 class _FirstFailure:
     """Records the failed checks; runs the checks of the mutated function first (then the rest, in file order):
@@ -102,7 +120,9 @@ class _FirstFailure:
     def pytest_collection_modifyitems(self, items):
         if self.function:
             own = [matches(getattr(item, "originalname", item.name), self.function) for item in items]
-            items[:] = [item for item, mine in zip(items, own) if mine] + [item for item, mine in zip(items, own) if not mine]
+            items[:] = [item for item, mine in zip(items, own) if mine] + [
+                item for item, mine in zip(items, own) if not mine
+            ]
 
 
 def worker(root: Path, module: str, plan: Path, results: Path) -> None:
@@ -122,13 +142,23 @@ def worker(root: Path, module: str, plan: Path, results: Path) -> None:
             sink = io.StringIO()
             with contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
                 code = pytest.main(pytest_args(course, module, Path(folder)), plugins=[spy])
-            out.write(json.dumps({"index": index, "code": int(code), "seconds": time.monotonic() - started,
-                                  "check": spy.failed[0] if spy.failed else "",
-                                  "tail": "" if int(code) in (0, 1) else sink.getvalue()[-2000:]}) + "\n")
+            out.write(
+                json.dumps(
+                    {
+                        "index": index,
+                        "code": int(code),
+                        "seconds": time.monotonic() - started,
+                        "check": spy.failed[0] if spy.failed else "",
+                        "tail": "" if int(code) in (0, 1) else sink.getvalue()[-2000:],
+                    }
+                )
+                + "\n"
+            )
             out.flush()
 
 
 # -- the parent: mutants, workers, timeouts --------------------------------------------------
+
 
 def _env() -> dict:
     env = dict(os.environ)
@@ -167,7 +197,10 @@ def run_module(course: Course, module: str, mutants: list[Mutant], scratch: Path
         plan.write_text(json.dumps(todo))
         proc = subprocess.Popen(
             [sys.executable, "-m", "autograder.authoring.mutate", str(course.root), module, str(plan), str(results)],
-            cwd=course.root, env=_env(), stdout=subprocess.DEVNULL, stderr=open(scratch / f"worker{attempt}.log", "w"),
+            cwd=course.root,
+            env=_env(),
+            stdout=subprocess.DEVNULL,
+            stderr=open(scratch / f"worker{attempt}.log", "w"),
             start_new_session=True,
         )
         current, since = None, time.monotonic()
@@ -183,7 +216,9 @@ def run_module(course: Course, module: str, mutants: list[Mutant], scratch: Path
                         run.baseline_seconds = line["seconds"]
                         limit = 3 * line["seconds"] + 60
                         if line["code"] != 0:
-                            run.problem = f"the reference fails its own checks (pytest exit {line['code']}: {line['check']})"
+                            run.problem = (
+                                f"the reference fails its own checks (pytest exit {line['code']}: {line['check']})"
+                            )
                             os.killpg(proc.pid, signal.SIGKILL)
                             proc.wait()
                             run.seconds = time.monotonic() - started
@@ -192,7 +227,12 @@ def run_module(course: Course, module: str, mutants: list[Mutant], scratch: Path
                         log(f"{module}: {len(done) - 1}/{len(mutants)}")
             if exited:
                 if current is not None and current not in done:  # the mutant took its process down
-                    done[current] = {"index": current, "code": -9, "seconds": time.monotonic() - since, "check": "(process died)"}
+                    done[current] = {
+                        "index": current,
+                        "code": -9,
+                        "seconds": time.monotonic() - since,
+                        "check": "(process died)",
+                    }
                 elif len([f for f in folders if f[0] not in done]) and current is None:
                     log_text = (scratch / f"worker{attempt}.log").read_text()[-1500:]
                     run.problem = f"the worker did not start:\n{log_text}"
@@ -202,7 +242,12 @@ def run_module(course: Course, module: str, mutants: list[Mutant], scratch: Path
             if current is not None and current not in done and time.monotonic() - since > limit:
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait()
-                done[current] = {"index": current, "code": -1, "seconds": time.monotonic() - since, "check": "(timeout)"}
+                done[current] = {
+                    "index": current,
+                    "code": -1,
+                    "seconds": time.monotonic() - since,
+                    "check": "(timeout)",
+                }
                 break
             time.sleep(0.2)
     for i, mutant in enumerate(mutants):
@@ -228,6 +273,7 @@ def mutate_course(course: Course, modules: list[str] | None = None, *, jobs: int
     runs: dict[str, ModuleRun] = {}
     lock = threading.Lock()
     with tempfile.TemporaryDirectory(prefix="autograder-mutate-") as tmp:
+
         def take():
             while True:
                 with lock:
@@ -250,6 +296,7 @@ def mutate_course(course: Course, modules: list[str] | None = None, *, jobs: int
 
 # -- the report -------------------------------------------------------------------------------
 
+
 def score(run: ModuleRun, listed: Listed) -> tuple[int, int, int, int]:
     """``(killed, survivors not listed equivalent, equivalent, scored total)``; errors count as survivors."""
     killed = sum(r.outcome in (KILLED, TIMEOUT) for r in run.results)
@@ -258,13 +305,20 @@ def score(run: ModuleRun, listed: Listed) -> tuple[int, int, int, int]:
     return killed, total - killed, equivalent, total
 
 
-def report(runs: list[ModuleRun], listed: Listed, *, seconds: float, jobs: int, title: str = "Mutation testing of the checks") -> str:
-    lines = [f"# {title}", "",
-             "`autograder mutate` (or `python benchmarks/mutation.py`): each mutant of a reference function run through its",
-             "module's checks as a submission (`--grading -x`). Score = killed / (mutants - listed equivalent).", "",
-             f"Whole run: {seconds:.0f} s wall clock with {jobs} worker process(es).", "",
-             "| module | mutants | killed | timeout | survived | equivalent | score | seconds |",
-             "|---|---|---|---|---|---|---|---|"]
+def report(
+    runs: list[ModuleRun], listed: Listed, *, seconds: float, jobs: int, title: str = "Mutation testing of the checks"
+) -> str:
+    lines = [
+        f"# {title}",
+        "",
+        "`autograder mutate` (or `python benchmarks/mutation.py`): each mutant of a reference function run through its",
+        "module's checks as a submission (`--grading -x`). Score = killed / (mutants - listed equivalent).",
+        "",
+        f"Whole run: {seconds:.0f} s wall clock with {jobs} worker process(es).",
+        "",
+        "| module | mutants | killed | timeout | survived | equivalent | score | seconds |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     all_killed = all_total = 0
     for run in runs:
         if run.problem:
@@ -274,15 +328,21 @@ def report(runs: list[ModuleRun], listed: Listed, *, seconds: float, jobs: int, 
         all_killed, all_total = all_killed + killed, all_total + total
         timeouts = sum(r.outcome == TIMEOUT for r in run.results)
         pct = f"{100 * killed / total:.0f}%" if total else "-"
-        lines.append(f"| {run.module} | {len(run.results)} | {killed - timeouts} | {timeouts} | {surv} | {eq} | {pct} | {run.seconds:.0f} |")
+        lines.append(
+            f"| {run.module} | {len(run.results)} | {killed - timeouts} | {timeouts} | {surv} | {eq} | {pct} | {run.seconds:.0f} |"
+        )
     if all_total:
         lines.append(f"| **all** | | | | | | **{100 * all_killed / all_total:.0f}%** | |")
     problems = [run for run in runs if run.problem]
     if problems:
         lines += ["", "## Modules not scored", ""] + [f"- `{run.module}`: {run.problem}" for run in problems]
     lines += ["", "## Surviving mutants", ""]
-    survivors = [r for run in runs for r in run.results
-                 if r.outcome not in (KILLED, TIMEOUT) and r.mutant.id not in listed.equivalent]
+    survivors = [
+        r
+        for run in runs
+        for r in run.results
+        if r.outcome not in (KILLED, TIMEOUT) and r.mutant.id not in listed.equivalent
+    ]
     if not survivors:
         lines.append("None: every mutant not listed as equivalent was killed.")
     for run in runs:
@@ -298,37 +358,80 @@ def report(runs: list[ModuleRun], listed: Listed, *, seconds: float, jobs: int, 
         for r in run.results:
             if r.outcome not in (KILLED, TIMEOUT) and r.mutant.id in listed.equivalent:
                 lines.append(f"- `{r.mutant.id}`: {listed.equivalent[r.mutant.id]}")
-    stale = set(listed.equivalent) - {r.mutant.id for run in runs for r in run.results if r.outcome not in (KILLED, TIMEOUT)}
+    stale = set(listed.equivalent) - {
+        r.mutant.id for run in runs for r in run.results if r.outcome not in (KILLED, TIMEOUT)
+    }
     ran = {run.module for run in runs}
     stale = sorted(i for i in stale if i.split(".")[0] in ran)
     if stale:
-        lines += ["", "## Listed as equivalent but killed or gone (remove from the list)", ""] + [f"- `{i}`" for i in stale]
+        lines += ["", "## Listed as equivalent but killed or gone (remove from the list)", ""] + [
+            f"- `{i}`" for i in stale
+        ]
     return "\n".join(lines) + "\n"
 
 
 def runs_to_json(runs: list[ModuleRun], seconds: float, jobs: int) -> dict:
     """A run's results as plain JSON (``--json``), so that its report can be written again after the list of
     equivalent mutants changes (``--from-json``) without running every mutant again."""
-    return {"seconds": seconds, "jobs": jobs, "modules": [
-        {"module": run.module, "seconds": run.seconds, "baseline_seconds": run.baseline_seconds, "problem": run.problem,
-         "results": [{"mutant": {k: v for k, v in vars(r.mutant).items() if k != "source"}, "outcome": r.outcome,
-                      "seconds": r.seconds, "check": r.check} for r in run.results]}
-        for run in runs]}
+    return {
+        "seconds": seconds,
+        "jobs": jobs,
+        "modules": [
+            {
+                "module": run.module,
+                "seconds": run.seconds,
+                "baseline_seconds": run.baseline_seconds,
+                "problem": run.problem,
+                "results": [
+                    {
+                        "mutant": {k: v for k, v in vars(r.mutant).items() if k != "source"},
+                        "outcome": r.outcome,
+                        "seconds": r.seconds,
+                        "check": r.check,
+                    }
+                    for r in run.results
+                ],
+            }
+            for run in runs
+        ],
+    }
 
 
 def runs_from_json(data: dict) -> list[ModuleRun]:
-    return [ModuleRun(m["module"], [Result(Mutant(**r["mutant"], source=""), r["outcome"], r["seconds"], r["check"])
-                                    for r in m["results"]], m["seconds"], m["baseline_seconds"], m["problem"])
-            for m in data["modules"]]
+    return [
+        ModuleRun(
+            m["module"],
+            [Result(Mutant(**r["mutant"], source=""), r["outcome"], r["seconds"], r["check"]) for r in m["results"]],
+            m["seconds"],
+            m["baseline_seconds"],
+            m["problem"],
+        )
+        for m in data["modules"]
+    ]
 
 
 def unclassified(runs: list[ModuleRun], listed: Listed) -> list[Result]:
-    return [r for run in runs for r in run.results
-            if r.outcome not in (KILLED, TIMEOUT) and r.mutant.id not in listed.equivalent and r.mutant.id not in listed.killable]
+    return [
+        r
+        for run in runs
+        for r in run.results
+        if r.outcome not in (KILLED, TIMEOUT)
+        and r.mutant.id not in listed.equivalent
+        and r.mutant.id not in listed.killable
+    ]
 
 
-def main_mutate(root: Path, modules: list[str] | None, *, jobs: int, listed_path: Path | None, report_path: Path | None,
-                out=None, json_path: Path | None = None, from_json: Path | None = None) -> int:
+def main_mutate(
+    root: Path,
+    modules: list[str] | None,
+    *,
+    jobs: int,
+    listed_path: Path | None,
+    report_path: Path | None,
+    out=None,
+    json_path: Path | None = None,
+    from_json: Path | None = None,
+) -> int:
     """The command: run (or read a run's ``--json``), print (and write) the report; exit 1 when a survivor is
     neither equivalent nor listed as killable, or a module could not be scored."""
     out = out or sys.stdout

@@ -12,7 +12,8 @@ forward passes the student's code asks for: ``f(x)`` followed by
 from __future__ import annotations
 
 import functools
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from autograder.core.failures import CheckFailure
 

@@ -15,8 +15,8 @@ import posixpath
 import re
 import stat
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import numpy as np
 
@@ -94,9 +94,11 @@ def checked(files: object) -> list[tuple[list[str], bytes | None]]:
         if type(rel) is not str:
             raise UnsafeFiles("a file name that is not text")
         parts = rel.split("/") if rel else []
-        if len(parts) > MAX_DEPTH or any(
-            p in ("", ".", "..") or "\\" in p or "\0" in p or len(p) > MAX_NAME for p in parts
-        ) or posixpath.normpath(rel or ".") != (rel or "."):
+        if (
+            len(parts) > MAX_DEPTH
+            or any(p in ("", ".", "..") or "\\" in p or "\0" in p or len(p) > MAX_NAME for p in parts)
+            or posixpath.normpath(rel or ".") != (rel or ".")
+        ):
             raise UnsafeFiles(f"the file name {rel[:80]!r} is not a relative, normalised name")
         if content is None:
             out.append((parts, None))
@@ -191,4 +193,6 @@ def listing(root: Path | str) -> set[str]:
 
 def numbered_entries(directory: Path | str) -> list[str]:
     """The entries of ``directory``, numbered ones first in numeric order (a checkpoint manager's steps)."""
-    return sorted(os.listdir(directory), key=lambda name: (not name.isdigit(), int(name) if name.isdigit() else 0, name))
+    return sorted(
+        os.listdir(directory), key=lambda name: (not name.isdigit(), int(name) if name.isdigit() else 0, name)
+    )

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import linecache
 import traceback
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import jax
 import jax.numpy as jnp
 
+from autograder.checks.values import assert_trees_close, function_name, is_key
 from autograder.core.failures import CheckFailure
-from autograder.checks.values import function_name, assert_trees_close, is_key
 
 KINDS = ("typed", "legacy")
 

@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import math
 import warnings
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -28,8 +29,8 @@ import numpy as np
 import torch
 import torch.utils.data as tud
 
-from autograder.core.failures import CheckFailure
 from autograder.checks.values import assert_trees_close
+from autograder.core.failures import CheckFailure
 
 WORKER_TIMEOUT = 15.0  # seconds a DataLoader waits for one batch from its workers
 
@@ -286,7 +287,9 @@ def assert_epoch_batches(
         )
     flat = [i for b in order for i in b]
     if len(set(flat)) != len(flat):
-        raise CheckFailure(check, f"with {setting} some samples come twice in one epoch", "one epoch visits every sample once")
+        raise CheckFailure(
+            check, f"with {setting} some samples come twice in one epoch", "one epoch visits every sample once"
+        )
     if not shuffle and flat != list(range(len(flat))):
         raise CheckFailure(
             check,
@@ -301,7 +304,9 @@ def assert_epoch_batches(
         )
 
 
-def assert_same_order(first: list[list[int]], second: list[list[int]], *, check: str, problem: str, advice: str) -> None:
+def assert_same_order(
+    first: list[list[int]], second: list[list[int]], *, check: str, problem: str, advice: str
+) -> None:
     """Two epochs (lists of per-batch sample indices) are identical."""
     if first != second:
         diff = next(i for i, (a, b) in enumerate(zip(first + [[]], second + [[]])) if a != b)

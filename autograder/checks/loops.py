@@ -23,7 +23,8 @@ like ``tracing.assert_no_retrace``, are presets of them, each saying what was lo
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import jax
 import numpy as np
@@ -65,7 +66,8 @@ def assert_no_retrace_in_loop(
     if not seen.traced_at:
         return
     raise retrace_failure(
-        fn, make_args(warmup + calls, seen.carry),
+        fn,
+        make_args(warmup + calls, seen.carry),
         check=f"{name} does not trace or compile again in {loop} once warm",
         found=f"in {loop} that feeds each call's output into the next, {name} traced again at call(s) "
         f"{', '.join(map(str, seen.traced_at))} of {warmup + calls} (after {warmup} warm-up calls; "
@@ -133,14 +135,20 @@ def assert_chained_steps_do_not_retrace(
         return state, batches[i % len(batches)]
 
     seen = count_retraces(
-        step, state, make_args, lambda i, state, result: next_state(state, result),
-        warmup=warmup, calls=calls - warmup, cause=static_difference,
+        step,
+        state,
+        make_args,
+        lambda i, state, result: next_state(state, result),
+        warmup=warmup,
+        calls=calls - warmup,
+        cause=static_difference,
     )
     if not seen.traced_at:
         return
     changed = f"\nwhat changed between steps: {seen.cause}" if seen.cause else ""
     raise retrace_failure(
-        step, make_args(calls, seen.carry),
+        step,
+        make_args(calls, seen.carry),
         check=f"{name} does not trace or compile again in a training loop once warm "
         f"(each step given the state the previous step returned)",
         found=f"{name} traced {seen.traces} and compiled {seen.compiles} more time(s) in a loop of {calls} chained "

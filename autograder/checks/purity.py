@@ -17,17 +17,18 @@ import dataclasses
 import inspect
 import random
 import sys
+from collections.abc import Callable
 from types import ModuleType
-from typing import Any, Callable
+from typing import Any
 
 import jax
 import numpy as np
 
-from autograder.runtime import global_rngs
-from autograder.runtime.copies import fresh_copy  # noqa: F401  (public here: check files call purity.fresh_copy)
+from autograder.checks.values import assert_trees_close, describe, function_name, is_key
 from autograder.core.failures import CheckFailure
 from autograder.core.oracle import is_reference_function
-from autograder.checks.values import function_name, assert_trees_close, describe, is_key
+from autograder.runtime import global_rngs
+from autograder.runtime.copies import fresh_copy  # noqa: F401  (public here: check files call purity.fresh_copy)
 
 
 def _argument_names(fn: Callable, args: tuple, kwargs: dict) -> list[tuple[str, Any]]:
@@ -216,7 +217,11 @@ def _picture(value: Any, depth: int = 0, path: frozenset = frozenset(), budget: 
     if isinstance(value, (set, frozenset)):
         return ("set", kind, frozenset(sub(v) for v in value))
     if dataclasses.is_dataclass(value):
-        return ("items", kind, tuple((f".{f.name}", sub(getattr(value, f.name, None))) for f in dataclasses.fields(value)))
+        return (
+            "items",
+            kind,
+            tuple((f".{f.name}", sub(getattr(value, f.name, None))) for f in dataclasses.fields(value)),
+        )
     attributes = getattr(value, "__dict__", None)
     if type(attributes) is dict:
         return ("items", kind, tuple((f".{k}", sub(v)) for k, v in attributes.items()))
@@ -318,7 +323,9 @@ def assert_no_leaked_tracers(
         for name, value in vars(module).items():
             if not name.startswith("__") and tracer_ids(value) - before.get(name, set()):
                 raise CheckFailure(
-                    check, f"after a jitted call of {function_name(fn)} the module-level {name!r} holds a tracer", advice
+                    check,
+                    f"after a jitted call of {function_name(fn)} the module-level {name!r} holds a tracer",
+                    advice,
                 )
 
 
@@ -400,9 +407,7 @@ def _leaf_snapshot(tree: Any) -> tuple[Any, list[tuple[str, Any, Any]]]:
     return treedef, snap
 
 
-def assert_pytree_arguments_unchanged(
-    fn: Callable, *args: Any, allow_donation: bool = True, **kwargs: Any
-) -> Any:
+def assert_pytree_arguments_unchanged(fn: Callable, *args: Any, allow_donation: bool = True, **kwargs: Any) -> Any:
     """Calling ``fn`` leaves every argument pytree (a TrainState, a batch) as it was; returns the result.
 
     Catches in-place writes into the NumPy arrays, dicts and lists inside an
@@ -424,7 +429,9 @@ def assert_pytree_arguments_unchanged(
         treedef_after, snap_after = _leaf_snapshot(value)
         if treedef_after != treedef:
             raise CheckFailure(
-                check, f"{function_name(fn)} changed the structure of its argument {name}: {describe(value)} now", advice
+                check,
+                f"{function_name(fn)} changed the structure of its argument {name}: {describe(value)} now",
+                advice,
             )
         for (path, leaf, copied), (_, leaf_after, _) in zip(snap, snap_after):
             where = f"{name}{path}"

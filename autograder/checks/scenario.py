@@ -9,7 +9,8 @@ only that module's checks.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -55,7 +56,9 @@ def assert_is_train_state(
     raise CheckFailure(check, f"{function} returned a {type(state).__qualname__}, not {wanted}", advice)
 
 
-def run_step(step: Callable, state: Any, batch: Any, *rest: Any, returns: tuple[str, ...], function: str, check: str) -> tuple:
+def run_step(
+    step: Callable, state: Any, batch: Any, *rest: Any, returns: tuple[str, ...], function: str, check: str
+) -> tuple:
     """``step(state, batch, *rest)`` on fresh copies of ``state`` and ``batch`` (a step may donate them), checked to
     return the tuple ``returns`` names."""
     result = step(purity.fresh_copy(state), purity.fresh_copy(batch), *rest)
@@ -66,8 +69,12 @@ def epochs_of(loader: Any, epochs: int) -> list[tuple[str, Any]]:
     """``(label, batch)`` of every step of ``epochs`` passes over ``loader``, in order (a shuffling loader gives
     each epoch its own order); the label names the step, the epoch and the batch."""
     return [
-        (f"at step {e * len(loader) + i + 1} (epoch {e + 1}, batch {i + 1} of {len(loader)}, {len(batch[0])} examples)", batch)
-        for e in range(epochs) for i, batch in enumerate(loader)
+        (
+            f"at step {e * len(loader) + i + 1} (epoch {e + 1}, batch {i + 1} of {len(loader)}, {len(batch[0])} examples)",
+            batch,
+        )
+        for e in range(epochs)
+        for i, batch in enumerate(loader)
     ]
 
 
@@ -138,7 +145,11 @@ def two_steps(start: Any, trained: Any, steps: list[tuple[str, Any]]) -> list[tu
     state trained elsewhere on the second."""
     return [
         (steps[0][0], start, steps[0][1]),
-        (f"from a trained state at step {int(trained.step)}, batch of {len(steps[1][1][0])} examples", trained, steps[1][1]),
+        (
+            f"from a trained state at step {int(trained.step)}, batch of {len(steps[1][1][0])} examples",
+            trained,
+            steps[1][1],
+        ),
     ]
 
 

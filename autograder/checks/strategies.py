@@ -15,7 +15,7 @@ published one (the same object, drawing the same inputs).
 from __future__ import annotations
 
 import zlib
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 from hypothesis import strategies as st
@@ -29,6 +29,7 @@ SHAPES = ((), (5,), (2, 3), (2, 2, 3))
 
 
 # The instructor's seed --------------------------------------------------------
+
 
 def _instructor_seed() -> int | None:
     from autograder.checks import scenario
@@ -56,7 +57,9 @@ def _moved(value, lo, hi, shift: float, width: int | None):
         if value.dtype.kind == "b":
             return value
         if value.dtype.kind in "iu":
-            return ((value.astype(np.int64) - int(lo) + int(shift)) % (int(hi) - int(lo) + 1) + int(lo)).astype(value.dtype)
+            return ((value.astype(np.int64) - int(lo) + int(shift)) % (int(hi) - int(lo) + 1) + int(lo)).astype(
+                value.dtype
+            )
         moved = (value.astype(np.float64) - lo + shift) % (hi - lo) + lo
         moved = np.clip(moved.astype(value.dtype), value.dtype.type(lo), value.dtype.type(hi))
         # No subnormals (XLA flushes them to zero); a 0-d array stays one.
@@ -114,6 +117,7 @@ def floats(min_value: float, max_value: float, **kwargs) -> st.SearchStrategy[fl
 
 
 # Values and arrays --------------------------------------------------------------
+
 
 def float32s(min_value: float = -10.0, max_value: float = 10.0) -> st.SearchStrategy[float]:
     """Finite float32 values, no subnormals, with zeros and the bounds likely (without an instructor seed)."""

@@ -13,18 +13,18 @@ from __future__ import annotations
 
 import contextlib
 import sys
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any
 
 import jax
 import numpy as np
 
-from autograder.runtime import global_rngs
-from autograder.runtime import stores
+from autograder.checks.jaxprs import walk
+from autograder.checks.values import assert_trees_close, function_name
 from autograder.core.failures import CheckFailure
 from autograder.core.oracle import StandIn
-from autograder.checks.jaxprs import walk
-from autograder.checks.values import function_name, assert_trees_close
+from autograder.runtime import global_rngs, stores
 
 _TRACE_ERRORS = {
     jax.errors.NonConcreteBooleanIndexError: (
@@ -101,7 +101,11 @@ def assert_works_under_jit(
             seed(_NOT_THE_TRACES_SEED)
         without_jit = (eager or fn)(*args)
     assert_trees_close(
-        got, without_jit, rtol=rtol, atol=atol, source=f"{name} without jit",
+        got,
+        without_jit,
+        rtol=rtol,
+        atol=atol,
+        source=f"{name} without jit",
         check=f"jax.jit({name}) gives what {name} gives without jit",
     )
     return got
@@ -267,7 +271,9 @@ def assert_work_linear_in_batch(
         )
 
 
-_jit_cache: dict[tuple[int, tuple[int, ...]], tuple[Callable, Callable]] = stores.register("checks.structure.jit_once", {})
+_jit_cache: dict[tuple[int, tuple[int, ...]], tuple[Callable, Callable]] = stores.register(
+    "checks.structure.jit_once", {}
+)
 
 
 def jit_once(fn: Callable, static_argnums: Sequence[int] = ()) -> Callable:
@@ -285,7 +291,9 @@ def jit_once(fn: Callable, static_argnums: Sequence[int] = ()) -> Callable:
     return _jit_cache[key][1]
 
 
-_transform_cache: dict[tuple[int, str], tuple[Callable, Callable]] = stores.register("checks.structure.transformed_once", {})
+_transform_cache: dict[tuple[int, str], tuple[Callable, Callable]] = stores.register(
+    "checks.structure.transformed_once", {}
+)
 
 
 def transformed_once(fn: Callable, label: str, transform: Callable[[Callable], Callable]) -> Callable:
@@ -346,12 +354,7 @@ def assert_built_with_vmap(
         from autograder.checks.tracing import is_jitted
 
         _, traced_calls = record_calls(target, run)
-        lax_loop = (
-            not is_jitted(target)
-            and batch_size > 1
-            and len(traced_calls) == 1
-            and traced_calls[0].traced
-        )
+        lax_loop = not is_jitted(target) and batch_size > 1 and len(traced_calls) == 1 and traced_calls[0].traced
         how = (
             "lax.map (or lax.scan) runs it once per example, one after another: a loop compiled into the program"
             if lax_loop

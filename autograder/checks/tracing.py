@@ -14,14 +14,15 @@ import contextlib
 import io
 import logging
 import re
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import jax
 
-from autograder.runtime import monitoring
-from autograder.core.failures import CheckFailure
 from autograder.checks.values import function_name
+from autograder.core.failures import CheckFailure
+from autograder.runtime import monitoring
 
 TRACE_EVENT = "/jax/core/compile/jaxpr_trace_duration"
 COMPILE_EVENT = "/jax/core/compile/backend_compile_duration"
@@ -36,7 +37,7 @@ class TraceCounter:
         self.traces = 0
         self.compiles = 0
 
-    def __enter__(self) -> "TraceCounter":
+    def __enter__(self) -> TraceCounter:
         monitoring.subscribe(self._on_event)
         return self
 
@@ -216,7 +217,8 @@ def retrace_failure(fn: Callable, args: tuple, *, check: str, found: str, advice
 def same_shapes_failure(fn: Callable, args: tuple, name: str, seen: Retraces, calls: int) -> CheckFailure:
     """:func:`retrace_failure` for calls with same-shaped inputs (fresh ones, or results fed back)."""
     return retrace_failure(
-        fn, args,
+        fn,
+        args,
         check=f"{name} does not trace or compile again on same-shaped inputs once warm",
         found=f"{name} traced {seen.traces} and compiled {seen.compiles} more time(s) in {calls} calls with same-shaped "
         "inputs after warming up",
@@ -239,6 +241,8 @@ def assert_no_retrace(
     outside the counted region.
     """
     name = name or function_name(fn)
-    seen = count_retraces(fn, None, lambda i, _: make_args(i), lambda i, carry, result: carry, warmup=warmup, calls=calls)
+    seen = count_retraces(
+        fn, None, lambda i, _: make_args(i), lambda i, carry, result: carry, warmup=warmup, calls=calls
+    )
     if seen.traced_at:
         raise same_shapes_failure(fn, make_args(warmup + calls), name, seen, calls)

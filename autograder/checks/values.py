@@ -11,14 +11,15 @@ from __future__ import annotations
 
 import contextlib
 import functools
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from autograder.runtime import stores
 from autograder.core.failures import CheckFailure
+from autograder.runtime import stores
 
 _PY_SCALARS = (bool, int, float)
 _MAX_SHOWN = 5
@@ -76,7 +77,10 @@ def assert_leaf_types(tree: Any, allowed: tuple[type, ...], *, name: str = "resu
     """Every leaf of ``tree`` is exactly of one of the ``allowed`` types (no subclasses)."""
     for path, leaf in _flatten(tree)[0]:
         if type(leaf) not in allowed:
-            names = " or ".join(t.__module__.split(".")[0] + "." + t.__name__ if t.__module__ != "builtins" else t.__name__ for t in allowed)
+            names = " or ".join(
+                t.__module__.split(".")[0] + "." + t.__name__ if t.__module__ != "builtins" else t.__name__
+                for t in allowed
+            )
             raise CheckFailure(
                 check,
                 f"{name}{path} is a {type(leaf).__module__}.{type(leaf).__qualname__}; it must be a {names}",
@@ -321,7 +325,9 @@ def assert_fields_close(
                 if isinstance(g, jax.core.Tracer):
                     _as_numpy(g, where, check)
                 if not _is_counter(g):
-                    raise CheckFailure(check, f"{where} is {describe(g)}, expected an integer counter equal to {int(e)}")
+                    raise CheckFailure(
+                        check, f"{where} is {describe(g)}, expected an integer counter equal to {int(e)}"
+                    )
                 if int(g) != int(e):
                     raise CheckFailure(check, f"{where} differs from {source}: expected {int(e)}, got {int(g)}")
             else:
@@ -356,15 +362,23 @@ def assert_leaves_moved(
     frozen = []
     for (path, b), (_, g), (_, e) in zip(b_leaves, g_leaves, e_leaves):
         b = np.asarray(b)
-        if (e is not None and np.array_equal(b, np.asarray(e))) or not hasattr(g, "shape") or isinstance(g, jax.core.Tracer):
+        if (
+            (e is not None and np.array_equal(b, np.asarray(e)))
+            or not hasattr(g, "shape")
+            or isinstance(g, jax.core.Tracer)
+        ):
             continue
         g = np.asarray(g)
         if g.shape == b.shape and np.array_equal(g, b):
             frozen.append(name + path)
     if frozen:
-        shown = ", ".join(frozen[:_MAX_SHOWN]) + (f" and {len(frozen) - _MAX_SHOWN} more" if len(frozen) > _MAX_SHOWN else "")
+        shown = ", ".join(frozen[:_MAX_SHOWN]) + (
+            f" and {len(frozen) - _MAX_SHOWN} more" if len(frozen) > _MAX_SHOWN else ""
+        )
         which = "it" if len(frozen) == 1 else "them"
-        changer = "the reference's update changes" if expected is not None else "a gradient step from these params changes"
+        changer = (
+            "the reference's update changes" if expected is not None else "a gradient step from these params changes"
+        )
         raise CheckFailure(check, f"{shown} did not change at all, although {changer} {which}", advice)
 
 
@@ -400,7 +414,9 @@ def assert_returns_tuple(result: Any, names: tuple[str, ...], *, function: str, 
     if len(names) == 1:
         return (result,)
     if type(result) not in (tuple, list) or len(result) != len(names):
-        got = f"a {type(result).__name__} of {len(result)} values" if type(result) in (tuple, list) else describe(result)
+        got = (
+            f"a {type(result).__name__} of {len(result)} values" if type(result) in (tuple, list) else describe(result)
+        )
         raise CheckFailure(check, f"{function} must return {shape}; it returned {got}")
     return tuple(result)
 

@@ -9,8 +9,8 @@ a hint saying how to rename it.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable
 
 from autograder.core.course import Course, Function
 
@@ -53,5 +53,5 @@ def module_of(path: Path | str, course: Course) -> str | None:
     path = Path(path)
     if path.resolve().parent != course.root / "exercises" or not path.stem.startswith("test_"):
         return None
-    module = path.stem[len("test_"):]
+    module = path.stem[len("test_") :]
     return module if module in {m.name for m in course.modules} else None

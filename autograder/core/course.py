@@ -15,7 +15,16 @@ from pathlib import Path
 
 FORMAT_VERSION = 1
 
-_TOP_KEYS = {"format", "title", "welcome", "grading", "hints", "modules", "late", "deliberate_gaps"}  # [late]: autograder.grading.outputs.late; deliberate_gaps: autograder.authoring.check
+_TOP_KEYS = {
+    "format",
+    "title",
+    "welcome",
+    "grading",
+    "hints",
+    "modules",
+    "late",
+    "deliberate_gaps",
+}  # [late]: autograder.grading.outputs.late; deliberate_gaps: autograder.authoring.check
 _GRADING_KEYS = {"timeout_per_function", "memory_limit_mb"}
 _HINTS_KEYS = {"reveal_after_failed_runs"}
 _MODULE_KEYS = {"name", "topic", "functions"}
@@ -203,19 +212,21 @@ def check_files(course: Course) -> None:
     A student release has a recorded oracle (``oracle/<module>.json``) instead of ``solutions/``.
     """
     for mod in course.modules:
-        released = not course.solution_path(mod.name).is_file() and (course.root / "oracle" / f"{mod.name}.json").is_file()
+        released = (
+            not course.solution_path(mod.name).is_file() and (course.root / "oracle" / f"{mod.name}.json").is_file()
+        )
         needed = [course.exercise_path(mod.name), course.checks_path(mod.name)]
         needed += [] if released else [course.solution_path(mod.name)]
         for path in needed:
             if not path.is_file():
-                raise CourseError(f"course.toml: module {mod.name!r} needs {path.relative_to(course.root)}, which is missing")
+                raise CourseError(
+                    f"course.toml: module {mod.name!r} needs {path.relative_to(course.root)}, which is missing"
+                )
         for path in [p for p in needed if p != course.checks_path(mod.name)]:
             defined = top_level_names(path)
             missing = [fn.name for fn in mod.functions if fn.name not in defined]
             if missing:
-                raise CourseError(
-                    f"course.toml: {path.relative_to(course.root)} does not define {', '.join(missing)}"
-                )
+                raise CourseError(f"course.toml: {path.relative_to(course.root)} does not define {', '.join(missing)}")
 
 
 def load_course(root: Path | str, *, verify_files: bool = True) -> Course:

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Callable, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
-from autograder.runtime import stores
-from autograder.runtime import global_rngs
 from autograder.core.submission import load_module
+from autograder.runtime import global_rngs, stores
 
 
 @runtime_checkable
@@ -35,7 +35,7 @@ class Reference(Protocol):
     # continues from the reference's state, not the student's (:func:`continue_from`).
     knows_only_its_own_path: bool
 
-    def sibling(self, module: str) -> "Reference":
+    def sibling(self, module: str) -> Reference:
         """The reference of another course module, answered the same way."""
 
     def transformed(self, name: str, label: str, transform: Callable) -> Callable:
@@ -86,7 +86,7 @@ class Oracle(Reference):
     def __repr__(self) -> str:
         return f"<reference for {self.module_name}>"
 
-    def sibling(self, module: str) -> "Oracle":
+    def sibling(self, module: str) -> Oracle:
         return load_reference(self.solutions_dir, module)
 
     def transformed(self, name: str, label: str, transform: Callable) -> Callable:
@@ -128,7 +128,9 @@ class OwnAnswers(Reference):
         return f"<the student's own answers for {self.module_name}>"
 
     def sibling(self, module: str):
-        raise RuntimeError(f"{self.module_name} is judged on the trusted side: its checks may not use {module}'s reference")
+        raise RuntimeError(
+            f"{self.module_name} is judged on the trusted side: its checks may not use {module}'s reference"
+        )
 
     def transformed(self, name: str, label: str, transform: Callable) -> Callable:
         key = f"{name}|{label}"

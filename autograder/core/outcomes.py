@@ -9,8 +9,8 @@ the one way every output writes points.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
-from typing import Iterable
 
 from autograder.core.course import Course, Function
 from autograder.core.status import Status
@@ -27,7 +27,7 @@ class CheckId:
         return f"{self.module}::{self.test}"
 
     @classmethod
-    def parse(cls, text: str) -> "CheckId":
+    def parse(cls, text: str) -> CheckId:
         module, sep, test = text.partition("::")
         if not sep or not module or not test:
             raise ValueError(f"not a check id: {text!r}")
@@ -55,7 +55,7 @@ class CheckOutcome:
         return {**asdict(self), "status": str(self.status)}
 
     @classmethod
-    def from_json(cls, data: dict) -> "CheckOutcome":
+    def from_json(cls, data: dict) -> CheckOutcome:
         return cls(**{**data, "status": Status.parse(data["status"])})
 
 
@@ -85,10 +85,16 @@ class FunctionScore:
         return asdict(self)
 
     @classmethod
-    def from_json(cls, data: dict) -> "FunctionScore":
+    def from_json(cls, data: dict) -> FunctionScore:
         return cls(
-            data["module"], data["function"], float(data["points"]), float(data["max_points"]),
-            Status.parse(data["status"]), int(data["passed"]), int(data["total"]), list(data["messages"]),
+            data["module"],
+            data["function"],
+            float(data["points"]),
+            float(data["max_points"]),
+            Status.parse(data["status"]),
+            int(data["passed"]),
+            int(data["total"]),
+            list(data["messages"]),
         )
 
 

@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable
 
-from autograder.runtime import atomic
 from autograder.core.course import Course, Function
+from autograder.runtime import atomic
 
 FOLDER = ".autograder"
 FILE = "progress.json"
@@ -58,7 +58,12 @@ def load(root: Path) -> Progress:
         data = json.loads(progress_path(root).read_text(encoding="utf-8"))
         entries = data["functions"] if data.get("format") == FORMAT else {}
         known = set(FunctionProgress.__dataclass_fields__)
-        return Progress({name: FunctionProgress(**{k: v for k, v in entry.items() if k in known}) for name, entry in entries.items()})
+        return Progress(
+            {
+                name: FunctionProgress(**{k: v for k, v in entry.items() if k in known})
+                for name, entry in entries.items()
+            }
+        )
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return Progress()
 

@@ -22,7 +22,7 @@ class Status(StrEnum):
         return {Status.PASSED: "✓", Status.NOT_STARTED: "·"}.get(self, "✗")
 
     @classmethod
-    def parse(cls, value: object, default: "Status | None" = None) -> "Status":
+    def parse(cls, value: object, default: Status | None = None) -> Status:
         """The status named ``value`` (e.g. read from an untrusted channel), else ``default`` (FAILED)."""
         try:
             return cls(value)

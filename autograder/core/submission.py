@@ -28,7 +28,11 @@ READER_GID = 65534
 
 
 def read_submission(
-    folder: Path, modules: tuple[str, ...] | list[str], *, max_bytes: int = MAX_FILE_BYTES, uid: int | None = READER_UID,
+    folder: Path,
+    modules: tuple[str, ...] | list[str],
+    *,
+    max_bytes: int = MAX_FILE_BYTES,
+    uid: int | None = READER_UID,
     gid: int | None = READER_GID,
 ) -> tuple[dict[str, bytes], dict[str, str]]:
     """A student's ``<module>.py`` files (from ``exercises/`` when the folder has one), and why others are missing.
@@ -55,7 +59,11 @@ def _read_submission(folder, modules, max_bytes, uid, gid) -> tuple[dict[str, by
     try:
         top = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
     except OSError as err:
-        why = "is a symbolic link, not a folder" if err.errno in (errno.ELOOP, errno.ENOTDIR) else f"cannot be opened ({err.strerror})"
+        why = (
+            "is a symbolic link, not a folder"
+            if err.errno in (errno.ELOOP, errno.ENOTDIR)
+            else f"cannot be opened ({err.strerror})"
+        )
         return {}, {m: f"your submission's folder {why}" for m in modules}, False
     base = top
     try:
@@ -65,17 +73,29 @@ def _read_submission(folder, modules, max_bytes, uid, gid) -> tuple[dict[str, by
             except FileNotFoundError:
                 mode = None
             except OSError as err:
-                return {}, {m: f"exercises/ could not be read: {err.strerror}" for m in modules}, err.errno == errno.EACCES
+                return (
+                    {},
+                    {m: f"exercises/ could not be read: {err.strerror}" for m in modules},
+                    err.errno == errno.EACCES,
+                )
             if mode is not None and stat.S_ISLNK(mode):
-                return {}, {
-                    m: "exercises is a symbolic link, not a folder of regular files; submit the files themselves"
-                    for m in modules
-                }, False
+                return (
+                    {},
+                    {
+                        m: "exercises is a symbolic link, not a folder of regular files; submit the files themselves"
+                        for m in modules
+                    },
+                    False,
+                )
             if mode is not None and stat.S_ISDIR(mode):
                 try:
                     base = os.open("exercises", os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=top)
                 except OSError as err:
-                    return {}, {m: f"exercises/ could not be read: {err.strerror}" for m in modules}, err.errno == errno.EACCES
+                    return (
+                        {},
+                        {m: f"exercises/ could not be read: {err.strerror}" for m in modules},
+                        err.errno == errno.EACCES,
+                    )
             for module in modules:
                 name = f"{module}.py"
                 data, why = _read_regular(name, base, max_bytes)
@@ -153,9 +173,7 @@ def load_module(path: Path, name: str) -> ModuleType:
     except BaseException as err:  # noqa: BLE001 - anything at import time is the student's
         _restore(name, previous)
         where = _student_line(err, path)
-        raise SubmissionImportError(
-            f"your module could not be imported: {type(err).__name__}{where}: {err}"
-        ) from None
+        raise SubmissionImportError(f"your module could not be imported: {type(err).__name__}{where}: {err}") from None
     return module
 
 
@@ -198,8 +216,7 @@ def _is_stub_body(body: list[ast.stmt]) -> bool:
     rest = [
         stmt
         for stmt in body
-        if not (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant))
-        and not isinstance(stmt, ast.Pass)
+        if not (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant)) and not isinstance(stmt, ast.Pass)
     ]
     if len(rest) != 1 or not isinstance(rest[0], ast.Raise) or rest[0].exc is None:
         return False

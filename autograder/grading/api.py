@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import io
 import threading
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Sequence, TextIO, Union
+from typing import TextIO
 
 from autograder.core.course import Course
 from autograder.core.outcomes import StudentResult
@@ -63,7 +64,7 @@ class Unconfirmed:
     functions: list[str]
 
 
-Notice = Union[IsolationInForce, Resuming, Regrading, Unconfirmed]
+Notice = IsolationInForce | Resuming | Regrading | Unconfirmed
 
 
 @dataclass
@@ -120,10 +121,14 @@ def grade_class(
     isolation = "cluster" if cluster else bubblewrap.isolation().describe()
     notify(IsolationInForce(isolation, bool(cluster)))
     run = run_state.fingerprint(
-        snapshot.course, snapshot.kit,
+        snapshot.course,
+        snapshot.kit,
         {
-            "modules": list(modules), "timeout_per_function": options.timeout_per_function, "memory_mb": options.memory_mb,
-            "seed": options.seed, "isolation": isolation,
+            "modules": list(modules),
+            "timeout_per_function": options.timeout_per_function,
+            "memory_mb": options.memory_mb,
+            "seed": options.seed,
+            "isolation": isolation,
         },
     )
     state = run_state.RunState.start(out, run, resume=resume or bool(regrade)) if out is not None else None
@@ -192,7 +197,8 @@ def start_grader(make):
         text = str(err)
         first, _, rest = text.partition("\n")
         raise preflight.PreflightFailed(
-            f"the grader could not start in this environment, so nothing was graded: {first}" + preflight.last_lines(rest)
+            f"the grader could not start in this environment, so nothing was graded: {first}"
+            + preflight.last_lines(rest)
         ) from None
 
 

@@ -30,18 +30,18 @@ import shutil
 import socket
 import sys
 import threading
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import Callable
 
 from autograder.core.course import Course, load_course
 from autograder.core.outcomes import StudentResult
 from autograder.core.submission import read_submission
 from autograder.grading import preflight
+from autograder.grading.grader import Grader, Options
 from autograder.grading.isolation.limits import POLL
 from autograder.grading.isolation.processes import child_env
 from autograder.grading.isolation.scratch import Snapshot, scratch_dir
-from autograder.grading.grader import Grader, Options
 from autograder.grading.pipeline import failed_result
 from autograder.grading.wire import PlannedCheck
 from autograder.runtime import stores
@@ -49,7 +49,9 @@ from autograder.runtime import stores
 RESUBMISSIONS = 1  # after a KilledWorker (the scheduler already retried on other workers)
 
 _graders: dict[str, tuple[Grader, Path]] = stores.register("grading.cluster.graders", {})
-_failed: dict[str, preflight.PreflightFailed] = stores.register("grading.cluster.failed", {})  # graders whose environment failed its pre-flight check
+_failed: dict[str, preflight.PreflightFailed] = stores.register(
+    "grading.cluster.failed", {}
+)  # graders whose environment failed its pre-flight check
 _lock = threading.Lock()
 
 
@@ -73,8 +75,10 @@ def _worker_grader(snapshot: Snapshot, options: Options) -> Grader:
                 if grader is not None:
                     grader.close()
                 shutil.rmtree(scratch, ignore_errors=True)
-                failed = err if isinstance(err, preflight.PreflightFailed) else preflight.PreflightFailed(
-                    f"the grader could not start on this worker: {err}"
+                failed = (
+                    err
+                    if isinstance(err, preflight.PreflightFailed)
+                    else preflight.PreflightFailed(f"the grader could not start on this worker: {err}")
                 )
                 _failed[key] = preflight.PreflightFailed(f"on the Dask worker {socket.gethostname()}: {failed}")
                 raise _failed[key] from None
@@ -116,7 +120,11 @@ class ClusterGrader:
     :class:`~autograder.grading.grader.Grader` of its own."""
 
     def __init__(
-        self, course: Course, options: Options, address: str, stop: threading.Event | None = None,
+        self,
+        course: Course,
+        options: Options,
+        address: str,
+        stop: threading.Event | None = None,
         snapshot: Snapshot | None = None,
     ):
         from distributed import Client
@@ -148,7 +156,9 @@ class ClusterGrader:
         from distributed import wait
 
         results = {name: finished[name] for name, _ in students if finished and name in finished}
-        inputs = {name: read_submission(folder, self.options.modules) for name, folder in students if name not in results}
+        inputs = {
+            name: read_submission(folder, self.options.modules) for name, folder in students if name not in results
+        }
         attempts = dict.fromkeys(inputs, 0)
         pending = {self._submit(name, inputs[name]): name for name in inputs}
         if progress:
@@ -170,7 +180,9 @@ class ClusterGrader:
                             attempts[name] += 1
                             pending[self._submit(name, inputs[name])] = name
                             continue
-                        result = self.failed_result(name, f"the grader failed on this submission: {type(err).__name__}: {err}")
+                        result = self.failed_result(
+                            name, f"the grader failed on this submission: {type(err).__name__}: {err}"
+                        )
                     results[name] = result
                     if on_result:
                         on_result(result)

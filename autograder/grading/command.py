@@ -17,8 +17,6 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from autograder.runtime import devices
-
 from autograder.core import versions
 from autograder.core.course import Course
 from autograder.core.outcomes import points_text
@@ -29,6 +27,7 @@ from autograder.grading.grader import find_students
 from autograder.grading.options import Options
 from autograder.grading.outputs import class_files, class_report, run_state
 from autograder.grading.outputs.progress import Progress
+from autograder.runtime import devices
 
 INTERRUPTED = {128 + signal.SIGINT, 128 + signal.SIGTERM}
 
@@ -82,8 +81,14 @@ def class_of(submissions: Path, course: Course, out: Path) -> list[tuple[str, Pa
 
 
 def grade(
-    course: Course, submissions: Path, out: Path, options: Options, gradebook: str | None = None, resume: bool = False,
-    cluster: str | None = None, desk: Desk | None = None,
+    course: Course,
+    submissions: Path,
+    out: Path,
+    options: Options,
+    gradebook: str | None = None,
+    resume: bool = False,
+    cluster: str | None = None,
+    desk: Desk | None = None,
 ) -> int:
     """Grade every student folder of ``submissions`` and write ``out/grades.csv``, ``out/<student>/results.json``
     and ``out/summary.md`` (and the gradebook, when given), locally or on the Dask scheduler at ``cluster``.
@@ -101,18 +106,25 @@ def grade(
     names = [name for name, _ in students]
     unknown = [s for s in desk.students if s not in names]
     if unknown:
-        raise SystemExit(f"autograder grade: --student {', '.join(map(repr, unknown))}: no such folder in {submissions}")
+        raise SystemExit(
+            f"autograder grade: --student {', '.join(map(repr, unknown))}: no such folder in {submissions}"
+        )
     try:
         policy = late_work.policy(course.root, desk.due, desk.late_penalty, desk.late_cutoff)
         if policy.active and not desk.submitted_at:
             raise late_work.LateError(
                 f"a due date needs the submission times: add --submitted-at SOURCE ({', '.join(late_work.SOURCES)})"
             )
-        times, no_time = late_work.submission_times(desk.submitted_at, students, modules) if desk.submitted_at else ({}, [])
+        times, no_time = (
+            late_work.submission_times(desk.submitted_at, students, modules) if desk.submitted_at else ({}, [])
+        )
     except late_work.LateError as err:
         raise SystemExit(f"autograder grade: {err}") from None
     if no_time:
-        print(f"autograder grade: warning: no submission time ({desk.submitted_at}) for {', '.join(no_time)}: no late penalty for them", file=sys.stderr)
+        print(
+            f"autograder grade: warning: no submission time ({desk.submitted_at}) for {', '.join(no_time)}: no late penalty for them",
+            file=sys.stderr,
+        )
     late = {name: late_work.judge(policy, times.get(name)) for name in names} if desk.submitted_at else None
     roster = None
     if desk.canvas or desk.moodle:
@@ -132,7 +144,9 @@ def grade(
             if not notice.cluster:
                 print(f"autograder grade: isolation: {notice.description}", flush=True)
         elif isinstance(notice, api.Regrading):
-            print(f"regrading {', '.join(notice.students)} into {notice.out}; {notice.kept} other students keep their grades")
+            print(
+                f"regrading {', '.join(notice.students)} into {notice.out}; {notice.kept} other students keep their grades"
+            )
             if notice.left_out:
                 print(
                     f"autograder grade: warning: {', '.join(notice.left_out)} have no grades in {notice.out} and are left out "
@@ -157,8 +171,17 @@ def grade(
     with stop_on_signals(stop) as caught:
         try:
             grades = api.grade_class(
-                course, students, options, out=out, resume=resume, regrade=desk.students, cluster=cluster, stop=stop,
-                progress=progress, on_notice=say, log=sys.stderr,
+                course,
+                students,
+                options,
+                out=out,
+                resume=resume,
+                regrade=desk.students,
+                cluster=cluster,
+                stop=stop,
+                progress=progress,
+                on_notice=say,
+                log=sys.stderr,
             )
         except run_state.ResumeError as err:
             raise SystemExit(f"autograder grade: {err}") from None
@@ -173,17 +196,23 @@ def grade(
     if roster is not None:
         columns = class_report.function_columns(course, modules)
         finals = {
-            r.student: (late[r.student].final if late else float)(class_report.student_total(r, columns)) for r in results
+            r.student: (late[r.student].final if late else float)(class_report.student_total(r, columns))
+            for r in results
         }
         if desk.canvas:
-            class_files.write_text(out / "canvas_import.csv", lms.canvas_csv(roster, finals, total, desk.canvas, desk.canvas_assignment_id))
+            class_files.write_text(
+                out / "canvas_import.csv", lms.canvas_csv(roster, finals, total, desk.canvas, desk.canvas_assignment_id)
+            )
             print(f"wrote {out / 'canvas_import.csv'} (Canvas: Grades > Import)")
         if desk.moodle:
             class_files.write_text(out / "moodle_import.csv", lms.moodle_csv(roster, finals, desk.moodle))
             print(f"wrote {out / 'moodle_import.csv'} (Moodle: Grades > Import > CSV file)")
         missing = lms.unmatched(roster, [r.student for r in results])
         if missing:
-            print(f"autograder grade: roster entries with no graded folder (not in the imports): {', '.join(missing)}", file=sys.stderr)
+            print(
+                f"autograder grade: roster entries with no graded folder (not in the imports): {', '.join(missing)}",
+                file=sys.stderr,
+            )
     if gradebook:
         from autograder.grading.outputs.gradebook import write_gradebook
 
@@ -192,7 +221,9 @@ def grade(
     regraded = [r.student for r in results if r.student not in finished]
     if desk.students or resume:
         print(f"graded now: {', '.join(regraded) or 'nobody'}; the class files list {len(results)} students")
-    print(f"graded {len(results)} students ({', '.join(modules)}; max {points_text(total, None)} points): {out / 'grades.csv'}")
+    print(
+        f"graded {len(results)} students ({', '.join(modules)}; max {points_text(total, None)} points): {out / 'grades.csv'}"
+    )
     return 0
 
 
@@ -223,13 +254,20 @@ def grader_failed(err: Exception, graded: int) -> int:
     if isinstance(err, preflight_check.GraderError):
         print(
             "autograder grade: no grades.csv was written; students finished before the failure keep their "
-            "results.json: fix the environment and run the same command with --resume", file=sys.stderr,
+            "results.json: fix the environment and run the same command with --resume",
+            file=sys.stderr,
         )
     return 1
 
 
 def interrupted(
-    out: Path, course: Course, modules: tuple[str, ...], results: list, total: int, signum: int, late: dict | None = None,
+    out: Path,
+    course: Course,
+    modules: tuple[str, ...],
+    results: list,
+    total: int,
+    signum: int,
+    late: dict | None = None,
 ) -> int:
     """Write what was finished, marked incomplete; one line on stderr; exit status 128 + the signal."""
     note = (

@@ -12,9 +12,10 @@ same interface on a Dask cluster.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from pathlib import Path
-from typing import Callable, Protocol
+from typing import Protocol
 
 from autograder.core.outcomes import StudentResult
 from autograder.grading import preflight
@@ -115,7 +116,9 @@ class LocalThreads:
             except Exception as err:  # noqa: BLE001 - a grader bug must not lose a row
                 if stop.is_set():
                     return
-                result = grader.failed_result(name, f"the grader failed on this submission: {type(err).__name__}: {err}")
+                result = grader.failed_result(
+                    name, f"the grader failed on this submission: {type(err).__name__}: {err}"
+                )
             results[name] = result
             if on_result:
                 on_result(result)

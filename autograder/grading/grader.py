@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import functools
 import threading
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from autograder.core.course import Course
 from autograder.core.outcomes import StudentResult
@@ -23,7 +23,7 @@ from autograder.core.submission import read_submission
 from autograder.grading.executor import LocalThreads
 from autograder.grading.isolation.scratch import Snapshot
 from autograder.grading.options import Options
-from autograder.grading.pipeline import SubmissionPipeline, Submission, failed_result
+from autograder.grading.pipeline import Submission, SubmissionPipeline, failed_result
 from autograder.grading.pool import GradingPool
 from autograder.grading.trusted.client import TrustedSide
 
@@ -32,8 +32,12 @@ class Grader:
     """Everything shared by the runs of one ``grade`` command."""
 
     def __init__(
-        self, course: Course, options: Options, stop: threading.Event | None = None,
-        snapshot: Snapshot | None = None, workers: int = 0,
+        self,
+        course: Course,
+        options: Options,
+        stop: threading.Event | None = None,
+        snapshot: Snapshot | None = None,
+        workers: int = 0,
     ):
         """``workers``: how many worker threads will grade (at most ``options.jobs``); their pre-imported
         processes start now, so they import the libraries while the trusted side lists the checks."""
@@ -80,7 +84,8 @@ class Grader:
         """Functions with no correctness check: their passes cannot be confirmed by the trusted side."""
         confirmed = {(c.module, c.function) for c in self.plan if c.correctness}
         return [
-            fn.qualname for fn in self.course.functions
+            fn.qualname
+            for fn in self.course.functions
             if fn.module in self.options.modules and (fn.module, fn.name) not in confirmed
         ]
 
@@ -122,7 +127,9 @@ class Grader:
 
         return [functools.partial(run, module) for module in modules]
 
-    def grade_class(self, students: list[tuple[str, Path]], progress=None, *, finished=None, on_result=None) -> list[StudentResult]:
+    def grade_class(
+        self, students: list[tuple[str, Path]], progress=None, *, finished=None, on_result=None
+    ) -> list[StudentResult]:
         """:meth:`ClassExecutor.grade_class <autograder.grading.executor.ClassExecutor.grade_class>` on this
         machine's threads (:class:`~autograder.grading.executor.LocalThreads`)."""
         return LocalThreads(self).grade_class(students, progress, finished=finished, on_result=on_result)

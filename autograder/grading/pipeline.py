@@ -26,7 +26,6 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from autograder.runtime import compile_cache
 from autograder.core.course import Course
 from autograder.core.outcomes import CheckOutcome, StudentResult, score_functions
 from autograder.core.status import Status
@@ -41,6 +40,7 @@ from autograder.grading.trusted.client import TrustedSide
 from autograder.grading.trusted.trusted_only import observed_in_the_students_process
 from autograder.grading.wire import ChildRequest, Claim, FaultKind, PlannedCheck, Replay, Verdict, tampered_what
 from autograder.pytest_plugin.report import strip_ansi
+from autograder.runtime import compile_cache
 
 # A check's verdict as the grader holds it until it becomes a CheckOutcome: (status, message).
 Verdicts = dict[str, tuple[Status, str]]
@@ -103,8 +103,7 @@ class SubmissionPipeline:
     def modules_to_run(self, submission: Submission) -> list[str]:
         """The modules of ``submission`` that need a grading process (present, with checks)."""
         return [
-            m for m in self.options.modules
-            if m not in submission.missing and any(c.module == m for c in self.plan)
+            m for m in self.options.modules if m not in submission.missing and any(c.module == m for c in self.plan)
         ]
 
     def box_of(self, submission: Submission) -> Box:
@@ -174,7 +173,12 @@ class SubmissionPipeline:
             if what is not None:
                 tampered = what
             claim = Claim.from_event(event)
-            if claim is not None and claim.check in self.function_of and claim.check not in judged and claim.check not in verdicts:
+            if (
+                claim is not None
+                and claim.check in self.function_of
+                and claim.check not in judged
+                and claim.check not in verdicts
+            ):
                 verdicts[claim.check] = (claim.outcome, clean_message(claim.message))
                 if claim.transcript is not None:
                     transcripts[claim.check] = claim.transcript
@@ -205,8 +209,16 @@ class SubmissionPipeline:
             tmp.mkdir()
             box.give(scratch)
             cfg = ChildRequest(
-                str(course_root), str(submission), [module], skip, str(kit), seed=self.options.seed,
-                own_answers=own_answers, givens=givens, own_folder=str(own_folder), tmp=str(tmp),
+                str(course_root),
+                str(submission),
+                [module],
+                skip,
+                str(kit),
+                seed=self.options.seed,
+                own_answers=own_answers,
+                givens=givens,
+                own_folder=str(own_folder),
+                tmp=str(tmp),
             ).to_wire()
             remaining = {self.function_of[c.id] for c in self.plan if c.module == module}
             limits = Limits(
@@ -217,7 +229,9 @@ class SubmissionPipeline:
             run = supervise(self.pool.starter(box), work, cfg, limits, self.function_of, self.stop)
             for event in run.events:
                 if isinstance(event.get("message"), str):
-                    event["message"] = event["message"].replace(str(scratch), "<sandbox>").replace(str(shared), "<sandbox>")
+                    event["message"] = (
+                        event["message"].replace(str(scratch), "<sandbox>").replace(str(shared), "<sandbox>")
+                    )
             return run
         finally:
             shutil.rmtree(scratch, ignore_errors=True)

@@ -14,7 +14,6 @@ import shutil
 import threading
 from pathlib import Path
 
-from autograder.runtime import compile_cache
 from autograder.core.course import Course
 from autograder.grading.isolation.bubblewrap import Box, isolation
 from autograder.grading.isolation.cgroups import Group, grader_group
@@ -25,6 +24,7 @@ from autograder.grading.isolation.limits import check as stop_if_set
 from autograder.grading.isolation.processes import child_env, file_tail, start_direct
 from autograder.grading.isolation.scratch import Snapshot, remove_abandoned_scratch, scratch_dir
 from autograder.grading.wire import CHILD
+from autograder.runtime import compile_cache
 
 TRUSTED_ZYGOTE = "trusted_zygote"  # the slot of a thread's trusted zygote (the only slot there is)
 
@@ -112,7 +112,12 @@ class GradingPool:
             self._boxes.append(box)
         if self.options.zygote:
             Zygote(
-                self.shared / "kit", folder, self.box_env(box), self.options.memory_mb, self.lifeline.fd, self.stop,
+                self.shared / "kit",
+                folder,
+                self.box_env(box),
+                self.options.memory_mb,
+                self.lifeline.fd,
+                self.stop,
                 box=box,
             )
         with self._lock:
@@ -194,7 +199,7 @@ class GradingPool:
 
 def _readable(folder: Path) -> None:
     """Make ``folder`` readable (not writable) by every user: the students' uids read the kit and checks there."""
-    for root, dirs, files in os.walk(folder):
+    for root, _dirs, files in os.walk(folder):
         os.chmod(root, 0o755)
         for name in files:
             os.chmod(os.path.join(root, name), 0o644)

@@ -35,9 +35,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from autograder.runtime import atomic
 from autograder.core.status import Status
 from autograder.grading.wire import Event
+from autograder.runtime import atomic
 
 REFERENCE = "reference"
 STUBS = "stubs"
@@ -82,7 +82,9 @@ def last_lines(tail: str, n: int = TAIL_LINES) -> str:
 
 # Python's faulthandler dump (every frame of every thread, the extension modules): not the cause, which is
 # the line before it (XLA's fatal line, "terminate called ...", an OpenBLAS error)
-_STACK = re.compile(r"^\s+@\s+0x|^\s+File \".*\", line \d+ in |^(Current thread|Thread) 0x|^Extension modules: |^\s*<no Python frame>|^Stack \(most recent call first\)")
+_STACK = re.compile(
+    r"^\s+@\s+0x|^\s+File \".*\", line \d+ in |^(Current thread|Thread) 0x|^Extension modules: |^\s*<no Python frame>|^Stack \(most recent call first\)"
+)
 
 
 def _fatal(line: str) -> bool:
@@ -111,8 +113,13 @@ def check_interpreter(env: dict[str, str], kit: Path | None = None) -> None:
     kit = kit or Path(__file__).resolve().parents[2]
     try:
         proc = subprocess.run(
-            [sys.executable, "-I", "-c", _INTERPRETER_PROBE, str(kit)], env=env, capture_output=True, text=True,
-            timeout=INTERPRETER_TIMEOUT, stdin=subprocess.DEVNULL, cwd=tempfile.gettempdir(),
+            [sys.executable, "-I", "-c", _INTERPRETER_PROBE, str(kit)],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=INTERPRETER_TIMEOUT,
+            stdin=subprocess.DEVNULL,
+            cwd=tempfile.gettempdir(),
         )
     except subprocess.TimeoutExpired:
         raise PreflightFailed(
@@ -161,9 +168,15 @@ def proven_setting(grader) -> str:
             digest.update(name.encode() + b"\0" + hashlib.sha256(files[name]).digest())
     options = grader.options
     setting = {
-        "modules": list(options.modules), "timeout": options.timeout_per_function, "memory": options.memory_mb,
-        "jobs": options.jobs, "seed": getattr(options, "seed", None), "run_as": getattr(options, "run_as", None),
-        "isolation": repr(getattr(grader, "isolation", None)), "python": sys.executable, "version": sys.version,
+        "modules": list(options.modules),
+        "timeout": options.timeout_per_function,
+        "memory": options.memory_mb,
+        "jobs": options.jobs,
+        "seed": getattr(options, "seed", None),
+        "run_as": getattr(options, "run_as", None),
+        "isolation": repr(getattr(grader, "isolation", None)),
+        "python": sys.executable,
+        "version": sys.version,
         "libraries": versions.installed(),
         "xla_flags": os.environ.get("XLA_FLAGS", ""),
     }
@@ -185,14 +198,20 @@ def check(grader, stream=None) -> Passed:
         except (OSError, ValueError, TypeError):
             earlier = None
         if earlier is not None:
-            print(earlier.line() + f" (an earlier pass of this same course, kit, environment and limits, reused: {REUSE_ENV})",
-                  file=stream or sys.stderr, flush=True)
+            print(
+                earlier.line()
+                + f" (an earlier pass of this same course, kit, environment and limits, reused: {REUSE_ENV})",
+                file=stream or sys.stderr,
+                flush=True,
+            )
             return earlier
     passed = _check(grader, stream)
     if kept is not None:
         try:
             kept.parent.mkdir(parents=True, exist_ok=True)
-            atomic.write_text(kept, json.dumps({"seconds": passed.seconds, "points": passed.points, "functions": passed.functions}))
+            atomic.write_text(
+                kept, json.dumps({"seconds": passed.seconds, "points": passed.points, "functions": passed.functions})
+            )
         except OSError:
             pass  # not kept: the next run proves it again
     return passed
@@ -232,13 +251,14 @@ def _check(grader, stream=None) -> Passed:
                 problems.append(f"  ... and {len(short) - 12} more functions")
         wrong = [s for s in stubs.scores if s.module in modules and (s.points > 0 or s.status != Status.NOT_STARTED)]
         if wrong:
-            problems.append("the course's stubs were not all judged \"not started\" with 0 points:")
+            problems.append('the course\'s stubs were not all judged "not started" with 0 points:')
             problems += [f"  {s.qualname}: {s.points:g} points, {s.status}: {_first(s.messages)}" for s in wrong[:12]]
     if problems:
         tails = [tail for _module, _fault, tail in grader.faults[faults_before:] if tail.strip()]
         raise PreflightFailed(_header(modules, limits) + "\n".join(problems) + (last_lines(tails[0]) if tails else ""))
     passed = Passed(
-        time.monotonic() - started, sum(s.max_points for s in reference.scores if s.module in modules),
+        time.monotonic() - started,
+        sum(s.max_points for s in reference.scores if s.module in modules),
         sum(1 for s in reference.scores if s.module in modules),
     )
     print(passed.line(), file=stream or sys.stderr, flush=True)

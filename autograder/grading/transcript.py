@@ -22,7 +22,8 @@ import base64
 import collections
 import sys
 import types
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -136,7 +137,11 @@ def _pack(a: np.ndarray) -> dict:
     a = np.asarray(a)
     if a.dtype.kind not in "biufc" or a.dtype.hasobject:
         raise plain_data.Unencodable(f"an array of {a.dtype}")
-    return {"dtype": a.dtype.str, "shape": list(a.shape), "b": base64.b64encode(np.ascontiguousarray(a).tobytes()).decode("ascii")}
+    return {
+        "dtype": a.dtype.str,
+        "shape": list(a.shape),
+        "b": base64.b64encode(np.ascontiguousarray(a).tobytes()).decode("ascii"),
+    }
 
 
 def _unpack(packed: Any) -> np.ndarray:

@@ -50,8 +50,15 @@ def pytest_args(course_root: str, seed: int | None = None) -> list[str]:
     fatal line: autograder.grading.preflight)."""
     unused = ("cacheprovider", "unraisableexception", "xdist", "xdist.looponfail", "anyio", "faulthandler")
     return [
-        "--grading", "-q", *(arg for name in unused for arg in ("-p", f"no:{name}")),
-        "--assert=plain", "--import-mode=importlib", "--rootdir", course_root, "-c", f"{course_root}/pytest.ini",
+        "--grading",
+        "-q",
+        *(arg for name in unused for arg in ("-p", f"no:{name}")),
+        "--assert=plain",
+        "--import-mode=importlib",
+        "--rootdir",
+        course_root,
+        "-c",
+        f"{course_root}/pytest.ini",
         *(["--grading-seed", str(seed)] if seed is not None else []),
     ]
 
@@ -100,7 +107,7 @@ class Claim:
         return event
 
     @classmethod
-    def from_event(cls, event: dict) -> "Claim | None":
+    def from_event(cls, event: dict) -> Claim | None:
         """The claim an event makes, or None when it is no ``end`` event of a named check. An outcome that is
         not claimable is a failure (as a check the child ran no part of has always been); a message that is
         not text is none; a transcript only comes with a pass."""
@@ -110,7 +117,9 @@ class Claim:
         outcome = event.get("outcome")
         status = Status(outcome) if outcome in CLAIMABLE else Status.FAILED
         message = event.get("message") if isinstance(event.get("message"), str) else ""
-        transcript = event.get("transcript") if status == Status.PASSED and isinstance(event.get("transcript"), dict) else None
+        transcript = (
+            event.get("transcript") if status == Status.PASSED and isinstance(event.get("transcript"), dict) else None
+        )
         return cls(check, status, message, transcript)
 
 
@@ -149,15 +158,25 @@ class PlannedCheck:
 
     def to_wire(self) -> dict:
         return {
-            "check": self.id, "module": self.module, "function": self.function, "correctness": self.correctness,
-            "trusted_only": self.trusted_only, "takes_reference": self.takes_reference, "givens": self.givens,
+            "check": self.id,
+            "module": self.module,
+            "function": self.function,
+            "correctness": self.correctness,
+            "trusted_only": self.trusted_only,
+            "takes_reference": self.takes_reference,
+            "givens": self.givens,
         }
 
     @classmethod
-    def from_wire(cls, data: dict) -> "PlannedCheck":
+    def from_wire(cls, data: dict) -> PlannedCheck:
         return cls(
-            data["check"], data["module"], data["function"], bool(data["correctness"]), bool(data.get("trusted_only")),
-            bool(data.get("takes_reference", True)), bool(data.get("givens")),
+            data["check"],
+            data["module"],
+            data["function"],
+            bool(data["correctness"]),
+            bool(data.get("trusted_only")),
+            bool(data.get("takes_reference", True)),
+            bool(data.get("givens")),
         )
 
 
@@ -186,7 +205,7 @@ class Verdict:
         return {"outcome": str(self.outcome), "message": self.message, "missing": self.missing}
 
     @classmethod
-    def from_wire(cls, data: dict) -> "Verdict":
+    def from_wire(cls, data: dict) -> Verdict:
         """An unknown outcome is a failure (never a pass)."""
         outcome = data.get("outcome")
         replay = Replay(outcome) if outcome in tuple(Replay) else Replay.FAILED
@@ -225,7 +244,7 @@ class ChildRequest:
         return asdict(self)
 
     @classmethod
-    def from_wire(cls, data: dict) -> "ChildRequest":
+    def from_wire(cls, data: dict) -> ChildRequest:
         return cls(**_known(cls, data))
 
 
@@ -252,5 +271,5 @@ class VerifierRequest:
         return asdict(self)
 
     @classmethod
-    def from_wire(cls, data: dict) -> "VerifierRequest":
+    def from_wire(cls, data: dict) -> VerifierRequest:
         return cls(**_known(cls, data))

@@ -56,6 +56,7 @@ def solution_id(function: str) -> str:
 
 # --- reading the kit's files --------------------------------------------------
 
+
 def _segment(source: str, node: ast.AST) -> str:
     """The source lines of a top-level statement, decorators included."""
     lines = source.splitlines()
@@ -156,15 +157,21 @@ class ModuleSources:
     def reference_helpers(self) -> dict[str, str]:
         """Top-level definitions of the reference that are neither imports, course functions nor in the exercise."""
         exercise_names = set(self.stubs) | {
-            t.id for n in self.exercise_tree.body if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)
+            t.id
+            for n in self.exercise_tree.body
+            if isinstance(n, ast.Assign)
+            for t in n.targets
+            if isinstance(t, ast.Name)
         }
         helpers = {}
         for i, node in enumerate(self.solution_tree.body):
             if (i == 0 and _is_docstring(node)) or isinstance(node, (ast.Import, ast.ImportFrom)):
                 continue
-            names = {node.name} if hasattr(node, "name") else {
-                t.id for t in getattr(node, "targets", []) if isinstance(t, ast.Name)
-            }
+            names = (
+                {node.name}
+                if hasattr(node, "name")
+                else {t.id for t in getattr(node, "targets", []) if isinstance(t, ast.Name)}
+            )
             if names & self.course_names or names <= exercise_names:
                 continue
             for name in names:
@@ -280,6 +287,7 @@ def check_hidden(course: Course) -> None:
 
 # --- notebooks -------------------------------------------------------------------
 
+
 def _meta(kind: str, cell_id: str, points: float | None = None) -> dict:
     meta = {
         "grade": kind == "tests",
@@ -381,7 +389,7 @@ def config_source(course: Course) -> str:
     timeout = int(course.grading.timeout_per_function * 6 + 120)
     root = str(course.root)
     return textwrap.dedent(
-        f'''\
+        f"""\
         {CONFIG_MARKER} from {root}/course.toml.
         # It is rewritten by every `python -m autograder nbgrader`; put your own settings in
         # nbgrader_config_local.py next to it (loaded at the end if present).
@@ -405,7 +413,7 @@ def config_source(course: Course) -> str:
         _local = os.path.join(os.path.dirname(os.path.abspath(__file__)), "nbgrader_config_local.py")
         if os.path.exists(_local):
             load_subconfig(_local)  # noqa: F821 - provided by traitlets
-        '''
+        """
     )
 
 
@@ -428,8 +436,8 @@ def build_course(kit_root: Path | str, course_dir: Path | str, modules: list[str
         module = course.module(name)
         path = course_dir / "source" / module.name / f"{module.name}.ipynb"
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(module_notebook(course, module), indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+        path.write_text(
+            json.dumps(module_notebook(course, module), indent=1, ensure_ascii=False) + "\n", encoding="utf-8"
+        )
         written.append(path)
     return written
-
-

@@ -52,13 +52,13 @@ import tempfile
 import textwrap
 from pathlib import Path
 
-from autograder.runtime import stores
 from autograder.core.attribution import AttributionError, attribute
 from autograder.core.course import Course, Function, find_root, load_course
-from autograder.runtime.imports import own_imports
 from autograder.core.outcomes import FunctionScore, points_text
 from autograder.core.status import Status
+from autograder.runtime import stores
 from autograder.runtime.devices import use_course_backend  # noqa: F401  (the setup cell calls it)
+from autograder.runtime.imports import own_imports
 
 ROOT_ENV = "JAX_COURSE_ROOT"
 
@@ -100,9 +100,7 @@ def course_root(root: Path | str | None = None) -> Path:
                 return found
     found = find_root(Path.cwd()) or find_root(Path(__file__).resolve().parents[2])
     if found is None:
-        raise RuntimeError(
-            f"the course kit (a folder with course.toml) was not found: set {ROOT_ENV} to its path"
-        )
+        raise RuntimeError(f"the course kit (a folder with course.toml) was not found: set {ROOT_ENV} to its path")
     return found
 
 
@@ -219,19 +217,33 @@ def run_checks(
         out = folder / "results.json"
         args = [
             str(course.checks_path(module)),
-            "--submission", str(folder),
-            "--results-json", str(out),
-            "--rootdir", str(root),
-            "-q", "-p", "no:cacheprovider", "-p", "no:randomly",
+            "--submission",
+            str(folder),
+            "--results-json",
+            str(out),
+            "--rootdir",
+            str(root),
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-p",
+            "no:randomly",
             *_plugin_args(),
         ]
         if grading():
             args.append("--grading")
         log = io.StringIO()
-        with contextlib.redirect_stdout(log), contextlib.redirect_stderr(log), own_imports(course.checks_path(module).parent, folder):
+        with (
+            contextlib.redirect_stdout(log),
+            contextlib.redirect_stderr(log),
+            own_imports(course.checks_path(module).parent, folder),
+        ):
             code = pytest.main(args, plugins=[_Select(course, fn, skip)])
         if not out.is_file():
-            return _error(fn, f"the checks of {fn.qualname} could not run (pytest exit code {int(code)}):\n{log.getvalue()[-3000:]}")
+            return _error(
+                fn,
+                f"the checks of {fn.qualname} could not run (pytest exit code {int(code)}):\n{log.getvalue()[-3000:]}",
+            )
         data = json.loads(out.read_text(encoding="utf-8"))
     finally:
         shutil.rmtree(folder, ignore_errors=True)
@@ -257,4 +269,3 @@ def check(
     result = run_checks(module, function, ns, hidden=hidden, root=root)
     print(summary(result))
     return float(result.points)
-

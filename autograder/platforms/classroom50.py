@@ -176,12 +176,14 @@ def result(course: Course, modules: tuple[str, ...], results: dict, env: dict[st
         earned = Fraction(0)
         if row["points"] > 0:  # points * passed / total (0 when a correctness check failed), exactly
             earned = Fraction(fn.points).limit_denominator(1000) * int(row["passed"]) / max(1, int(row["total"]))
-        tests.append({
-            "test-name": fn.qualname,
-            "passed": row["status"] == "passed",
-            "score": int(earned * factor),
-            "max-score": maximum,
-        })
+        tests.append(
+            {
+                "test-name": fn.qualname,
+                "passed": row["status"] == "passed",
+                "score": int(earned * factor),
+                "max-score": maximum,
+            }
+        )
     commit = env.get("COMMIT_URL", "")
     return {
         "schema": SCHEMA,
@@ -191,7 +193,7 @@ def result(course: Course, modules: tuple[str, ...], results: dict, env: dict[st
         "commit": commit,
         "release": env.get("RELEASE_URL", ""),
         "review": env.get("REVIEW_URL") or commit,
-        "datetime": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "datetime": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "score": sum(t["score"] for t in tests),
         "max-score": sum(t["max-score"] for t in tests),
         "tests": tests,
@@ -220,7 +222,9 @@ def build(release: Path, out: Path, slug: str, course: Course, modules: tuple[st
     """Write the assignment folder ``out`` from a student release; refuses a release holding ``solutions/``."""
     release, out = Path(release), Path(out)
     if (release / "solutions").exists():
-        raise ValueError(f"{release} holds solutions/: a Classroom 50 bundle is public, build it from a student release")
+        raise ValueError(
+            f"{release} holds solutions/: a Classroom 50 bundle is public, build it from a student release"
+        )
     out.mkdir(parents=True, exist_ok=True)
     for part in RELEASE_PARTS:
         source = release / part
@@ -238,7 +242,9 @@ def build(release: Path, out: Path, slug: str, course: Course, modules: tuple[st
     (out / "release-body.md").write_text(release_body(course, modules, None), encoding="utf-8")
     size = sum(p.stat().st_size for p in out.rglob("*") if p.is_file())
     if size > MAX_BUNDLE_BYTES:
-        raise ValueError(f"the bundle is {size / 2**20:.1f} MiB, over Classroom 50's {MAX_BUNDLE_BYTES / 2**20:.0f} MiB")
+        raise ValueError(
+            f"the bundle is {size / 2**20:.1f} MiB, over Classroom 50's {MAX_BUNDLE_BYTES / 2**20:.0f} MiB"
+        )
     return out
 
 
@@ -258,7 +264,9 @@ def main(argv: list[str] | None = None) -> int:
     except (OSError, ValueError) as err:
         print(f"::error::the checks did not run ({err})")
         return 1
-    (args.out / "result.json").write_text(json.dumps(result(course, modules, results, dict(os.environ)), indent=2) + "\n", encoding="utf-8")
+    (args.out / "result.json").write_text(
+        json.dumps(result(course, modules, results, dict(os.environ)), indent=2) + "\n", encoding="utf-8"
+    )
     (args.out / "release-body.md").write_text(release_body(course, modules, results), encoding="utf-8")
     return 0
 

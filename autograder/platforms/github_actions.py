@@ -99,17 +99,26 @@ def summary(course: Course, results: dict) -> str:
     """The job summary: one row per function, then what failed, with the hint."""
     functions = {(f["module"], f["function"]): f for f in results.get("functions", [])}
     unjudged = not_judged(course, results)
-    lines = [f"## {course.title}: {points_text(results['score'])}/{points_text(judgedpoints_text(course, unjudged))} points", ""]
+    lines = [
+        f"## {course.title}: {points_text(results['score'])}/{points_text(judgedpoints_text(course, unjudged))} points",
+        "",
+    ]
     lines += ["| function | points | checks | status |", "|---|---|---|---|"]
     failing = []
     for fn in course.functions:
         row = functions.get((fn.module, fn.name))
         if row is None:
-            why = "not judged here (the release cannot answer its checks)" if fn.qualname in unjudged else "checks missing"
+            why = (
+                "not judged here (the release cannot answer its checks)"
+                if fn.qualname in unjudged
+                else "checks missing"
+            )
             lines.append(f"| {fn.qualname} | 0/{points_text(fn.points)} | — | {why} |")
             continue
         status = row["status"].replace("_", " ")
-        lines.append(f"| {fn.qualname} | {points_text(row['points'])}/{points_text(fn.points)} | {row['passed']}/{row['total']} | {status} |")
+        lines.append(
+            f"| {fn.qualname} | {points_text(row['points'])}/{points_text(fn.points)} | {row['passed']}/{row['total']} | {status} |"
+        )
         if row["status"] not in ("passed", "not started"):
             failing.append((fn, row))
     for fn, row in failing:
@@ -132,8 +141,11 @@ def not_judged(course: Course, results: dict) -> dict[str, str]:
     (``autograder release`` lists them); the instructor's grading judges them."""
     seen = {(f["module"], f["function"]) for f in results.get("functions", [])}
     skipped = results.get("skipped", {})
-    return {fn.qualname: skipped[fn.qualname] for fn in course.functions
-            if (fn.module, fn.name) not in seen and fn.qualname in skipped}
+    return {
+        fn.qualname: skipped[fn.qualname]
+        for fn in course.functions
+        if (fn.module, fn.name) not in seen and fn.qualname in skipped
+    }
 
 
 def judgedpoints_text(course: Course, unjudged: dict[str, str]) -> float:
@@ -152,13 +164,20 @@ def report(course: Course, results_path: Path, env: dict[str, str]) -> int:
     unjudged = not_judged(course, results)
     total, maximum = round(results["score"], 2), judgedpoints_text(course, unjudged)
     if unjudged:
-        print(f"::warning title=Not judged here::{', '.join(unjudged)}: this release cannot answer their checks "
-              "(they skip); the instructor's grading judges them")
-    print("::notice title=Autograding report::" + json.dumps({"totalPoints": total, "maxPoints": maximum}, separators=(",", ":")))
+        print(
+            f"::warning title=Not judged here::{', '.join(unjudged)}: this release cannot answer their checks "
+            "(they skip); the instructor's grading judges them"
+        )
+    print(
+        "::notice title=Autograding report::"
+        + json.dumps({"totalPoints": total, "maxPoints": maximum}, separators=(",", ":"))
+    )
     _append(env.get("GITHUB_OUTPUT"), f"points={points_text(total)}\nmax-points={points_text(maximum)}\n")
     missing = missing_functions(course, results)
     if missing:
-        print(f"::error title=Checks missing::no check ran for {', '.join(missing)}: restore exercises/test_*.py from the course's repository")
+        print(
+            f"::error title=Checks missing::no check ran for {', '.join(missing)}: restore exercises/test_*.py from the course's repository"
+        )
         return 1
     return 0
 

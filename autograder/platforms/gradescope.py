@@ -41,13 +41,13 @@ import tomllib
 import zipfile
 from pathlib import Path
 
-from autograder.runtime import atomic
 from autograder.core.course import Course, load_course
 from autograder.core.oracle import siblings_named
 from autograder.core.outcomes import CheckOutcome, FunctionScore, score_checks
 from autograder.core.status import Status
 from autograder.platforms.stack import CPU_INDEX, TORCH
 from autograder.release.record import instructor_seed
+from autograder.runtime import atomic
 
 USER = "student"
 SETTINGS = "gradescope.json"  # in the bundle: {"modules": [...], "seed": N}: what this assignment grades, and its instructor seed
@@ -139,12 +139,19 @@ def bundle_files(course_root: Path, modules: tuple[str, ...]) -> dict[str, bytes
     course_toml = (course_root / "course.toml").read_text(encoding="utf-8")
     known = {m.name for m in load_course(course_root, verify_files=False).modules}
     files = {
-        SETTINGS: json.dumps({"modules": list(modules), "seed": instructor_seed(_solutions(course_root))}, indent=2).encode() + b"\n",
+        SETTINGS: json.dumps(
+            {"modules": list(modules), "seed": instructor_seed(_solutions(course_root))}, indent=2
+        ).encode()
+        + b"\n",
         "setup.sh": SETUP_SH.encode(),
         "run_autograder": RUN_AUTOGRADER.encode(),
         "requirements.txt": requirements(pyproject).encode(),
-        "course.toml": (course_toml if set(modules) >= known else hidden.keep_modules(course_toml, set(modules))).encode(),
-        f"{KIT_DIR}/{kit_wheel.wheel_name(pyproject)}": kit_wheel.wheel_bytes(Path(__file__).resolve().parents[1], pyproject),
+        "course.toml": (
+            course_toml if set(modules) >= known else hidden.keep_modules(course_toml, set(modules))
+        ).encode(),
+        f"{KIT_DIR}/{kit_wheel.wheel_name(pyproject)}": kit_wheel.wheel_bytes(
+            Path(__file__).resolve().parents[1], pyproject
+        ),
     }
     for path in sorted(course_root.glob("conftest.py")) + sorted((course_root / "exercises").glob("conftest.py")):
         files[path.relative_to(course_root).as_posix()] = path.read_bytes()
@@ -252,14 +259,25 @@ def results(course: Course, modules: tuple[str, ...], result, seconds: float) ->
 def failed_results(course: Course, modules: tuple[str, ...], seconds: float, detail: str) -> dict:
     """Valid results when grading itself failed: every function 0, and why."""
     tests = [
-        {"name": fn.qualname, "score": 0.0, "max_score": fn.points, "status": "failed", "output": FAILED_OUTPUT, "visibility": "visible"}
+        {
+            "name": fn.qualname,
+            "score": 0.0,
+            "max_score": fn.points,
+            "status": "failed",
+            "output": FAILED_OUTPUT,
+            "visibility": "visible",
+        }
         for fn in course.functions
         if fn.module in modules
     ]
     print(f"grading failed: {detail}", file=sys.stderr)
     return {
-        "score": 0.0, "execution_time": int(round(seconds)), "output": FAILED_OUTPUT,
-        "visibility": "visible", "stdout_visibility": "hidden", "tests": tests,
+        "score": 0.0,
+        "execution_time": int(round(seconds)),
+        "output": FAILED_OUTPUT,
+        "visibility": "visible",
+        "stdout_visibility": "hidden",
+        "tests": tests,
     }
 
 
@@ -306,28 +324,43 @@ def prove(root: Path) -> list[str]:
         for label, flags, expected in (("the reference", ["--solutions"], maximum), ("the stubs", [], 0)):
             out = Path(tmp) / "results.json"
             out.unlink(missing_ok=True)
-            cmd = [sys.executable, "-m", "pytest", *(f"exercises/test_{m}.py" for m in modules), "--grading",
-                   "--results-json", str(out), "-q", "-p", "no:cacheprovider", *flags]
+            cmd = [
+                sys.executable,
+                "-m",
+                "pytest",
+                *(f"exercises/test_{m}.py" for m in modules),
+                "--grading",
+                "--results-json",
+                str(out),
+                "-q",
+                "-p",
+                "no:cacheprovider",
+                *flags,
+            ]
             proc = subprocess.run(cmd, cwd=work, env=env, capture_output=True, text=True)
             try:
                 data = json.loads(out.read_text(encoding="utf-8"))
             except (OSError, ValueError):
-                problems.append(f"{label}: the checks did not run (pytest exit status {proc.returncode}):\n"
-                                f"{(proc.stdout + proc.stderr)[-3000:]}")
+                problems.append(
+                    f"{label}: the checks did not run (pytest exit status {proc.returncode}):\n"
+                    f"{(proc.stdout + proc.stderr)[-3000:]}"
+                )
                 continue
             seen = {f"{f['module']}.{f['function']}" for f in data.get("functions", [])}
             score = round(float(data.get("score", -1)), 2)
             if score != expected or seen != names:
-                problems.append(f"{label} earned {score:g}/{maximum:g} (expected {expected:g}); functions checked: "
-                                f"{len(seen & names)}/{len(names)}:\n{proc.stdout[-3000:]}")
+                problems.append(
+                    f"{label} earned {score:g}/{maximum:g} (expected {expected:g}); functions checked: "
+                    f"{len(seen & names)}/{len(names)}:\n{proc.stdout[-3000:]}"
+                )
     return problems
 
 
 def run(root: Path, run_as: str | None) -> dict:
     """Grade ``root/submission`` with the course in ``root/source``; the results (always)."""
     from autograder.grading import grade_class
-    from autograder.grading.options import Options
     from autograder.grading.isolation.bubblewrap import isolation
+    from autograder.grading.options import Options
 
     started = time.monotonic()
     # the first line of the log: how the student's code is kept from the bundle (issue 31)
@@ -365,11 +398,19 @@ def write_results(path: Path, payload: dict) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m autograder.platforms.gradescope", description="Gradescope's per-submission runner.")
+    parser = argparse.ArgumentParser(
+        prog="python -m autograder.platforms.gradescope", description="Gradescope's per-submission runner."
+    )
     parser.add_argument("--root", type=Path, default=Path(os.environ.get("AUTOGRADER_ROOT", "/autograder")))
     parser.add_argument("--run-as", metavar="USER", help="the unprivileged user that runs the student's code")
-    parser.add_argument("--check-results", action="store_true", help="only check that results.json is valid (exit 1 if not)")
-    parser.add_argument("--prove", action="store_true", help="setup.sh: the reference earns full marks and the stubs 0 here (exit 1 if not)")
+    parser.add_argument(
+        "--check-results", action="store_true", help="only check that results.json is valid (exit 1 if not)"
+    )
+    parser.add_argument(
+        "--prove",
+        action="store_true",
+        help="setup.sh: the reference earns full marks and the stubs 0 here (exit 1 if not)",
+    )
     args = parser.parse_args(argv)
     path = args.root / "results" / "results.json"
     if args.prove:
@@ -377,7 +418,9 @@ def main(argv: list[str] | None = None) -> int:
         for problem in problems:
             print(f"setup.sh: this environment cannot grade: {problem}", file=sys.stderr)
         if not problems:
-            print("setup.sh: environment proven: the reference earns full marks and the stubs 0 with the bundle's checks")
+            print(
+                "setup.sh: environment proven: the reference earns full marks and the stubs 0 with the bundle's checks"
+            )
         return 1 if problems else 0
     if args.check_results:
         return 0 if check_results(path) else 1

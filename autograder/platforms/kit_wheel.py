@@ -12,8 +12,8 @@ fixed timestamps, so a bundle holding it is byte-identical for the same kit.
 from __future__ import annotations
 
 import base64
-import io
 import hashlib
+import io
 import tomllib
 import zipfile
 from pathlib import Path
@@ -54,7 +54,9 @@ def wheel_files(package: Path, pyproject: Path) -> dict[str, bytes]:
         *(f"Requires-Dist: {d}" for d in project.get("dependencies", [])),
     ]
     files[f"{dist}.dist-info/METADATA"] = ("\n".join(metadata) + "\n").encode()
-    files[f"{dist}.dist-info/WHEEL"] = b"Wheel-Version: 1.0\nGenerator: autograder.platforms.kit_wheel\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
+    files[f"{dist}.dist-info/WHEEL"] = (
+        b"Wheel-Version: 1.0\nGenerator: autograder.platforms.kit_wheel\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
+    )
     entry_points = []
     for group, entries in [("console_scripts", project.get("scripts", {})), *project.get("entry-points", {}).items()]:
         if entries:

@@ -27,7 +27,7 @@ class CompileClock:
     def __init__(self) -> None:
         self.seconds = 0.0
 
-    def __enter__(self) -> "CompileClock":
+    def __enter__(self) -> CompileClock:
         monitoring.subscribe(self._on_event)
         return self
 

@@ -35,36 +35,39 @@ from pathlib import Path
 
 import pytest
 
-from autograder.pytest_plugin.compile_time import CompileClock, is_slow, slow_compile_lines
-from autograder.core import hints
+from autograder.core import hints, versions
 from autograder.core import progress as local_progress
-from autograder.runtime import compile_cache
 from autograder.core.attribution import AttributionError
 from autograder.core.course import CourseError, find_root, load_course
-from autograder.runtime import lowering
-from autograder.core import versions
-from autograder.runtime import devices
-from autograder.runtime.devices import use_course_backend
 from autograder.core.failures import status_of
 from autograder.core.outcomes import CheckOutcome, results_payload, score_functions
 from autograder.core.status import Status
 from autograder.core.submission import SubmissionImportError, not_started
 from autograder.pytest_plugin import garbage, parallel, profiles, report
+from autograder.pytest_plugin.compile_time import CompileClock, is_slow, slow_compile_lines
 from autograder.pytest_plugin.session import (
-    COMPILE_SECONDS_KEY, SESSION_KEY, UNJUDGED_KEY, CourseSession, Settings, Unimportable, session_of,
+    COMPILE_SECONDS_KEY,
+    SESSION_KEY,
+    UNJUDGED_KEY,
+    CourseSession,
+    Settings,
+    Unimportable,
+    session_of,
 )
+from autograder.runtime import compile_cache, devices, lowering
+from autograder.runtime.devices import use_course_backend
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("jax-course", "JAX course autograder")
     group.addoption("--solutions", action="store_true", help="check the reference solutions/ instead of exercises/")
     group.addoption("--submission", metavar="DIR", help="check the <module>.py files in DIR")
-    group.addoption(
-        "--grading", action="store_true", help="deterministic grading profile (the default when CI is set)"
-    )
+    group.addoption("--grading", action="store_true", help="deterministic grading profile (the default when CI is set)")
     group.addoption("--results-json", metavar="PATH", help="write per-function scores and check outcomes as JSON")
     group.addoption(
-        "--grading-seed", type=int, metavar="N",
+        "--grading-seed",
+        type=int,
+        metavar="N",
         help="grading profile with inputs drawn from seed N (still deterministic): `autograder grade --seed N`",
     )
     group.addoption(
@@ -317,7 +320,9 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     rep.course_status = str(status)  # read by pytest_report_teststatus (a plain str: it crosses xdist's wire)
     # The student's module failed before the check's fixtures (pytest_runtest_setup): the check failed,
     # it did not break (pytest would call a failed setup an error).
-    rep.failed_before_fixtures = rep.when == "setup" and rep.failed and isinstance(call.excinfo.value, SubmissionImportError)
+    rep.failed_before_fixtures = (
+        rep.when == "setup" and rep.failed and isinstance(call.excinfo.value, SubmissionImportError)
+    )
     if rep.when == "call" or rep.failed:
         correctness = item.get_closest_marker("correctness") is not None
         name = getattr(item, "originalname", item.name)
@@ -375,7 +380,8 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
     path = course_session.settings.results_json
     if path:
         payload = {
-            **results_payload(scores, outcomes), "slow_compiles": course_session.slow_compiles,
+            **results_payload(scores, outcomes),
+            "slow_compiles": course_session.slow_compiles,
             "skipped": course_session.skipped,
         }
         path.write_text(json.dumps(payload, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")

@@ -67,11 +67,21 @@ def workers_for(early_config: pytest.Config, root: Path, paths: list[str]) -> in
         return 1
     if not early_config.pluginmanager.has_plugin("xdist"):
         return 1
-    chose = getattr(options, "numprocesses", None) is not None or getattr(options, "dist", "no") != "no" or getattr(options, "tx", None)
+    chose = (
+        getattr(options, "numprocesses", None) is not None
+        or getattr(options, "dist", "no") != "no"
+        or getattr(options, "tx", None)
+    )
     cannot = (
-        options.usepdb or getattr(options, "trace", False) or options.capture == "no" or options.collectonly
-        or getattr(options, "stepwise", False) or getattr(options, "stepwise_skip", False)
-        or getattr(options, "record_oracle", None) or options.help or options.version
+        options.usepdb
+        or getattr(options, "trace", False)
+        or options.capture == "no"
+        or options.collectonly
+        or getattr(options, "stepwise", False)
+        or getattr(options, "stepwise_skip", False)
+        or getattr(options, "record_oracle", None)
+        or options.help
+        or options.version
     )
     if chose or cannot:
         return 1

@@ -33,7 +33,12 @@ def register_profiles() -> None:
     # costs seconds per JAX check and tells a student little.
     phases = [Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink]
     # filter_too_much: a release's recorded oracle leaves unrecorded inputs unjudged (rejected).
-    quiet = [HealthCheck.too_slow, HealthCheck.function_scoped_fixture, HealthCheck.data_too_large, HealthCheck.filter_too_much]
+    quiet = [
+        HealthCheck.too_slow,
+        HealthCheck.function_scoped_fixture,
+        HealthCheck.data_too_large,
+        HealthCheck.filter_too_much,
+    ]
     common = dict(deadline=None, phases=phases, report_multiple_bugs=False, suppress_health_check=quiet)
     # Both profiles are derandomized (their inputs are fixed by the check's code): a student
     # release answers from outputs recorded for exactly these inputs.

@@ -13,8 +13,8 @@ from __future__ import annotations
 import re
 import textwrap
 import traceback
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable
 
 import pytest
 
@@ -48,9 +48,7 @@ def failing_input(exc: BaseException, fixture_names: Iterable[str] = ()) -> str:
         if not note.startswith(("Falsifying", "Failing")):
             continue
         body = [
-            line.rstrip()
-            for line in note.splitlines()[1:]
-            if line.strip() != ")" and not line.strip().startswith(skip)
+            line.rstrip() for line in note.splitlines()[1:] if line.strip() != ")" and not line.strip().startswith(skip)
         ]
         lines += textwrap.indent(textwrap.dedent("\n".join(body)), "    ").splitlines()
     return "\n".join(lines)
@@ -123,7 +121,9 @@ def score_table(course: Course, scores: list[FunctionScore]) -> str:
             current = s.module
             module = course.module(s.module)
             lines.append(f"{module.name} — {module.topic}")
-        detail = {Status.PASSED: "", Status.NOT_STARTED: "not started"}.get(s.status, f"{s.passed}/{s.total} checks pass")
+        detail = {Status.PASSED: "", Status.NOT_STARTED: "not started"}.get(
+            s.status, f"{s.passed}/{s.total} checks pass"
+        )
         pts = f"{points_text(s.points, None)}/{points_text(s.max_points, None)}"
         lines.append(f"  {s.status.mark} {s.function:<{width}}{pts:>9}  {detail}".rstrip())
     got = sum(s.points for s in scores)

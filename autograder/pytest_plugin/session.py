@@ -17,13 +17,11 @@ Caches, and why:
 
 from __future__ import annotations
 
-from typing import Any
-
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
-
-import os
+from typing import Any
 
 import pytest
 
@@ -51,7 +49,7 @@ class Settings:
     full_tracebacks: bool  # -v or --tb=long/native: keep pytest's report, add the grader's message
 
     @classmethod
-    def from_config(cls, config: pytest.Config, root: Path, profile: str) -> "Settings":
+    def from_config(cls, config: pytest.Config, root: Path, profile: str) -> Settings:
         if config.getoption("solutions"):
             source = root / "solutions"
         elif config.getoption("submission"):
@@ -91,7 +89,9 @@ class CourseSession:
     # A grading process of a module judged on the trusted side: no reference, the student's own answers
     # stand in for it (autograder.core.oracle.OwnAnswers). Set by autograder.grading.untrusted.child.
     own_answers: bool = False
-    givens: Path | None = None  # there and on the trusted side: the givens fixtures are answered from (autograder.recording.givens)
+    givens: Path | None = (
+        None  # there and on the trusted side: the givens fixtures are answered from (autograder.recording.givens)
+    )
     _students: dict[str, ModuleType | Unimportable] = field(default_factory=dict)
     _stubs: dict[str, frozenset[str]] = field(default_factory=dict)
     _own_answers: dict[str, OwnAnswers] = field(default_factory=dict)
@@ -161,11 +161,16 @@ class CourseSession:
             fn = attribute(name, module, self.course)
         except AttributionError:
             return None
-        message = (f"{fn.qualname}: the process running this check died before the check finished "
-                   "(the code crashed Python, exited it with os._exit, or was killed)")
-        return {"module": module, "outcome": CheckOutcome(fn.module, fn.name, name, Status.FAILED, True, message).to_json()}
+        message = (
+            f"{fn.qualname}: the process running this check died before the check finished "
+            "(the code crashed Python, exited it with os._exit, or was killed)"
+        )
+        return {
+            "module": module,
+            "outcome": CheckOutcome(fn.module, fn.name, name, Status.FAILED, True, message).to_json(),
+        }
 
-    def reports(self, rootpath: Path) -> "ReportsOf":
+    def reports(self, rootpath: Path) -> ReportsOf:
         """The plugin object that records every report of this run (registered in ``pytest_configure``);
         node ids are relative to ``rootpath``."""
         return ReportsOf(self, rootpath)
@@ -211,9 +216,8 @@ class CourseSession:
         """The live reference (in a grading process of a module judged on the trusted side, the student's
         own answers); in a student release (no ``solutions/``) the recorded oracle in ``oracle/``;
         with ``--record-oracle DIR`` the live reference recording its answers into DIR."""
-        from autograder.recording.recorded import RecordedOracle, RecordingOracle
-
         from autograder.recording.givens import GivensFirst
+        from autograder.recording.recorded import RecordedOracle, RecordingOracle
 
         givens = self.givens_of(module)
         if self.own_answers:

@@ -19,13 +19,14 @@ a check.
 from __future__ import annotations
 
 import contextlib
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 
-from autograder.runtime import stores
 from autograder.core.oracle import Reference
 from autograder.recording.recorded import NotRecorded, RecordedFunction, RecordedOracle, call_text
+from autograder.runtime import stores
 
 _DEPTH = stores.register("recording.givens.depth", [0], clear=lambda: _DEPTH.__setitem__(0, 0))  # fixtures being set up
 
@@ -96,7 +97,7 @@ class GivensFirst(Reference):
     def __repr__(self) -> str:
         return f"<givens, then {self.then!r}, for {self.module_name}>"
 
-    def sibling(self, module: str) -> "GivensFirst":
+    def sibling(self, module: str) -> GivensFirst:
         givens = self.givens.sibling(module) if self.givens is not None else None
         then = self.then.sibling(module) if self.live else None
         return GivensFirst(module, givens, then, live=self.live)

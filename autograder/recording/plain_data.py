@@ -21,7 +21,8 @@ import dataclasses
 import hashlib
 import importlib
 import json
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -37,7 +38,7 @@ def class_ref(cls: type) -> list[str]:
     module = getattr(cls, COURSE_MODULE_KEY, None) or cls.__module__
     for prefix in COURSE_PREFIXES:
         if module.startswith(prefix):
-            return ["course", module[len(prefix):], cls.__qualname__]
+            return ["course", module[len(prefix) :], cls.__qualname__]
     return [module, cls.__qualname__]
 
 
@@ -74,8 +75,10 @@ def module_fields(value: Any) -> dict[str, Any]:
 
 
 def is_struct(value: Any) -> bool:
-    return dataclasses.is_dataclass(value) and not isinstance(value, type) and any(
-        "pytree_node" in f.metadata for f in dataclasses.fields(value)
+    return (
+        dataclasses.is_dataclass(value)
+        and not isinstance(value, type)
+        and any("pytree_node" in f.metadata for f in dataclasses.fields(value))
     )
 
 
@@ -196,7 +199,9 @@ def float_hints(args: Any) -> list[float]:
     return out
 
 
-def encode(value: Any, arrays: list | None, statics: Statics, hints: list[float] = (), opaque_statics: bool = False) -> Any:
+def encode(
+    value: Any, arrays: list | None, statics: Statics, hints: list[float] = (), opaque_statics: bool = False
+) -> Any:
     """``value`` as a JSON tree. Arrays go to ``arrays`` (their index is stored) or, with
     ``arrays=None``, are replaced by a hash of their bytes (for digests). With ``opaque_statics`` (a
     student's answer), a static field that no recipe describes is stored as an :class:`OpaqueStatic`

@@ -17,16 +17,17 @@ elsewhere the check is skipped with :data:`NOT_RECORDED`.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import numpy as np
 
-from autograder.recording import plain_data
-from autograder.runtime import stores
 from autograder.core.oracle import Reference, StandIn
 from autograder.core.submission import load_module
+from autograder.recording import plain_data
+from autograder.runtime import stores
 
 FORMAT = 1
 UNRECORDABLE = "unrecordable"  # a call whose output is not plain data: [UNRECORDABLE, why]
@@ -118,9 +119,11 @@ def as_dataset(live: Any) -> RecordedDataset | None:
         return None
     kind = type(live)
     indexes_like_one = (
-        kind.__module__.split(".")[0] not in _NOT_DATASETS and hasattr(live, "__dict__")
+        kind.__module__.split(".")[0] not in _NOT_DATASETS
+        and hasattr(live, "__dict__")
         and callable(getattr(kind, "__getitem__", None))
-        and not isinstance(live, (list, tuple, dict, str, bytes)) and not hasattr(live, "__array__")
+        and not isinstance(live, (list, tuple, dict, str, bytes))
+        and not hasattr(live, "__array__")
     )
     if not (isinstance(live, Dataset) or indexes_like_one) or not hasattr(live, "__len__"):
         return None
@@ -191,7 +194,11 @@ class Recording:
     its loaders (``loaders[call] = epochs``), and the arrays both refer to by index."""
 
     def __init__(
-        self, module: str, calls: dict | None = None, arrays: list | None = None, loaders: dict | None = None,
+        self,
+        module: str,
+        calls: dict | None = None,
+        arrays: list | None = None,
+        loaders: dict | None = None,
         unrecordable: dict | None = None,
     ):
         self.module = module
@@ -201,7 +208,7 @@ class Recording:
         self.unrecordable: dict[str, str] = unrecordable or {}  # function -> why its calls could not be recorded
 
     @classmethod
-    def load(cls, folder: Path, module: str) -> "Recording":
+    def load(cls, folder: Path, module: str) -> Recording:
         index = json.loads((folder / f"{module}.json").read_text())
         if index.get("format") != FORMAT:
             raise ValueError(f"{folder / module}.json: recording format {index.get('format')}, expected {FORMAT}")
@@ -230,7 +237,11 @@ class Recording:
                 sizes[dtype] = sizes.get(dtype, 0) + a.size
             table.append(seen[key])
         index = {
-            "format": FORMAT, "module": self.module, "calls": self.calls, "loaders": self.loaders, "arrays": table,
+            "format": FORMAT,
+            "module": self.module,
+            "calls": self.calls,
+            "loaders": self.loaders,
+            "arrays": table,
             "unrecordable": self.unrecordable,
         }
         (folder / f"{self.module}.json").write_text(json.dumps(index, sort_keys=True, separators=(",", ":")))
@@ -305,10 +316,10 @@ class RecordedOracle(Reference):
             self._stubs = stub_functions(self.folder / "given" / f"{self.module_name}.py")
         return self._stubs
 
-    def sibling(self, module: str) -> "RecordedOracle":
+    def sibling(self, module: str) -> RecordedOracle:
         return RecordedOracle(self.folder, module)
 
-    def transformed(self, name: str, label: str, transform: Callable) -> "RecordedFunction":
+    def transformed(self, name: str, label: str, transform: Callable) -> RecordedFunction:
         return RecordedFunction(self, f"{name}|{label}")
 
     def decode(self, tree: Any) -> Any:
@@ -340,7 +351,7 @@ class RecordedFunction(StandIn):
         self.oracle, self.name = oracle, name
         self.__name__ = self.__qualname__ = name.split("|")[0]
 
-    def jit_stand_in(self, static_argnums: tuple) -> "RecordedFunction":
+    def jit_stand_in(self, static_argnums: tuple) -> RecordedFunction:
         return RecordedFunction(self.oracle, f"{self.name}|jit{list(static_argnums)}")
 
     def transform_stand_in(self, label: str, transform: Callable) -> Callable:
@@ -390,8 +401,12 @@ class RecordingOracle(Reference):
 
     knows_only_its_own_path = True  # it records the reference's path (see oracle.continue_from)
 
-    _recordings: dict[tuple[Path, str], Recording] = stores.register("recording.recorded.RecordingOracle.recordings", {})
-    _loaders: dict[tuple[Path, str], dict[str, list[RecordedLoader]]] = stores.register("recording.recorded.RecordingOracle.loaders", {})
+    _recordings: dict[tuple[Path, str], Recording] = stores.register(
+        "recording.recorded.RecordingOracle.recordings", {}
+    )
+    _loaders: dict[tuple[Path, str], dict[str, list[RecordedLoader]]] = stores.register(
+        "recording.recorded.RecordingOracle.loaders", {}
+    )
     _statics: plain_data.Statics | None = None
 
     def __init__(self, live: Any, folder: Path, contracted: set[str]):
@@ -439,14 +454,13 @@ class RecordingOracle(Reference):
             return RecordingFunction(self, name, value)
         return value
 
-    def sibling(self, module: str) -> "RecordingOracle":
+    def sibling(self, module: str) -> RecordingOracle:
         from autograder.core.oracle import sibling
 
         return RecordingOracle(sibling(self.live, module), self.folder, self.contracted_of(module))
 
     def contracted_of(self, module: str) -> set[str]:
         from autograder.core.course import find_root, load_course
-
         from autograder.core.submission import stub_functions
 
         course = load_course(find_root(Path(self.live._module.__file__).parent), verify_files=False)
@@ -455,7 +469,7 @@ class RecordingOracle(Reference):
         # a release of part of the course (--only) still builds scenarios with the other modules
         return stub_functions(course.root / "exercises" / f"{module}.py")
 
-    def transformed(self, name: str, label: str, transform: Callable) -> "RecordingFunction":
+    def transformed(self, name: str, label: str, transform: Callable) -> RecordingFunction:
         return RecordingFunction(self, f"{name}|{label}", self.live.transformed(name, label, transform))
 
     def record(self, name: str, key: str, hints: list[float], output: Any, unfindable: str | None = None) -> Any:
@@ -508,7 +522,7 @@ class RecordingFunction(StandIn):
         self.__name__ = self.__qualname__ = name.split("|")[0]
         self.__wrapped__ = live
 
-    def jit_stand_in(self, static_argnums: tuple) -> "RecordingFunction":
+    def jit_stand_in(self, static_argnums: tuple) -> RecordingFunction:
         import jax
 
         name = f"{self.name}|jit{list(static_argnums)}"

@@ -66,11 +66,15 @@ def build_release(course: Course, out: Path, only: list[str] | None = None) -> R
         shutil.copytree(course.root / "solutions", staging / "solutions", ignore=NO_BYTECODE)
         for module in course.modules:  # the stubs of modules left out by --only (not their checks)
             if not (staging / "exercises" / f"{module.name}.py").exists():
-                shutil.copyfile(course.root / "exercises" / f"{module.name}.py", staging / "exercises" / f"{module.name}.py")
+                shutil.copyfile(
+                    course.root / "exercises" / f"{module.name}.py", staging / "exercises" / f"{module.name}.py"
+                )
         record_oracle(staging, out / "oracle")
     from autograder.recording.recorded import write_given_modules  # NumPy: imported when a release is built
 
-    write_given_modules(course.root, out / "oracle")  # every recorded one: later modules build scenarios with earlier ones
+    write_given_modules(
+        course.root, out / "oracle"
+    )  # every recorded one: later modules build scenarios with earlier ones
     for cache in out.rglob("__pycache__"):
         shutil.rmtree(cache)
     return Release(out, time.perf_counter() - started, _size(out / "oracle"), _size(out), unrecordable(out / "oracle"))
@@ -100,7 +104,9 @@ def write_tree(course: Course, out: Path, only: set[str] | None = None) -> None:
         shutil.copyfile(root / "exercises" / f"{module.name}.py", out / "exercises" / f"{module.name}.py")
         checks = (root / "exercises" / f"test_{module.name}.py").read_text(encoding="utf-8")
         names = {name for fn in module.functions for name in fn.hidden}
-        (out / "exercises" / f"test_{module.name}.py").write_text(hidden.drop_functions(checks, names), encoding="utf-8")
+        (out / "exercises" / f"test_{module.name}.py").write_text(
+            hidden.drop_functions(checks, names), encoding="utf-8"
+        )
     for extra in sorted((root / "exercises").glob("conftest.py")):
         shutil.copyfile(extra, out / "exercises" / extra.name)
     shutil.copytree(KIT, out / "autograder", ignore=NO_BYTECODE)

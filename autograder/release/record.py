@@ -26,11 +26,23 @@ def record(course_dir: str, oracle_dir: str) -> int:
         flags = ["--grading"] if profile == "grading" else []
         with own_imports(Path(course_dir) / "exercises"):  # each profile's checks, imported under that profile
             code = pytest.main(
-                ["exercises/", "--solutions", "--record-oracle", oracle_dir, "-q", "-p", "no:randomly",
-                 "-p", "no:cacheprovider", *flags]
+                [
+                    "exercises/",
+                    "--solutions",
+                    "--record-oracle",
+                    oracle_dir,
+                    "-q",
+                    "-p",
+                    "no:randomly",
+                    "-p",
+                    "no:cacheprovider",
+                    *flags,
+                ]
             )
         if code != 0:
-            print(f"autograder release: the reference does not pass its own checks ({profile} profile)", file=sys.stderr)
+            print(
+                f"autograder release: the reference does not pass its own checks ({profile} profile)", file=sys.stderr
+            )
             return 1
     return 0
 

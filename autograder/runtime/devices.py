@@ -208,8 +208,12 @@ def probe_flags(flags: list[str]) -> dict[str, bool] | None:
         env.update(XLA_FLAGS=" ".join(left), JAX_PLATFORMS="cpu", TF_CPP_MIN_LOG_LEVEL="0")
         try:
             proc = subprocess.run(
-                [sys.executable, "-c", "import jax; jax.devices()"], env=env, capture_output=True, text=True,
-                timeout=PROBE_TIMEOUT, stdin=subprocess.DEVNULL,
+                [sys.executable, "-c", "import jax; jax.devices()"],
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=PROBE_TIMEOUT,
+                stdin=subprocess.DEVNULL,
             )
         except (OSError, subprocess.TimeoutExpired):
             return None
@@ -270,7 +274,8 @@ def _read_cache(path: Path) -> dict:
         return {}
     return {
         version: {k: v for k, v in flags.items() if isinstance(k, str) and isinstance(v, bool)}
-        for version, flags in data.items() if isinstance(version, str) and isinstance(flags, dict)
+        for version, flags in data.items()
+        if isinstance(version, str) and isinstance(flags, dict)
     }
 
 

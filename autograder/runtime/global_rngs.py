@@ -10,7 +10,8 @@ from __future__ import annotations
 import contextlib
 import random
 import sys
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 # name -> (get state, set state, seed)
 Rng = tuple[Callable[[], Any], Callable[[Any], None], Callable[[int], None]]
@@ -30,7 +31,9 @@ def global_rngs() -> dict[str, Rng]:
         # The CPU generator only: ``torch.manual_seed`` also queues a seeding of every accelerator backend
         # (recording a formatted stack each time), which made the purity checks several times slower.
         rngs["torch's global RNG (torch.manual_seed)"] = (
-            torch.get_rng_state, torch.set_rng_state, torch.default_generator.manual_seed,
+            torch.get_rng_state,
+            torch.set_rng_state,
+            torch.default_generator.manual_seed,
         )
     return rngs
 

@@ -9,7 +9,8 @@ JAX is not imported) until the first subscription.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from autograder.runtime import stores
 

@@ -13,21 +13,34 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable
 
 # Third-party libraries of the checks: seconds to import, once per process.
 LIBRARIES = (
-    "numpy", "jax", "jax.numpy", "hypothesis", "hypothesis.extra.numpy", "pytest",
-    "torch", "torch.utils.data", "flax.linen", "optax", "chex", "orbax.checkpoint",
+    "numpy",
+    "jax",
+    "jax.numpy",
+    "hypothesis",
+    "hypothesis.extra.numpy",
+    "pytest",
+    "torch",
+    "torch.utils.data",
+    "flax.linen",
+    "optax",
+    "chex",
+    "orbax.checkpoint",
 )
 
 # Kit modules a zygote may import before it forks: they must not start JAX's
 # backend at import (forking after that deadlocks the child). The rest of the
 # kit is imported by each child from its own fresh copy.
 FORK_SAFE_KIT = (
-    "autograder.core.course", "autograder.core.failures", "autograder.core.submission",
-    "autograder.grading.transcript", "autograder.grading.untrusted.child",
+    "autograder.core.course",
+    "autograder.core.failures",
+    "autograder.core.submission",
+    "autograder.grading.transcript",
+    "autograder.grading.untrusted.child",
 )
 
 # What ``exercises/test_*.py`` import from the kit (see ``autograder.__init__``): every module of
@@ -35,7 +48,9 @@ FORK_SAFE_KIT = (
 # cannot be forgotten.
 CHECK_MODULES = tuple(
     f"autograder.checks.{info.name}"
-    for info in sorted(pkgutil.iter_modules([str(Path(__file__).resolve().parents[1] / "checks")]), key=lambda i: i.name)
+    for info in sorted(
+        pkgutil.iter_modules([str(Path(__file__).resolve().parents[1] / "checks")]), key=lambda i: i.name
+    )
 )
 
 # A grading process (zygote, or a child / verifier started directly).

@@ -15,7 +15,8 @@ the package in a child process) registers its new store under the same name, rep
 
 from __future__ import annotations
 
-from typing import Any, Callable, TypeVar
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 T = TypeVar("T")
 

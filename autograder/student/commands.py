@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import sys
 
-from autograder.core.course import Course
 from autograder.core import hints
 from autograder.core import progress as local_progress
+from autograder.core.course import Course
 from autograder.student.reset import ResetError, keep_pristine_copies, plan, reset
 
 
@@ -14,7 +14,9 @@ def watch(course: Course, module: str | None) -> int:
     from autograder.student.watch import watch as run_watch
 
     if module is not None and module not in {m.name for m in course.modules}:
-        raise SystemExit(f"autograder watch: {module!r} is not a module of this course ({', '.join(m.name for m in course.modules)})")
+        raise SystemExit(
+            f"autograder watch: {module!r} is not a module of this course ({', '.join(m.name for m in course.modules)})"
+        )
     return run_watch(course, module)
 
 

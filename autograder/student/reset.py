@@ -22,8 +22,8 @@ import time
 from pathlib import Path
 
 from autograder.core.course import Course
-from autograder.core.submission import stub_functions, stubs_in_source
 from autograder.core.progress import FOLDER
+from autograder.core.submission import stub_functions, stubs_in_source
 
 PRISTINE = "pristine"
 BACKUPS = "backups"
@@ -72,7 +72,9 @@ def _git_versions(course: Course, module: str):
     except (OSError, subprocess.CalledProcessError):
         return
     for commit in log:
-        shown = subprocess.run(["git", "show", f"{commit}:./{relative}"], cwd=course.root, capture_output=True, text=True)
+        shown = subprocess.run(
+            ["git", "show", f"{commit}:./{relative}"], cwd=course.root, capture_output=True, text=True
+        )
         if shown.returncode == 0:
             yield f"git {commit[:10]}", shown.stdout
 
@@ -115,7 +117,9 @@ def plan(course: Course, target: str) -> tuple[str, list[str]]:
     try:
         names = [fn.name for fn in course.module(module).functions]
     except KeyError:
-        raise ResetError(f"{module!r} is not a module of this course ({', '.join(m.name for m in course.modules)})") from None
+        raise ResetError(
+            f"{module!r} is not a module of this course ({', '.join(m.name for m in course.modules)})"
+        ) from None
     if function and function not in names:
         raise ResetError(f"{module} has no function {function!r} ({', '.join(names)})")
     return module, [function] if function else names

@@ -16,10 +16,10 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
 
 from autograder.core.course import Course
 from autograder.core.outcomes import FunctionScore
@@ -55,23 +55,41 @@ def run_module(course: Course, module: str, *, grading: bool = False) -> ModuleR
     with tempfile.TemporaryDirectory(prefix="autograder-run-") as tmp:
         results = Path(tmp) / "results.json"
         cmd = [
-            sys.executable, "-m", "pytest", str(course.checks_path(module)),
-            "-q", "-p", "no:cacheprovider", "--results-json", str(results),
+            sys.executable,
+            "-m",
+            "pytest",
+            str(course.checks_path(module)),
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "--results-json",
+            str(results),
         ]
         if grading:
             cmd.append("--grading")
         proc = subprocess.run(
-            cmd, cwd=course.root, env=checks_environment(),
-            stdin=subprocess.DEVNULL, capture_output=True, text=True,
+            cmd,
+            cwd=course.root,
+            env=checks_environment(),
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
         )
         payload = json.loads(results.read_text(encoding="utf-8")) if results.is_file() else {}
     functions = [FunctionScore.from_json(entry) for entry in payload.get("functions", [])]
     return ModuleRun(
-        module, functions, payload.get("slow_compiles", {}), time.monotonic() - started, proc.returncode, proc.stdout + proc.stderr
+        module,
+        functions,
+        payload.get("slow_compiles", {}),
+        time.monotonic() - started,
+        proc.returncode,
+        proc.stdout + proc.stderr,
     )
 
 
-def run_modules(course: Course, modules: list[str], *, grading: bool = False, jobs: int | None = None) -> Iterator[ModuleRun]:
+def run_modules(
+    course: Course, modules: list[str], *, grading: bool = False, jobs: int | None = None
+) -> Iterator[ModuleRun]:
     """:func:`run_module` for each of ``modules``, ``jobs`` processes at a time (default: one per core, at most
     :data:`MAX_PARALLEL_RUNS`); the runs are yielded in the order of ``modules``, each once it has ended."""
     jobs = jobs or min(os.cpu_count() or 1, MAX_PARALLEL_RUNS)

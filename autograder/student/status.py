@@ -12,10 +12,10 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from autograder.core.course import Course, Function
-from autograder.core.submission import stub_functions
-from autograder.core.status import Status
 from autograder.core import progress as local_progress
+from autograder.core.course import Course, Function
+from autograder.core.status import Status
+from autograder.core.submission import stub_functions
 from autograder.student.runs import run_modules
 
 DONE, STARTED, NOT_YET = "done", "started", "not started"
@@ -87,9 +87,7 @@ def render(course: Course, table: list[Row], source: str) -> str:
         lines.append("every function is done. Well done!")
     else:
         fn = upcoming.function
-        lines.append(
-            f"next: {fn.qualname} — open exercises/{fn.module}.py and run `autograder watch {fn.module}`"
-        )
+        lines.append(f"next: {fn.qualname} — open exercises/{fn.module}.py and run `autograder watch {fn.module}`")
     return "\n".join(lines)
 
 

@@ -13,11 +13,11 @@ import time
 from pathlib import Path
 from typing import TextIO
 
-from autograder.core.course import Course
-from autograder.pytest_plugin.compile_time import slow_compile_lines
-from autograder.core.status import Status
-from autograder.pytest_plugin.report import score_table
 from autograder.core import progress as local_progress
+from autograder.core.course import Course
+from autograder.core.status import Status
+from autograder.pytest_plugin.compile_time import slow_compile_lines
+from autograder.pytest_plugin.report import score_table
 from autograder.student.reset import keep_pristine_copies
 from autograder.student.runs import ModuleRun, run_module
 from autograder.student.status import next_function, rows
@@ -73,7 +73,11 @@ def render(course: Course, run: ModuleRun, number: int) -> str:
         lines += ["(no results: pytest said)", *run.output.strip().splitlines()[-25:]]
     failing = run.first_failure
     if failing is not None and failing.messages:
-        lines += ["", f"first failing check of {failing.function}:", *("  " + line for line in failing.messages[0].splitlines())]
+        lines += [
+            "",
+            f"first failing check of {failing.function}:",
+            *("  " + line for line in failing.messages[0].splitlines()),
+        ]
     lines += ["", next_step(course, run)]
     slow = slow_compile_lines(run.slow_compiles)
     if slow:

@@ -9,11 +9,11 @@ plugin on every stub to see what a student sees. The per-module galleries
 import io
 
 import pytest
+from support import EXERCISES, ROOT, grade_folder
 
 from autograder.authoring.check import check_course
 from autograder.core.course import load_course
 from autograder.core.status import Status
-from support import EXERCISES, ROOT, grade_folder
 
 COURSE = load_course(ROOT)
 MODULES = [m.name for m in COURSE.modules]

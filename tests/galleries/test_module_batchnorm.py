@@ -1,9 +1,7 @@
 """The batchnorm checks judge right: steps that lose, freeze or misplace batch_stats, evaluate in the wrong
 mode, retrace or write into their input fail with the right message; correct answers written differently pass."""
 
-
 import pytest
-
 from support import assert_accepted, assert_rejected, gallery, grade, with_function
 
 MODULE = "batchnorm"
@@ -12,18 +10,23 @@ IMPORTS = "import functools\nimport jax.numpy as jnp\n"
 
 CORRECT_VARIANTS = {
     "create_train_state_bn": [
-        ("direct-constructor-with-chained-scale", """
+        (
+            "direct-constructor-with-chained-scale",
+            """
         def create_train_state_bn(rng, model, learning_rate, sample_input):
             variables = model.init(rng, sample_input, train=False)
             tx = optax.chain(optax.scale(-learning_rate))
             params = variables["params"]
             return TrainStateBN(step=0, apply_fn=model.apply, params=params, tx=tx,
                                 opt_state=tx.init(params), batch_stats=variables["batch_stats"])
-        """),
+        """,
+        ),
     ],
     "train_step_bn": [
         # manual optimizer update, state.replace, donation
-        ("manual-update-with-donation", """
+        (
+            "manual-update-with-donation",
+            """
         @functools.partial(jax.jit, donate_argnums=(0,))
         def train_step_bn(state, batch):
             x, labels = batch
@@ -42,9 +45,12 @@ CORRECT_VARIANTS = {
                 opt_state=opt_state, batch_stats=batch_stats,
             )
             return new_state, loss
-        """),
+        """,
+        ),
         # jit by assignment, apply_gradients then replace
-        ("jit-by-assignment", """
+        (
+            "jit-by-assignment",
+            """
         def _train_step_bn(state, batch):
             x, labels = batch
 
@@ -60,16 +66,20 @@ CORRECT_VARIANTS = {
             return state.apply_gradients(grads=grads).replace(batch_stats=updates["batch_stats"]), loss
 
         train_step_bn = jax.jit(_train_step_bn)
-        """),
+        """,
+        ),
     ],
     "eval_step_bn": [
-        ("threshold-on-probabilities", """
+        (
+            "threshold-on-probabilities",
+            """
         @jax.jit
         def eval_step_bn(state, batch):
             variables = {"params": state.params, "batch_stats": state.batch_stats}
             probs = jax.nn.sigmoid(state.apply_fn(variables, batch[0], train=False)[:, 0])
             return jnp.mean((probs > 0.5) == (batch[1] > 0))
-        """),
+        """,
+        ),
     ],
 }
 
@@ -99,8 +109,11 @@ def test_correct_variant_written_differently_passes(pytester, function, replacem
     assert_accepted(result)
 
 
-def step_bn(variables="{'params': params, 'batch_stats': state.batch_stats}",
-            mode="train=True, mutable=['batch_stats']", keep="updates['batch_stats']"):
+def step_bn(
+    variables="{'params': params, 'batch_stats': state.batch_stats}",
+    mode="train=True, mutable=['batch_stats']",
+    keep="updates['batch_stats']",
+):
     """The reference's train_step_bn with one part changed."""
     return f"""
         @jax.jit
@@ -127,37 +140,74 @@ OWN_MODEL = r"given a state of BNClassifier\(7, 1\), {function} ran another mode
 
 WRONG = [
     # (function, replacement, regex the message must match)
-    ("batch-stats-none", "create_train_state_bn", """
+    (
+        "batch-stats-none",
+        "create_train_state_bn",
+        """
         def create_train_state_bn(rng, model, learning_rate, sample_input):
             variables = model.init(rng, sample_input, train=False)
             return TrainStateBN.create(apply_fn=model.apply, params=variables["params"], batch_stats=None,
                                        tx=optax.sgd(learning_rate))
-     """, r"state.batch_stats does not have the structure of the reference's"),
-    ("sgd-with-momentum", "create_train_state_bn", """
+     """,
+        r"state.batch_stats does not have the structure of the reference's",
+    ),
+    (
+        "sgd-with-momentum",
+        "create_train_state_bn",
+        """
         def create_train_state_bn(rng, model, learning_rate, sample_input):
             variables = model.init(rng, sample_input, train=False)
             return TrainStateBN.create(apply_fn=model.apply, params=variables["params"],
                                        batch_stats=variables["batch_stats"], tx=optax.sgd(learning_rate, momentum=0.9))
-     """, r"after 2 optimizer step\(s\)"),
+     """,
+        r"after 2 optimizer step\(s\)",
+    ),
     # batch_stats dropped from the variables: Flax re-initialises them on every step
-    ("forgets-batch-stats", "train_step_bn", step_bn(variables="{'params': params}"),
-     r"new_state.batch_stats\['BatchNorm_0'\]\['(mean|var)'\] differs from the reference(.*\n)*.*0.9 \* state.batch_stats"),
+    (
+        "forgets-batch-stats",
+        "train_step_bn",
+        step_bn(variables="{'params': params}"),
+        r"new_state.batch_stats\['BatchNorm_0'\]\['(mean|var)'\] differs from the reference(.*\n)*.*0.9 \* state.batch_stats",
+    ),
     # a training step in evaluation mode: running averages never move
-    ("runs-in-eval-mode", "train_step_bn", step_bn(mode="train=False, mutable=['batch_stats']"),
-     r"new_state.batch_stats\['BatchNorm_0'\]\['(mean|var)'\] did not change at all(.*\n)*.*train=True"),
+    (
+        "runs-in-eval-mode",
+        "train_step_bn",
+        step_bn(mode="train=False, mutable=['batch_stats']"),
+        r"new_state.batch_stats\['BatchNorm_0'\]\['(mean|var)'\] did not change at all(.*\n)*.*train=True",
+    ),
     # the whole dict apply returned, stored as the batch_stats
-    ("keeps-the-whole-updates-dict", "train_step_bn", step_bn(keep="updates"),
-     r"new_state.batch_stats holds the whole dict apply returned"),
+    (
+        "keeps-the-whole-updates-dict",
+        "train_step_bn",
+        step_bn(keep="updates"),
+        r"new_state.batch_stats holds the whole dict apply returned",
+    ),
     # new statistics computed but not kept
-    ("keeps-the-old-batch-stats", "train_step_bn", step_bn(keep="state.batch_stats"),
-     r"new_state.batch_stats\['BatchNorm_0'\]\['(mean|var)'\] did not change at all"),
+    (
+        "keeps-the-old-batch-stats",
+        "train_step_bn",
+        step_bn(keep="state.batch_stats"),
+        r"new_state.batch_stats\['BatchNorm_0'\]\['(mean|var)'\] did not change at all",
+    ),
     # the loss reads state.params: zero gradients
-    ("differentiates-state-params", "train_step_bn", step_bn(variables="{'params': state.params, 'batch_stats': state.batch_stats}"),
-     r"new_state.params\[.*did not change at all(.*\n)*.*gradients were all zero"),
-    ("not-jitted", "train_step_bn", step_bn().replace("        @jax.jit\n", ""),
-     r"train_step_bn is not a jax.jit function"),
+    (
+        "differentiates-state-params",
+        "train_step_bn",
+        step_bn(variables="{'params': state.params, 'batch_stats': state.batch_stats}"),
+        r"new_state.params\[.*did not change at all(.*\n)*.*gradients were all zero",
+    ),
+    (
+        "not-jitted",
+        "train_step_bn",
+        step_bn().replace("        @jax.jit\n", ""),
+        r"train_step_bn is not a jax.jit function",
+    ),
     # retracing: a jitted closure per call
-    ("retraces-every-call", "train_step_bn", """
+    (
+        "retraces-every-call",
+        "train_step_bn",
+        """
         def train_step_bn(state, batch):
             @jax.jit
             def step(params):
@@ -169,16 +219,37 @@ WRONG = [
                 return jax.value_and_grad(loss_fn, has_aux=True)(params)
             (loss, updates), grads = step(state.params)
             return state.apply_gradients(grads=grads, batch_stats=updates['batch_stats']), loss
-     """, r"train_step_bn traced \d+ and compiled \d+ more time\(s\)", RETRACE_CHECKS),
+     """,
+        r"train_step_bn traced \d+ and compiled \d+ more time\(s\)",
+        RETRACE_CHECKS,
+    ),
     # retracing in a loop (issue 10): a new apply_fn, a new optimizer in every returned state
-    ("new-apply-fn-each-step", "train_step_bn", step_bn(keep="updates['batch_stats'], apply_fn=functools.partial(state.apply_fn)"),
-     IN_A_LOOP + r"state.apply_fn is a static field", RETRACE_CHECKS),
-    ("new-optimizer-each-step", "train_step_bn", step_bn(keep="updates['batch_stats'], tx=optax.sgd(0.3)"),
-     IN_A_LOOP + r"state.tx is a static field", RETRACE_CHECKS),
+    (
+        "new-apply-fn-each-step",
+        "train_step_bn",
+        step_bn(keep="updates['batch_stats'], apply_fn=functools.partial(state.apply_fn)"),
+        IN_A_LOOP + r"state.apply_fn is a static field",
+        RETRACE_CHECKS,
+    ),
+    (
+        "new-optimizer-each-step",
+        "train_step_bn",
+        step_bn(keep="updates['batch_stats'], tx=optax.sgd(0.3)"),
+        IN_A_LOOP + r"state.tx is a static field",
+        RETRACE_CHECKS,
+    ),
     # a module-level model of the scenario's size instead of the state's (issue 10)
-    ("module-level-model", "train_step_bn", step_bn().replace("state.apply_fn(", "MODEL.apply(") + "\n        MODEL = BNClassifier(6, 1)\n",
-     OWN_MODEL.format(function="train_step_bn"), "train_step_bn_matches"),
-    ("module-level-model", "eval_step_bn", """
+    (
+        "module-level-model",
+        "train_step_bn",
+        step_bn().replace("state.apply_fn(", "MODEL.apply(") + "\n        MODEL = BNClassifier(6, 1)\n",
+        OWN_MODEL.format(function="train_step_bn"),
+        "train_step_bn_matches",
+    ),
+    (
+        "module-level-model",
+        "eval_step_bn",
+        """
         model = BNClassifier(num_hidden=6, num_outputs=1)
 
         @jax.jit
@@ -186,36 +257,62 @@ WRONG = [
             x, labels = batch
             logits = model.apply({'params': state.params, 'batch_stats': state.batch_stats}, x, train=False)
             return ((logits.squeeze(-1) > 0) == labels).mean()
-     """, OWN_MODEL.format(function="eval_step_bn"), "eval_step_bn_matches"),
+     """,
+        OWN_MODEL.format(function="eval_step_bn"),
+        "eval_step_bn_matches",
+    ),
     # impure: keeps the latest statistics in a module-level dict
-    ("stores-updates-in-a-module-dict", "train_step_bn", step_bn().replace("            return state.apply_gradients", "            LATEST['stats'] = updates\n            return state.apply_gradients") + "\n        LATEST = {}\n",
-     r"module-level (variable )?'LATEST'|leaked a tracer"),
+    (
+        "stores-updates-in-a-module-dict",
+        "train_step_bn",
+        step_bn().replace(
+            "            return state.apply_gradients",
+            "            LATEST['stats'] = updates\n            return state.apply_gradients",
+        )
+        + "\n        LATEST = {}\n",
+        r"module-level (variable )?'LATEST'|leaked a tracer",
+    ),
     # evaluation in training mode: batch statistics instead of the running averages
-    ("evaluates-in-train-mode", "eval_step_bn", """
+    (
+        "evaluates-in-train-mode",
+        "eval_step_bn",
+        """
         @jax.jit
         def eval_step_bn(state, batch):
             x, labels = batch
             logits, _ = state.apply_fn({'params': state.params, 'batch_stats': state.batch_stats}, x,
                                        train=True, mutable=['batch_stats'])
             return ((logits.squeeze(-1) > 0) == labels).mean()
-     """, r"accuracy differs from the reference"),
+     """,
+        r"accuracy differs from the reference",
+    ),
     # logits >= 0 for logits > 0: a logit of exactly 0 (zero output layer) counted as class 1
-    ("logit-of-zero-is-class-1", "eval_step_bn", """
+    (
+        "logit-of-zero-is-class-1",
+        "eval_step_bn",
+        """
         @jax.jit
         def eval_step_bn(state, batch):
             x, labels = batch
             logits = state.apply_fn({'params': state.params, 'batch_stats': state.batch_stats}, x, train=False)
             return ((logits.squeeze(-1) >= 0) == labels).mean()
-     """, r"(?s)kernel and bias zero.*accuracy differs from the reference.*a logit of exactly 0 is class 0",
-     "eval_step_bn_counts"),
+     """,
+        r"(?s)kernel and bias zero.*accuracy differs from the reference.*a logit of exactly 0 is class 0",
+        "eval_step_bn_counts",
+    ),
     # evaluation that also returns the updated state
-    ("also-returns-the-state", "eval_step_bn", """
+    (
+        "also-returns-the-state",
+        "eval_step_bn",
+        """
         @jax.jit
         def eval_step_bn(state, batch):
             x, labels = batch
             logits = state.apply_fn({'params': state.params, 'batch_stats': state.batch_stats}, x, train=False)
             return ((logits.squeeze(-1) > 0) == labels).mean(), state
-     """, r"accuracy does not have the structure of the reference's"),
+     """,
+        r"accuracy does not have the structure of the reference's",
+    ),
 ]
 
 

@@ -8,9 +8,9 @@ import time
 from pathlib import Path
 
 import pytest
+from support import ROOT
 
 from autograder.authoring.check import check_course, parse_contract, parse_contract_signatures
-from support import ROOT
 
 TOML = """
 format = 1
@@ -41,7 +41,7 @@ def g(x):
     raise NotImplementedError
 '''
 SOLUTION = "def f(x):\n    return 2 * x\n\n\ndef g(x):\n    return x\n"
-CHECKS = '''
+CHECKS = """
 import pytest
 
 
@@ -59,7 +59,7 @@ def test_f_is_pure(student):
 @pytest.mark.parametrize("x", [1, 5])
 def test_g_is_identity(student, reference, x):
     assert student.g(x) == reference.g(x)
-'''
+"""
 
 
 # A module with functions g and g_x: the check test_g_x_is_pure could judge either.
@@ -71,7 +71,16 @@ TWO_FUNCTIONS = {
 }
 
 
-def make(tmp_path: Path, *, toml=TOML, stub=STUB, solution=SOLUTION, checks=CHECKS, hidden='["test_f_is_pure"]', contract=None) -> Path:
+def make(
+    tmp_path: Path,
+    *,
+    toml=TOML,
+    stub=STUB,
+    solution=SOLUTION,
+    checks=CHECKS,
+    hidden='["test_f_is_pure"]',
+    contract=None,
+) -> Path:
     root = tmp_path / "course"
     (root / "exercises").mkdir(parents=True)
     (root / "solutions").mkdir()
@@ -106,19 +115,46 @@ def test_a_good_toy_course_passes_and_its_references_pass(tmp_path):
 
 
 BROKEN = [
-    pytest.param({"stub": STUB.replace("    # TODO: return twice x\n", "")}, r"f has no `# TODO` comment", id="stub-without-todo"),
-    pytest.param({"stub": STUB.replace("raise NotImplementedError", "return x", 1)}, r"f is not a stub.*not started", id="stub-already-solved"),
-    pytest.param({"checks": CHECKS.replace("test_f_doubles", "test_doubles")}, r"names none of the functions", id="check-names-no-function"),
-    pytest.param({"checks": CHECKS.replace("@pytest.mark.correctness\n@pytest.mark.parametrize", "@pytest.mark.parametrize", 1)},
-                 r"m.f has no @pytest.mark.correctness check", id="no-correctness-check"),
+    pytest.param(
+        {"stub": STUB.replace("    # TODO: return twice x\n", "")}, r"f has no `# TODO` comment", id="stub-without-todo"
+    ),
+    pytest.param(
+        {"stub": STUB.replace("raise NotImplementedError", "return x", 1)},
+        r"f is not a stub.*not started",
+        id="stub-already-solved",
+    ),
+    pytest.param(
+        {"checks": CHECKS.replace("test_f_doubles", "test_doubles")},
+        r"names none of the functions",
+        id="check-names-no-function",
+    ),
+    pytest.param(
+        {"checks": CHECKS.replace("@pytest.mark.correctness\n@pytest.mark.parametrize", "@pytest.mark.parametrize", 1)},
+        r"m.f has no @pytest.mark.correctness check",
+        id="no-correctness-check",
+    ),
     pytest.param(TWO_FUNCTIONS, r"could judge g or g_x", id="check-could-name-two-functions"),
-    pytest.param({"hidden": '["test_f_is_gone"]'}, r"hidden names 'test_f_is_gone', which is not a check", id="hidden-check-missing"),
-    pytest.param({"hidden": '["test_g_is_identity"]'}, r"a check of another function", id="hidden-check-of-another-function"),
-    pytest.param({"hidden": '["test_f_doubles", "test_f_is_pure"]'}, r"every check of m.f is hidden", id="all-checks-hidden"),
-    pytest.param({"contract": "## 1. `m` — t\n\n| function | meaning |\n|---|---|\n| `f(x)` | double |\n| `h(x)` | other |\n"},
-                 r"function m.g is not in the contract(.|\n)*does not define h", id="contract-names-differ"),
-    pytest.param({"contract": "## 1. `other` — t\n\n| function | meaning |\n|---|---|\n| `f(x)` | double |\n"},
-                 r"module 'm' is not in the contract", id="module-not-in-contract"),
+    pytest.param(
+        {"hidden": '["test_f_is_gone"]'},
+        r"hidden names 'test_f_is_gone', which is not a check",
+        id="hidden-check-missing",
+    ),
+    pytest.param(
+        {"hidden": '["test_g_is_identity"]'}, r"a check of another function", id="hidden-check-of-another-function"
+    ),
+    pytest.param(
+        {"hidden": '["test_f_doubles", "test_f_is_pure"]'}, r"every check of m.f is hidden", id="all-checks-hidden"
+    ),
+    pytest.param(
+        {"contract": "## 1. `m` — t\n\n| function | meaning |\n|---|---|\n| `f(x)` | double |\n| `h(x)` | other |\n"},
+        r"function m.g is not in the contract(.|\n)*does not define h",
+        id="contract-names-differ",
+    ),
+    pytest.param(
+        {"contract": "## 1. `other` — t\n\n| function | meaning |\n|---|---|\n| `f(x)` | double |\n"},
+        r"module 'm' is not in the contract",
+        id="module-not-in-contract",
+    ),
 ]
 
 
@@ -135,12 +171,16 @@ def test_a_broken_rule_is_an_error_with_a_fix(tmp_path, broken, pattern):
 
 # What the checks vary and compare (autograder.authoring.coverage) ------------------------------
 
-NEVER_VARIED = CHECKS.replace('@pytest.mark.parametrize("x", [0, 3, -2])\n', "").replace(
-    "def test_f_doubles(student, reference, x):", "def test_f_doubles(student, reference):\n    x = 3").replace("student.f(1)", "student.f(3)")
+NEVER_VARIED = (
+    CHECKS.replace('@pytest.mark.parametrize("x", [0, 3, -2])\n', "")
+    .replace("def test_f_doubles(student, reference, x):", "def test_f_doubles(student, reference):\n    x = 3")
+    .replace("student.f(1)", "student.f(3)")
+)
 NEVER_COMPARED = CHECKS.replace("assert student.f(x) == reference.f(x)", "float(student.f(x))")
 COMPARED_BY_A_HELPER = CHECKS.replace(
     "assert student.f(x) == reference.f(x)",
-    "import numpy as np\n    np.testing.assert_allclose(np.float32(student.f(x)), np.float32(reference.f(x)))")
+    "import numpy as np\n    np.testing.assert_allclose(np.float32(student.f(x)), np.float32(reference.f(x)))",
+)
 LISTED = '\n[[deliberate_gaps]]\nfunction = "m.f"\nitem = "ITEM"\nreason = "the toy doubles only threes"\n'
 
 
@@ -236,8 +276,14 @@ def test_failing_references_are_an_error(tmp_path):
 def test_an_ambiguous_check_stops_pytest_at_collection_with_the_fix(tmp_path):
     root = make(tmp_path, **TWO_FUNCTIONS)
     env = {"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}
-    proc = subprocess.run([sys.executable, "-m", "pytest", "exercises", "-p", "no:cacheprovider"],
-                          cwd=root, capture_output=True, text=True, env=env, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "exercises", "-p", "no:cacheprovider"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
     assert proc.returncode == 4, proc.stdout + proc.stderr  # usage error
     assert "could judge g or g_x; fix:" in proc.stdout + proc.stderr
 
@@ -245,8 +291,13 @@ def test_an_ambiguous_check_stops_pytest_at_collection_with_the_fix(tmp_path):
 def test_the_command_exits_non_zero_on_an_error(tmp_path):
     root = make(tmp_path, hidden='["test_f_is_gone"]')
     env = {"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}
-    proc = subprocess.run([sys.executable, "-m", "autograder", "check-course", "--skip-references", "--course", str(root)],
-                          capture_output=True, text=True, env=env, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-m", "autograder", "check-course", "--skip-references", "--course", str(root)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
     assert proc.returncode == 1 and "fix:" in proc.stdout, proc.stdout + proc.stderr
 
 
@@ -256,6 +307,8 @@ def test_the_contract_tables_are_parsed():
 
 
 def test_the_contract_signatures_are_parsed():
-    text = ("## 1. `a` — x\n\n| function | meaning |\n|---|---|\n"
-            "| `f(x, n=2)` **jit** | returns `(y, g(x, 1))` |\n| `K` | z |\n| `h(*, k)` | Returns the sum |\n")
+    text = (
+        "## 1. `a` — x\n\n| function | meaning |\n|---|---|\n"
+        "| `f(x, n=2)` **jit** | returns `(y, g(x, 1))` |\n| `K` | z |\n| `h(*, k)` | Returns the sum |\n"
+    )
     assert parse_contract_signatures(text) == {"a": {"f": (["x", "n"], ["y", "g(x, 1)"]), "h": (["k"], [])}}

@@ -24,27 +24,43 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-
-from autograder.core.course import load_course
-from autograder.platforms import classroom50
 from platform_envs import MODULE as CANONICAL_MODULE
 from platform_envs import WRONG_FUNCTION, assert_not_the_kit_venv, base_python, canonical_sources, clean_env
 from support import ROOT
+
+from autograder.core.course import load_course
+from autograder.platforms import classroom50
 
 MODULE = CANONICAL_MODULE
 COURSE = load_course(ROOT)
 SCHEMA = json.loads((Path(__file__).resolve().parents[1] / "schemas" / "classroom50_result.schema.json").read_text())
 RUNNER_ENV = {
-    "CLASSROOM": "jax-101", "ASSIGNMENT": MODULE, "SUBMISSION_TAG": "submit/2026-11-22T08-00-00Z-a1b2c3d",
-    "COMMIT_URL": "https://example.invalid/commit/a1b2c3d", "RELEASE_URL": "https://example.invalid/releases/tag/submit",
+    "CLASSROOM": "jax-101",
+    "ASSIGNMENT": MODULE,
+    "SUBMISSION_TAG": "submit/2026-11-22T08-00-00Z-a1b2c3d",
+    "COMMIT_URL": "https://example.invalid/commit/a1b2c3d",
+    "RELEASE_URL": "https://example.invalid/releases/tag/submit",
 }
 
 
 @pytest.fixture(scope="module")
 def bundle(release, tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("classroom50") / "autograders" / MODULE
-    cmd = [sys.executable, "-m", "autograder", "classroom50", str(out), "--slug", MODULE, "--only", MODULE,
-           "--release", str(release), "--course", str(ROOT)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "autograder",
+        "classroom50",
+        str(out),
+        "--slug",
+        MODULE,
+        "--only",
+        MODULE,
+        "--release",
+        str(release),
+        "--course",
+        str(ROOT),
+    ]
     proc = subprocess.run(cmd, env=dict(os.environ, PYTHONPATH=str(ROOT)), capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     return out
@@ -54,7 +70,9 @@ def test_the_folder_is_small_and_holds_no_reference(bundle):
     size = sum(p.stat().st_size for p in bundle.rglob("*") if p.is_file())
     assert size < classroom50.MAX_BUNDLE_BYTES
     assert not list(bundle.rglob("solutions"))
-    assert {"autograder.py", "classroom50.json", "requirements.txt", "release-body.md", "kit"} <= {p.name for p in bundle.iterdir()}
+    assert {"autograder.py", "classroom50.json", "requirements.txt", "release-body.md", "kit"} <= {
+        p.name for p in bundle.iterdir()
+    }
     assert len(list((bundle / "kit").glob("*.whl"))) == 1 and not (bundle / "course" / "autograder").exists()
     print(f"\nClassroom 50 folder ({MODULE}: checks, oracle, the kit's wheel): {size / 2**10:.0f} KiB")
 
@@ -68,10 +86,19 @@ def test_a_release_with_solutions_is_refused(release, tmp_path):
 
 def test_partial_credit_survives_as_integers():
     fn = COURSE.module(MODULE).functions[2]  # 3 points
-    results = {"functions": [
-        {"module": MODULE, "function": f.name, "points": f.points * 2 / 3 if f is fn else 0.0, "passed": 2 if f is fn else 0,
-         "total": 3, "status": "failed"} for f in COURSE.module(MODULE).functions
-    ]}
+    results = {
+        "functions": [
+            {
+                "module": MODULE,
+                "function": f.name,
+                "points": f.points * 2 / 3 if f is fn else 0.0,
+                "passed": 2 if f is fn else 0,
+                "total": 3,
+                "status": "failed",
+            }
+            for f in COURSE.module(MODULE).functions
+        ]
+    }
     out = classroom50.result(COURSE, (MODULE,), results, RUNNER_ENV)
     jsonschema.validate(out, SCHEMA)
     row = next(t for t in out["tests"] if t["test-name"] == fn.qualname)
@@ -81,12 +108,16 @@ def test_partial_credit_survives_as_integers():
 def run_autograder(bundle: Path, checkout: Path, **env: str) -> dict:
     """The runner's call: autograder.py from the bundle, in the student's checkout, started by the system's
     Python (the runner's own); the environment it grades in is the one it builds itself."""
-    assert (bundle / "course" / "oracle" / f"{MODULE}.json").is_file() and not (bundle / "course" / "solutions").exists()
+    assert (bundle / "course" / "oracle" / f"{MODULE}.json").is_file() and not (
+        bundle / "course" / "solutions"
+    ).exists()
     python = base_python()
     if python is None:
         pytest.skip("no system python3.11 to start autograder.py with")
     environ = clean_env(**RUNNER_ENV, CLASSROOM50_BUNDLE_DIR=str(bundle), **env)
-    proc = subprocess.run([python, str(bundle / "autograder.py")], cwd=checkout, env=environ, capture_output=True, text=True, timeout=2400)
+    proc = subprocess.run(
+        [python, str(bundle / "autograder.py")], cwd=checkout, env=environ, capture_output=True, text=True, timeout=2400
+    )
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-4000:]
     result = json.loads((checkout / "result.json").read_text())
     jsonschema.validate(result, SCHEMA)
@@ -157,7 +188,11 @@ def test_scores_agree_with_grade_for_the_same_files(graded, canonical_grades):
         for row in result["tests"]:
             fn = COURSE.module(MODULE).function(row["test-name"].split(".", 1)[1])
             earned = float(Fraction(row["score"], row["max-score"])) * fn.points
-            assert earned == pytest.approx(canonical_grades[name][fn.name], abs=0.011), (name, row, canonical_grades[name])
+            assert earned == pytest.approx(canonical_grades[name][fn.name], abs=0.011), (
+                name,
+                row,
+                canonical_grades[name],
+            )
 
 
 def test_the_proof_fails_when_the_checks_plugin_is_missing(runner):
@@ -165,11 +200,25 @@ def test_the_proof_fails_when_the_checks_plugin_is_missing(runner):
     the kit), it says the checks did not run (the venv is then not kept, and nothing is graded)."""
     bundle, _, _ = runner
     python = bundle / ".venv" / "bin" / "python"
-    code = ("import runpy, sys; from pathlib import Path; "
-            "g = runpy.run_path(sys.argv[1], run_name='proof'); print(g['prove'](Path(sys.argv[2])) or 'OK')")
-    ok = subprocess.run([str(python), "-c", code, str(bundle / "autograder.py"), str(python)],
-                        env=clean_env(), capture_output=True, text=True, timeout=900)
+    code = (
+        "import runpy, sys; from pathlib import Path; "
+        "g = runpy.run_path(sys.argv[1], run_name='proof'); print(g['prove'](Path(sys.argv[2])) or 'OK')"
+    )
+    ok = subprocess.run(
+        [str(python), "-c", code, str(bundle / "autograder.py"), str(python)],
+        env=clean_env(),
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert ok.stdout.strip().endswith("OK"), ok.stdout[-2000:] + ok.stderr[-2000:]
-    blocked = subprocess.run([str(python), "-c", code, str(bundle / "autograder.py"), str(python)],
-                             env=clean_env(PYTEST_ADDOPTS="-p no:jax_course"), capture_output=True, text=True, timeout=900)
-    assert "the checks did not run" in blocked.stdout and "unrecognized arguments: --grading" in blocked.stdout, blocked.stdout[-2000:]
+    blocked = subprocess.run(
+        [str(python), "-c", code, str(bundle / "autograder.py"), str(python)],
+        env=clean_env(PYTEST_ADDOPTS="-p no:jax_course"),
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert "the checks did not run" in blocked.stdout and "unrecognized arguments: --grading" in blocked.stdout, (
+        blocked.stdout[-2000:]
+    )

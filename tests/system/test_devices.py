@@ -8,9 +8,9 @@ import subprocess
 import sys
 
 import jax
+from support import ROOT
 
 from autograder.runtime.devices import COURSE_CPU_DEVICES, QUICK_COMPILE_FLAGS, with_quick_compile
-from support import ROOT
 
 PROBE = """
 import sys
@@ -64,11 +64,17 @@ def test_quick_compilation_is_on_in_this_session_and_in_grading_processes():
 def test_use_course_backend_adds_the_flags_and_keeps_the_users():
     env = dict(os.environ, PYTHONPATH=str(ROOT), XLA_FLAGS="--xla_backend_optimization_level=2 --xla_dump_to=/nowhere")
     env.pop("JAX_NUM_CPU_DEVICES", None)
-    proc = subprocess.run([sys.executable, "-c", BACKEND_PROBE.format(before="")], env=env, capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-c", BACKEND_PROBE.format(before="")], env=env, capture_output=True, text=True
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     ok, count, *flags = proc.stdout.split()
     assert (ok, count) == ("True", "8")
-    assert flags == ["--xla_backend_optimization_level=2", "--xla_dump_to=/nowhere", "--xla_cpu_use_fusion_emitters=false"]
+    assert flags == [
+        "--xla_backend_optimization_level=2",
+        "--xla_dump_to=/nowhere",
+        "--xla_cpu_use_fusion_emitters=false",
+    ]
     assert with_quick_compile("") == " ".join(QUICK_COMPILE_FLAGS)
 
 
@@ -95,8 +101,9 @@ def test_a_notebook_kernel_gets_the_course_devices_from_its_setup_cell(tmp_path)
     (notebook,) = build_course(ROOT, tmp_path / "course", modules=["parallel"])
     env = dict(os.environ, PYTHONPATH=str(ROOT), JAX_COURSE_ROOT=str(ROOT))
     env.pop("JAX_NUM_CPU_DEVICES", None)
-    proc = subprocess.run([sys.executable, "-c", NOTEBOOK_RUN, str(notebook)], env=env, capture_output=True,
-                          text=True, cwd=tmp_path)
+    proc = subprocess.run(
+        [sys.executable, "-c", NOTEBOOK_RUN, str(notebook)], env=env, capture_output=True, text=True, cwd=tmp_path
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     lines = proc.stdout.strip().splitlines()
     assert lines[0] == "8" and lines[-1] == "2.0", proc.stdout[-2000:]
@@ -112,8 +119,21 @@ def test_the_course_runs_on_cpu_when_jax_is_told_to_use_an_accelerator(tmp_path)
         env.pop(name)
     results = tmp_path / "results.json"
     proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "exercises/test_parallel.py", "--solutions", "-p", "no:cacheprovider",
-         "--results-json", str(results)], cwd=ROOT, env=env, capture_output=True, text=True,
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "exercises/test_parallel.py",
+            "--solutions",
+            "-p",
+            "no:cacheprovider",
+            "--results-json",
+            str(results),
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
     )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     import json
@@ -158,8 +178,12 @@ def test_a_flag_xla_does_not_know_is_dropped_once_probed_and_remembered(tmp_path
         assert json.loads(checked)["flags"][bogus] is False
         assert (tmp_path / "autograder" / "xla-flags.json").is_file()
     # a process started with the answer in its environment neither probes nor warns again
-    proc = subprocess.run([sys.executable, "-c", FLAG_PROBE, bogus], env=dict(env, AUTOGRADER_XLA_FLAGS_CHECKED=checked,
-                          XDG_CACHE_HOME=str(tmp_path / "empty")), capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-c", FLAG_PROBE, bogus],
+        env=dict(env, AUTOGRADER_XLA_FLAGS_CHECKED=checked, XDG_CACHE_HOME=str(tmp_path / "empty")),
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode == 0 and bogus not in proc.stderr, proc.stderr[-2000:]
     assert not (tmp_path / "empty").exists()
 

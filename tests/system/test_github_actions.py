@@ -27,17 +27,18 @@ from pathlib import Path
 
 import pytest
 import yaml
-
-from autograder.core.course import load_course
-from autograder.platforms import github_actions
 from platform_envs import MODULE, WRONG_FUNCTION, canonical_sources, clean_env
 from support import ROOT
 
+from autograder.core.course import load_course
+from autograder.platforms import github_actions
 
 
 @pytest.fixture(scope="module")
 def course(release):
     return load_course(release)
+
+
 NOTICE = re.compile(r"^::notice title=Autograding report::(\{.*\})$", re.M)
 
 
@@ -66,7 +67,7 @@ class Run:
         self.seconds = 0.0
         self.context = {"steps.cache.outputs.cache-hit != 'true'": not cache_hit, "always()": True}
 
-    def execute(self) -> "Run":
+    def execute(self) -> Run:
         workflow = yaml.safe_load((self.tree / ".github" / "workflows" / "grade.yml").read_text())
         env = clean_env()
         env.update(GITHUB_STEP_SUMMARY=str(self.summary), GITHUB_OUTPUT=str(self.outputs))
@@ -78,7 +79,14 @@ class Run:
             if self.failed_step is not None and condition != "always()":
                 continue
             if "run" in step:
-                proc = subprocess.run(["bash", "-e", "-c", step["run"]], cwd=self.tree, env=env, capture_output=True, text=True, timeout=3600)
+                proc = subprocess.run(
+                    ["bash", "-e", "-c", step["run"]],
+                    cwd=self.tree,
+                    env=env,
+                    capture_output=True,
+                    text=True,
+                    timeout=3600,
+                )
                 self.log += proc.stdout + proc.stderr
                 if proc.returncode != 0:
                     self.failed_step = step["name"]
@@ -111,8 +119,9 @@ def test_the_workflow_passes_grading_explicitly_caches_and_uploads():
 
 def validate_workflow(path: Path) -> subprocess.CompletedProcess:
     checker = Path(sys.executable).parent / "check-jsonschema"
-    return subprocess.run([str(checker), "--builtin-schema", "vendor.github-workflows", str(path)],
-                          capture_output=True, text=True)
+    return subprocess.run(
+        [str(checker), "--builtin-schema", "vendor.github-workflows", str(path)], capture_output=True, text=True
+    )
 
 
 def test_the_workflow_validates_against_the_github_workflow_schema(tmp_path):
@@ -147,14 +156,20 @@ def test_the_reference_gets_full_marks(release, release_env, course, tmp_path, c
     summary = run.summary.read_text()
     assert f": {full:g}/{full:g} points" in summary
     for fn in course.functions:
-        status = "passed" if fn.qualname not in unjudged else r"not judged here \(the release cannot answer its checks\)"
+        status = (
+            "passed" if fn.qualname not in unjudged else r"not judged here \(the release cannot answer its checks\)"
+        )
         earned = fn.points if fn.qualname not in unjudged else 0
-        assert re.search(rf"^\| {fn.qualname} \| {earned:g}/{fn.points:g} \| [^|]+ \| {status} \|$", summary, re.M), fn.qualname
+        assert re.search(rf"^\| {fn.qualname} \| {earned:g}/{fn.points:g} \| [^|]+ \| {status} \|$", summary, re.M), (
+            fn.qualname
+        )
     assert f"points={full:g}\nmax-points={full:g}" in run.outputs.read_text()
     assert (ROOT / "solutions" / f"{MODULE}.py").read_text() == canonical_sources()["reference"]
     agrees_with_grade(results, canonical_grades, "reference")
-    print(f"\nActions-style run (cached set-up, checks and report), reference: {run.seconds:.0f} s; "
-          f"the release's setup.sh (the cache miss) took {(release_env.parent / 'seconds').read_text()} s")
+    print(
+        f"\nActions-style run (cached set-up, checks and report), reference: {run.seconds:.0f} s; "
+        f"the release's setup.sh (the cache miss) took {(release_env.parent / 'seconds').read_text()} s"
+    )
 
 
 def test_a_function_the_release_cannot_answer_is_named_and_not_counted(course, tmp_path, capsys):
@@ -164,7 +179,8 @@ def test_a_function_the_release_cannot_answer_is_named_and_not_counted(course, t
         "score": course.points - fn.points,
         "functions": [
             {"module": f.module, "function": f.name, "points": f.points, "passed": 1, "total": 1, "status": "passed"}
-            for f in course.functions if f is not fn
+            for f in course.functions
+            if f is not fn
         ],
         "skipped": {fn.qualname: "not judged: the release cannot record reference.x of a file path"},
     }
@@ -178,7 +194,11 @@ def test_a_function_the_release_cannot_answer_is_named_and_not_counted(course, t
     notice = next(line for line in printed.splitlines() if line.startswith("::notice title=Autograding report::"))
     assert json.loads(notice.split("::", 2)[2]) == {"totalPoints": full, "maxPoints": full}
     summary = (tmp_path / "summary.md").read_text()
-    assert re.search(rf"^\| {fn.qualname} \| 0/{fn.points:g} \| — \| not judged here \(the release cannot answer its checks\) \|$", summary, re.M), summary
+    assert re.search(
+        rf"^\| {fn.qualname} \| 0/{fn.points:g} \| — \| not judged here \(the release cannot answer its checks\) \|$",
+        summary,
+        re.M,
+    ), summary
     assert f"points={full:g}\nmax-points={full:g}" in (tmp_path / "outputs.txt").read_text()
 
 
@@ -194,7 +214,9 @@ def test_the_stubs_get_zero_all_not_started(release, release_env, course, tmp_pa
     summary = run.summary.read_text()
     for fn in course.functions:
         if fn.qualname not in unjudged:
-            assert re.search(rf"^\| {fn.qualname} \| 0/{fn.points:g} \| 0/\d+ \| not started \|$", summary, re.M), summary
+            assert re.search(rf"^\| {fn.qualname} \| 0/{fn.points:g} \| 0/\d+ \| not started \|$", summary, re.M), (
+                summary
+            )
 
 
 def test_a_wrong_submission_shows_its_failures_with_hints(release, release_env, course, tmp_path, canonical_grades):

@@ -23,7 +23,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from support import ROOT
 
 pytestmark = pytest.mark.timeout(1200)
@@ -192,13 +191,14 @@ def leaks(given: dict, checks: dict, asked: dict[str, list[str]]) -> list[str]:
 
 @pytest.fixture(scope="module")
 def recorded(tmp_path_factory):
-    from autograder.recording.recorded import Recording
-
     from autograder.grading.isolation.scratch import Snapshot
+    from autograder.recording.recorded import Recording
 
     out = tmp_path_factory.mktemp("givens")
     course, _ = Snapshot.take(ROOT).materialize(out / "copy")  # as grade's trusted side has it
-    done = subprocess.run([sys.executable, "-c", RECORD, str(course), str(out)], capture_output=True, text=True, cwd=out)
+    done = subprocess.run(
+        [sys.executable, "-c", RECORD, str(course), str(out)], capture_output=True, text=True, cwd=out
+    )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     result = json.loads((out / "asked_by_checks.json").read_text())
     assert result["code"] == 0, done.stdout[-3000:]
@@ -224,7 +224,11 @@ def test_the_comparison_finds_a_given_that_answers_a_check():
 
     params = np.linspace(-1, 1, 14, dtype=np.float32).reshape(2, 7)
     given = {"m": Recording("m", {"g": ["create", ["struct", ["np", 0]]]}, [params])}
-    checks = {"m": Recording("m", {"c": ["create", ["struct", ["jax", 0], ["py", 1]]], "g": ["create", ["np", 0]]}, [params.copy()])}
+    checks = {
+        "m": Recording(
+            "m", {"c": ["create", ["struct", ["jax", 0], ["py", 1]]], "g": ["create", ["np", 0]]}, [params.copy()]
+        )
+    }
     assert len(leaks(given, checks, {"m": ["c"]})) == 1
     assert len(leaks(given, checks, {"m": ["g"]})) == 2
     other = {"m": Recording("m", {"c": ["create", ["jax", 0]]}, [params + 1])}
@@ -252,7 +256,9 @@ def test_the_comparison_reads_checkpoints_given_as_files(tmp_path):
 
     def recording(calls):
         arrays, statics = [], plain_data.Statics(lambda module, qualname: None)
-        return Recording("m", {k: [name, plain_data.encode(v, arrays, statics)] for k, (name, v) in calls.items()}, arrays)
+        return Recording(
+            "m", {k: [name, plain_data.encode(v, arrays, statics)] for k, (name, v) in calls.items()}, arrays
+        )
 
     w = np.linspace(-1, 1, 6, dtype=np.float32)
     given = {"m": recording({"g": ("save_checkpoint|files written", checkpoint(w))})}
@@ -270,10 +276,11 @@ def test_the_comparison_reads_checkpoints_given_as_files(tmp_path):
 def test_a_check_continues_along_the_students_path_in_the_given_structure():
     """The student's numbers in the given state's static structure (a state whose apply_fn or tx is not data
     still continues); a recorded oracle continues along the reference's path, which is all it knows."""
-    from flax.training import train_state
+    from types import SimpleNamespace
+
     import jax.numpy as jnp
     import optax
-    from types import SimpleNamespace
+    from flax.training import train_state
 
     from autograder.core.oracle import continue_from
     from autograder.recording.givens import GivensFirst
@@ -297,7 +304,7 @@ def test_a_check_continues_along_the_students_path_in_the_given_structure():
 def test_fixtures_are_answered_from_the_givens_and_checks_by_the_students_own_functions(tmp_path):
     from types import SimpleNamespace
 
-    from autograder.recording.givens import GivensMissing, GivensFirst, setting_up_fixtures
+    from autograder.recording.givens import GivensFirst, GivensMissing, setting_up_fixtures
     from autograder.recording.recorded import RecordedOracle, RecordingOracle, write_given_modules
 
     course = tmp_path / "course"

@@ -17,7 +17,9 @@ MODULE = "at_updates"
 
 
 def test_grade_class_returns_results_and_says_nothing(tmp_path, capsys, monkeypatch):
-    monkeypatch.setenv("AUTOGRADER_PREFLIGHT_CACHE", str(tmp_path / "preflight"))  # the second run reuses the first's pass
+    monkeypatch.setenv(
+        "AUTOGRADER_PREFLIGHT_CACHE", str(tmp_path / "preflight")
+    )  # the second run reuses the first's pass
     course = load_course(ROOT)
     for name, source in (("ada", reference_source(MODULE)), ("bob", None)):
         (tmp_path / "class" / name).mkdir(parents=True)
@@ -43,7 +45,14 @@ def test_grade_class_returns_results_and_says_nothing(tmp_path, capsys, monkeypa
     stop = threading.Event()
     log = io.StringIO()
     again = grade_class(
-        course, students, options, out=tmp_path / "out", resume=True, stop=stop, on_notice=notices.append, log=log,
+        course,
+        students,
+        options,
+        out=tmp_path / "out",
+        resume=True,
+        stop=stop,
+        on_notice=notices.append,
+        log=log,
     )
     assert "AUTOGRADER_PREFLIGHT_CACHE" in log.getvalue()  # the pre-flight line goes where the caller said
     assert again.kept == ["ada", "bob"] and again.graded == [] and again.fingerprint == grades.fingerprint

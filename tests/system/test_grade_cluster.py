@@ -19,7 +19,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from grade_fixtures import build_class
 from support import ROOT
 from test_grade_command import MODULE, TIMEOUT, copy_course, run_grade
@@ -57,7 +56,9 @@ def local_out(small_class, tmp_path_factory) -> Path:
 
 
 def _rate(what: str, seconds: float) -> None:
-    print(f"\n{what}: {len(STUDENTS)} submissions in {seconds:.0f} s = {len(STUDENTS) * 3600 / seconds:.0f} submissions/hour")
+    print(
+        f"\n{what}: {len(STUDENTS)} submissions in {seconds:.0f} s = {len(STUDENTS) * 3600 / seconds:.0f} submissions/hour"
+    )
 
 
 def assert_same_outputs(one: Path, two: Path) -> None:
@@ -109,7 +110,17 @@ def test_a_worker_killed_mid_submission_costs_a_retry_not_a_row(lone_worker, sma
     submissions, course = small_class
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     env.pop("CI", None)
-    cmd = [sys.executable, "-m", "autograder", "grade", str(submissions), "--out", str(tmp_path / "out"), "--only", MODULE]
+    cmd = [
+        sys.executable,
+        "-m",
+        "autograder",
+        "grade",
+        str(submissions),
+        "--out",
+        str(tmp_path / "out"),
+        "--only",
+        MODULE,
+    ]
     cmd += ["--timeout", TIMEOUT, "--course", str(course), "--cluster", cluster.scheduler_address]
     grading = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:

@@ -21,10 +21,10 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from autograder.core.course import load_course
 from grade_fixtures import FULL, TAMPERING, build_class, build_tamper_class
 from support import ROOT
+
+from autograder.core.course import load_course
 
 MODULE = os.environ.get("GRADE_TEST_MODULE", "at_updates")
 OTHER = os.environ.get("GRADE_TEST_OTHER_MODULE", "vmap_linear")
@@ -39,7 +39,9 @@ def copy_course(dest: Path) -> Path:
     return dest
 
 
-def run_grade(submissions: Path, out: Path, course: Path, *extra: str, modules=(MODULE,)) -> subprocess.CompletedProcess:
+def run_grade(
+    submissions: Path, out: Path, course: Path, *extra: str, modules=(MODULE,)
+) -> subprocess.CompletedProcess:
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     env.pop("CI", None)
     cmd = [sys.executable, "-m", "autograder", "grade", str(submissions), "--out", str(out)]
@@ -94,7 +96,9 @@ def _check_student(graded: Graded, student: str) -> None:
         assert set(test) == {"name", "score", "max_score", "status", "output", "visibility"}
         assert float(row[f"{MODULE}.{fn}"]) == test["score"]
         if expect == FULL:
-            assert test["score"] == test["max_score"] and test["status"] == "passed", f"{student}.{fn}: {test['output']}"
+            assert test["score"] == test["max_score"] and test["status"] == "passed", (
+                f"{student}.{fn}: {test['output']}"
+            )
         else:
             assert test["score"] == 0 and test["status"] == "failed", f"{student}.{fn} should earn nothing: {test}"
             assert re.search(pattern, test["output"]), f"{student}.{fn}: {pattern!r} not in\n{test['output']}"
@@ -103,11 +107,30 @@ def _check_student(graded: Graded, student: str) -> None:
 
 
 CORRECT = ["correct", "correct_printing", "exercises_layout"]
-FAILURES = ["syntax_error", "bad_import", "exit_at_import", "os_exit_at_import", "hang_at_import",
-            "faults_a", "faults_b", "faults_memory", "empty"]
-HOSTILE = ["wrong_values", "hostile_imports_reference", "hostile_reads_reference", "hostile_patches",
-           "hostile_always_equal", "hostile_fake_score", "hostile_writes_files", "junk_in_exercises",
-           "hostile_forges_reports", "hostile_forges_outcomes", *(["hostile_forges_jit"] if MODULE == "at_updates" else [])]
+FAILURES = [
+    "syntax_error",
+    "bad_import",
+    "exit_at_import",
+    "os_exit_at_import",
+    "hang_at_import",
+    "faults_a",
+    "faults_b",
+    "faults_memory",
+    "empty",
+]
+HOSTILE = [
+    "wrong_values",
+    "hostile_imports_reference",
+    "hostile_reads_reference",
+    "hostile_patches",
+    "hostile_always_equal",
+    "hostile_fake_score",
+    "hostile_writes_files",
+    "junk_in_exercises",
+    "hostile_forges_reports",
+    "hostile_forges_outcomes",
+    *(["hostile_forges_jit"] if MODULE == "at_updates" else []),
+]
 
 
 @pytest.mark.parametrize("student", CORRECT)
@@ -173,7 +196,9 @@ def test_summary_counts_passes_and_common_failures(graded):
     for fn in load_course(ROOT).module(MODULE).functions:
         passed = sum(graded.expected[s][fn.name][0] == FULL for s in graded.expected)
         assert re.search(rf"^\| {fn.name} \| {passed}/{n} \|", text, re.M), text
-    outputs = "\n".join(graded.results(s)["tests"][i]["output"] for s in graded.expected for i in range(len(graded.results(s)["tests"])))
+    outputs = "\n".join(
+        graded.results(s)["tests"][i]["output"] for s in graded.expected for i in range(len(graded.results(s)["tests"]))
+    )
     listed = re.findall(r"(\d+)× ([^<|]+?)(?: \||<br>)", text)
     assert listed, text
     for count, message in listed:
@@ -194,8 +219,12 @@ def test_grading_twice_gives_identical_files(tmp_path, graded):
     gradebook = f"sqlite:///{tmp_path / 'gradebook.db'}"
     run_grade(subset, tmp_path / "again", course, "--jobs", "1", "--gradebook", gradebook)
     for student in students:
-        assert (tmp_path / "again" / student / "results.json").read_bytes() == (graded.out / student / "results.json").read_bytes()
-    rows = {line.split(",", 1)[0]: line for line in (graded.out / "grades.csv").read_text(encoding="utf-8").splitlines()}
+        assert (tmp_path / "again" / student / "results.json").read_bytes() == (
+            graded.out / student / "results.json"
+        ).read_bytes()
+    rows = {
+        line.split(",", 1)[0]: line for line in (graded.out / "grades.csv").read_text(encoding="utf-8").splitlines()
+    }
     again = (tmp_path / "again" / "grades.csv").read_text(encoding="utf-8").splitlines()
     assert again == [rows["student"]] + [rows[s] for s in sorted(students)]
 
@@ -240,5 +269,7 @@ def test_every_module_of_the_course_grades_the_reference_full_and_stubs_zero(tmp
     assert proc.returncode == 0, proc.stderr[-3000:]
     with open(tmp_path / "out" / "grades.csv", newline="", encoding="utf-8") as f:
         rows = {row["student"]: row for row in csv.DictReader(f)}
-    assert rows["reference"]["score"] == rows["reference"]["max_score"] == f"{load_course(ROOT).points:g}", rows["reference"]
+    assert rows["reference"]["score"] == rows["reference"]["max_score"] == f"{load_course(ROOT).points:g}", rows[
+        "reference"
+    ]
     assert float(rows["stubs"]["score"]) == 0

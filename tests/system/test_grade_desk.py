@@ -14,11 +14,11 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from autograder.core.course import load_course
 from grade_fixtures import WRONG, replace
 from support import ROOT, reference_source
 from test_grade_command import TIMEOUT, copy_course, run_grade
+
+from autograder.core.course import load_course
 
 MODULE = "at_updates"
 
@@ -30,8 +30,13 @@ def rows(out: Path) -> dict[str, dict[str, str]]:
 
 def grade_fails(*args: str) -> subprocess.CompletedProcess:
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    proc = subprocess.run([sys.executable, "-m", "autograder", "grade", *args, "--timeout", TIMEOUT],
-                          env=env, capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(
+        [sys.executable, "-m", "autograder", "grade", *args, "--timeout", TIMEOUT],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert proc.returncode != 0, proc.stdout
     return proc
 
@@ -42,7 +47,11 @@ def graded(tmp_path_factory):
     course = copy_course(base / "course")
     ref = reference_source(MODULE)
     fns = [fn.name for fn in load_course(ROOT).module(MODULE).functions]
-    for student, source in {"ada": ref, "bo": replace(ref, {fns[1]: WRONG}), "cy": replace(ref, {fn: WRONG for fn in fns})}.items():
+    for student, source in {
+        "ada": ref,
+        "bo": replace(ref, {fns[1]: WRONG}),
+        "cy": replace(ref, {fn: WRONG for fn in fns}),
+    }.items():
         (base / "class" / student).mkdir(parents=True)
         (base / "class" / student / f"{MODULE}.py").write_text(source)
     run_grade(base / "class", base / "out", course, "--jobs", "2")
@@ -85,15 +94,28 @@ def test_folders_that_are_not_a_class_are_refused_clearly(graded, tmp_path):
     assert "has no student folders" in proc.stderr and "graded 0 students" not in proc.stdout
     proc = grade_fails(str(base / "class"), "--out", str(base / "out"), "--course", str(course), "--student", "zed")
     assert "--student 'zed': no such folder" in proc.stderr
-    proc = grade_fails(str(base / "class"), "--out", str(tmp_path / "fresh"), "--course", str(course), "--student", "ada")
+    proc = grade_fails(
+        str(base / "class"), "--out", str(tmp_path / "fresh"), "--course", str(course), "--student", "ada"
+    )
     assert "no earlier run" in proc.stderr
     proc = grade_fails(str(base / "class"), "--out", str(tmp_path / "o"), "--course", str(course), "--canvas", "Lab")
     assert "need --roster" in proc.stderr
     (tmp_path / "roster.csv").write_text("student,canvas_id\nada,1\n")
-    proc = grade_fails(str(base / "class"), "--out", str(tmp_path / "o"), "--course", str(course), "--canvas", "Lab",
-                       "--roster", str(tmp_path / "roster.csv"))
+    proc = grade_fails(
+        str(base / "class"),
+        "--out",
+        str(tmp_path / "o"),
+        "--course",
+        str(course),
+        "--canvas",
+        "Lab",
+        "--roster",
+        str(tmp_path / "roster.csv"),
+    )
     assert "no roster row with a canvas_id or sis_user_id for 'bo'" in proc.stderr
-    proc = grade_fails(str(base / "class"), "--out", str(tmp_path / "o"), "--course", str(course), "--due", "2026-01-01")
+    proc = grade_fails(
+        str(base / "class"), "--out", str(tmp_path / "o"), "--course", str(course), "--due", "2026-01-01"
+    )
     assert "needs the submission times" in proc.stderr
 
 

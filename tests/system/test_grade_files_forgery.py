@@ -58,9 +58,25 @@ def test_a_forged_file_name_writes_nothing_outside_and_earns_nothing(tmp_path):
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     env.pop("CI", None)
     proc = subprocess.run(
-        [sys.executable, "-m", "autograder", "grade", str(students), "--out", str(out), "--only", "checkpointing",
-         "--course", str(course), "--jobs", "1"],
-        env=env, capture_output=True, text=True, timeout=1800,
+        [
+            sys.executable,
+            "-m",
+            "autograder",
+            "grade",
+            str(students),
+            "--out",
+            str(out),
+            "--only",
+            "checkpointing",
+            "--course",
+            str(course),
+            "--jobs",
+            "1",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=1800,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     planted = list(outside.iterdir())  # both the absolute and the ../ names lead there

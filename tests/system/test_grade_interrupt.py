@@ -30,7 +30,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from grade_fixtures import build_class
 from support import ROOT
 from test_grade_command import MODULE, TIMEOUT, copy_course
@@ -133,7 +132,12 @@ def setup(tmp_path_factory):
 
 
 def _resume_and_compare(
-    base: Path, submissions: Path, course: Path, out: Path, expected: dict[str, bytes], tmp: Path | None = None,
+    base: Path,
+    submissions: Path,
+    course: Path,
+    out: Path,
+    expected: dict[str, bytes],
+    tmp: Path | None = None,
 ) -> None:
     finished = {p.stem: p.stat().st_mtime_ns for p in (out / ".autograder-run" / "students").glob("*.json")}
     assert finished, "the interrupted run recorded no finished student"
@@ -213,4 +217,3 @@ def test_resume_is_refused_when_the_options_differ_or_there_is_nothing_to_resume
     run = Run(base, submissions, course, base / "never-graded", "--resume")
     _stdout, stderr = run.finish()
     assert run.proc.returncode != 0 and "no interrupted run to resume" in stderr, stderr[-2000:]
-

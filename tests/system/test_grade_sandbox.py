@@ -24,11 +24,11 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from autograder.core.course import load_course
 from grade_fixtures import FULL, build_sandbox_class
 from support import ROOT
 from test_grade_command import copy_course
+
+from autograder.core.course import load_course
 
 MODULE = "at_updates"
 
@@ -36,7 +36,8 @@ MODULE = "at_updates"
 def _tree_digest(folder: Path) -> dict[str, str]:
     return {
         p.relative_to(folder).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
-        for p in sorted(folder.rglob("*")) if p.is_file()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file()
     }
 
 
@@ -53,8 +54,18 @@ def _processes_with(marker: str) -> list[int]:
 
 
 class Graded:
-    def __init__(self, base: Path, proc: subprocess.CompletedProcess, expected: dict, leak: Path, marker: str,
-                 private: str, course_before: dict, course_after: dict, survivors: list[int]):
+    def __init__(
+        self,
+        base: Path,
+        proc: subprocess.CompletedProcess,
+        expected: dict,
+        leak: Path,
+        marker: str,
+        private: str,
+        course_before: dict,
+        course_after: dict,
+        survivors: list[int],
+    ):
         self.base, self.proc, self.expected = base, proc, expected
         self.leak, self.marker, self.private = leak, marker, private
         self.course_before, self.course_after, self.survivors = course_before, course_after, survivors
@@ -79,8 +90,25 @@ def graded(tmp_path_factory) -> Graded:
     tmp.mkdir()
     env = dict(os.environ, PYTHONPATH=str(ROOT), TMPDIR=str(tmp))
     env.pop("CI", None)
-    cmd = [sys.executable, "-m", "autograder", "grade", str(base / "class"), "--out", str(base / "out"),
-           "--only", MODULE, "--jobs", "2", "--memory", os.environ.get("SANDBOX_TEST_MEMORY", "1024"), "--timeout", "20", "--course", str(course)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "autograder",
+        "grade",
+        str(base / "class"),
+        "--out",
+        str(base / "out"),
+        "--only",
+        MODULE,
+        "--jobs",
+        "2",
+        "--memory",
+        os.environ.get("SANDBOX_TEST_MEMORY", "1024"),
+        "--timeout",
+        "20",
+        "--course",
+        str(course),
+    ]
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=1800, cwd=ROOT)
     survivors = _processes_with(marker)
     for pid in survivors:  # (only where the sandbox failed) the test's own leftovers
@@ -111,11 +139,26 @@ def test_every_student_gets_a_row(graded):
     assert sorted(graded.rows) == sorted(graded.expected)
 
 
-@pytest.mark.parametrize("student", [
-    "a_honest", "b_steals_anywhere", "c_stops_its_zygote", "d_outlives_its_run", "e_leaves_marks", "f_fork_bomb",
-    "ea_rewrites_the_kit", "g_allocates_3g", "h_honest_after", "z_reads_classmates", "i_links_exercises", "j_links_module",
-    "k_hard_links_module", "l_links_its_folder", "m_links_module_in_exercises",
-])
+@pytest.mark.parametrize(
+    "student",
+    [
+        "a_honest",
+        "b_steals_anywhere",
+        "c_stops_its_zygote",
+        "d_outlives_its_run",
+        "e_leaves_marks",
+        "f_fork_bomb",
+        "ea_rewrites_the_kit",
+        "g_allocates_3g",
+        "h_honest_after",
+        "z_reads_classmates",
+        "i_links_exercises",
+        "j_links_module",
+        "k_hard_links_module",
+        "l_links_its_folder",
+        "m_links_module_in_exercises",
+    ],
+)
 def test_each_student_earns_what_their_own_code_earns(graded, student):
     results = graded.results(student)
     tests = {t["name"].split(".", 1)[1]: t for t in results["tests"]}
@@ -149,8 +192,7 @@ def test_no_control_group_or_scratch_folder_is_left(graded):
     for hierarchy in ("memory", "pids"):
         root = Path("/sys/fs/cgroup") / hierarchy
         if root.is_dir():
-            assert not [p for p in root.rglob("autograder-*") if p.is_dir()
-                        and _grader_gone(p)], hierarchy
+            assert not [p for p in root.rglob("autograder-*") if p.is_dir() and _grader_gone(p)], hierarchy
 
 
 def _grader_gone(path: Path) -> bool:
@@ -173,8 +215,21 @@ def test_a_memory_limit_below_what_the_grader_itself_needs_stops_before_any_stud
     (tmp_path / "class" / "reference" / f"{MODULE}.py").write_bytes((ROOT / "solutions" / f"{MODULE}.py").read_bytes())
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     env.pop("CI", None)
-    cmd = [sys.executable, "-m", "autograder", "grade", str(tmp_path / "class"), "--out", str(tmp_path / "out"),
-           "--only", MODULE, "--memory", "100", "--course", str(course)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "autograder",
+        "grade",
+        str(tmp_path / "class"),
+        "--out",
+        str(tmp_path / "out"),
+        "--only",
+        MODULE,
+        "--memory",
+        "100",
+        "--course",
+        str(course),
+    ]
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900, cwd=ROOT)
     if "cgroup v" not in proc.stdout:
         pytest.skip("no control group limits resident memory here")

@@ -16,7 +16,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from grade_fixtures import build_thieves
 from support import ROOT
 from test_grade_command import copy_course, run_grade
@@ -32,9 +31,25 @@ def record_release_oracle(course: Path, oracle: Path, module: str = MODULE) -> N
     env["PYTHONPATH"] = str(ROOT)
     for flags in ([], ["--grading"]):
         subprocess.run(
-            [sys.executable, "-m", "pytest", f"exercises/test_{module}.py", "--solutions", "--record-oracle", str(oracle),
-             "-q", "-p", "no:randomly", "-p", "no:cacheprovider", *flags],
-            cwd=course, env=env, check=True, capture_output=True,
+            [
+                sys.executable,
+                "-m",
+                "pytest",
+                f"exercises/test_{module}.py",
+                "--solutions",
+                "--record-oracle",
+                str(oracle),
+                "-q",
+                "-p",
+                "no:randomly",
+                "-p",
+                "no:cacheprovider",
+                *flags,
+            ],
+            cwd=course,
+            env=env,
+            check=True,
+            capture_output=True,
         )
     given = oracle / "given"
     given.mkdir()

@@ -23,7 +23,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from grade_fixtures import wrap
 from support import ROOT, reference_source
 from test_grade_command import copy_course
@@ -42,7 +41,9 @@ def _kept_folders():
     return [f for f in places if f]
 """
 
-LEAVE_MARKS = KEPT + """
+LEAVE_MARKS = (
+    KEPT
+    + """
 for _folder in _kept_folders():
     try:
         _os.makedirs(_folder, exist_ok=True)
@@ -51,8 +52,11 @@ for _folder in _kept_folders():
     except OSError:
         pass
 """
+)
 
-LOOK_FOR_MARKS = KEPT + """
+LOOK_FOR_MARKS = (
+    KEPT
+    + """
 
 def _look_for_marks():
     cache = _jax.config.jax_compilation_cache_dir
@@ -70,6 +74,7 @@ def _look_for_marks():
                 if b"SECRET-OF-THE-GRADER" in f.read():
                     raise RuntimeError("the grader copied a secret into " + path)
 """
+)
 
 
 def _functions() -> list[str]:
@@ -98,8 +103,24 @@ def grade(submissions: Path, out: Path, course: Path, tmp: Path, *extra: str) ->
     tmp.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ, PYTHONPATH=str(ROOT), TMPDIR=str(tmp))
     env.pop("CI", None)
-    cmd = [sys.executable, "-m", "autograder", "grade", str(submissions), "--out", str(out), "--only", MODULE,
-           "--jobs", "1", "--timeout", "30", "--course", str(course), *extra]
+    cmd = [
+        sys.executable,
+        "-m",
+        "autograder",
+        "grade",
+        str(submissions),
+        "--out",
+        str(out),
+        "--only",
+        MODULE,
+        "--jobs",
+        "1",
+        "--timeout",
+        "30",
+        "--course",
+        str(course),
+        *extra,
+    ]
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=1200)
     assert proc.returncode == 0, proc.stderr[-3000:]
     with open(out / "grades.csv", newline="", encoding="utf-8") as f:

@@ -46,12 +46,12 @@ from types import SimpleNamespace
 
 import jsonschema
 import pytest
-
-from autograder.core.course import load_course
 from grade_fixtures import SEGFAULT, build_gradescope_class, replace
 from platform_envs import MODULE as CANONICAL_MODULE
 from platform_envs import WRONG_FUNCTION, assert_not_the_kit_venv, base_python, canonical_sources, clean_env, timed
 from support import ROOT, reference_source
+
+from autograder.core.course import load_course
 
 MODULE = "at_updates"
 USER = "nobody"
@@ -60,7 +60,9 @@ FUNCTIONS = [fn.name for fn in load_course(ROOT).module(MODULE).functions]
 HIDDEN_FN = load_course(ROOT).module(MODULE).function(WRONG_FUNCTION)
 assert HIDDEN_FN.hidden and MODULE == CANONICAL_MODULE
 
-pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="run_autograder runs as root (as on Gradescope) to drop privileges")
+pytestmark = pytest.mark.skipif(
+    os.geteuid() != 0, reason="run_autograder runs as root (as on Gradescope) to drop privileges"
+)
 
 
 def build(out: Path, *only: str) -> Path:
@@ -119,7 +121,9 @@ def run_autograder(root: Path, python: Path, **env: str) -> tuple[dict, float, s
     environ = clean_env(AUTOGRADER_ROOT=str(root), AUTOGRADER_PYTHON=str(python), AUTOGRADER_USER=USER)
     environ.update(env)
     started = time.monotonic()
-    proc = subprocess.run(["bash", str(root / "run_autograder")], cwd=root, env=environ, capture_output=True, text=True, timeout=1800)
+    proc = subprocess.run(
+        ["bash", str(root / "run_autograder")], cwd=root, env=environ, capture_output=True, text=True, timeout=1800
+    )
     seconds = time.monotonic() - started
     assert proc.returncode == 0, proc.stderr[-3000:]
     results = json.loads((root / "results" / "results.json").read_text(encoding="utf-8"))
@@ -192,7 +196,13 @@ def test_bundle_has_gradescope_layout_and_is_reproducible(bundle, tmp_path):
         modes = {i.filename: i.external_attr >> 16 for i in zf.infolist()}
         requirements = zf.read("requirements.txt").decode()
         settings = json.loads(zf.read("gradescope.json"))
-    assert {"setup.sh", "run_autograder", "course.toml", f"solutions/{MODULE}.py", f"exercises/test_{MODULE}.py"} <= names
+    assert {
+        "setup.sh",
+        "run_autograder",
+        "course.toml",
+        f"solutions/{MODULE}.py",
+        f"exercises/test_{MODULE}.py",
+    } <= names
     wheels = [n for n in names if n.startswith("kit/") and n.endswith(".whl")]
     assert len(wheels) == 1, names
     with zipfile.ZipFile(bundle) as zf, zipfile.ZipFile(io.BytesIO(zf.read(wheels[0]))) as wheel:
@@ -221,7 +231,9 @@ def test_scripts_parse_and_setup_pins_its_own_python_and_torch_first(bundle, tmp
     installs = [line for line in setup.splitlines() if " install " in line and "pip" in line]
     assert "torch==2.13.0" in installs[1] and "download.pytorch.org/whl/cpu" in installs[1], installs
     assert "requirements.txt" in installs[2], installs
-    assert "--no-deps" in installs[3] and "kit/" in installs[3], "the kit (and its pytest plugin) is installed from its wheel"
+    assert "--no-deps" in installs[3] and "kit/" in installs[3], (
+        "the kit (and its pytest plugin) is installed from its wheel"
+    )
     assert "bubblewrap" in setup
     assert setup.rstrip().splitlines()[-1].endswith("--prove"), "setup.sh ends by proving the environment it built"
     assert all(line.lstrip().startswith(('"$ROOT/tools/bin/pip"', '"$ROOT/venv/bin/pip"')) for line in installs), (
@@ -252,7 +264,7 @@ def test_hidden_checks_are_their_own_tests_shown_after_the_due_date(graded):
     for fn in course.module(MODULE).functions:
         visible = tests[fn.qualname]
         assert visible["visibility"] == "visible"
-        later = [t for name, t in tests.items() if name.startswith(f"{fn.qualname} (") ]
+        later = [t for name, t in tests.items() if name.startswith(f"{fn.qualname} (")]
         if fn.hidden:
             assert [t["visibility"] for t in later] == ["after_due_date"]
             assert visible["max_score"] + later[0]["max_score"] == pytest.approx(fn.points, abs=0.011)
@@ -270,7 +282,10 @@ def test_stubs_get_zero_and_not_started(graded):
 def test_a_crashing_submission_costs_only_what_crashed(graded):
     tests = by_name(graded["crashing"][0])
     assert tests[f"{MODULE}.{FUNCTIONS[0]}"]["score"] == 0
-    assert re.search(r"stopped while checking this function: it crashed the Python interpreter \(SIGKILL\)", tests[f"{MODULE}.{FUNCTIONS[0]}"]["output"])
+    assert re.search(
+        r"stopped while checking this function: it crashed the Python interpreter \(SIGKILL\)",
+        tests[f"{MODULE}.{FUNCTIONS[0]}"]["output"],
+    )
     assert re.search(r"SIGSEGV", tests[f"{MODULE}.{FUNCTIONS[1]}"]["output"])
     for fn in FUNCTIONS[2:]:
         assert tests[f"{MODULE}.{fn}"]["status"] == "passed", tests[f"{MODULE}.{fn}"]
@@ -318,7 +333,9 @@ def test_only_ships_the_modules_it_names(bundle):
         names = set(zf.namelist())
         course_toml = zf.read("course.toml").decode()
     course = [n for n in names if n.startswith(("exercises/", "solutions/"))]
-    assert sorted(course) == sorted([f"exercises/{MODULE}.py", f"exercises/test_{MODULE}.py", f"solutions/{MODULE}.py"]), course
+    assert sorted(course) == sorted(
+        [f"exercises/{MODULE}.py", f"exercises/test_{MODULE}.py", f"solutions/{MODULE}.py"]
+    ), course
     assert not any(n.startswith("autograder/") for n in names), "the kit is shipped once, as its wheel"
     modules = [m["name"] for m in tomllib.loads(course_toml)["modules"]]
     assert modules == [MODULE]
@@ -339,7 +356,9 @@ def test_setup_proves_the_environment_and_fails_loudly_when_it_cannot_grade(grad
     root = tmp_path / "root"
     shutil.copytree(gradescope_env.root / "source", root / "source")
     prove = [str(gradescope_env.python), "-m", "autograder.platforms.gradescope", "--root", str(root), "--prove"]
-    no_plugin = subprocess.run(prove, env=clean_env(PYTEST_ADDOPTS="-p no:jax_course"), capture_output=True, text=True, timeout=900)
+    no_plugin = subprocess.run(
+        prove, env=clean_env(PYTEST_ADDOPTS="-p no:jax_course"), capture_output=True, text=True, timeout=900
+    )
     assert no_plugin.returncode == 1 and "the checks did not run" in no_plugin.stderr, no_plugin.stderr[-3000:]
     assert "unrecognized arguments: --grading" in no_plugin.stderr
     shutil.copyfile(root / "source" / "exercises" / f"{MODULE}.py", root / "source" / "solutions" / f"{MODULE}.py")
@@ -354,8 +373,10 @@ def test_scores_agree_with_grade_for_the_same_files(graded, canonical_grades):
     course = load_course(ROOT)
     for name in ("reference", "wrong", "stubs"):
         tests = graded[name][0]["tests"]
-        got = {fn.name: round(sum(t["score"] for t in tests if t["name"].split(" ", 1)[0] == fn.qualname), 2)
-               for fn in course.module(MODULE).functions}
+        got = {
+            fn.name: round(sum(t["score"] for t in tests if t["name"].split(" ", 1)[0] == fn.qualname), 2)
+            for fn in course.module(MODULE).functions
+        }
         assert got == pytest.approx(canonical_grades[name], abs=0.011), (name, got, canonical_grades[name])
     print("\nGradescope run_autograder per submission: " + ", ".join(f"{n} {graded[n][1]:.0f} s" for n in graded))
 
@@ -366,8 +387,15 @@ def test_scores_agree_with_grade_for_the_same_files(graded, canonical_grades):
 # share one pre-flight pass per isolation (AUTOGRADER_PREFLIGHT_CACHE: the first run of each proves it for real).
 # run_autograder runs in a control group of the test's own (cgroup v1 ``pids``, where there is one), so that
 # whatever it or the student started is found after it returned.
-HOSTILE_STUDENTS = ("steals_and_forges", "snoops_next_to_answers", "forges_reports", "links_exercises", "links_module",
-                    "hard_links_module", "links_submission")
+HOSTILE_STUDENTS = (
+    "steals_and_forges",
+    "snoops_next_to_answers",
+    "forges_reports",
+    "links_exercises",
+    "links_module",
+    "hard_links_module",
+    "links_submission",
+)
 WAIT_AFTER_RUN = 3.0  # seconds a process left behind would have to rewrite results.json
 PIDS_CGROUP = Path("/sys/fs/cgroup/pids")
 
@@ -437,8 +465,16 @@ def run_watched(root: Path, python: Path, marker: str, **env: str) -> SimpleName
     assert proc.returncode == 0, proc.stderr[-3000:]
     results = json.loads(written)
     jsonschema.validate(results, SCHEMA)
-    return SimpleNamespace(results=results, seconds=seconds, log=proc.stdout + proc.stderr, written=written, later=later,
-                           left=left, survivors=survivors, watched=group is not None)
+    return SimpleNamespace(
+        results=results,
+        seconds=seconds,
+        log=proc.stdout + proc.stderr,
+        written=written,
+        later=later,
+        left=left,
+        survivors=survivors,
+        watched=group is not None,
+    )
 
 
 def _without_bwrap(folder: Path) -> str:
@@ -462,7 +498,9 @@ def hostile(bundle, unprivileged_python, tmp_path_factory):
     started = time.monotonic()
     token = os.urandom(6).hex()
     marker, fallback_marker = f"GRADESCOPE-LEFT-{token}", f"GRADESCOPE-LEFT-FALLBACK-{token}"
-    leak, fallback_leak = (Path("/tmp") / f"autograder-test-gradescope-{which}-{token}" for which in ("leak", "fallback-leak"))
+    leak, fallback_leak = (
+        Path("/tmp") / f"autograder-test-gradescope-{which}-{token}" for which in ("leak", "fallback-leak")
+    )
     cache = tmp_path_factory.mktemp("preflight-cache")
     roots = {student: lay_out(bundle, {}) for student in HOSTILE_STUDENTS}
     fallback_root = lay_out(bundle, {})
@@ -470,7 +508,9 @@ def hostile(bundle, unprivileged_python, tmp_path_factory):
     (fallback_root / "results").mkdir(mode=0o777)
     (fallback_root / "results").chmod(0o777)
     expected = build_gradescope_class(MODULE, roots=roots, leak=leak, marker=marker)
-    build_gradescope_class(MODULE, roots={"steals_and_forges": fallback_root}, leak=fallback_leak, marker=fallback_marker)
+    build_gradescope_class(
+        MODULE, roots={"steals_and_forges": fallback_root}, leak=fallback_leak, marker=fallback_marker
+    )
     roots_too = {**roots, "fallback": fallback_root}
     course_toml = {s: (r / "source" / "course.toml").read_bytes() for s, r in roots_too.items()}
     env = {"AUTOGRADER_PREFLIGHT_CACHE": str(cache)}
@@ -478,7 +518,9 @@ def hostile(bundle, unprivileged_python, tmp_path_factory):
 
     def grade(task: str):
         if task == "fallback":
-            return run_watched(fallback_root, unprivileged_python, f"{fallback_marker}-steals_and_forges", PATH=no_bwrap, **env)
+            return run_watched(
+                fallback_root, unprivileged_python, f"{fallback_marker}-steals_and_forges", PATH=no_bwrap, **env
+            )
         run = run_watched(roots[task], unprivileged_python, f"{marker}-{task}", **env)
         if task != "steals_and_forges":
             return run
@@ -496,9 +538,18 @@ def hostile(bundle, unprivileged_python, tmp_path_factory):
     runs["steals_and_forges"], honest_after = done["steals_and_forges"]
     seconds = time.monotonic() - started
     print(f"\nGradescope hostile class: {len(order) + 1} runs of run_autograder in {seconds:.0f} s")
-    yield SimpleNamespace(runs=runs, honest_after=honest_after, fallback=done["fallback"], expected=expected,
-                          roots=roots_too, course_toml=course_toml, leak=leak, fallback_leak=fallback_leak, marker=marker,
-                          seconds=seconds)
+    yield SimpleNamespace(
+        runs=runs,
+        honest_after=honest_after,
+        fallback=done["fallback"],
+        expected=expected,
+        roots=roots_too,
+        course_toml=course_toml,
+        leak=leak,
+        fallback_leak=fallback_leak,
+        marker=marker,
+        seconds=seconds,
+    )
     shutil.rmtree(leak, ignore_errors=True)
     shutil.rmtree(fallback_leak, ignore_errors=True)
     for root in roots_too.values():
@@ -506,8 +557,10 @@ def hostile(bundle, unprivileged_python, tmp_path_factory):
 
 
 def _function_points(results: dict) -> dict[str, float]:
-    return {fn: round(sum(t["score"] for t in results["tests"] if t["name"].split(" ", 1)[0] == f"{MODULE}.{fn}"), 2)
-            for fn in FUNCTIONS}
+    return {
+        fn: round(sum(t["score"] for t in results["tests"] if t["name"].split(" ", 1)[0] == f"{MODULE}.{fn}"), 2)
+        for fn in FUNCTIONS
+    }
 
 
 def _assert_earns(results: dict, expected: dict, who: str) -> None:
@@ -519,7 +572,9 @@ def _assert_earns(results: dict, expected: dict, who: str) -> None:
             assert points[fn] == course.function(fn).points, f"{who}.{fn}: {tests[f'{MODULE}.{fn}']}"
         else:
             assert points[fn] == 0, f"{who}.{fn} should earn nothing: {tests[f'{MODULE}.{fn}']}"
-            assert re.search(pattern, tests[f"{MODULE}.{fn}"]["output"]), f"{who}.{fn}: {pattern!r} not in {tests[f'{MODULE}.{fn}']}"
+            assert re.search(pattern, tests[f"{MODULE}.{fn}"]["output"]), (
+                f"{who}.{fn}: {pattern!r} not in {tests[f'{MODULE}.{fn}']}"
+            )
     assert results["score"] == round(sum(points.values()), 2), f"{who}: results.json's total is not its tests'"
 
 
@@ -553,7 +608,9 @@ def test_gradescope_bundle_is_unchanged_and_nothing_leaked(hostile):
         results = root / "results"
         assert not (results / "results.json").is_symlink() and (results / "results.json").is_file(), student
         assert sorted(p.name for p in results.iterdir()) == ["results.json"], student
-        assert results.stat().st_uid == 0 and results.stat().st_mode & 0o022 == 0, f"{student}: {oct(results.stat().st_mode)}"
+        assert results.stat().st_uid == 0 and results.stat().st_mode & 0o022 == 0, (
+            f"{student}: {oct(results.stat().st_mode)}"
+        )
     leaked = [p.name for p in hostile.leak.rglob("*")] if hostile.leak.exists() else []
     assert not hostile.leak.exists(), f"a student's process wrote outside its sandbox: {leaked[:10]}"
     # Without bubblewrap the student's user may write the container's /tmp (its own files only): nothing of the bundle.
@@ -563,8 +620,10 @@ def test_gradescope_bundle_is_unchanged_and_nothing_leaked(hostile):
 
 
 def test_gradescope_runner_says_which_isolation_is_in_force(hostile):
-    line = next((l for l in hostile.runs["steals_and_forges"].log.splitlines() if "isolation: " in l), None)
-    assert line is not None and line.startswith("autograder gradescope: isolation: "), hostile.runs["steals_and_forges"].log[-2000:]
+    line = next((line for line in hostile.runs["steals_and_forges"].log.splitlines() if "isolation: " in line), None)
+    assert line is not None and line.startswith("autograder gradescope: isolation: "), hostile.runs[
+        "steals_and_forges"
+    ].log[-2000:]
     assert "bubblewrap sandbox" in line and "cgroup v" in line, line
     print(f"\n{line}")
 
@@ -574,7 +633,7 @@ def test_gradescope_fallback_without_bubblewrap_holds_the_thief(hostile):
     unprivileged user and the control group, and the same thief reads nothing, earns nothing, leaves nothing."""
     run = hostile.fallback
     _assert_earns(run.results, hostile.expected["steals_and_forges"], "fallback steals_and_forges")
-    line = next((l for l in run.log.splitlines() if "isolation: " in l), "")
+    line = next((line for line in run.log.splitlines() if "isolation: " in line), "")
     assert "no bubblewrap" in line and "bwrap is not installed" in line and "cgroup v" in line, run.log[-3000:]
     print(f"\n{line}")
 
@@ -596,7 +655,6 @@ def test_write_results_never_writes_through_a_link_left_in_the_results_folder(tm
     assert sorted(p.name for p in (tmp_path / "results").iterdir()) == ["results.json"]
 
 
-
 def test_a_bundle_of_a_module_whose_scenario_uses_other_references_grades_its_reference_full(gradescope_env, tmp_path):
     """``--only checkpointing``: its scenario is built with training's reference, whose own is built with data's.
     The bundle ships those references (not their checks or stubs), and the proof setup.sh ends with passes in
@@ -605,8 +663,20 @@ def test_a_bundle_of_a_module_whose_scenario_uses_other_references_grades_its_re
     with zipfile.ZipFile(bundle) as zf:
         course = sorted(n for n in zf.namelist() if n.startswith(("exercises/", "solutions/")))
         zf.extractall(tmp_path / "root" / "source")
-    assert course == ["exercises/checkpointing.py", "exercises/test_checkpointing.py", "solutions/checkpointing.py",
-                      "solutions/data.py", "solutions/training.py"], course
-    prove = [str(gradescope_env.python), "-m", "autograder.platforms.gradescope", "--root", str(tmp_path / "root"), "--prove"]
+    assert course == [
+        "exercises/checkpointing.py",
+        "exercises/test_checkpointing.py",
+        "solutions/checkpointing.py",
+        "solutions/data.py",
+        "solutions/training.py",
+    ], course
+    prove = [
+        str(gradescope_env.python),
+        "-m",
+        "autograder.platforms.gradescope",
+        "--root",
+        str(tmp_path / "root"),
+        "--prove",
+    ]
     proc = subprocess.run(prove, env=clean_env(), capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]

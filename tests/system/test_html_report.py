@@ -19,17 +19,21 @@ import shutil
 from pathlib import Path
 
 import pytest
-
-from autograder.core.course import load_course
-from autograder.grading.outputs.class_report import grades_csv
-from autograder.core.outcomes import StudentResult
-from autograder.grading.outputs.html_report import report_html
-from autograder.core.status import Status
-from autograder.core.outcomes import FunctionScore
 from support import ROOT
 
+from autograder.core.course import load_course
+from autograder.core.outcomes import FunctionScore, StudentResult
+from autograder.core.status import Status
+from autograder.grading.outputs.class_report import grades_csv
+from autograder.grading.outputs.html_report import report_html
+
 MODULE = "at_updates"
-HOSTILE_NAMES = ["<script>window.pwned=1<", "<img src=x onerror=window.pwned=2>", "<svg onload=window.pwned=3>", "\"' onmouseover=window.pwned=4 x='"]
+HOSTILE_NAMES = [
+    "<script>window.pwned=1<",
+    "<img src=x onerror=window.pwned=2>",
+    "<svg onload=window.pwned=3>",
+    "\"' onmouseover=window.pwned=4 x='",
+]
 HOSTILE_MESSAGE = "</code></td><script>window.pwned=5</script><img src=x onerror=window.pwned=6>"
 
 
@@ -41,7 +45,18 @@ def synthetic_results(course) -> list[StudentResult]:
         for j, fn in enumerate(functions):
             ok = (i + j) % 3 != 0
             message = [] if ok else [f"{fn.qualname}: {HOSTILE_MESSAGE}\n  hint: ..."]
-            scores.append(FunctionScore(MODULE, fn.name, fn.points if ok else 0.0, fn.points, Status.PASSED if ok else Status.FAILED, 1 if ok else 0, 1, message))
+            scores.append(
+                FunctionScore(
+                    MODULE,
+                    fn.name,
+                    fn.points if ok else 0.0,
+                    fn.points,
+                    Status.PASSED if ok else Status.FAILED,
+                    1 if ok else 0,
+                    1,
+                    message,
+                )
+            )
         results.append(StudentResult(student, scores))
     return results
 
@@ -57,12 +72,19 @@ def test_the_page_is_self_contained_escaped_and_deterministic(course):
     assert page == report_html(course, (MODULE,), list(reversed(results)))
     for name in HOSTILE_NAMES:
         assert name not in page
-    assert "<script>window" not in page and "<img" not in page and "<svg onload" not in page and "' onmouseover" not in page
+    assert (
+        "<script>window" not in page
+        and "<img" not in page
+        and "<svg onload" not in page
+        and "' onmouseover" not in page
+    )
     assert page.count("<script>") == 1
     assert "Content-Security-Policy" in page and "sha256-" in page
     # Nothing is fetched: no external source, stylesheet, font or import.
     assert not re.search(r"""(src|href)\s*=\s*["']?(https?:|//)""", page)
-    assert "<link" not in page and "@import" not in page and not re.search(r"url\((?!#)", page)  # url(#id) is inside the page
+    assert (
+        "<link" not in page and "@import" not in page and not re.search(r"url\((?!#)", page)
+    )  # url(#id) is inside the page
     assert page.count("<svg") == 2  # the two plots, inline
 
 
@@ -71,12 +93,17 @@ def test_the_numbers_on_the_page_are_those_of_grades_csv(course):
     page = report_html(course, (MODULE,), results)
     rows = list(csv.DictReader(io.StringIO(grades_csv(course, (MODULE,), results))))
     body = page[page.index('<table id="students"') :]
-    cells = re.findall(r'<tr(?: class="nosub")?><td data-value="[^"]*"><button class="student" data-target="student-\d+">(.*?)</button></td>(.*?)</tr>', body)
+    cells = re.findall(
+        r'<tr(?: class="nosub")?><td data-value="[^"]*"><button class="student" data-target="student-\d+">(.*?)</button></td>(.*?)</tr>',
+        body,
+    )
     assert len(cells) == len(rows)
     columns = [fn.qualname for fn in course.module(MODULE).functions]
     for (name, rest), row in zip(cells, rows):
         assert html.unescape(name) == row["student"]
-        numbers = re.findall(r'<td class="num" data-value="[^"]*" style="background:hsl\(\d+, 70%, \d+%\)">([^<]*)</td>', rest)
+        numbers = re.findall(
+            r'<td class="num" data-value="[^"]*" style="background:hsl\(\d+, 70%, \d+%\)">([^<]*)</td>', rest
+        )
         assert numbers == [row["score"], *(row[c] for c in columns)]
 
 
@@ -84,7 +111,16 @@ def test_the_most_common_failure_counts_each_student_once():
     """Two checks of one function failing with the same first line (other inputs below it) are one student."""
     from autograder.grading.outputs.class_report import most_common_failures
 
-    same_student = FunctionScore(MODULE, "f", 0.0, 1.0, Status.FAILED, 0, 2, ["f raised ValueError: x\n  input 1", "f raised ValueError: x\n  input 2"])
+    same_student = FunctionScore(
+        MODULE,
+        "f",
+        0.0,
+        1.0,
+        Status.FAILED,
+        0,
+        2,
+        ["f raised ValueError: x\n  input 1", "f raised ValueError: x\n  input 2"],
+    )
     other = FunctionScore(MODULE, "f", 0.0, 1.0, Status.FAILED, 0, 1, ["f: result differs"])
     assert most_common_failures([same_student, other], 3) == [("f raised ValueError: x", 1), ("f: result differs", 1)]
     assert most_common_failures([same_student, same_student, other], 1) == [("f raised ValueError: x", 2)]
@@ -93,8 +129,15 @@ def test_the_most_common_failure_counts_each_student_once():
 # a real grade run, opened in Chromium ------------------------------------------------------------
 
 CHROMIUM = Path("/usr/bin/chromium")
-BROWSER_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                "--disable-component-update", "--no-first-run", "--disable-sync"]
+BROWSER_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+    "--disable-sync",
+]
 
 
 FORMULA_NAME = '=HYPERLINK("evil.example","click")'  # a folder name: no slash
@@ -103,9 +146,26 @@ TIMES = {"correct": "2026-03-01T12:00:00Z", "late": "2026-03-02T10:00:00Z", "too
 
 
 def grade_args(base: Path) -> list[str]:
-    return ["--jobs", "2", "--submitted-at", f"csv:{base / 'times.csv'}", "--due", DUE, "--late-penalty", "10",
-            "--late-cutoff", "3", "--roster", str(base / "roster.csv"), "--canvas", "Lab 1", "--canvas-assignment-id", "77",
-            "--moodle", "Lab 1"]
+    return [
+        "--jobs",
+        "2",
+        "--submitted-at",
+        f"csv:{base / 'times.csv'}",
+        "--due",
+        DUE,
+        "--late-penalty",
+        "10",
+        "--late-cutoff",
+        "3",
+        "--roster",
+        str(base / "roster.csv"),
+        "--canvas",
+        "Lab 1",
+        "--canvas-assignment-id",
+        "77",
+        "--moodle",
+        "Lab 1",
+    ]
 
 
 def write_class_files(base: Path, students: list[str]) -> None:
@@ -225,7 +285,9 @@ def _shot(page, path: Path) -> None:
     shutil.copy(path, artifacts / path.name)
 
 
-@pytest.mark.skipif(not CHROMIUM.exists(), reason="Debian's chromium is not installed (bash scripts/test.sh installs it)")
+@pytest.mark.skipif(
+    not CHROMIUM.exists(), reason="Debian's chromium is not installed (bash scripts/test.sh installs it)"
+)
 def test_the_report_of_a_graded_class_renders_in_chromium(graded_class, tmp_path):
     from playwright.sync_api import sync_playwright
 
@@ -255,35 +317,63 @@ def test_the_report_of_a_graded_class_renders_in_chromium(graded_class, tmp_path
             heads = page.eval_on_selector_all("#students thead th", "cells => cells.map(c => c.textContent)")
 
             def shown() -> list[dict[str, str]]:
-                return [dict(zip(heads, (c.strip() for c in r))) for r in page.eval_on_selector_all(
-                    "#students tbody tr", "rows => rows.map(r => [...r.cells].map(c => c.textContent))")]
+                return [
+                    dict(zip(heads, (c.strip() for c in r)))
+                    for r in page.eval_on_selector_all(
+                        "#students tbody tr", "rows => rows.map(r => [...r.cells].map(c => c.textContent))"
+                    )
+                ]
 
             # The numbers shown are grades.csv's (names too, as text: escaped, not markup).
-            expected = {r["student"]: [r["score"], r["final_score"], r["submitted_at"], r["late_by"], *(r[c] for c in columns)] for r in rows}
-            got = {csv_text_of(c["student"]): [c["score"], c["final"], c["submitted"], c["late by"], *(c[fn.name] for fn in fns)] for c in shown()}
+            expected = {
+                r["student"]: [r["score"], r["final_score"], r["submitted_at"], r["late_by"], *(r[c] for c in columns)]
+                for r in rows
+            }
+            got = {
+                csv_text_of(c["student"]): [
+                    c["score"],
+                    c["final"],
+                    c["submitted"],
+                    c["late by"],
+                    *(c[fn.name] for fn in fns),
+                ]
+                for c in shown()
+            }
             assert got == expected
             names = {c["student"] for c in shown()}
             assert names >= {*HOSTILE_NAMES[:3], FORMULA_NAME}
             # Students who submitted nothing are marked, and only they; late ones say so.
             notes = {c["student"]: c["note"] for c in shown()}
             assert {s for s, note in notes.items() if "no submission" in note} == {"empty_a", "empty_b"}
-            assert "late, 10% off" in notes["late"] and "late, 100% off" in notes["too_late"] and "late" not in notes["same_a"]
+            assert (
+                "late, 10% off" in notes["late"]
+                and "late, 100% off" in notes["too_late"]
+                and "late" not in notes["same_a"]
+            )
             # A colour scale: full marks and no marks are painted differently.
             colour = lambda name: page.evaluate(  # noqa: E731
                 "name => { const r = [...document.querySelectorAll('#students tbody tr')].find(r => r.cells[0].textContent === name);"
-                " return getComputedStyle(r.cells[1]).backgroundColor; }", name)
+                " return getComputedStyle(r.cells[1]).backgroundColor; }",
+                name,
+            )
             assert colour("correct") != colour("wrong") and colour("correct").startswith("rgb")
 
             # Per function: real mistakes apart from "not submitted" and "not started", with counts.
-            functions = page.eval_on_selector_all("#functions tbody tr", "rows => rows.map(r => [...r.cells].map(c => c.textContent))")
+            functions = page.eval_on_selector_all(
+                "#functions tbody tr", "rows => rows.map(r => [...r.cells].map(c => c.textContent))"
+            )
             assert [f[0] for f in functions] == [fn.qualname for fn in fns]
             for fn_row, fn in zip(functions, fns):
                 full = sum(float(r[fn.qualname]) == fn.points for r in rows)
                 assert fn_row[2] == f"{full}/{len(rows)}"
                 assert fn_row[6] == "2", "two empty folders: not submitted"
             scatter = functions[1]
-            assert scatter[8].startswith("4×"), "same_a, same_b, late and wrong made the same mistake; 'missing' does not win"
-            assert any("<script>window.pwned=5</script>" in f[8] for f in functions), "the hostile message is shown as text"
+            assert scatter[8].startswith("4×"), (
+                "same_a, same_b, late and wrong made the same mistake; 'missing' does not win"
+            )
+            assert any("<script>window.pwned=5</script>" in f[8] for f in functions), (
+                "the hostile message is shown as text"
+            )
 
             # Click a function: who failed it and why.
             details = page.locator("#functions tbody tr").nth(1).locator("details")

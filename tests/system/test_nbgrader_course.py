@@ -19,24 +19,24 @@ from pathlib import Path
 import pytest
 
 from autograder.core.course import load_course
-from autograder.notebooks.builder import build_course, solution_id
 from autograder.grading.outputs.gradebook import grade_id, write_gradebook
+from autograder.notebooks.builder import build_course, solution_id
 
 ROOT = Path(__file__).resolve().parents[1]
 MODULE = "at_updates"
 
-WRONG_CLAMP = '''\
+WRONG_CLAMP = """\
 def clamp_at(x, indices, lo, hi):
     return jnp.clip(x, lo, hi)  # clamps every entry, not only those at indices
-'''
+"""
 
-IMPURE_SCATTER = '''\
+IMPURE_SCATTER = """\
 _seen = []
 
 def scatter_add(x, indices, updates):
     _seen.append(indices)  # module-level state: caught by the hidden purity check
     return x.at[indices].add(updates)
-'''
+"""
 
 
 def nbgrader(course_dir: Path, *args: str) -> subprocess.CompletedProcess:
@@ -67,7 +67,9 @@ def source_of(cell: dict) -> str:
 
 
 def without_markers(source: str) -> str:
-    return "\n".join(line for line in source.splitlines() if "### BEGIN SOLUTION" not in line and "### END SOLUTION" not in line)
+    return "\n".join(
+        line for line in source.splitlines() if "### BEGIN SOLUTION" not in line and "### END SOLUTION" not in line
+    )
 
 
 def submit(course_dir: Path, student: str, nb: dict) -> None:
@@ -155,9 +157,7 @@ def test_gradebook_holds_the_scores_of_the_checks(graded, course):
     expected = expected_points(course)
     with Gradebook(f"sqlite:///{graded['dir'] / 'gradebook.db'}", course_id="") as gb:
         for student, points in expected.items():
-            got = {
-                fn: gb.find_grade(grade_id(fn), MODULE, MODULE, student).auto_score for fn in points
-            }
+            got = {fn: gb.find_grade(grade_id(fn), MODULE, MODULE, student).auto_score for fn in points}
             assert got == pytest.approx(points), student
             assert gb.find_submission(MODULE, student).score == pytest.approx(sum(points.values()))
 
@@ -193,8 +193,12 @@ def test_gradebook_writer_feeds_formgrader_and_export(tmp_path, course):
     db = f"sqlite:///{course_dir / 'gradebook.db'}"
     results = {
         "ann": {"at_updates.set_diagonal": 2.0, "at_updates.scatter_add": 1.33, "at_updates.clamp_at": 0.0},
-        "ben": {"at_updates.set_diagonal": 2.0, "at_updates.scatter_add": 2.0, "at_updates.clamp_at": 3.0,
-                "at_updates.replace_negatives": 3.0},
+        "ben": {
+            "at_updates.set_diagonal": 2.0,
+            "at_updates.scatter_add": 2.0,
+            "at_updates.clamp_at": 3.0,
+            "at_updates.replace_negatives": 3.0,
+        },
     }
     assert write_gradebook(results, db, course) == 7
     assert write_gradebook(results, db, course) == 7  # idempotent: updates, does not duplicate
@@ -237,7 +241,7 @@ def test_leak_check_blames_only_the_function_that_leaks():
     purity.assert_no_leaked_tracers(clean, jnp.ones(2), module=module)
 
 
-TOY_COURSE = '''\
+TOY_COURSE = """\
 format = 1
 title = "Toy"
 welcome = "hi"
@@ -261,7 +265,7 @@ topic = "shapes of answers the builder must handle"
   points = 1.5
   hint = "a class"
   hidden = ["test_Counter_hidden"]
-'''
+"""
 
 TOY_EXERCISE = '''\
 """Module 9 — toy.
@@ -340,7 +344,7 @@ class Counter:
         return self.value
 '''
 
-TOY_CHECKS = '''\
+TOY_CHECKS = """\
 def test_double(student):
     assert student.double(3.0) == 6.0
 
@@ -352,7 +356,7 @@ def test_Counter_counts(student):
 
 def test_Counter_hidden(student):
     assert student.Counter(5).bump() == 6
-'''
+"""
 
 
 @pytest.fixture

@@ -16,9 +16,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from support import ROOT
 
 from autograder.pytest_plugin import parallel
-from support import ROOT
 
 CHECKS = ROOT / "exercises"
 
@@ -44,7 +44,15 @@ SPREAD = "loadfile"
         ([CHECKS], 8, (parallel.MAX_WORKERS, SPREAD)),
         ([CHECKS], 1, (1, "no")),
         ([CHECKS / "test_data.py", CHECKS / "test_prng.py"], 8, (2, SPREAD)),
-        ([CHECKS / "test_data.py", f"{CHECKS / 'test_prng.py'}::test_two_normals_matches_reference", CHECKS / "test_pytrees.py"], 8, (3, SPREAD)),
+        (
+            [
+                CHECKS / "test_data.py",
+                f"{CHECKS / 'test_prng.py'}::test_two_normals_matches_reference",
+                CHECKS / "test_pytrees.py",
+            ],
+            8,
+            (3, SPREAD),
+        ),
         ([CHECKS / "test_data.py"], 8, (1, "no")),
         ([f"{CHECKS / 'test_data.py'}::a", f"{CHECKS / 'test_data.py'}::b"], 8, (1, "no")),  # node ids of one module
         ([ROOT / "tests"], 8, (1, "no")),  # not the course's checks
@@ -75,8 +83,14 @@ def test_an_in_process_run_with_its_own_plugins_runs_alone(pytester, monkeypatch
     """A grading process, the verifier and a notebook's check cells call pytest in-process with plugins."""
     monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)
     monkeypatch.setattr(parallel, "available_cores", lambda: 8)
-    result = pytester.runpytest_inprocess(str(CHECKS / "test_data.py"), str(CHECKS / "test_jit_static.py"), "--solutions",
-                                          "-p", "no:cacheprovider", plugins=[object()])
+    result = pytester.runpytest_inprocess(
+        str(CHECKS / "test_data.py"),
+        str(CHECKS / "test_jit_static.py"),
+        "--solutions",
+        "-p",
+        "no:cacheprovider",
+        plugins=[object()],
+    )
     assert "checked side by side" not in result.stdout.str() and "created:" not in result.stdout.str()
     assert result.ret == 0
 
@@ -101,6 +115,7 @@ def test_the_modules_a_command_line_selects(paths, expected):
 
 # a spread run reads as a run in one process ----------------------------------------------------
 
+
 def solution(module: str) -> str:
     return (ROOT / "solutions" / f"{module}.py").read_text()
 
@@ -116,13 +131,19 @@ BROKEN = {  # a submission of four modules: one wrong, one that cannot be import
 def course_run(*args: str, cwd: Path, cache: Path) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if k not in ("PYTEST_XDIST_WORKER", "CI")}
     env["JAX_COURSE_CACHE_DIR"] = str(cache)
-    return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args],
-                          cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
 
 
 def from_failures_on(text: str) -> str:
     """What follows the progress lines (failures, score, summary), without the run's duration."""
-    return re.sub(r" in [\d.]+s", "", text[text.index("= FAILURES ="):])
+    return re.sub(r" in [\d.]+s", "", text[text.index("= FAILURES =") :])
 
 
 @pytest.fixture(scope="module")
@@ -142,8 +163,16 @@ def test_a_spread_run_prints_and_writes_what_one_process_does(broken_submission,
     runs = {}
     for label, extra in (("spread", []), ("alone", ["-n", "0"])):
         results = tmp_path / f"{label}.json"
-        runs[label] = course_run(*checks, "--submission", str(broken_submission), "--results-json", str(results), *extra,
-                                 cwd=ROOT, cache=tmp_path / f"cache-{label}")
+        runs[label] = course_run(
+            *checks,
+            "--submission",
+            str(broken_submission),
+            "--results-json",
+            str(results),
+            *extra,
+            cwd=ROOT,
+            cache=tmp_path / f"cache-{label}",
+        )
         runs[label].results = results.read_text()
     spread, alone = runs["spread"], runs["alone"]
     assert "the modules are checked side by side" in spread.stdout and "created: 2/2 workers" in spread.stdout
@@ -207,17 +236,31 @@ def test_a_check_whose_process_dies_fails_and_the_rest_is_still_checked(tmp_path
     folder = tmp_path / "submission"
     folder.mkdir()
     exits = solution("at_updates").replace(
-        "def scatter_add(x, indices, updates):", "def scatter_add(x, indices, updates):\n    import os\n    os._exit(3)\n", 1)
+        "def scatter_add(x, indices, updates):",
+        "def scatter_add(x, indices, updates):\n    import os\n    os._exit(3)\n",
+        1,
+    )
     assert "os._exit" in exits
     (folder / "at_updates.py").write_text(exits)
     (folder / "data.py").write_text(solution("data"))
     results = tmp_path / "results.json"
-    run = course_run("exercises/test_at_updates.py", "exercises/test_data.py", "--submission", str(folder),
-                     "--results-json", str(results), cwd=ROOT, cache=tmp_path / "cache")
+    run = course_run(
+        "exercises/test_at_updates.py",
+        "exercises/test_data.py",
+        "--submission",
+        str(folder),
+        "--results-json",
+        str(results),
+        cwd=ROOT,
+        cache=tmp_path / "cache",
+    )
     scores = {f["function"]: f for f in json.loads(results.read_text())["functions"]}
     assert scores["scatter_add"]["points"] == 0 and scores["scatter_add"]["status"] == "failed"
-    assert scores["scatter_add"]["passed"] == 0 and scores["scatter_add"]["total"] == run.stdout.count("_ test_scatter_add")
+    assert scores["scatter_add"]["passed"] == 0 and scores["scatter_add"]["total"] == run.stdout.count(
+        "_ test_scatter_add"
+    )
     assert scores["scatter_add"]["total"] >= 3  # every one of its checks, each once
     assert "at_updates.scatter_add: the process running this check died" in run.stdout
-    assert {name: scores[name]["status"] for name in ("set_diagonal", "clamp_at", "replace_negatives", "numpy_collate")} == dict.fromkeys(
-        ("set_diagonal", "clamp_at", "replace_negatives", "numpy_collate"), "passed")
+    assert {
+        name: scores[name]["status"] for name in ("set_diagonal", "clamp_at", "replace_negatives", "numpy_collate")
+    } == dict.fromkeys(("set_diagonal", "clamp_at", "replace_negatives", "numpy_collate"), "passed")

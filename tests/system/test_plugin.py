@@ -4,7 +4,6 @@ import shutil
 from pathlib import Path
 
 import pytest
-
 from support import ROOT
 
 MODULE = "at_updates"
@@ -65,17 +64,19 @@ def test_solutions_flag_checks_the_reference(pytester, course_copy):
     result.stdout.fnmatch_lines([f"checking: {course_copy / 'solutions'}*"])
 
 
-WRONG = '''
+WRONG = """
 def clamp_at(x, indices, lo, hi):
     return jnp.clip(x, lo, hi)
-'''
+"""
 
 
 def test_a_wrong_function_gets_a_teaching_message_not_a_traceback(pytester, course_copy):
     source = (course_copy / "solutions" / f"{MODULE}.py").read_text() + WRONG
     (course_copy / "exercises" / f"{MODULE}.py").write_text(source)
     result = run(pytester, course_copy, "-k", "clamp_at")
-    result.assert_outcomes(failed=1, passed=2)  # wrong values are the correctness check's; under jit it gives what it gives without
+    result.assert_outcomes(
+        failed=1, passed=2
+    )  # wrong values are the correctness check's; under jit it gives what it gives without
     result.stdout.fnmatch_lines(
         [
             "at_updates.clamp_at: result differs from the reference at * entries (float32, shape *)",
@@ -101,7 +102,9 @@ def test_long_tracebacks_on_request_keep_the_message(pytester, course_copy):
 
 def test_a_module_that_does_not_import_costs_its_functions_with_one_clear_line(pytester, course_copy):
     path = course_copy / "exercises" / f"{MODULE}.py"
-    path.write_text(path.read_text().replace("def scatter_add(x, indices, updates):", "def scatter_add(x, indices, updates)"))
+    path.write_text(
+        path.read_text().replace("def scatter_add(x, indices, updates):", "def scatter_add(x, indices, updates)")
+    )
     result = run(pytester, course_copy, "-k", "set_diagonal", "--setup-show")
     result.assert_outcomes(failed=3)  # failed checks, not errors of the grader
     result.stdout.fnmatch_lines(["your module could not be imported: SyntaxError line 40: expected ':'", "total: 0/2"])

@@ -16,18 +16,23 @@ import sys
 import sysconfig
 from pathlib import Path
 
-import pytest
+from support import ROOT
 
 from autograder.grading import preflight
 from autograder.grading.isolation.limits import Fault, RunResult
-from support import ROOT
 
 MODULE = "at_updates"
 BOGUS_FLAG = "--xla_flag_no_xla_has_for_the_kits_test=true"
 
 
-def run_kit(args: list[str], cwd: Path, root: Path = ROOT, python: str = sys.executable, env: dict | None = None,
-            timeout: float = 900) -> subprocess.CompletedProcess:
+def run_kit(
+    args: list[str],
+    cwd: Path,
+    root: Path = ROOT,
+    python: str = sys.executable,
+    env: dict | None = None,
+    timeout: float = 900,
+) -> subprocess.CompletedProcess:
     # a run of its own, as an instructor's or a student's: not an xdist worker of the kit's suite (a child that
     # finds PYTEST_XDIST_WORKER takes itself for one and leaves its warnings to a controller that is not there)
     environment = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_") and k != "JAX_NUM_CPU_DEVICES"}
@@ -56,8 +61,25 @@ def test_a_memory_limit_jax_cannot_start_under_stops_the_run_before_any_student(
     """100 MB is below what a grading process holds once JAX is imported (about 200 MB resident): the reference
     cannot be graded under it, so no student is (today's grader gave every student 0 and exited 0)."""
     out = tmp_path / "out"
-    proc = run_kit(["-m", "autograder", "grade", str(a_class(tmp_path)), "--out", str(out), "--only", MODULE, "--course", str(ROOT),
-                    "--memory", "100", "--jobs", "2"], cwd=tmp_path)
+    proc = run_kit(
+        [
+            "-m",
+            "autograder",
+            "grade",
+            str(a_class(tmp_path)),
+            "--out",
+            str(out),
+            "--only",
+            MODULE,
+            "--course",
+            str(ROOT),
+            "--memory",
+            "100",
+            "--jobs",
+            "2",
+        ],
+        cwd=tmp_path,
+    )
     assert_nothing_graded(proc, out)
     assert "memory limit 100 MB" in proc.stderr
     # the cgroup's out-of-memory kill leaves no last lines of its own: the message says what killed it
@@ -66,8 +88,25 @@ def test_a_memory_limit_jax_cannot_start_under_stops_the_run_before_any_student(
 
 def test_the_reference_gets_full_marks_under_a_1024_mb_limit(tmp_path):
     out = tmp_path / "out"
-    proc = run_kit(["-m", "autograder", "grade", str(a_class(tmp_path)), "--out", str(out), "--only", MODULE, "--course", str(ROOT),
-                    "--memory", "1024", "--jobs", "2"], cwd=tmp_path)
+    proc = run_kit(
+        [
+            "-m",
+            "autograder",
+            "grade",
+            str(a_class(tmp_path)),
+            "--out",
+            str(out),
+            "--only",
+            MODULE,
+            "--course",
+            str(ROOT),
+            "--memory",
+            "1024",
+            "--jobs",
+            "2",
+        ],
+        cwd=tmp_path,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "pre-flight passed" in proc.stderr
 
@@ -78,20 +117,44 @@ def broken_python(tmp_path: Path) -> str:
     venv = tmp_path / "broken-env"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
     python = venv / "bin" / "python"
-    site = Path(subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                               capture_output=True, text=True, check=True).stdout.strip())
+    site = Path(
+        subprocess.run(
+            [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+    )
     (site / "jax").mkdir()
     (site / "jax" / "__init__.py").write_text(
         "raise ImportError('this jax is broken: libjax_broken.so: cannot open shared object file')\n"
     )
-    (site / "zz-kit-environment.pth").write_text(f"import site; site.addsitedir({sysconfig.get_paths()['purelib']!r})\n")
+    (site / "zz-kit-environment.pth").write_text(
+        f"import site; site.addsitedir({sysconfig.get_paths()['purelib']!r})\n"
+    )
     return str(python)
 
 
 def test_an_environment_whose_jax_cannot_be_imported_stops_the_run_with_its_error(tmp_path):
     out = tmp_path / "out"
-    proc = run_kit(["-m", "autograder", "grade", str(a_class(tmp_path)), "--out", str(out), "--only", MODULE, "--course", str(ROOT),
-                    "--jobs", "2"], cwd=tmp_path, python=broken_python(tmp_path))
+    proc = run_kit(
+        [
+            "-m",
+            "autograder",
+            "grade",
+            str(a_class(tmp_path)),
+            "--out",
+            str(out),
+            "--only",
+            MODULE,
+            "--course",
+            str(ROOT),
+            "--jobs",
+            "2",
+        ],
+        cwd=tmp_path,
+        python=broken_python(tmp_path),
+    )
     assert_nothing_graded(proc, out)
     assert "libjax_broken.so: cannot open shared object file" in proc.stderr  # the environment's own error
 
@@ -119,8 +182,21 @@ def test_an_xla_flag_this_xla_does_not_know_is_dropped_with_one_warning(tmp_path
     assert listed in text
     devices.write_text(text.replace(listed, listed[:-1] + f', "{BOGUS_FLAG}")'))
     env = {"XDG_CACHE_HOME": str(tmp_path / "cache")}
-    student = run_kit(["-m", "pytest", f"exercises/test_{MODULE}.py", "--solutions", "-p", "no:cacheprovider",
-                       "--results-json", str(tmp_path / "results.json")], cwd=root, root=root, env=env)
+    student = run_kit(
+        [
+            "-m",
+            "pytest",
+            f"exercises/test_{MODULE}.py",
+            "--solutions",
+            "-p",
+            "no:cacheprovider",
+            "--results-json",
+            str(tmp_path / "results.json"),
+        ],
+        cwd=root,
+        root=root,
+        env=env,
+    )
     assert student.returncode == 0, student.stdout[-3000:] + student.stderr[-3000:]
     assert (student.stdout + student.stderr).count(BOGUS_FLAG) == 1, student.stderr[-3000:]
     grader = run_kit(["-m", "autograder", "preflight", "--only", MODULE], cwd=root, root=root, env=env)
@@ -136,7 +212,9 @@ def test_a_reference_short_of_full_marks_or_stubs_that_score_stop_the_run(tmp_pa
     root = kit_copy(tmp_path)
     solution = root / "solutions" / f"{MODULE}.py"
     (root / "exercises" / f"{MODULE}.py").write_text(solution.read_text())  # "stubs" that are the reference
-    solution.write_text(solution.read_text() + "\n\ndef set_diagonal(x, value):\n    raise ValueError('broken reference')\n")
+    solution.write_text(
+        solution.read_text() + "\n\ndef set_diagonal(x, value):\n    raise ValueError('broken reference')\n"
+    )
     proc = run_kit(["-m", "autograder", "preflight", "--only", MODULE], cwd=root, root=root)
     assert proc.returncode == 1, proc.stdout[-2000:] + proc.stderr[-3000:]
     assert "pre-flight passed" not in proc.stdout
@@ -153,20 +231,25 @@ def test_only_a_fault_before_the_students_import_is_the_graders():
 
 
 def test_the_last_lines_keep_xlas_fatal_line_not_the_frame_dump():
-    tail = "\n".join([
-        "F1126 19:33:26.143339   26297 env.cc:93] Check failed: ret == 0 (11 vs. 0) Thread creation failed.",
-        "*** Check failure stack trace: ***",
-        *[f"    @     0x7ff0f42b8f{i:02d}  tsl::PThread::PThread()" for i in range(30)],
-        "Fatal Python error: Aborted", "", "Current thread 0x00007f (most recent call first):",
-        *[f'  File "/x/y{i}.py", line {i} in f' for i in range(40)],
-        "Extension modules: numpy._core, jaxlib.cpu_feature_guard (total: 2)",
-    ])
+    tail = "\n".join(
+        [
+            "F1126 19:33:26.143339   26297 env.cc:93] Check failed: ret == 0 (11 vs. 0) Thread creation failed.",
+            "*** Check failure stack trace: ***",
+            *[f"    @     0x7ff0f42b8f{i:02d}  tsl::PThread::PThread()" for i in range(30)],
+            "Fatal Python error: Aborted",
+            "",
+            "Current thread 0x00007f (most recent call first):",
+            *[f'  File "/x/y{i}.py", line {i} in f' for i in range(40)],
+            "Extension modules: numpy._core, jaxlib.cpu_feature_guard (total: 2)",
+        ]
+    )
     shown = preflight.last_lines(tail)
     assert "env.cc:93] Check failed" in shown and "Fatal Python error: Aborted" in shown
     assert "File " not in shown and "0x7ff0" not in shown
     # a fatal line further up than the last lines is kept
-    assert "Unknown flag" in preflight.last_lines("F0101 00:00:00.0 1 x.cc:1] Unknown flag in XLA_FLAGS: --x\n"
-                                                  + "\n".join(f"line {i}" for i in range(50)))
+    assert "Unknown flag" in preflight.last_lines(
+        "F0101 00:00:00.0 1 x.cc:1] Unknown flag in XLA_FLAGS: --x\n" + "\n".join(f"line {i}" for i in range(50))
+    )
 
 
 def test_a_pass_is_reused_only_for_the_very_same_setting(tmp_path):
@@ -177,9 +260,26 @@ def test_a_pass_is_reused_only_for_the_very_same_setting(tmp_path):
     REUSED = f"reused: {preflight.REUSE_ENV}"
 
     def grade(out: str, *extra: str, root: Path = ROOT) -> subprocess.CompletedProcess:
-        proc = run_kit(["-m", "autograder", "grade", str(submissions), "--out", str(tmp_path / out), "--only", MODULE,
-                        "--course", str(root), "--jobs", "1", *extra], cwd=tmp_path, root=root,
-                       env={preflight.REUSE_ENV: str(kept)})
+        proc = run_kit(
+            [
+                "-m",
+                "autograder",
+                "grade",
+                str(submissions),
+                "--out",
+                str(tmp_path / out),
+                "--only",
+                MODULE,
+                "--course",
+                str(root),
+                "--jobs",
+                "1",
+                *extra,
+            ],
+            cwd=tmp_path,
+            root=root,
+            env={preflight.REUSE_ENV: str(kept)},
+        )
         assert proc.returncode == 0, proc.stderr[-3000:]
         return proc
 
@@ -192,7 +292,9 @@ def test_a_pass_is_reused_only_for_the_very_same_setting(tmp_path):
     assert REUSED not in other_limit.stderr + other_limit.stdout, "another memory limit proves itself again"
     changed = tmp_path / "course"
     shutil.copytree(ROOT, changed, ignore=shutil.ignore_patterns(".git", ".venv", "build", "__pycache__", "device"))
-    (changed / "exercises" / f"test_{MODULE}.py").write_text((ROOT / "exercises" / f"test_{MODULE}.py").read_text() + "\n# changed\n")
+    (changed / "exercises" / f"test_{MODULE}.py").write_text(
+        (ROOT / "exercises" / f"test_{MODULE}.py").read_text() + "\n# changed\n"
+    )
     other_course = grade("four", root=changed)
     assert REUSED not in other_course.stderr + other_course.stdout, "a changed check file proves itself again"
 
@@ -200,8 +302,25 @@ def test_a_pass_is_reused_only_for_the_very_same_setting(tmp_path):
 def test_a_failed_pre_flight_is_never_kept(tmp_path):
     kept = tmp_path / "kept"
     for out in ("one", "two"):
-        proc = run_kit(["-m", "autograder", "grade", str(a_class(tmp_path / out)), "--out", str(tmp_path / out / "out"),
-                        "--only", MODULE, "--course", str(ROOT), "--memory", "100", "--jobs", "1"], cwd=tmp_path,
-                       env={preflight.REUSE_ENV: str(kept)})
+        proc = run_kit(
+            [
+                "-m",
+                "autograder",
+                "grade",
+                str(a_class(tmp_path / out)),
+                "--out",
+                str(tmp_path / out / "out"),
+                "--only",
+                MODULE,
+                "--course",
+                str(ROOT),
+                "--memory",
+                "100",
+                "--jobs",
+                "1",
+            ],
+            cwd=tmp_path,
+            env={preflight.REUSE_ENV: str(kept)},
+        )
         assert proc.returncode == 1 and "nothing was graded" in proc.stderr, proc.stderr[-2000:]
     assert not list(kept.glob("*.json"))

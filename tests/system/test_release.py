@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import ast
 import json
-import os
 import re
 import shutil
 import subprocess
@@ -20,9 +19,8 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from platform_envs import clean_env
-from support import ROOT, SOLUTIONS, EXERCISES
+from support import EXERCISES, ROOT, SOLUTIONS
 
 pytestmark = pytest.mark.timeout(3600)
 
@@ -48,7 +46,11 @@ def contracted(module: str) -> set[str]:
 def reference_bodies(module: str) -> dict[str, str]:
     tree = ast.parse((SOLUTIONS / f"{module}.py").read_text())
     names = contracted(module)
-    return {n.name: body_dump(n) for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.ClassDef)) and n.name in names}
+    return {
+        n.name: body_dump(n)
+        for n in ast.walk(tree)
+        if isinstance(n, (ast.FunctionDef, ast.ClassDef)) and n.name in names
+    }
 
 
 def distinctive_lines(module: str) -> set[str]:
@@ -131,7 +133,9 @@ def test_hidden_checks_are_gone(release):
     from autograder.core.course import load_course
 
     released = {m.name for m in load_course(release, verify_files=False).modules}
-    hidden = {h: m.name for m in load_course(ROOT).modules for fn in m.functions for h in fn.hidden if m.name in released}
+    hidden = {
+        h: m.name for m in load_course(ROOT).modules for fn in m.functions for h in fn.hidden if m.name in released
+    }
     assert hidden, "the released modules have no hidden check to test with"
     for name, module in hidden.items():
         assert f"def {name}" in (EXERCISES / f"test_{module}.py").read_text()
@@ -148,8 +152,20 @@ def run_checks(course: Path, release_env: Path, *flags: str) -> subprocess.Compl
     """``pytest exercises/`` in ``course`` as a student runs it: with the ``.venv`` the release's own
     scripts/setup.sh built (conftest.py's ``release_env``), nothing of the kit's venv."""
     return subprocess.run(
-        [str(release_env / ".venv" / "bin" / "python"), "-m", "pytest", "exercises/", "-q", "-p", "no:cacheprovider", *flags],
-        cwd=course, capture_output=True, text=True, env=clean_env(),
+        [
+            str(release_env / ".venv" / "bin" / "python"),
+            "-m",
+            "pytest",
+            "exercises/",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            *flags,
+        ],
+        cwd=course,
+        capture_output=True,
+        text=True,
+        env=clean_env(),
     )
 
 
@@ -211,10 +227,16 @@ def test_notebook_check_cells_answer_from_the_recorded_oracle(release, release_e
     shutil.copyfile(SOLUTIONS / "at_updates.py", solved)
     done = subprocess.run(
         [str(release_env / ".venv" / "bin" / "python"), "-c", NOTEBOOK_KERNEL, str(solved)],
-        cwd=tmp_path, capture_output=True, text=True, env=clean_env(JAX_COURSE_ROOT=str(release)), timeout=900,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env=clean_env(JAX_COURSE_ROOT=str(release)),
+        timeout=900,
     )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    (right_points, right_max, right_messages), (wrong_points, _, wrong_messages) = json.loads(done.stdout.splitlines()[-1])
+    (right_points, right_max, right_messages), (wrong_points, _, wrong_messages) = json.loads(
+        done.stdout.splitlines()[-1]
+    )
     assert right_points == right_max > 0, right_messages
     assert wrong_points == 0 and "differs from the reference" in "\n".join(wrong_messages), wrong_messages
 
@@ -247,7 +269,9 @@ def test_a_release_of_part_of_the_course_lists_only_those_modules():
     assert data["modules"][1] == next(m for m in full if m["name"] == "checkpointing")
 
 
-TRANSFORMED_REFERENCE = re.compile(r"jax\.(grad|vmap|jit|value_and_grad|jacfwd|jacrev|hessian)\((lambda[^:]*:[^)]*)?reference\.")
+TRANSFORMED_REFERENCE = re.compile(
+    r"jax\.(grad|vmap|jit|value_and_grad|jacfwd|jacrev|hessian)\((lambda[^:]*:[^)]*)?reference\."
+)
 
 
 def test_no_check_transforms_the_reference_itself():

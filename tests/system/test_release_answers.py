@@ -16,7 +16,6 @@ import tomllib
 from pathlib import Path
 
 import pytest
-
 from support import ROOT, SOLUTIONS
 
 pytestmark = pytest.mark.timeout(600)
@@ -204,9 +203,13 @@ def test_the_comparison_finds_an_answer_given_away_under_other_names(tmp_path):
     (tmp_path / "exercises").mkdir()
     (tmp_path / "exercises" / "parallel.py").write_text(LEAKY_STUB, encoding="utf-8")
     assert given_away(tmp_path, answers()) == ["exercises/parallel.py:6 holds the answer of pytrees.mse"]
-    (tmp_path / "exercises" / "parallel.py").write_text(LEAKY_STUB.replace("parallel", "x").replace("mse", "helper_loss"), encoding="utf-8")
+    (tmp_path / "exercises" / "parallel.py").write_text(
+        LEAKY_STUB.replace("parallel", "x").replace("mse", "helper_loss"), encoding="utf-8"
+    )
     assert given_away(tmp_path, answers()) == ["exercises/parallel.py:6 holds the answer of pytrees.mse"]
-    (tmp_path / "exercises" / "parallel.py").write_text("def mse(p, x, y):\n    return ((x - y) ** 2).mean()\n", encoding="utf-8")
+    (tmp_path / "exercises" / "parallel.py").write_text(
+        "def mse(p, x, y):\n    return ((x - y) ** 2).mean()\n", encoding="utf-8"
+    )
     assert given_away(tmp_path, answers()) == []
 
 
@@ -217,4 +220,6 @@ def test_the_hint_comparison_finds_a_reveal_quoting_another_answer():
         '[[modules]]\nname = "parallel"\n[[modules.functions]]\nname = "pmap_sgd_step"\n'
         f'reveal = """{"; ".join(lines)}"""\n'
     )
-    assert hints_giving_away(toml, statements) == ["the hint of parallel.pmap_sgd_step holds every line of pytrees.mse's answer"]
+    assert hints_giving_away(toml, statements) == [
+        "the hint of parallel.pmap_sgd_step holds every line of pytrees.mse's answer"
+    ]

@@ -16,16 +16,15 @@ import subprocess
 import sys
 
 import pytest
-
 from support import ROOT
 
 # The modules of the probed process that pytest's assertion rewriting hook loaded (a probe's expression).
 REWRITTEN = (
-    'sorted(name for name, module in list(sys.modules.items()) '
+    "sorted(name for name, module in list(sys.modules.items()) "
     'if type(getattr(module, "__loader__", None)).__name__ == "AssertionRewritingHook")'
 )
 
-PROBE = '''
+PROBE = """
 import atexit, gc, sys
 
 seen = {}
@@ -39,7 +38,7 @@ def pytest_unconfigure(config):
     seen["assert"], seen["final_gc"] = config.getoption("assertmode"), config.stash.get(gc_collect_iterations_key, None)
 
 atexit.register(lambda: print("PROBE", seen["assert"], seen["final_gc"], seen["rewritten"], seen["during"], gc.get_freeze_count() > 0))
-'''.replace("{REWRITTEN}", REWRITTEN)
+""".replace("{REWRITTEN}", REWRITTEN)
 
 
 def probe_line(cmd: list[str], cwd, env: dict) -> str:
@@ -56,17 +55,36 @@ def test_a_course_run_rewrites_no_module_and_walks_the_imported_heap_rarely(tmp_
     the attack tests examine through ``gc``) what the imports left is frozen while the checks run, and
     given back at the end."""
     (tmp_path / "overhead_probe.py").write_text(PROBE)
-    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1", "PYTHONPATH": f"{tmp_path}{os.pathsep}{ROOT}", "JAX_COURSE_CACHE_DIR": ""}
+    env = {
+        **os.environ,
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "PYTHONPATH": f"{tmp_path}{os.pathsep}{ROOT}",
+        "JAX_COURSE_CACHE_DIR": "",
+    }
     env.pop("CI", None)
     line = probe_line(
-        [sys.executable, "-m", "pytest", "exercises/test_at_updates.py", "--solutions", "-q", "-p", "overhead_probe",
-         "-p", "no:cacheprovider", "-p", "no:randomly", *(["--grading"] if grading else [])],
-        ROOT, env,
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "exercises/test_at_updates.py",
+            "--solutions",
+            "-q",
+            "-p",
+            "overhead_probe",
+            "-p",
+            "no:cacheprovider",
+            "-p",
+            "no:randomly",
+            *(["--grading"] if grading else []),
+        ],
+        ROOT,
+        env,
     )
     assert line == f"PROBE plain 0 [] {not grading} False", line
 
 
-GRADING_PROBE = '''
+GRADING_PROBE = """
 import sys
 
 import pytest
@@ -83,7 +101,7 @@ class Probe:
 
 root = sys.argv[1]
 pytest.main([f"{root}/exercises/test_at_updates.py", "--solutions", "--collect-only", *pytest_args(root)], plugins=[Probe()])
-'''.replace("{REWRITTEN}", REWRITTEN)
+""".replace("{REWRITTEN}", REWRITTEN)
 
 
 def test_grading_processes_rewrite_no_module_and_load_no_unused_plugin(tmp_path):
@@ -102,7 +120,7 @@ def test_grading_processes_rewrite_no_module_and_load_no_unused_plugin(tmp_path)
     assert line == "PROBE [] [] []", line
 
 
-WRONG_AT_UPDATES = '''import jax.numpy as jnp
+WRONG_AT_UPDATES = """import jax.numpy as jnp
 
 
 def set_diagonal(x, value):
@@ -119,7 +137,7 @@ def clamp_at(x, indices, lo, hi):
 
 def replace_negatives(x, value):
     return x
-'''
+"""
 
 
 @pytest.mark.parametrize("flags", [(), ("--tb=long",)], ids=["student messages", "--tb=long"])
@@ -134,8 +152,16 @@ def test_a_failed_check_formats_no_traceback_it_will_not_show(pytester, flags, m
     monkeypatch.setattr(ExceptionInfo, "getrepr", lambda self, *a, **k: formatted.append(1) or getrepr(self, *a, **k))
     folder = pytester.mkdir("submission")
     (folder / "at_updates.py").write_text(WRONG_AT_UPDATES)
-    result = pytester.runpytest_inprocess(str(ROOT / "exercises" / "test_at_updates.py"), "--submission", str(folder),
-                                          "-p", "no:cacheprovider", "-k", "matches_reference", *flags)
+    result = pytester.runpytest_inprocess(
+        str(ROOT / "exercises" / "test_at_updates.py"),
+        "--submission",
+        str(folder),
+        "-p",
+        "no:cacheprovider",
+        "-k",
+        "matches_reference",
+        *flags,
+    )
     assert result.parseoutcomes()["failed"] == 4
     assert "at_updates.clamp_at" in result.stdout.str() and "hint:" in result.stdout.str()
     assert (len(formatted) == 0) == (not flags), len(formatted)

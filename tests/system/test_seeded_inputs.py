@@ -26,10 +26,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 from hypothesis import find
-
-from autograder.checks import strategies
-from autograder.checks import scenario
 from support import ROOT
+
+from autograder.checks import scenario, strategies
 
 pytestmark = pytest.mark.timeout(1800)
 
@@ -56,12 +55,35 @@ def recorded(tmp_path_factory):
     release, seeded = base / "release", base / "seeded"
     subprocess.run(
         [sys.executable, "-m", "autograder.release.record", str(ROOT), str(release)],
-        cwd=ROOT, env=_env(), check=True, capture_output=True,
+        cwd=ROOT,
+        env=_env(),
+        check=True,
+        capture_output=True,
     )
     subprocess.run(
-        [sys.executable, "-m", "pytest", "exercises/", "--solutions", "--grading", "--grading-seed", str(SEED),
-         "-m", "correctness", "--record-oracle", str(seeded), "-q", "-p", "no:randomly", "-p", "no:cacheprovider"],
-        cwd=ROOT, env=_env(), check=True, capture_output=True,
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "exercises/",
+            "--solutions",
+            "--grading",
+            "--grading-seed",
+            str(SEED),
+            "-m",
+            "correctness",
+            "--record-oracle",
+            str(seeded),
+            "-q",
+            "-p",
+            "no:randomly",
+            "-p",
+            "no:cacheprovider",
+        ],
+        cwd=ROOT,
+        env=_env(),
+        check=True,
+        capture_output=True,
     )
     return calls(release), calls(seeded)
 
@@ -89,6 +111,7 @@ def test_no_correctness_input_under_a_seed_is_one_the_release_recorded(recorded)
 
 
 # The strategies: the simplest value depends on the seed ---------------------------------------------------
+
 
 def _fingerprint(value) -> object:
     """A comparable image of a drawn value: arrays by dtype, shape and bytes, keys by their key data."""
@@ -153,9 +176,13 @@ def test_moved_values_keep_their_range_type_and_float32_rules(monkeypatch):
     out = find(strategies.drawn_from_seed(strategies.st.just(x), -10.0, 10.0, width=32), lambda _: True)
     assert out.dtype == np.float32 and out.shape == x.shape and ((-10 <= out) & (out <= 10)).all()
     assert not ((out != 0) & (np.abs(out) < tiny)).any() and not np.isin(out, x).any()
-    scalar = find(strategies.drawn_from_seed(strategies.st.just(np.zeros((), np.float32)), -1.0, 1.0, width=32), lambda _: True)
+    scalar = find(
+        strategies.drawn_from_seed(strategies.st.just(np.zeros((), np.float32)), -1.0, 1.0, width=32), lambda _: True
+    )
     assert isinstance(scalar, np.ndarray) and scalar.shape == () and scalar != 0
-    ints = find(strategies.drawn_from_seed(strategies.st.just(np.arange(7, dtype=np.int32)), 0, 6, integer=True), lambda _: True)
+    ints = find(
+        strategies.drawn_from_seed(strategies.st.just(np.arange(7, dtype=np.int32)), 0, 6, integer=True), lambda _: True
+    )
     assert ints.dtype == np.int32 and sorted(ints.tolist()) == list(range(7)) and ints.tolist() != list(range(7))
     assert strategies.drawn_constant(3, 2, 9) in set(range(2, 10)) - {3}
     away = find(strategies.integers(-3, 3, leave_range=True), lambda _: True)
@@ -189,7 +216,9 @@ PROBE = textwrap.dedent("""
 
 
 def _probe(seed) -> dict:
-    out = subprocess.run([sys.executable, "-c", PROBE, str(seed)], cwd=ROOT, env=_env(), check=True, capture_output=True, text=True)
+    out = subprocess.run(
+        [sys.executable, "-c", PROBE, str(seed)], cwd=ROOT, env=_env(), check=True, capture_output=True, text=True
+    )
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 

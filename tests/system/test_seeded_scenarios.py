@@ -6,7 +6,6 @@ import subprocess
 import sys
 
 import pytest
-
 from support import ROOT
 
 SPELLED = '''
@@ -43,9 +42,27 @@ def make_manager(directory, max_to_keep):
 
 def run_check(*extra: str) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "pytest", str(ROOT / "exercises" / "test_checkpointing.py"), "-p", "no:randomly",
-         "-p", "no:cacheprovider", "-n", "0", "-q", "--grading", "-k", "make_manager_keeps_the_newest_steps", *extra],
-        cwd=ROOT, capture_output=True, text=True, timeout=600,
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            str(ROOT / "exercises" / "test_checkpointing.py"),
+            "-p",
+            "no:randomly",
+            "-p",
+            "no:cacheprovider",
+            "-n",
+            "0",
+            "-q",
+            "--grading",
+            "-k",
+            "make_manager_keeps_the_newest_steps",
+            *extra,
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
 
 

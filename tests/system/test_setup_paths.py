@@ -10,18 +10,17 @@ pulls 16 ``nvidia-*``/``cuda-*`` packages and triton), before anything that depe
 from __future__ import annotations
 
 import json
-import re
 import subprocess
 import sys
 import zipfile
 
 import pytest
+from platform_envs import clean_env
+from support import ROOT
 
 from autograder.core.course import load_course
 from autograder.platforms import classroom50, github_actions, gradescope
 from autograder.platforms.stack import CPU_INDEX, TORCH
-from platform_envs import clean_env
-from support import ROOT
 
 SETUP_SH = (ROOT / "scripts" / "setup.sh").read_text(encoding="utf-8")
 TEST_SH = (ROOT / "scripts" / "test.sh").read_text(encoding="utf-8")
@@ -63,12 +62,31 @@ def test_pip_still_finds_the_pinned_torch_with_the_cpu_index_asked_for(option, t
     wheels its configuration names) and nothing of CUDA comes with it."""
     report = tmp_path / "report.json"
     proc = subprocess.run(
-        [sys.executable, "-m", "pip", "install", "--dry-run", "--ignore-installed", "--quiet", "--disable-pip-version-check",
-         "--report", str(report), TORCH, option, CPU_INDEX],
-        capture_output=True, text=True, env=clean_env(), timeout=600,
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--dry-run",
+            "--ignore-installed",
+            "--quiet",
+            "--disable-pip-version-check",
+            "--report",
+            str(report),
+            TORCH,
+            option,
+            CPU_INDEX,
+        ],
+        capture_output=True,
+        text=True,
+        env=clean_env(),
+        timeout=600,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
-    chosen = {item["metadata"]["name"].lower(): item["metadata"]["version"] for item in json.loads(report.read_text())["install"]}
+    chosen = {
+        item["metadata"]["name"].lower(): item["metadata"]["version"]
+        for item in json.loads(report.read_text())["install"]
+    }
     assert chosen["torch"] == "2.13.0+cpu", chosen
     assert not [name for name in chosen if name.startswith(("nvidia", "cuda", "triton"))], chosen
 
@@ -94,4 +112,4 @@ def test_readme_figures_are_the_computed_ones(tmp_path):
     size = f"{bundle.stat().st_size / 2**20:.1f} MiB"
     claim = f"The course is {course.points:g} points; the bundle is {size} for the whole course"
     assert claim in readme, f"README.md should say: {claim}"
-    assert "it now has {:g})".format(course.points) in readme
+    assert f"it now has {course.points:g})" in readme

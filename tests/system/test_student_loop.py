@@ -15,20 +15,20 @@ import time
 from pathlib import Path
 
 import pytest
+from support import ROOT
 
 from autograder import cli
+from autograder.core import progress as local_progress
 from autograder.core.course import load_course
 from autograder.core.submission import stub_functions
 from autograder.pytest_plugin import compile_time
-from autograder.core import progress as local_progress
 from autograder.student import reset, status
-from support import ROOT
 
 MODULE = "at_updates"
 
-WRONG_CLAMP = '''def clamp_at(x, indices, lo, hi):
+WRONG_CLAMP = """def clamp_at(x, indices, lo, hi):
     return jnp.clip(x, lo, hi)
-'''
+"""
 
 
 @pytest.fixture
@@ -90,7 +90,9 @@ CODE = re.compile(r"[\w\]\)]\(|\s=\s|\.at\[\w")  # a call, an assignment, an ind
 def test_every_function_has_a_gentle_hint_without_code_and_a_direct_reveal(fn):
     assert fn.reveal.strip(), f"{fn.qualname} has no reveal (the direct hint)"
     assert fn.hint.strip() != fn.reveal.strip()
-    assert not CODE.search(fn.hint), f"{fn.qualname}'s gentle hint shows code: {CODE.search(fn.hint).group()!r} in {fn.hint!r}"
+    assert not CODE.search(fn.hint), (
+        f"{fn.qualname}'s gentle hint shows code: {CODE.search(fn.hint).group()!r} in {fn.hint!r}"
+    )
 
 
 @pytest.mark.parametrize("hint", ["x.at[idx].set(v)", "use jnp.where(x < 0, 0, x)", "keys = split"])
@@ -99,6 +101,7 @@ def test_the_code_detector_sees_code(hint):
 
 
 # hints in steps ------------------------------------------------------------------------------
+
 
 def test_the_reveal_comes_only_after_separate_failed_runs(pytester, course_copy, monkeypatch):
     monkeypatch.delenv("CI", raising=False)
@@ -126,7 +129,9 @@ def test_grading_neither_reads_nor_writes_the_local_progress(pytester, course_co
     student_file(course_copy, wrong=WRONG_CLAMP)
     path = course_copy / ".autograder" / "progress.json"
     path.parent.mkdir()
-    path.write_text(json.dumps({"format": 1, "functions": {"at_updates.clamp_at": {"failed_runs": 9, "revealed": True}}}))
+    path.write_text(
+        json.dumps({"format": 1, "functions": {"at_updates.clamp_at": {"failed_runs": 9, "revealed": True}}})
+    )
     before = path.read_bytes()
     fn = load_course(course_copy, verify_files=False).module(MODULE).function("clamp_at")
     for args in (["--grading"], ["--submission", str(course_copy / "exercises")]):
@@ -151,6 +156,7 @@ def test_hint_command_shows_the_gentle_hint_and_the_reveal_on_request(course_cop
 
 
 # status --------------------------------------------------------------------------------------
+
 
 def test_status_reports_done_started_and_not_started_from_the_last_runs(pytester, course_copy, monkeypatch, capsys):
     monkeypatch.delenv("CI", raising=False)
@@ -182,6 +188,7 @@ def test_status_says_a_changed_file_was_not_checked_since(course_copy):
 
 # reset ---------------------------------------------------------------------------------------
 
+
 def test_reset_one_function_from_the_pristine_copy_keeps_the_others_and_a_backup(course_copy, capsys):
     course = load_course(course_copy, verify_files=False)
     reset.keep_pristine_copies(course)  # what every student command does on a fresh checkout
@@ -200,7 +207,12 @@ def test_reset_one_function_from_the_pristine_copy_keeps_the_others_and_a_backup
 
 def test_reset_without_a_pristine_copy_takes_the_last_released_version_from_git(course_copy):
     def git(*args):
-        subprocess.run(["git", "-c", "user.name=s", "-c", "user.email=s@x", *args], cwd=course_copy, check=True, capture_output=True)
+        subprocess.run(
+            ["git", "-c", "user.name=s", "-c", "user.email=s@x", *args],
+            cwd=course_copy,
+            check=True,
+            capture_output=True,
+        )
 
     git("init", "-q")
     git("add", "-A")
@@ -228,6 +240,7 @@ def test_reset_asks_first_and_refuses_without_a_terminal(course_copy, monkeypatc
 
 
 # slow compiles -------------------------------------------------------------------------------
+
 
 def test_a_check_that_waits_for_compilation_says_so_in_one_line(pytester, course_copy, monkeypatch):
     monkeypatch.setattr(compile_time, "SLOW_COMPILE_SECONDS", 0.0)  # every real compile counts as slow

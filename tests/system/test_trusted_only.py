@@ -18,9 +18,9 @@ import sys
 from types import SimpleNamespace
 
 import pytest
+from support import ROOT, with_function
 
 from autograder.grading.trusted import trusted_only
-from support import ROOT, with_function
 
 sys.path.insert(0, str(ROOT / "scripts"))
 
@@ -66,7 +66,12 @@ def graded(grader, modules, tmp_path_factory):
 
     base = tmp_path_factory.mktemp("trusted_only")
     variants = [v for module in sorted(modules) for v in grade_agreement.select(module, PER_MODULE)]
-    variants += [v for module, marks in PICKED.items() for v in grade_agreement.select(module, 0) if any(m in v.source for m in marks)]
+    variants += [
+        v
+        for module, marks in PICKED.items()
+        for v in grade_agreement.select(module, 0)
+        if any(m in v.source for m in marks)
+    ]
     live = grade_agreement.live_verdicts(variants, base)
     students = grade_agreement.write_class(variants, base / "class")
     attacked = tuple(sorted(modules - {"at_updates"}))
@@ -115,8 +120,18 @@ def test_the_modules_that_need_no_reference_next_to_the_students_code_are_judged
     # Every module (dropout_rngs, batchnorm, training and checkpointing with givens): no grading process holds
     # a reference.
     assert modules == {
-        "at_updates", "autodiff", "data", "jit_static", "parallel", "prng", "pytrees", "vmap_linear", "dropout_rngs",
-        "batchnorm", "training", "checkpointing",
+        "at_updates",
+        "autodiff",
+        "data",
+        "jit_static",
+        "parallel",
+        "prng",
+        "pytrees",
+        "vmap_linear",
+        "dropout_rngs",
+        "batchnorm",
+        "training",
+        "checkpointing",
     }
 
 
@@ -237,8 +252,21 @@ def test_a_fixture_built_with_the_reference_is_a_given_its_module_qualifies_and_
     plain = check_file("def start(reference):\n    return oracle.sibling(reference, 'data')\n")
     scenario = {"scenario": fixture("reference", "data"), "data": fixture(), "reference": fixture("request")}
     checks = [
-        (item(["student", "reference", "scenario", "data"], scenario, plain, argnames=["student", "reference", "scenario"]), "m", True),
-        (item(["student", "reference", "scenario", "data"], scenario, plain, argnames=["student", "scenario"]), "m", False),
+        (
+            item(
+                ["student", "reference", "scenario", "data"],
+                scenario,
+                plain,
+                argnames=["student", "reference", "scenario"],
+            ),
+            "m",
+            True,
+        ),
+        (
+            item(["student", "reference", "scenario", "data"], scenario, plain, argnames=["student", "scenario"]),
+            "m",
+            False,
+        ),
         (item(["student", "reference"], {"reference": fixture("request")}, plain), "n", True),
     ]
     assert trusted_only.modules_judged_on_the_trusted_side(checks) == {"m", "n"}
@@ -249,5 +277,7 @@ def test_a_fixture_built_with_the_reference_is_a_given_its_module_qualifies_and_
 def test_another_check_that_takes_the_reference_through_a_fixture_and_itself_disqualifies(check_file):
     plain = check_file("")
     scenario = {"scenario": fixture("reference")}
-    checks = [(item(["student", "reference", "scenario"], scenario, plain, argnames=["reference", "scenario"]), "m", False)]
+    checks = [
+        (item(["student", "reference", "scenario"], scenario, plain, argnames=["reference", "scenario"]), "m", False)
+    ]
     assert trusted_only.modules_judged_on_the_trusted_side(checks) == set()

@@ -21,12 +21,12 @@ import time
 from pathlib import Path
 
 import pytest
+from support import ROOT
 
 from autograder.core.course import load_course
 from autograder.core.status import Status
 from autograder.grading.grader import Grader, Options
 from autograder.grading.wire import UNVERIFIABLE
-from support import ROOT
 
 MODULES = ("prng", "autodiff", "batchnorm", "data")
 

@@ -14,7 +14,10 @@ def test_an_unreplayable_correctness_check_earns_nothing_unless_listed(monkeypat
     assert outcome != Status.PASSED and "could not judge" in message
     monkeypatch.setattr(trusted_only, "OBSERVED_CORRECTNESS", frozenset({"data::test_make_loader_gives_numpy_batches"}))
     assert pipeline.trusted_verdict(check, "data.make_loader", Verdict(UNVERIFIABLE))[0] == Status.PASSED
-    assert pipeline.trusted_verdict(check, "data.make_loader", Verdict.from_wire({"outcome": Status.PASSED}))[0] == Status.PASSED
+    assert (
+        pipeline.trusted_verdict(check, "data.make_loader", Verdict.from_wire({"outcome": Status.PASSED}))[0]
+        == Status.PASSED
+    )
 
 
 def test_the_list_of_unreplayable_correctness_checks_is_the_readmes():

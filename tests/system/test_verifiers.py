@@ -7,12 +7,13 @@ import threading
 import time
 from pathlib import Path
 
+from support import ROOT
+
 from autograder.core.course import load_course
 from autograder.core.status import Status
-from autograder.grading.isolation import limits
 from autograder.grading.grader import Grader, Options
+from autograder.grading.isolation import limits
 from autograder.grading.trusted.trusted_server import WORKERS_PER_VERIFIER, Verifiers, verifiers_for
-from support import ROOT
 
 
 class Server:

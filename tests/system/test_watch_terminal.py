@@ -16,12 +16,13 @@ import time
 from pathlib import Path
 
 import pytest
-
 from support import ROOT
 
 MODULE = "at_updates"
 
-pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed (bash scripts/test.sh installs it)")
+pytestmark = pytest.mark.skipif(
+    shutil.which("tmux") is None, reason="tmux is not installed (bash scripts/test.sh installs it)"
+)
 
 
 class Pane:
@@ -29,7 +30,9 @@ class Pane:
         self.socket = socket
 
     def tmux(self, *args: str) -> str:
-        return subprocess.run(["tmux", "-u", "-L", self.socket, *args], check=True, capture_output=True, text=True).stdout
+        return subprocess.run(
+            ["tmux", "-u", "-L", self.socket, *args], check=True, capture_output=True, text=True
+        ).stdout
 
     def screen(self) -> str:
         return self.tmux("capture-pane", "-p", "-t", "watch")
@@ -60,8 +63,23 @@ def pane(course_copy):
     command = f"{shlex.quote(sys.executable)} -m autograder watch {MODULE}; echo EXIT=$?; sleep 600"
     env = {"PYTHONPATH": str(ROOT), "LANG": "C.UTF-8", "TERM": "xterm-256color"}
     settings = [f"{k}={v}" for k, v in env.items()]
-    pane.tmux("new-session", "-d", "-s", "watch", "-x", "140", "-y", "60", "-c", str(course_copy),
-              "env", *settings, "bash", "-c", command)
+    pane.tmux(
+        "new-session",
+        "-d",
+        "-s",
+        "watch",
+        "-x",
+        "140",
+        "-y",
+        "60",
+        "-c",
+        str(course_copy),
+        "env",
+        *settings,
+        "bash",
+        "-c",
+        command,
+    )
     try:
         yield pane
     finally:

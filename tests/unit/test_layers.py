@@ -138,7 +138,8 @@ def circles(edges: dict[str, set[str]]) -> list[frozenset[str]]:
 def arrows_up(edges: dict[str, set[str]]) -> list[str]:
     return sorted(
         f"{source} ({layer_key(source)}) imports {target} ({layer_key(target)})"
-        for source, targets in edges.items() for target in targets
+        for source, targets in edges.items()
+        for target in targets
         if layer_of(target) > layer_of(source)
     )
 
@@ -170,7 +171,9 @@ def test_no_import_runs_up_the_grading_wings_rooms():
     edges = graph()
     wing = [m for m in edges if m.startswith("autograder.grading")]
     up = sorted(
-        f"{source} imports {target}" for source in wing for target in edges[source]
+        f"{source} imports {target}"
+        for source in wing
+        for target in edges[source]
         if target.startswith("autograder.grading") and grading_room_of(target) > grading_room_of(source)
     )
     assert up == []
@@ -185,31 +188,37 @@ def write_package(tmp_path: Path, files: dict[str, str]) -> Path:
 
 
 def test_the_reading_finds_a_circle_through_a_function_level_import(tmp_path):
-    package = write_package(tmp_path, {
-        "__init__.py": "",
-        "core/__init__.py": "",
-        "core/a.py": "from autograder.core import b\n",
-        "core/b.py": "def f():\n    from autograder.core.a import thing\n",
-        "core/c.py": "from . import a\n",
-    })
+    package = write_package(
+        tmp_path,
+        {
+            "__init__.py": "",
+            "core/__init__.py": "",
+            "core/a.py": "from autograder.core import b\n",
+            "core/b.py": "def f():\n    from autograder.core.a import thing\n",
+            "core/c.py": "from . import a\n",
+        },
+    )
     assert circles(graph(package)) == [frozenset({"autograder.core.a", "autograder.core.b"})]
 
 
 def test_the_reading_finds_an_arrow_up_by_relative_and_absolute_imports(tmp_path):
-    package = write_package(tmp_path, {
-        "__init__.py": "",
-        "core/__init__.py": "",
-        "core/a.py": "def f():\n    import autograder.grading.deep.room.x\n",
-        "checks/__init__.py": "",
-        "checks/b.py": "from ..pytest_plugin import hooks\n",
-        "pytest_plugin/__init__.py": "",
-        "pytest_plugin/hooks.py": "from autograder.checks import b\n",
-        "grading/__init__.py": "",
-        "grading/deep/__init__.py": "",
-        "grading/deep/room/__init__.py": "",
-        "grading/deep/room/x.py": "import autograder.cli\n",
-        "cli.py": "",
-    })
+    package = write_package(
+        tmp_path,
+        {
+            "__init__.py": "",
+            "core/__init__.py": "",
+            "core/a.py": "def f():\n    import autograder.grading.deep.room.x\n",
+            "checks/__init__.py": "",
+            "checks/b.py": "from ..pytest_plugin import hooks\n",
+            "pytest_plugin/__init__.py": "",
+            "pytest_plugin/hooks.py": "from autograder.checks import b\n",
+            "grading/__init__.py": "",
+            "grading/deep/__init__.py": "",
+            "grading/deep/room/__init__.py": "",
+            "grading/deep/room/x.py": "import autograder.cli\n",
+            "cli.py": "",
+        },
+    )
     assert arrows_up(graph(package)) == [
         "autograder.checks.b (checks) imports autograder.pytest_plugin.hooks (pytest_plugin)",
         "autograder.core.a (core) imports autograder.grading.deep.room.x (grading)",

@@ -21,7 +21,6 @@ from typing import Protocol
 from autograder.grading.isolation.cgroups import Group, grader_group
 from autograder.grading.isolation.limits import MAX_FILE_BYTES, backstop_bytes, next_uid
 
-
 # Runs as root on the host, first of every sandboxed command: enter the control groups named before "--",
 # set the last resource limits (the address space only as a backstop: the memory limit is the cgroup's), exec.
 ENTER = (
@@ -56,7 +55,11 @@ def _host_paths() -> list[str]:
     """What of the host a sandbox shows (read-only): the system's libraries and the Python environment."""
     paths = ["/usr"]
     # the interpreter's prefixes, and library folders a .pth file added (never another folder of sys.path)
-    libraries = [p for p in sys.path if os.path.basename(p.rstrip("/")) in ("site-packages", "dist-packages") and os.path.isdir(p)]
+    libraries = [
+        p
+        for p in sys.path
+        if os.path.basename(p.rstrip("/")) in ("site-packages", "dist-packages") and os.path.isdir(p)
+    ]
     for prefix in (sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix, *libraries):
         real = os.path.realpath(prefix)
         if not any(real == p or real.startswith(p + "/") for p in paths):
@@ -68,8 +71,13 @@ def bwrap_args(folder: Path, shared: Path | None, *, privileged: bool) -> list[s
     """bubblewrap's options: new namespaces, the host's system and Python read-only, ``shared`` read-only,
     ``folder`` (the student's) the only writable place, no host ``/proc``, dies with the grader."""
     args = [
-        "--unshare-pid", "--unshare-ipc", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try",
-        "--die-with-parent", "--new-session",
+        "--unshare-pid",
+        "--unshare-ipc",
+        "--unshare-net",
+        "--unshare-uts",
+        "--unshare-cgroup-try",
+        "--die-with-parent",
+        "--new-session",
     ]
     if privileged:  # the namespaces are made as root; the uid is dropped (DROP) inside, with every capability
         args += ["--cap-drop", "ALL", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
@@ -121,7 +129,8 @@ class Isolation:
         }[self.sandbox]
         limits = (
             f"; cgroup v{self.cgroups} per student (resident memory, processes; killed at the student's end)"
-            if self.cgroups else "; no cgroups (memory watched by the supervisor, address space limited)"
+            if self.cgroups
+            else "; no cgroups (memory watched by the supervisor, address space limited)"
         )
         return what + limits + (f" [{self.why}]" if self.why else "")
 
@@ -202,8 +211,16 @@ class Box:
     :meth:`command` wraps an interpreter's command line so that it starts in the box; :meth:`close` kills every
     process of the group (a double-forked one included) and removes the group."""
 
-    def __init__(self, mode: Isolation, folder: Path, shared: Path | None, group: Group | None, uid: int | None,
-                 gid: int | None, memory_mb: int | None):
+    def __init__(
+        self,
+        mode: Isolation,
+        folder: Path,
+        shared: Path | None,
+        group: Group | None,
+        uid: int | None,
+        gid: int | None,
+        memory_mb: int | None,
+    ):
         self.mode = mode
         self.folder = folder
         self.shared = shared
@@ -301,4 +318,3 @@ def _descendants(root: int) -> list[int]:
         found.append(pid)
         todo.extend(children.get(pid, []))
     return found
-

@@ -25,7 +25,7 @@ class Group:
         self.version = version
         self.paths = paths  # controller ("memory", "pids"; "unified" for v2) -> folder
 
-    def child(self, name: str) -> "Group":
+    def child(self, name: str) -> Group:
         paths = {c: p / name for c, p in self.paths.items()}
         for path in paths.values():
             path.mkdir(exist_ok=True)
@@ -43,7 +43,10 @@ class Group:
             size = str(memory_mb * 2**20)
             self._file("memory", "memory.limit_in_bytes", "memory.max").write_text(size)
             # no swapping past the limit (where swap is accounted)
-            _write_quietly(self._file("memory", "memory.memsw.limit_in_bytes", "memory.swap.max"), size if self.version == 1 else "0")
+            _write_quietly(
+                self._file("memory", "memory.memsw.limit_in_bytes", "memory.swap.max"),
+                size if self.version == 1 else "0",
+            )
         if pids:
             self._file("pids", "pids.max", "pids.max").write_text(str(pids))
 
@@ -191,4 +194,3 @@ def grader_group() -> Group | None:
         for path in made.values():
             _rmdir(path)
         return None
-

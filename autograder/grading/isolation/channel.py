@@ -43,8 +43,14 @@ def value_bound(line: bytes) -> int:
 class EventDecoder:
     """Feed it the channel's chunks; it returns the events (dicts carrying ``nonce``) they complete."""
 
-    def __init__(self, nonce: str, max_event_bytes: int = MAX_EVENT_BYTES, max_run_bytes: int = MAX_RUN_BYTES,
-                 free_values: int = FREE_VALUES, bytes_per_value: int = BYTES_PER_VALUE):
+    def __init__(
+        self,
+        nonce: str,
+        max_event_bytes: int = MAX_EVENT_BYTES,
+        max_run_bytes: int = MAX_RUN_BYTES,
+        free_values: int = FREE_VALUES,
+        bytes_per_value: int = BYTES_PER_VALUE,
+    ):
         self.nonce = nonce
         self.max_event_bytes = max_event_bytes
         self.max_run_bytes = max_run_bytes

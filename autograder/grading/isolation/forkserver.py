@@ -20,6 +20,7 @@ from autograder.grading.isolation.cgroups import Group
 from autograder.grading.isolation.limits import POLL, Interrupted, MemoryLimitTooLow, RunAs, check
 from autograder.grading.isolation.processes import kill_group, release, run_python
 
+
 def _state(pid: int) -> bytes:
     """A process's state letter (``R``, ``S``, ``T``, ``Z``...), b"" when it is gone."""
     try:
@@ -52,8 +53,14 @@ class Zygote:
     """
 
     def __init__(
-        self, kit: Path, cwd: Path, env: dict[str, str], memory_mb: int | None,
-        lifeline: int | None = None, stop: threading.Event | None = None, run_as: RunAs | None = None,
+        self,
+        kit: Path,
+        cwd: Path,
+        env: dict[str, str],
+        memory_mb: int | None,
+        lifeline: int | None = None,
+        stop: threading.Event | None = None,
+        run_as: RunAs | None = None,
         box: Box | None = None,
     ):
         import socket
@@ -68,9 +75,18 @@ class Zygote:
         self.leaf = leaf = box.leaf("zygote") if box is not None else None
         try:
             self.proc = run_python(
-                "autograder.grading.isolation.zygote", kit, cwd, {"sock": theirs.fileno()}, memory_mb=memory_mb, env=env,
-                stderr_path=cwd / "zygote-stderr.txt", pass_fds=(theirs.fileno(),), lifeline=lifeline, run_as=run_as,
-                box=box, leaf=leaf,
+                "autograder.grading.isolation.zygote",
+                kit,
+                cwd,
+                {"sock": theirs.fileno()},
+                memory_mb=memory_mb,
+                env=env,
+                stderr_path=cwd / "zygote-stderr.txt",
+                pass_fds=(theirs.fileno(),),
+                lifeline=lifeline,
+                run_as=run_as,
+                box=box,
+                leaf=leaf,
             )
         finally:
             theirs.close()
@@ -131,7 +147,7 @@ class Zygote:
             self.exits[int(message["exited"])] = int(message["returncode"])
         return message
 
-    def start(self, cwd: Path, cfg: dict, event_fd: int, stderr_path: Path) -> "ForkedHandle":
+    def start(self, cwd: Path, cfg: dict, event_fd: int, stderr_path: Path) -> ForkedHandle:
         """Fork a grading child. In a box, the child stops itself at once (``hold``) and is moved into a control
         group of its own (its memory limit) before it runs on."""
         import socket

@@ -21,7 +21,7 @@ import os
 import signal
 import sys
 import threading
-from typing import Callable
+from collections.abc import Callable
 
 PR_SET_PDEATHSIG = 1
 

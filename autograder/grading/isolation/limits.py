@@ -16,7 +16,6 @@ from pathlib import Path
 
 from autograder.grading.wire import FaultKind
 
-
 MAX_FILE_BYTES = 1 * 2**30
 # A function's checks may use ``timeout_per_function`` seconds of CPU time, and
 # at most this many times as much wall-clock time (waiting, sleeping, or a
@@ -39,7 +38,6 @@ def check(stop: threading.Event | None) -> None:
         raise Interrupted()
 
 
-
 def alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -48,7 +46,6 @@ def alive(pid: int) -> bool:
     except OSError:
         return True  # another user's process
     return True
-
 
 
 @dataclass
@@ -84,7 +81,7 @@ class RunAs:
     gid: int
 
     @classmethod
-    def lookup(cls, name: str) -> "RunAs":
+    def lookup(cls, name: str) -> RunAs:
         try:
             entry = pwd.getpwnam(name)
         except KeyError:
@@ -125,5 +122,3 @@ def next_uid() -> int:
     two graders running side by side do not share one)."""
     with _uid_lock:
         return next(_uids) + (os.getpid() % 1000) * 100_000
-
-

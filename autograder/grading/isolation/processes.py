@@ -18,10 +18,10 @@ import threading
 import time
 from pathlib import Path
 
-from autograder.runtime import devices
 from autograder.grading.isolation.bubblewrap import Box
 from autograder.grading.isolation.cgroups import Group
 from autograder.grading.isolation.limits import MAX_FILE_BYTES, POLL, Interrupted, RunAs, backstop_bytes
+from autograder.runtime import devices
 
 BOOT = "import sys; sys.path.insert(0, sys.argv[1]); import {module} as m; m.main()"
 
@@ -55,8 +55,8 @@ def run_python(
     stdout=subprocess.DEVNULL,
     lifeline: int | None = None,
     run_as: RunAs | None = None,
-    box: "Box | None" = None,
-    leaf: "Group | None" = None,
+    box: Box | None = None,
+    leaf: Group | None = None,
 ) -> subprocess.Popen:
     """Start ``module.main()`` from the copied kit in a new session, with limits, config on stdin
     (as ``run_as`` when given; in ``box``, in ``leaf``'s control group, when given)."""
@@ -126,7 +126,7 @@ def wait_or_stop(proc: subprocess.Popen, timeout: float, stop: threading.Event |
 class PopenHandle:
     """A grading child started directly (``python -I``), in its own control group ``leaf`` when given."""
 
-    def __init__(self, proc: subprocess.Popen, leaf: "Group | None" = None, box: "Box | None" = None):
+    def __init__(self, proc: subprocess.Popen, leaf: Group | None = None, box: Box | None = None):
         self.proc = proc
         self.pid = proc.pid
         self.leaf = leaf
@@ -153,7 +153,7 @@ class PopenHandle:
 SANDBOXED_PID = 2
 
 
-def release(handle, leaf: "Group | None") -> None:
+def release(handle, leaf: Group | None) -> None:
     """A process's group is done with: what the kernel says of its memory, then the group is removed."""
     if leaf is None:
         return
@@ -163,16 +163,31 @@ def release(handle, leaf: "Group | None") -> None:
 
 
 def start_direct(
-    module: str, kit: Path, env: dict[str, str], memory_mb: int | None, lifeline: int | None = None,
-    run_as: RunAs | None = None, box: Box | None = None,
+    module: str,
+    kit: Path,
+    env: dict[str, str],
+    memory_mb: int | None,
+    lifeline: int | None = None,
+    run_as: RunAs | None = None,
+    box: Box | None = None,
 ):
     """A starter for :func:`supervise`: a fresh interpreter per run (no zygote), in ``box`` when given."""
 
     def start(cwd: Path, cfg: dict, event_fd: int, stderr_path: Path) -> PopenHandle:
         leaf = box.leaf(box.run_name()) if box is not None else None
         proc = run_python(
-            module, kit, cwd, cfg, memory_mb=memory_mb, env=env, stderr_path=stderr_path, pass_fds=(event_fd,),
-            lifeline=lifeline, run_as=run_as, box=box, leaf=leaf,
+            module,
+            kit,
+            cwd,
+            cfg,
+            memory_mb=memory_mb,
+            env=env,
+            stderr_path=stderr_path,
+            pass_fds=(event_fd,),
+            lifeline=lifeline,
+            run_as=run_as,
+            box=box,
+            leaf=leaf,
         )
         return PopenHandle(proc, leaf, box)
 
@@ -188,4 +203,3 @@ def file_tail(path: Path, size: int = 4000) -> str:
             return f.read().decode("utf-8", "replace")
     except OSError:
         return ""
-

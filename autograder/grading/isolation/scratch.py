@@ -15,6 +15,7 @@ from pathlib import Path
 
 from autograder.grading.isolation.limits import alive
 
+
 @dataclass
 class Snapshot:
     """The instructor's files, read once: ``{relative path: bytes}`` for the course and the kit."""
@@ -23,7 +24,7 @@ class Snapshot:
     kit: dict[str, bytes]
 
     @classmethod
-    def take(cls, course_root: Path) -> "Snapshot":
+    def take(cls, course_root: Path) -> Snapshot:
         course_root = Path(course_root)
         course: dict[str, bytes] = {"course.toml": (course_root / "course.toml").read_bytes()}
         for pattern in ("conftest.py", "exercises/*.py", "solutions/*.py"):
@@ -83,7 +84,7 @@ def remove_abandoned_scratch() -> list[Path]:
         return []
     removed = []
     for path in Path(tempfile.gettempdir()).glob(f"{SCRATCH_PREFIX}*x*-*"):
-        pid, _, rest = path.name[len(SCRATCH_PREFIX):].partition("x")
+        pid, _, rest = path.name[len(SCRATCH_PREFIX) :].partition("x")
         if not pid.isdigit() or rest.split("-", 1)[0] != str(namespace) or alive(int(pid)):
             continue
         try:
@@ -94,4 +95,3 @@ def remove_abandoned_scratch() -> list[Path]:
         shutil.rmtree(path, ignore_errors=True)
         removed.append(path)
     return removed
-

@@ -22,6 +22,7 @@ from autograder.grading.isolation.limits import POLL, WALL_FACTOR, Fault, Limits
 from autograder.grading.isolation.processes import file_tail
 from autograder.grading.wire import Event, FaultKind
 
+
 def cpu_seconds(pid: int) -> float:
     """User + system CPU time of a process (all its threads), 0 when it is gone."""
     try:
@@ -147,8 +148,11 @@ def _how_it_ended(result: RunResult) -> str:
             name = signal.Signals(-rc).name
         except ValueError:
             name = f"signal {-rc}"
-        if "MemoryError" in result.stderr_tail or "RESOURCE_EXHAUSTED" in result.stderr_tail or "bad_alloc" in result.stderr_tail:
+        if (
+            "MemoryError" in result.stderr_tail
+            or "RESOURCE_EXHAUSTED" in result.stderr_tail
+            or "bad_alloc" in result.stderr_tail
+        ):
             return f"it crashed with {name} after running out of memory"
         return f"it crashed the Python interpreter ({name})"
     return f"the process exited with code {rc} (sys.exit or os._exit, or a fatal error)"
-

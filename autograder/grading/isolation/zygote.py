@@ -31,8 +31,8 @@ import signal
 import socket
 import sys
 
-from autograder.grading.wire import CHILD
 from autograder.grading.isolation import lifeline
+from autograder.grading.wire import CHILD
 
 
 def preload() -> None:
@@ -64,6 +64,7 @@ def boot(run) -> None:
     lifeline.watch(cfg.get("lifeline"))
     preload()
     run(cfg)
+
 
 def _send(sock: socket.socket, message: dict) -> bool:
     try:

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from autograder.runtime import atomic
 from autograder.core.course import Course
 from autograder.core.outcomes import StudentResult
 from autograder.grading.outputs.class_report import grades_csv, results_json, summary_md
 from autograder.grading.outputs.feedback import feedback_html
 from autograder.grading.outputs.html_report import report_html
 from autograder.grading.outputs.late import Lateness
+from autograder.runtime import atomic
 
 
 def write_student(out: Path, course: Course, modules: tuple[str, ...], result: StudentResult) -> None:
@@ -25,7 +25,11 @@ def write_student(out: Path, course: Course, modules: tuple[str, ...], result: S
 
 
 def write_all(
-    out: Path, course: Course, modules: tuple[str, ...], results: list[StudentResult], incomplete: str | None = None,
+    out: Path,
+    course: Course,
+    modules: tuple[str, ...],
+    results: list[StudentResult],
+    incomplete: str | None = None,
     late: dict[str, Lateness] | None = None,
 ) -> None:
     """Every output: each student's ``results.json`` and ``feedback.html``, ``summary.md``, ``grades.csv``,

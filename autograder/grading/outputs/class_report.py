@@ -31,7 +31,6 @@ from autograder.grading.outputs.inert import csv_text, md_text
 from autograder.grading.outputs.late import Lateness, format_late_by, format_time
 
 
-
 def function_columns(course: Course, modules: tuple[str, ...]) -> list[str]:
     return [fn.qualname for fn in course.functions if fn.module in modules]
 
@@ -45,7 +44,10 @@ LATE_COLUMNS = ["submitted_at", "late_by", "late_penalty_percent", "final_score"
 
 
 def grades_csv(
-    course: Course, modules: tuple[str, ...], results: list[StudentResult], incomplete: str | None = None,
+    course: Course,
+    modules: tuple[str, ...],
+    results: list[StudentResult],
+    incomplete: str | None = None,
     late: dict[str, Lateness] | None = None,
 ) -> str:
     """One row per student. With ``late`` (a due date or a submission time source was given): when each
@@ -62,9 +64,20 @@ def grades_csv(
         extra = []
         if late is not None:
             info = late.get(result.student, Lateness(None, None, 0.0))
-            extra = [format_time(info.submitted_at), format_late_by(info.late_by), points_text(100 * info.penalty), points_text(info.final(total))]
+            extra = [
+                format_time(info.submitted_at),
+                format_late_by(info.late_by),
+                points_text(100 * info.penalty),
+                points_text(info.final(total)),
+            ]
         writer.writerow(
-            [csv_text(result.student), points_text(total), points_text(max_score), *extra, *(points_text(earned.get(c, 0.0)) for c in columns)]
+            [
+                csv_text(result.student),
+                points_text(total),
+                points_text(max_score),
+                *extra,
+                *(points_text(earned.get(c, 0.0)) for c in columns),
+            ]
         )
     if incomplete:
         buffer.write(f"# INCOMPLETE: {incomplete}\n")
@@ -94,7 +107,9 @@ def results_json(course: Course, modules: tuple[str, ...], result: StudentResult
                 "name": fn.qualname,
                 "score": round(score.points, 2),
                 "max_score": fn.points,
-                "status": str(Status.PASSED if score.status == Status.PASSED else Status.FAILED),  # Gradescope knows these two
+                "status": str(
+                    Status.PASSED if score.status == Status.PASSED else Status.FAILED
+                ),  # Gradescope knows these two
                 "output": function_output(score),
                 "visibility": "visible",
             }
@@ -127,7 +142,9 @@ def student_total(result: StudentResult, columns: list[str]) -> float:
     return sum(earned.get(c, 0.0) for c in columns)
 
 
-def summary_md(course: Course, modules: tuple[str, ...], results: list[StudentResult], incomplete: str | None = None) -> str:
+def summary_md(
+    course: Course, modules: tuple[str, ...], results: list[StudentResult], incomplete: str | None = None
+) -> str:
     n = len(results)
     note = [f"> **INCOMPLETE:** {incomplete}", ""] if incomplete else []
     lines = [*note, f"# {course.title}: class summary", "", f"{n} students graded.", ""]
@@ -135,8 +152,10 @@ def summary_md(course: Course, modules: tuple[str, ...], results: list[StudentRe
         if module.name not in modules:
             continue
         lines += [
-            f"## {module.name} — {module.topic}", "",
-            "| function | passed | mean points | not submitted | not started | most common mistakes |", "|---|---|---|---|---|---|",
+            f"## {module.name} — {module.topic}",
+            "",
+            "| function | passed | mean points | not submitted | not started | most common mistakes |",
+            "|---|---|---|---|---|---|",
         ]
         for fn in module.functions:
             scores = function_scores(results, fn.module, fn.name)

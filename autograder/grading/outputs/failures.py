@@ -25,7 +25,9 @@ def failure_kind(score: FunctionScore) -> str | None:
     :data:`NOT_STARTED` when it is still the stub, else :data:`MISTAKE` (a real one)."""
     if score.status == Status.PASSED:
         return None
-    if score.messages and all(m.startswith(f"{score.module}.py ") and any(k in m for k in _MISSING_FILE) for m in score.messages):
+    if score.messages and all(
+        m.startswith(f"{score.module}.py ") and any(k in m for k in _MISSING_FILE) for m in score.messages
+    ):
         return MISSING
     if score.status == Status.NOT_STARTED:
         return NOT_STARTED

@@ -50,9 +50,13 @@ def feedback_html(course: Course, modules: tuple[str, ...], result: StudentResul
             continue
         body.append(f"<h2>{_e(module.name)} — {_e(module.topic)}</h2>")
         for fn in module.functions:
-            score = by_name.get(fn.qualname) or FunctionScore(fn.module, fn.name, 0.0, fn.points, Status.FAILED, 0, 0, ["not graded"])
+            score = by_name.get(fn.qualname) or FunctionScore(
+                fn.module, fn.name, 0.0, fn.points, Status.FAILED, 0, 0, ["not graded"]
+            )
             css, state = _state(score)
-            parts = [f'<h3><span>{_e(fn.name)}</span><span>{points_text(score.points)}/{points_text(fn.points)}</span></h3><p>{_e(state)}</p>']
+            parts = [
+                f"<h3><span>{_e(fn.name)}</span><span>{points_text(score.points)}/{points_text(fn.points)}</span></h3><p>{_e(state)}</p>"
+            ]
             messages = list(dict.fromkeys(m.strip() for m in score.messages if m.strip()))
             parts += [f"<pre>{_e(m)}</pre>" for m in messages]
             if css == "failed" and not any("hint:" in m for m in messages):

@@ -60,7 +60,9 @@ def write_gradebook(
                 try:
                     gb.find_grade_cell(grade_id(fn.name), module.name, module.name)
                 except MissingEntry:
-                    gb.add_grade_cell(grade_id(fn.name), module.name, module.name, max_score=fn.points, cell_type="code")
+                    gb.add_grade_cell(
+                        grade_id(fn.name), module.name, module.name, max_score=fn.points, cell_type="code"
+                    )
             for student, scores in students.items():
                 gb.update_or_create_student(student)
                 gb.update_or_create_submission(module.name, student)

@@ -25,6 +25,7 @@ import io
 import statistics
 
 from autograder.core.course import Course
+from autograder.core.outcomes import FunctionScore, StudentResult, points_text
 from autograder.grading.outputs.class_report import function_columns, function_output, student_total
 from autograder.grading.outputs.failures import (
     MISSING,
@@ -33,7 +34,6 @@ from autograder.grading.outputs.failures import (
     failure_lines,
     submitted_nothing,
 )
-from autograder.core.outcomes import FunctionScore, StudentResult, points_text
 from autograder.grading.outputs.late import Lateness, format_late_by, format_time
 
 SCRIPT = """
@@ -86,6 +86,7 @@ td.time { white-space: nowrap; }
 details.student h4 { font-size: .9rem; margin: .5rem 0 .1rem; }
 .legend span { display: inline-block; padding: 0 .5rem; }
 """
+
 
 def _e(text: object) -> str:
     return html.escape(str(text), quote=True)
@@ -168,9 +169,13 @@ def _function_row(fn, n: int, scores: list[tuple[str, FunctionScore]]) -> tuple[
         for line, names in ranked
     ]
     if not_started:
-        items.append(f'<li><strong class="count">{len(not_started)}×</strong> not started<div class="who">{who(not_started)}</div></li>')
+        items.append(
+            f'<li><strong class="count">{len(not_started)}×</strong> not started<div class="who">{who(not_started)}</div></li>'
+        )
     if missing:
-        items.append(f'<li><strong class="count">{len(missing)}×</strong> not submitted<div class="who">{who(missing)}</div></li>')
+        items.append(
+            f'<li><strong class="count">{len(missing)}×</strong> not submitted<div class="who">{who(missing)}</div></li>'
+        )
     if ranked:
         top = f'<span class="count">{len(ranked[0][1])}×</span> <code>{_e(ranked[0][0])}</code>'
         more = f" (+{len(ranked) - 1} other mistake{'s' if len(ranked) > 2 else ''})" if len(ranked) > 1 else ""
@@ -179,7 +184,8 @@ def _function_row(fn, n: int, scores: list[tuple[str, FunctionScore]]) -> tuple[
         summary = "no mistakes" if items else "—"
     drill = (
         f'<details class="function"><summary>{summary}</summary><ul class="failures">{"".join(items)}</ul></details>'
-        if items else summary
+        if items
+        else summary
     )
     rate = passed / n if n else 0.0
     row = (
@@ -200,16 +206,19 @@ def _student_details(index: int, result: StudentResult, functions, total: float,
             parts.append(f"<h4>{_e(fn.qualname)}: not graded</h4>")
             continue
         parts.append(
-            f'<h4>{_e(fn.qualname)}: {points_text(score.points)}/{points_text(fn.points)}</h4><pre>{_e(function_output(score))}</pre>'
+            f"<h4>{_e(fn.qualname)}: {points_text(score.points)}/{points_text(fn.points)}</h4><pre>{_e(function_output(score))}</pre>"
         )
     return (
         f'<details class="student" id="student-{index}"><summary>{_e(result.student)}: {points_text(total)}/{points_text(max_score)}</summary>'
-        f'{"".join(parts)}</details>'
+        f"{''.join(parts)}</details>"
     )
 
 
 def report_html(
-    course: Course, modules: tuple[str, ...], results: list[StudentResult], incomplete: str | None = None,
+    course: Course,
+    modules: tuple[str, ...],
+    results: list[StudentResult],
+    incomplete: str | None = None,
     late: dict[str, Lateness] | None = None,
 ) -> str:
     columns = function_columns(course, modules)
@@ -232,7 +241,9 @@ def report_html(
         rates.append(rate)
 
     late_head = (
-        '<th class="num" data-type="number">final</th><th>submitted</th><th data-type="number">late by</th>' if late is not None else ""
+        '<th class="num" data-type="number">final</th><th>submitted</th><th data-type="number">late by</th>'
+        if late is not None
+        else ""
     )
     head = "".join(f'<th class="num" data-type="number" title="{_e(c)}">{_e(c.split(".", 1)[1])}</th>' for c in columns)
     student_rows, details = [], []

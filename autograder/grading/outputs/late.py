@@ -34,7 +34,7 @@ import os
 import subprocess
 import tomllib
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 SOURCES = ("git", "gradescope", "mtime", "csv:PATH")
@@ -71,11 +71,15 @@ def parse_time(text: str, where: str) -> datetime:
     try:
         value = datetime.fromisoformat(str(text).strip().replace("Z", "+00:00"))
     except ValueError:
-        raise LateError(f"{where}: {text!r} is not an ISO 8601 date and time (e.g. 2026-03-01T23:59:00+00:00)") from None
-    return value if value.tzinfo else value.replace(tzinfo=timezone.utc)
+        raise LateError(
+            f"{where}: {text!r} is not an ISO 8601 date and time (e.g. 2026-03-01T23:59:00+00:00)"
+        ) from None
+    return value if value.tzinfo else value.replace(tzinfo=UTC)
 
 
-def policy(course_root: Path, due: str | None = None, penalty: float | None = None, cutoff: float | None = None) -> Policy:
+def policy(
+    course_root: Path, due: str | None = None, penalty: float | None = None, cutoff: float | None = None
+) -> Policy:
     """``[late]`` of ``course_root/course.toml``, each value overridden by the command line's when given."""
     try:
         table = tomllib.loads((Path(course_root) / "course.toml").read_text(encoding="utf-8")).get("late", {})
@@ -86,7 +90,7 @@ def policy(course_root: Path, due: str | None = None, penalty: float | None = No
         raise LateError(f"course.toml: unknown key(s) {unknown} in [late] (allowed: due, penalty_per_day, cutoff_days)")
     due_text = due if due is not None else table.get("due")
     if isinstance(due_text, datetime):  # TOML's own date-time
-        due_value = due_text if due_text.tzinfo else due_text.replace(tzinfo=timezone.utc)
+        due_value = due_text if due_text.tzinfo else due_text.replace(tzinfo=UTC)
     else:
         due_value = parse_time(due_text, "the due date") if due_text else None
     per_day = float(penalty if penalty is not None else table.get("penalty_per_day", 0.0))
@@ -111,7 +115,7 @@ def judge(policy: Policy, submitted_at: datetime | None) -> Lateness:
 
 
 def format_time(value: datetime | None) -> str:
-    return value.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ") if value else ""
+    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ") if value else ""
 
 
 def format_late_by(value: timedelta | None) -> str:
@@ -126,7 +130,9 @@ def format_late_by(value: timedelta | None) -> str:
 # -- submission times ------------------------------------------------------------------------------
 
 
-def submission_times(source: str, students: list[tuple[str, Path]], modules: tuple[str, ...]) -> tuple[dict[str, datetime], list[str]]:
+def submission_times(
+    source: str, students: list[tuple[str, Path]], modules: tuple[str, ...]
+) -> tuple[dict[str, datetime], list[str]]:
     """Each student's submission time from ``source`` (see the module docstring), and the students it had none for."""
     if source.startswith("csv:"):
         table = _csv_times(Path(source[4:]))
@@ -152,10 +158,30 @@ def submission_times(source: str, students: list[tuple[str, Path]], modules: tup
 def _git_time(folder: Path) -> datetime | None:
     if not (folder / ".git").exists():
         return None
-    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull,
-           "HOME": os.devnull, "GIT_TERMINAL_PROMPT": "0", "GIT_OPTIONAL_LOCKS": "0"}
-    cmd = ["git", "--no-pager", "-c", "core.fsmonitor=false", "-c", "core.hooksPath=" + os.devnull,
-           "-c", "safe.directory=*", "-C", str(folder), "log", "-1", "--format=%cI", "HEAD"]
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "GIT_CONFIG_GLOBAL": os.devnull,
+        "HOME": os.devnull,
+        "GIT_TERMINAL_PROMPT": "0",
+        "GIT_OPTIONAL_LOCKS": "0",
+    }
+    cmd = [
+        "git",
+        "--no-pager",
+        "-c",
+        "core.fsmonitor=false",
+        "-c",
+        "core.hooksPath=" + os.devnull,
+        "-c",
+        "safe.directory=*",
+        "-C",
+        str(folder),
+        "log",
+        "-1",
+        "--format=%cI",
+        "HEAD",
+    ]
     try:
         proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=20, stdin=subprocess.DEVNULL)
         return parse_time(proc.stdout.strip(), "git") if proc.returncode == 0 and proc.stdout.strip() else None
@@ -176,7 +202,7 @@ def _gradescope_time(folder: Path) -> datetime | None:
 def _mtime(folder: Path, modules: tuple[str, ...]) -> datetime | None:
     base = folder / "exercises" if (folder / "exercises").is_dir() else folder
     times = [p.lstat().st_mtime for m in modules if (p := base / f"{m}.py").is_file() and not p.is_symlink()]
-    return datetime.fromtimestamp(max(times), timezone.utc) if times else None
+    return datetime.fromtimestamp(max(times), UTC) if times else None
 
 
 def _csv_times(path: Path) -> dict[str, datetime]:
@@ -187,4 +213,8 @@ def _csv_times(path: Path) -> dict[str, datetime]:
         raise LateError(f"cannot read the submission times file {path}: {err}") from None
     if rows and not {"student", "submitted_at"} <= set(rows[0]):
         raise LateError(f"{path}: needs the columns student and submitted_at (has {', '.join(rows[0])})")
-    return {row["student"]: parse_time(row["submitted_at"], f"{path}, student {row['student']!r}") for row in rows if row.get("submitted_at")}
+    return {
+        row["student"]: parse_time(row["submitted_at"], f"{path}, student {row['student']!r}")
+        for row in rows
+        if row.get("submitted_at")
+    }

@@ -39,7 +39,17 @@ from pathlib import Path
 from autograder.core.outcomes import points_text
 from autograder.grading.outputs.inert import csv_text
 
-ROSTER_COLUMNS = ("student", "name", "canvas_id", "sis_user_id", "sis_login_id", "section", "email", "idnumber", "username")
+ROSTER_COLUMNS = (
+    "student",
+    "name",
+    "canvas_id",
+    "sis_user_id",
+    "sis_login_id",
+    "section",
+    "email",
+    "idnumber",
+    "username",
+)
 CANVAS_COLUMNS = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
 MOODLE_IDENTIFIERS = (("email", "Email address"), ("idnumber", "ID number"), ("username", "Username"))
 
@@ -58,7 +68,9 @@ def read_roster(path: Path) -> dict[str, dict[str, str]]:
     except OSError as err:
         raise ExportError(f"cannot read the roster {path}: {err}") from None
     if "student" not in header:
-        raise ExportError(f"the roster {path} needs a 'student' column (the student's folder name); it has {', '.join(header) or 'no header'}")
+        raise ExportError(
+            f"the roster {path} needs a 'student' column (the student's folder name); it has {', '.join(header) or 'no header'}"
+        )
     unknown = [c for c in header if c not in ROSTER_COLUMNS]
     if unknown:
         raise ExportError(f"the roster {path} has unknown column(s) {unknown} (known: {', '.join(ROSTER_COLUMNS)})")
@@ -76,12 +88,18 @@ def read_roster(path: Path) -> dict[str, dict[str, str]]:
 def _need(roster: dict, students: list[str], ok, what: str, fmt: str) -> None:
     lacking = [s for s in students if s not in roster or not ok(roster[s])]
     if lacking:
-        shown = ", ".join(repr(s) for s in lacking[:10]) + (f" and {len(lacking) - 10} more" if len(lacking) > 10 else "")
-        raise ExportError(f"cannot write the {fmt} import: no roster row with {what} for {shown}; add them to the roster")
+        shown = ", ".join(repr(s) for s in lacking[:10]) + (
+            f" and {len(lacking) - 10} more" if len(lacking) > 10 else ""
+        )
+        raise ExportError(
+            f"cannot write the {fmt} import: no roster row with {what} for {shown}; add them to the roster"
+        )
 
 
 def check_canvas(roster: dict, students: list[str]) -> None:
-    _need(roster, students, lambda r: r.get("canvas_id") or r.get("sis_user_id"), "a canvas_id or sis_user_id", "Canvas")
+    _need(
+        roster, students, lambda r: r.get("canvas_id") or r.get("sis_user_id"), "a canvas_id or sis_user_id", "Canvas"
+    )
 
 
 def moodle_identifier(roster: dict, students: list[str]) -> tuple[str, str]:
@@ -89,8 +107,16 @@ def moodle_identifier(roster: dict, students: list[str]) -> tuple[str, str]:
     for key, header in MOODLE_IDENTIFIERS:
         if students and all(roster.get(s, {}).get(key) for s in students):
             return key, header
-    _need(roster, students, lambda r: any(r.get(k) for k, _ in MOODLE_IDENTIFIERS), "an email, idnumber or username", "Moodle")
-    raise ExportError("cannot write the Moodle import: no one of email, idnumber, username is filled in for every student in the roster")
+    _need(
+        roster,
+        students,
+        lambda r: any(r.get(k) for k, _ in MOODLE_IDENTIFIERS),
+        "an email, idnumber or username",
+        "Moodle",
+    )
+    raise ExportError(
+        "cannot write the Moodle import: no one of email, idnumber, username is filled in for every student in the roster"
+    )
 
 
 def unmatched(roster: dict, students: list[str]) -> list[str]:
@@ -98,7 +124,9 @@ def unmatched(roster: dict, students: list[str]) -> list[str]:
     return sorted(set(roster) - set(students))
 
 
-def canvas_csv(roster: dict, scores: dict[str, float], max_score: float, assignment: str, assignment_id: str | None = None) -> str:
+def canvas_csv(
+    roster: dict, scores: dict[str, float], max_score: float, assignment: str, assignment_id: str | None = None
+) -> str:
     check_canvas(roster, list(scores))
     column = f"{assignment} ({assignment_id})" if assignment_id else assignment
     buffer = io.StringIO()
@@ -108,8 +136,14 @@ def canvas_csv(roster: dict, scores: dict[str, float], max_score: float, assignm
     for student in sorted(scores):
         row = roster[student]
         writer.writerow(
-            [csv_text(row.get("name", "")), csv_text(row.get("canvas_id", "")), csv_text(row.get("sis_user_id", "")),
-             csv_text(row.get("sis_login_id", "")), csv_text(row.get("section", "")), points_text(scores[student])]
+            [
+                csv_text(row.get("name", "")),
+                csv_text(row.get("canvas_id", "")),
+                csv_text(row.get("sis_user_id", "")),
+                csv_text(row.get("sis_login_id", "")),
+                csv_text(row.get("section", "")),
+                points_text(scores[student]),
+            ]
         )
     return buffer.getvalue()
 

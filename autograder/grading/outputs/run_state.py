@@ -28,10 +28,10 @@ import shutil
 from importlib import metadata
 from pathlib import Path
 
-from autograder.runtime import atomic
 from autograder.core.outcomes import FunctionScore, StudentResult
 from autograder.core.status import Status
 from autograder.core.submission import read_submission
+from autograder.runtime import atomic
 
 STATE = ".autograder-run"
 FORMAT = 1
@@ -67,7 +67,12 @@ def fingerprint(course_files: dict[str, bytes], kit_files: dict[str, bytes], opt
 
 def submission_digest(files: dict[str, bytes], missing: dict[str, str]) -> str:
     """What was graded of one student: the module files read, and why others were missing."""
-    return _digest({**{f"{m}.py": data for m, data in files.items()}, **{f"{m}.missing": why.encode() for m, why in missing.items()}})
+    return _digest(
+        {
+            **{f"{m}.py": data for m, data in files.items()},
+            **{f"{m}.missing": why.encode() for m, why in missing.items()},
+        }
+    )
 
 
 class RunState:
@@ -81,7 +86,7 @@ class RunState:
         self.new: list[str] = []
 
     @classmethod
-    def start(cls, out: Path, run: dict[str, str], *, resume: bool) -> "RunState":
+    def start(cls, out: Path, run: dict[str, str], *, resume: bool) -> RunState:
         """A fresh state (an earlier one is removed), or with ``resume`` the earlier one, checked against ``run``."""
         state = cls(out, run)
         path = state.folder / "run.json"
@@ -147,7 +152,10 @@ class RunState:
 
     def record(self, result: StudentResult) -> None:
         """``result``'s student is finished (call :meth:`finished` first: it reads what was graded)."""
-        payload = {"submission": self.digests[result.student], "scores": [_plain(dataclasses.asdict(s)) for s in result.scores]}
+        payload = {
+            "submission": self.digests[result.student],
+            "scores": [_plain(dataclasses.asdict(s)) for s in result.scores],
+        }
         _write(self._path(result.student), json.dumps(payload, sort_keys=True) + "\n")
 
 

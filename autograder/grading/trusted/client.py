@@ -53,14 +53,22 @@ class TrustedSide:
             work.mkdir()
             asked = _in_files(request, scratch)
             out = Path(asked.out)
-            cfg = replace(asked, course_root=str(course_root), modules=list(self.options.modules), kit=str(kit)).to_wire()
+            cfg = replace(
+                asked, course_root=str(course_root), modules=list(self.options.modules), kit=str(kit)
+            ).to_wire()
             zygote = self.pool.zygote() if self.options.zygote else None
             if zygote is not None:
                 run_to_end(zygote, work, cfg, scratch / "stderr.txt", timeout)
             else:
                 proc = run_python(
-                    request.target, kit, work, cfg, memory_mb=None, env=self.pool.trusted_env,
-                    stderr_path=scratch / "stderr.txt", lifeline=self.pool.lifeline.fd,
+                    request.target,
+                    kit,
+                    work,
+                    cfg,
+                    memory_mb=None,
+                    env=self.pool.trusted_env,
+                    stderr_path=scratch / "stderr.txt",
+                    lifeline=self.pool.lifeline.fd,
                 )
                 wait_or_stop(proc, timeout, self.stop)
             if not out.is_file():
@@ -70,7 +78,9 @@ class TrustedSide:
             self.pool.remove(scratch)
 
     def _plan(self) -> list[PlannedCheck]:
-        data = self._answer(VerifierRequest("plan", seed=self.options.seed, givens=str(self.givens_dir)), VERIFY_TIMEOUT)
+        data = self._answer(
+            VerifierRequest("plan", seed=self.options.seed, givens=str(self.givens_dir)), VERIFY_TIMEOUT
+        )
         checks = [PlannedCheck.from_wire(c) for c in data["plan"]]
         if not checks:
             raise RuntimeError("the course has no checks for the selected modules")
@@ -81,7 +91,9 @@ class TrustedSide:
         if not claims:
             return {}
         givens = str(self.givens_dir) if self.modules_with_givens else ""
-        request = VerifierRequest("verify", checks=claims, transcripts=transcripts, seed=self.options.seed, givens=givens)
+        request = VerifierRequest(
+            "verify", checks=claims, transcripts=transcripts, seed=self.options.seed, givens=givens
+        )
         if not self.options.zygote:
             return _verdicts(self._answer(request, VERIFY_TIMEOUT))
         scratch = self.pool.scratch_dir()
@@ -102,7 +114,9 @@ class TrustedSide:
         zygote = self._trusted_zygotes[slot]
         if not zygote.alive():
             zygote = self._trusted_zygotes[slot] = self.pool.new_zygote()
-        return TrustedServer(zygote, self.pool.scratch_dir(), self.pool.snapshot, list(self.options.modules), self.options.seed)
+        return TrustedServer(
+            zygote, self.pool.scratch_dir(), self.pool.snapshot, list(self.options.modules), self.options.seed
+        )
 
 
 def _verdicts(answer: dict) -> dict[str, Verdict]:

@@ -25,11 +25,11 @@ import select
 import socket
 import threading
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Callable, Iterator
 
 from autograder.grading.isolation.forkserver import Zygote
-from autograder.grading.isolation.limits import Interrupted, POLL, check
+from autograder.grading.isolation.limits import POLL, Interrupted, check
 from autograder.grading.isolation.scratch import Snapshot
 from autograder.grading.wire import VerifierRequest
 

@@ -33,16 +33,16 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import Callable
 
 import pytest
 
 from autograder.core.failures import CheckFailure
 from autograder.core.outcomes import CheckId
-from autograder.grading.wire import PlannedCheck, Replay, Verdict, VerifierRequest, pytest_args
 from autograder.grading.trusted.trusted_only import modules_judged_on_the_trusted_side, modules_with_givens
+from autograder.grading.wire import PlannedCheck, Replay, Verdict, VerifierRequest, pytest_args
 
 
 class Unverifiable(Exception):
@@ -84,8 +84,15 @@ def _other_function(name: str, calls: dict, state: _State, statics):
     return other
 
 
-def _replayed(name: str, calls: dict, oracle, state: _State, statics, label: str | None = None,
-              form: Callable[[Callable], Callable] | None = None):
+def _replayed(
+    name: str,
+    calls: dict,
+    oracle,
+    state: _State,
+    statics,
+    label: str | None = None,
+    form: Callable[[Callable], Callable] | None = None,
+):
     """The student's ``name`` answering from ``calls`` (recorded under ``label``, by default ``name``).
     Checks that jit or transform it (``structure.jit_once``, ``structure.transformed_once``) get the replay
     of that form, which the student's process recorded under ``name|jit[...]`` or ``name|<label>`` with
@@ -123,13 +130,20 @@ def _replayed(name: str, calls: dict, oracle, state: _State, statics, label: str
     def jit_stand_in(static: tuple):
         from autograder.checks.structure import jit_once
 
-        return _replayed(name, calls, oracle, state, statics, f"{name}|jit{list(static)}", lambda f: jit_once(f, static))
+        return _replayed(
+            name, calls, oracle, state, statics, f"{name}|jit{list(static)}", lambda f: jit_once(f, static)
+        )
 
     def transform_stand_in(transform_label: str, transform: Callable):
         from autograder.checks.structure import transformed_once
 
         return _replayed(
-            name, calls, oracle, state, statics, f"{name}|{transform_label}",
+            name,
+            calls,
+            oracle,
+            state,
+            statics,
+            f"{name}|{transform_label}",
             lambda f: transformed_once(f, transform_label, transform),
         )
 
@@ -188,9 +202,15 @@ class Verifier:
                 continue
             cid = str(CheckId(fn.module, item.name))
             correctness = item.get_closest_marker("correctness") is not None
-            self.plan.append(PlannedCheck(
-                cid, fn.module, fn.name, correctness, takes_reference="reference" in getattr(item, "fixturenames", ()),
-            ))
+            self.plan.append(
+                PlannedCheck(
+                    cid,
+                    fn.module,
+                    fn.name,
+                    correctness,
+                    takes_reference="reference" in getattr(item, "fixturenames", ()),
+                )
+            )
             collected.append((item, fn.module, correctness))
             if self.mode == "verify" and cid in self.claims and correctness:
                 keep.append(item)
@@ -338,7 +358,13 @@ def serve(request: VerifierRequest, fd: int) -> None:
     channel = socket.socket(fileno=fd)
     for line in channel.makefile("rb"):
         asked = VerifierRequest.from_wire(
-            dict(json.loads(line), mode="verify", course_root=request.course_root, modules=request.modules, seed=request.seed)
+            dict(
+                json.loads(line),
+                mode="verify",
+                course_root=request.course_root,
+                modules=request.modules,
+                seed=request.seed,
+            )
         )
         answered = answer(asked)
         channel.sendall(json.dumps({"answered": answered}).encode() + b"\n")

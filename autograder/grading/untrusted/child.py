@@ -42,14 +42,14 @@ import os
 import shutil
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import pytest
 
-from autograder.runtime import compile_cache
-from autograder.grading.wire import CLAIMABLE, ChildRequest, Claim, Event, pytest_args
 from autograder.grading.untrusted import tamper
+from autograder.grading.wire import CLAIMABLE, ChildRequest, Claim, Event, pytest_args
+from autograder.runtime import compile_cache
 
 MAX_TRANSCRIPT_CHARS = 20_000_000
 # The reporter's attributes it rebinds itself while checks run (tamper.state_changed watches the others).
@@ -78,7 +78,6 @@ class ChildReporter:
 
     def emit(self, **event) -> None:
         _write_event(self.fd, self.nonce, event)
-
 
     @pytest.hookimpl(trylast=True)
     def pytest_collection_modifyitems(self, session, config, items) -> None:
@@ -186,7 +185,7 @@ class ChildReporter:
             os._exit(0)
         cid, _ = entry
         outcomes = session_of(self._config).outcomes
-        new = outcomes[self.outcome_index:]
+        new = outcomes[self.outcome_index :]
         self.outcome_index = len(outcomes)
         failed = [o for o in new if o.status != Status.PASSED]
         if failed:  # a status the grader takes no claim of (an error of the check) is a failure
@@ -209,6 +208,7 @@ class ChildReporter:
 
 # The tripwires are functions of this module, not methods: a submission that finds the reporter (through
 # gc) can shadow any method with an attribute of the instance, and these must still run and be heard.
+
 
 def _send(reporter: ChildReporter, **event) -> None:
     """Emit on the channel as it was before the student's import (a submission may rebind the reporter's

@@ -110,6 +110,9 @@ def state_changed(obj: object, before: dict[str, object], mutable: frozenset[str
     (``mutable``: the names the reporter itself rebinds as it runs), as ``<class>.<attribute>``."""
     now = state_of(obj)
     name = getattr(before.get("__class__"), "__qualname__", "reporter")
-    found = [key for key in before.keys() | now.keys()
-             if key not in mutable and (key not in now or key not in before or now[key] is not before[key])]
+    found = [
+        key
+        for key in before.keys() | now.keys()
+        if key not in mutable and (key not in now or key not in before or now[key] is not before[key])
+    ]
     return sorted(f"{name}.{key}" for key in found)

@@ -83,7 +83,7 @@ topic = "t"
 """
 STUB = 'def sign(x, y=1):\n    """Sign."""\n    # TODO: it\n    raise NotImplementedError\n'
 SOLUTION = "def sign(x, y=1):\n    return x if y > 0 else -x\n"
-CHECKS = '''
+CHECKS = """
 import pytest
 
 
@@ -91,7 +91,7 @@ import pytest
 @pytest.mark.parametrize("x", [2, -3])
 def test_sign_matches_reference(student, reference, x):
     assert student.sign(x) == reference.sign(x)
-'''
+"""
 
 
 def tiny_course(tmp_path: Path) -> Path:
@@ -117,8 +117,12 @@ def test_the_runner_kills_what_the_checks_see_and_reports_survivors(tmp_path):
     assert outcomes["m.sign | negate | -x -> x | 1"] == SURVIVED  # the else branch never runs
     assert outcomes["m.sign | constant | 1 -> 2 | 1"] == SURVIVED  # the default is never passed
     killed = [r for r in run.results if r.outcome == KILLED]
-    assert killed and all(r.check == "test_sign_matches_reference[2]" or r.check.startswith("test_sign") for r in killed)
-    listed = Listed({"m.sign | negate | -x -> x | 1": "never reached"}, {"m.sign | compare | y > 0 -> y >= 0 | 1": "vary y"})
+    assert killed and all(
+        r.check == "test_sign_matches_reference[2]" or r.check.startswith("test_sign") for r in killed
+    )
+    listed = Listed(
+        {"m.sign | negate | -x -> x | 1": "never reached"}, {"m.sign | compare | y > 0 -> y >= 0 | 1": "vary y"}
+    )
     text = report([run], listed, seconds=1.0, jobs=1)
     assert "| m | 4 | 1 | 0 | 2 | 1 | 33% |" in text, text
     assert "`m.sign | compare | y > 0 -> y >= 0 | 1` (line 2): killable: vary y" in text
@@ -154,5 +158,8 @@ def test_a_saved_run_is_reported_again_with_the_list_as_it_is_now(tmp_path):
     listed = tmp_path / "equivalent.toml"
     listed.write_text(f'[[equivalent]]\nid = "{mutant.id}"\nreason = "toy"\n')
     out = io.StringIO()
-    assert main_mutate(tiny_course(tmp_path), None, jobs=2, listed_path=listed, report_path=None, out=out, from_json=saved) == 0
+    assert (
+        main_mutate(tiny_course(tmp_path), None, jobs=2, listed_path=listed, report_path=None, out=out, from_json=saved)
+        == 0
+    )
     assert "| m | 1 | 0 | 0 | 0 | 1 | - | 9 |" in out.getvalue() and "Whole run: 10 s" in out.getvalue(), out.getvalue()

@@ -41,7 +41,9 @@ WRAPPERS = {
 
 @pytest.mark.parametrize("wrapper", WRAPPERS.values(), ids=WRAPPERS.keys())
 def test_an_n_by_n_array_is_found_wherever_it_is_built(wrapper):
-    with pytest.raises(CheckFailure, match=rf"too big: the traced program holds a float32\[(1,)?{N},{N}\] array \({N * N} elements\)"):
+    with pytest.raises(
+        CheckFailure, match=rf"too big: the traced program holds a float32\[(1,)?{N},{N}\] array \({N * N} elements\)"
+    ):
         jaxprs.assert_no_intermediate_of_size(
             wrapper(matrix_inside), jnp.ones(N), limit=N * N, check="c", problem="too big", advice="a"
         )
@@ -49,7 +51,9 @@ def test_an_n_by_n_array_is_found_wherever_it_is_built(wrapper):
 
 @pytest.mark.parametrize("wrapper", WRAPPERS.values(), ids=WRAPPERS.keys())
 def test_a_program_of_vectors_passes(wrapper):
-    jaxprs.assert_no_intermediate_of_size(wrapper(vector_only), jnp.ones(N), limit=N * N, check="c", problem="p", advice="a")
+    jaxprs.assert_no_intermediate_of_size(
+        wrapper(vector_only), jnp.ones(N), limit=N * N, check="c", problem="p", advice="a"
+    )
 
 
 def test_a_captured_constant_counts():
@@ -69,4 +73,3 @@ def test_the_message_names_the_line_and_prefers_the_floating_array():
 def test_static_arguments_stay_python_values():
     found = jaxprs.intermediates(lambda x, n: jnp.tile(x, n), jnp.ones(3), 4, static_argnums=(1,))
     assert max(i.size for i in found) == 12
-

@@ -33,7 +33,10 @@ def test_proper_splitting_passes_eagerly_and_under_jit():
 
 @pytest.mark.parametrize("fn", [two_draws_one_key, parent_used_after_split])
 def test_reuse_is_caught_with_the_offending_line(fn):
-    with pytest.raises(CheckFailure, match=r"used the key `key` a second time, after it was already used by a draw or a split, at line \d+: .*jax\.random\.normal\(.*key\)(.|\n)*split"):
+    with pytest.raises(
+        CheckFailure,
+        match=r"used the key `key` a second time, after it was already used by a draw or a split, at line \d+: .*jax\.random\.normal\(.*key\)(.|\n)*split",
+    ):
         keys.assert_no_key_reuse(fn, jax.random.key(0))
 
 

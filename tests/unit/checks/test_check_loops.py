@@ -44,8 +44,11 @@ def step_reading_the_counter_on_the_host():
 
 def run(step):
     loops.assert_no_retrace_in_loop(
-        step, Counter(jnp.zeros((), jnp.int32)), lambda i, state: (state, jnp.int32(i + 1)),
-        lambda i, state, new: new, name="step",
+        step,
+        Counter(jnp.zeros((), jnp.int32)),
+        lambda i, state: (state, jnp.int32(i + 1)),
+        lambda i, state, new: new,
+        name="step",
     )
 
 
@@ -53,10 +56,15 @@ def test_a_clean_step_passes():
     run(clean_step)
 
 
-@pytest.mark.parametrize("make_step", [step_with_new_tag, step_reading_the_counter_on_the_host],
-                         ids=["new-static-field-in-the-output", "int-of-traced-state-as-static-argument"])
+@pytest.mark.parametrize(
+    "make_step",
+    [step_with_new_tag, step_reading_the_counter_on_the_host],
+    ids=["new-static-field-in-the-output", "int-of-traced-state-as-static-argument"],
+)
 def test_a_step_that_retraces_in_the_loop_fails_and_says_when(make_step):
-    with pytest.raises(CheckFailure, match=r"step traced again at call\(s\) 4, 5, 6, 7 of 7(.*\n)*.*JAX explains the cache miss"):
+    with pytest.raises(
+        CheckFailure, match=r"step traced again at call\(s\) 4, 5, 6, 7 of 7(.*\n)*.*JAX explains the cache miss"
+    ):
         run(make_step())
 
 

@@ -3,7 +3,6 @@
 import random
 import types
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -25,7 +24,9 @@ def pure(x, scale):
 
 def test_a_pure_function_passes_every_check():
     x = np.arange(4, dtype=np.float32)
-    purity.assert_pure(pure, x, 2.0, module=module_from("import jax.numpy as jnp\nW = jnp.ones(3)\nTABLE = {'a': [1, 2]}"))
+    purity.assert_pure(
+        pure, x, 2.0, module=module_from("import jax.numpy as jnp\nW = jnp.ones(3)\nTABLE = {'a': [1, 2]}")
+    )
     purity.assert_no_leaked_tracers(pure, x, 2.0, static_argnums=(1,))
 
 
@@ -34,7 +35,9 @@ def test_writing_into_a_numpy_argument_is_caught_with_the_index():
         x *= scale
         return x
 
-    with pytest.raises(CheckFailure, match=r"modified its argument: x\[1\] was 1\.0 before the call and is 3\.0 after it"):
+    with pytest.raises(
+        CheckFailure, match=r"modified its argument: x\[1\] was 1\.0 before the call and is 3\.0 after it"
+    ):
         purity.assert_arguments_unchanged(scale_in_place, np.arange(3, dtype=np.float32), 3.0)
 
 
@@ -94,8 +97,14 @@ def test_hidden_rng_check_restores_the_global_generators():
 @pytest.mark.parametrize(
     "source, pattern",
     [
-        ("CACHE = {}\ndef f(x):\n    CACHE['last'] = x\n    return x", r"changed the contents of the module-level variable 'CACHE'"),
-        ("count = 0\ndef f(x):\n    global count\n    count += 1\n    return x", r"rebound the module-level variable 'count'"),
+        (
+            "CACHE = {}\ndef f(x):\n    CACHE['last'] = x\n    return x",
+            r"changed the contents of the module-level variable 'CACHE'",
+        ),
+        (
+            "count = 0\ndef f(x):\n    global count\n    count += 1\n    return x",
+            r"rebound the module-level variable 'count'",
+        ),
         ("def f(x):\n    globals()['seen'] = True\n    return x", r"created the module-level variable 'seen'"),
     ],
 )
@@ -162,13 +171,16 @@ lock = __import__("threading").Lock()
 """
 
 
-@pytest.mark.parametrize("call", [
-    "f = lambda x: helper(x) + LEARNING_RATE",
-    "f = lambda x: model.apply(params, jnp.ones((1, 2))) * x",
-    "f = lambda x: optimizer.update({'a': x}, optimizer.init({'a': x}))[0]['a']",
-    "f = lambda x: x + dataset[0].sum() + len(list(iter(tud.DataLoader(dataset, batch_size=4))))",
-    "f = lambda x: state.apply_fn(state.params, jnp.ones((1, 2))) + x",
-])
+@pytest.mark.parametrize(
+    "call",
+    [
+        "f = lambda x: helper(x) + LEARNING_RATE",
+        "f = lambda x: model.apply(params, jnp.ones((1, 2))) * x",
+        "f = lambda x: optimizer.update({'a': x}, optimizer.init({'a': x}))[0]['a']",
+        "f = lambda x: x + dataset[0].sum() + len(list(iter(tud.DataLoader(dataset, batch_size=4))))",
+        "f = lambda x: state.apply_fn(state.params, jnp.ones((1, 2))) + x",
+    ],
+)
 def test_demo_objects_a_call_leaves_alone_are_not_module_state_changes(call):
     """Objects without structural equality (a dataset, a Flax model, an optax optimizer) are judged by contents."""
     module = module_from(DEMO_OBJECTS + call)
@@ -181,11 +193,17 @@ def test_demo_objects_a_call_leaves_alone_are_not_module_state_changes(call):
         ("def f(x):\n    LOG.append(1)\n    return x", r"contents of the module-level variable 'LOG'"),
         ("def f(x):\n    ARR[0] = 5.0\n    return x", r"contents of the module-level variable 'ARR'\n"),
         ("def f(x):\n    TABLE['b']['c'] = 1\n    return x", r"'TABLE' \(at TABLE\['b'\]\['c'\]\)"),
-        ("def f(x):\n    global rng\n    rng, _ = jax.random.split(rng)\n    return x", r"rebound the module-level variable 'rng'"),
+        (
+            "def f(x):\n    global rng\n    rng, _ = jax.random.split(rng)\n    return x",
+            r"rebound the module-level variable 'rng'",
+        ),
         ("def f(x):\n    dataset.data *= 2\n    return x", r"'dataset' \(at dataset\.data\)"),
         ("def f(x):\n    dataset.seen = True\n    return x", r"'dataset' \(at dataset\.seen\)"),
         ("def f(x):\n    dataset.rng.normal()\n    return x", r"'dataset' \(at dataset\.rng\)"),
-        ("G = torch.Generator()\ndef f(x):\n    G.manual_seed(3)\n    return x", r"contents of the module-level variable 'G'"),
+        (
+            "G = torch.Generator()\ndef f(x):\n    G.manual_seed(3)\n    return x",
+            r"contents of the module-level variable 'G'",
+        ),
         ("def f(x):\n    next(iter(loader))\n    return x", r"'loader' \(at loader\.(sampler\.)?generator\)"),
         ("def f(x):\n    global LEARNING_RATE\n    LEARNING_RATE *= 0.5\n    return x", r"rebound .*'LEARNING_RATE'"),
     ],

@@ -35,7 +35,9 @@ def test_jitted_code_is_compared_with_itself_without_jit_never_with_a_reference(
         calls.append(1)
         return x * len(calls)
 
-    with pytest.raises(CheckFailure, match=r"jax.jit\(counts_its_calls\) gives what counts_its_calls gives without jit") as err:
+    with pytest.raises(
+        CheckFailure, match=r"jax.jit\(counts_its_calls\) gives what counts_its_calls gives without jit"
+    ) as err:
         structure.assert_works_under_jit(counts_its_calls, jnp.array([-1.0, 2.0]))
     assert "differs from counts_its_calls without jit" in str(err.value) and "reference" not in str(err.value)
 
@@ -44,6 +46,7 @@ def test_a_hidden_global_draw_fails_whatever_ran_before():
     """A draw from NumPy's global RNG is frozen into the jitted program. Traced at the first draw after a
     seeding, it once matched a call without jit made at the first draw after the same seeding (hypothesis
     seeds the global generators for every example): the verdict depended on which check traced it first."""
+
     def noisy(x):
         return x + np.random.normal(scale=1e-3)
 
@@ -60,6 +63,7 @@ def test_a_hidden_global_draw_fails_whatever_ran_before():
 def test_a_gradient_is_compared_with_the_functions_own_slope():
     """A function whose values are right but whose gradient is not (a stop_gradient) fails; a smooth one passes.
     The message names central differences, not a reference."""
+
     def norm_clip(x):
         norm = jnp.linalg.norm(x)
         return jnp.sum(x * jnp.minimum(1.0, 1.0 / norm))

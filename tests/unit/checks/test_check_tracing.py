@@ -9,10 +9,9 @@ import optax
 import pytest
 from flax.training import train_state
 
-from autograder.core.failures import CheckFailure
-from autograder.checks.loops import assert_chained_steps_do_not_retrace
-from autograder.checks.loops import assert_no_retrace_when_fed_back
+from autograder.checks.loops import assert_chained_steps_do_not_retrace, assert_no_retrace_when_fed_back
 from autograder.checks.tracing import TraceCounter, assert_is_jitted, assert_no_retrace
+from autograder.core.failures import CheckFailure
 
 
 def vectors(i):
@@ -65,7 +64,9 @@ def test_a_jit_created_on_every_call_is_caught_with_an_explanation():
     def apply(x):
         return jax.jit(lambda y: y * 2)(x)
 
-    with pytest.raises(CheckFailure, match=r"apply traced 3 and compiled 3 more time\(s\) in 3 calls(.|\n)*JAX explains the cache miss"):
+    with pytest.raises(
+        CheckFailure, match=r"apply traced 3 and compiled 3 more time\(s\) in 3 calls(.|\n)*JAX explains the cache miss"
+    ):
         assert_no_retrace(apply, vectors)
 
 
@@ -138,6 +139,7 @@ def test_is_jitted_accepts_decorated_and_partial_jit_and_rejects_plain_functions
 
 # assert_no_retrace_when_fed_back: outputs fed back, as in a training loop ------------
 
+
 @functools.partial(jax.pmap, axis_name="d", in_axes=(0, None))
 def _pmapped_scale(x, lr):
     return jax.lax.pmean(x, "d") * lr
@@ -171,6 +173,7 @@ def test_a_loop_feeds_each_result_into_the_next_call():
 
 # assert_chained_steps_do_not_retrace: a (state, batch) step fed the state it returned ---------
 
+
 def _sgd(state, batch):
     grads = jax.grad(lambda p: jnp.sum((p["w"] * batch) ** 2))(state.params)
     return state.apply_gradients(grads=grads), jnp.sum(batch)
@@ -183,8 +186,10 @@ class StaticStepState(train_state.TrainState):
 def _with_static_step(jitted):
     def step(state, batch):
         new, loss = jitted(state, batch)
-        return StaticStepState(step=int(new.step), apply_fn=new.apply_fn, params=new.params, tx=new.tx,
-                               opt_state=new.opt_state), loss
+        return StaticStepState(
+            step=int(new.step), apply_fn=new.apply_fn, params=new.params, tx=new.tx, opt_state=new.opt_state
+        ), loss
+
     return step
 
 
@@ -212,20 +217,30 @@ def test_a_chained_evaluation_loop_passes(start):
     "make_step, pattern",
     [
         # a new apply_fn object in every returned state: each step's input is a new static structure
-        (lambda: jax.jit(lambda s, b: (lambda n, l: (n.replace(apply_fn=functools.partial(s.apply_fn)), l))(*_sgd(s, b))),
-         r"state.apply_fn is a static field \(part of the compiled signature\) and the returned state holds a new partial object"),
+        (
+            lambda: jax.jit(
+                lambda s, b: (lambda n, loss: (n.replace(apply_fn=functools.partial(s.apply_fn)), loss))(*_sgd(s, b))
+            ),
+            r"state.apply_fn is a static field \(part of the compiled signature\) and the returned state holds a new partial object",
+        ),
         # a new optimizer object per step
-        (lambda: jax.jit(lambda s, b: (lambda n, l: (n.replace(tx=optax.sgd(0.1)), l))(*_sgd(s, b))),
-         r"state.tx is a static field"),
+        (
+            lambda: jax.jit(lambda s, b: (lambda n, loss: (n.replace(tx=optax.sgd(0.1)), loss))(*_sgd(s, b))),
+            r"state.tx is a static field",
+        ),
         # the step counter made static (a Python int field): every step number is a new signature
-        (lambda: _with_static_step(jax.jit(_sgd)),
-         r"state is a StaticStepState, it was a TrainState|state.step is a static field"),
+        (
+            lambda: _with_static_step(jax.jit(_sgd)),
+            r"state is a StaticStepState, it was a TrainState|state.step is a static field",
+        ),
     ],
     ids=["new-apply_fn", "new-tx", "static-step"],
 )
 def test_a_step_whose_returned_state_retraces_the_next_call_is_caught(start, make_step, pattern):
     step = make_step()
     assert_no_retrace(step, lambda i: (start.replace(step=jnp.asarray(i)), BATCHES[i % 4]))  # fresh inputs: no retrace
-    with pytest.raises(CheckFailure, match=r"traced \d+ and compiled \d+ more time\(s\) in a loop of \d+ chained steps") as info:
+    with pytest.raises(
+        CheckFailure, match=r"traced \d+ and compiled \d+ more time\(s\) in a loop of \d+ chained steps"
+    ) as info:
         assert_chained_steps_do_not_retrace(step, start, BATCHES, name="train_step")
     assert __import__("re").search(pattern, str(info.value)), str(info.value)

@@ -8,9 +8,9 @@ import optax
 import pytest
 from flax.training import train_state
 
-from autograder.core.failures import CheckFailure
 from autograder.checks import values
 from autograder.checks.values import assert_leaf_types, assert_matches_reference, assert_trees_close, describe
+from autograder.core.failures import CheckFailure
 
 
 def fails(pattern, got, expected, **kw):
@@ -26,8 +26,11 @@ def test_equal_trees_pass_whatever_array_library():
 def test_values_within_tolerance_pass_and_outside_fail_with_index():
     expected = jnp.arange(6.0).reshape(2, 3)
     assert_trees_close(expected + 1e-7, expected)
-    fails(r"result\['x'\] differs from the reference at 1 of 6 entries \(float32, shape \(2, 3\)\)(.|\n)*\[1, 2\]: expected 5\.0, got 6\.0",
-          {"x": expected.at[1, 2].set(6.0)}, {"x": expected})
+    fails(
+        r"result\['x'\] differs from the reference at 1 of 6 entries \(float32, shape \(2, 3\)\)(.|\n)*\[1, 2\]: expected 5\.0, got 6\.0",
+        {"x": expected.at[1, 2].set(6.0)},
+        {"x": expected},
+    )
 
 
 def test_scalar_difference_names_expected_and_got():
@@ -35,8 +38,18 @@ def test_scalar_difference_names_expected_and_got():
 
 
 def test_a_comparison_with_something_else_than_the_reference_names_it():
-    fails(r"result differs from the first result: expected 1\.0, got 2\.0", jnp.float32(2.0), jnp.float32(1.0), source="the first result")
-    fails(r"result does not have the structure of f without jit\n", (jnp.float32(1.0),), [jnp.float32(1.0)], source="f without jit")
+    fails(
+        r"result differs from the first result: expected 1\.0, got 2\.0",
+        jnp.float32(2.0),
+        jnp.float32(1.0),
+        source="the first result",
+    )
+    fails(
+        r"result does not have the structure of f without jit\n",
+        (jnp.float32(1.0),),
+        [jnp.float32(1.0)],
+        source="f without jit",
+    )
 
 
 def test_shape_and_dtype_are_checked():
@@ -46,8 +59,11 @@ def test_shape_and_dtype_are_checked():
 
 
 def test_structure_mismatch_names_missing_and_extra_leaves():
-    fails(r"does not have the structure(.|\n)*missing: result\['b'\](.|\n)*unexpected: result\['bias'\]",
-          {"W": jnp.ones(2), "bias": jnp.ones(2)}, {"W": jnp.ones(2), "b": jnp.ones(2)})
+    fails(
+        r"does not have the structure(.|\n)*missing: result\['b'\](.|\n)*unexpected: result\['bias'\]",
+        {"W": jnp.ones(2), "bias": jnp.ones(2)},
+        {"W": jnp.ones(2), "b": jnp.ones(2)},
+    )
     fails(r"does not have the structure", [jnp.ones(2)], (jnp.ones(2),))
 
 
@@ -73,9 +89,16 @@ def test_train_states_compare_leaf_by_leaf():
 def test_keys_compare_by_key_data_and_kind():
     assert_trees_close(jax.random.key(3), jax.random.key(3))
     fails(r"differs from the reference", jax.random.key(4), jax.random.key(3))
-    fails(r"is a legacy uint32 key \(jax\.random\.PRNGKey\), but the reference returns a typed key",
-          jax.random.PRNGKey(3), jax.random.key(3))
-    fails(r"is a typed key \(jax\.random\.key\), but the reference returns a legacy", jax.random.key(3), jax.random.PRNGKey(3))
+    fails(
+        r"is a legacy uint32 key \(jax\.random\.PRNGKey\), but the reference returns a typed key",
+        jax.random.PRNGKey(3),
+        jax.random.key(3),
+    )
+    fails(
+        r"is a typed key \(jax\.random\.key\), but the reference returns a legacy",
+        jax.random.key(3),
+        jax.random.PRNGKey(3),
+    )
 
 
 class AlwaysEqual:
@@ -160,4 +183,11 @@ def test_assert_leaves_moved_without_an_expected_update_wants_every_leaf_changed
     with pytest.raises(CheckFailure, match=r"p\['b'\] did not change at all, although a gradient step"):
         values.assert_leaves_moved(before, {"W": moved["W"], "b": before["b"].copy()}, name="p", check="c", advice="a")
     # with the reference's update, only the leaves it changes must change
-    values.assert_leaves_moved(before, {"W": moved["W"], "b": before["b"]}, {"W": moved["W"], "b": before["b"]}, name="p", check="c", advice="a")
+    values.assert_leaves_moved(
+        before,
+        {"W": moved["W"], "b": before["b"]},
+        {"W": moved["W"], "b": before["b"]},
+        name="p",
+        check="c",
+        advice="a",
+    )

@@ -9,8 +9,7 @@ import pytest
 import torch
 import torch.utils.data as tud
 
-from autograder.checks import loaders
-from autograder.checks import purity
+from autograder.checks import loaders, purity
 from autograder.core.failures import CheckFailure
 
 

@@ -1,4 +1,4 @@
-""""One rule" claims of the check modules, made true and kept true: one retrace loop with one message builder,
+""" "One rule" claims of the check modules, made true and kept true: one retrace loop with one message builder,
 one jaxpr walker, one ``jax.monitoring`` listener (registered on first use, not at import), and the TrainState
 helpers of the check files in ``checks/scenario.py``. Each finder reads the source with ``ast``; the behaviour
 (the same messages) is pinned by the galleries (``test_check_loops.py``, ``test_check_tracing.py``, ...)."""
@@ -25,7 +25,8 @@ def functions(path: Path) -> dict[str, ast.FunctionDef]:
 def called(node: ast.AST) -> set[str]:
     return {
         c.func.id if isinstance(c.func, ast.Name) else c.func.attr
-        for c in ast.walk(node) if isinstance(c, ast.Call) and isinstance(c.func, (ast.Name, ast.Attribute))
+        for c in ast.walk(node)
+        if isinstance(c, ast.Call) and isinstance(c.func, (ast.Name, ast.Attribute))
     }
 
 
@@ -37,7 +38,10 @@ def where_called(package: Path, name: str) -> list[str]:
         tree = ast.parse(path.read_text(encoding="utf-8"))
         parents = {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
         for node in ast.walk(tree):
-            if isinstance(node, ast.Call) and name in (getattr(node.func, "id", None), getattr(node.func, "attr", None)):
+            if isinstance(node, ast.Call) and name in (
+                getattr(node.func, "id", None),
+                getattr(node.func, "attr", None),
+            ):
                 holder = parents.get(node)
                 while holder is not None and not isinstance(holder, (ast.FunctionDef, ast.AsyncFunctionDef)):
                     holder = parents.get(holder)
@@ -73,7 +77,9 @@ def jaxpr_walkers(package: Path) -> list[str]:
     for path in sorted(package.rglob("*.py")):
         for fn in functions(path).values():
             own = [n for n in ast.walk(fn) if isinstance(n, ast.Attribute) and n.attr == "eqns"]
-            nested = {n for sub in ast.walk(fn) if isinstance(sub, ast.FunctionDef) and sub is not fn for n in ast.walk(sub)}
+            nested = {
+                n for sub in ast.walk(fn) if isinstance(sub, ast.FunctionDef) and sub is not fn for n in ast.walk(sub)
+            }
             if [n for n in own if n not in nested]:
                 found.append(f"{path.relative_to(package)}:{fn.name}")
     return found
@@ -116,8 +122,13 @@ SCENARIO_FILES = ("test_training.py", "test_batchnorm.py", "test_dropout_rngs.py
 def copied_train_state_helpers(exercises: Path) -> list[str]:
     """Lines of the scenario's check files that build or judge a TrainState themselves instead of asking
     ``checks.scenario``."""
-    patterns = ('drawn_key("a given state"', 'drawn_key("create_train_state"', "train_state.TrainState",
-                'assert_returns_tuple(result, ("new_state"', "assert_returns_tuple(\n")
+    patterns = (
+        'drawn_key("a given state"',
+        'drawn_key("create_train_state"',
+        "train_state.TrainState",
+        'assert_returns_tuple(result, ("new_state"',
+        "assert_returns_tuple(\n",
+    )
     return [
         f"{path.name}:{number}"
         for path in (exercises / name for name in SCENARIO_FILES)

@@ -9,9 +9,9 @@ import importlib
 from pathlib import Path
 
 import pytest
+from support import ROOT
 
 import autograder
-from support import ROOT
 
 CHECK_FILES = sorted((ROOT / "exercises").glob("test_*.py"))
 

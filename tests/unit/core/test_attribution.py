@@ -10,8 +10,12 @@ from autograder.core.course import parse_course
 
 def course(*functions: str):
     data = {
-        "format": 1, "title": "T", "welcome": "w",
-        "modules": [{"name": "m", "topic": "t", "functions": [{"name": f, "points": 1, "hint": "h"} for f in functions]}],
+        "format": 1,
+        "title": "T",
+        "welcome": "w",
+        "modules": [
+            {"name": "m", "topic": "t", "functions": [{"name": f, "points": 1, "hint": "h"} for f in functions]}
+        ],
     }
     return parse_course(data, Path("/nowhere"))
 

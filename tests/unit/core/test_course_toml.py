@@ -24,8 +24,12 @@ def test_the_course_starts_with_at_updates():
     assert load_course(ROOT).modules[0].name == "at_updates"
 
 
-def make_course(tmp_path: Path, toml: str, exercise: str = "def f(x):\n    raise NotImplementedError\n",
-                solution: str = "def f(x):\n    return x\n") -> Path:
+def make_course(
+    tmp_path: Path,
+    toml: str,
+    exercise: str = "def f(x):\n    raise NotImplementedError\n",
+    solution: str = "def f(x):\n    return x\n",
+) -> Path:
     (tmp_path / "exercises").mkdir()
     (tmp_path / "solutions").mkdir()
     (tmp_path / "exercises" / "m.py").write_text(exercise)
@@ -58,14 +62,20 @@ def test_a_minimal_course_loads(tmp_path):
 @pytest.mark.parametrize(
     "edit, pattern",
     [
-        (lambda t: t.replace('title = "T"', 'title = "T"\ncolour = "red"'), r"unknown key\(s\) \['colour'\] in the top level"),
-        (lambda t: t.replace('hint = "h"', 'hint = "h"\nhints = "x"'), r"unknown key\(s\) \['hints'\] in module 'm' functions\[0\]"),
+        (
+            lambda t: t.replace('title = "T"', 'title = "T"\ncolour = "red"'),
+            r"unknown key\(s\) \['colour'\] in the top level",
+        ),
+        (
+            lambda t: t.replace('hint = "h"', 'hint = "h"\nhints = "x"'),
+            r"unknown key\(s\) \['hints'\] in module 'm' functions\[0\]",
+        ),
         (lambda t: t.replace("format = 1", "format = 2"), r"format 2 is not supported"),
         (lambda t: t.replace('  hint = "h"\n', ""), r"function m.f is missing 'hint'"),
         (lambda t: t.replace("points = 1", "points = 0"), r"m.f.points must be positive"),
         (lambda t: t.replace("points = 1", 'points = "one"'), r"function m.f.points must be"),
-        (lambda t: t + t[t.index("[[modules]]"):], r"module 'm' is listed twice"),
-        (lambda t: t + t[t.index("  [[modules.functions]]"):], r"function m.f is listed twice"),
+        (lambda t: t + t[t.index("[[modules]]") :], r"module 'm' is listed twice"),
+        (lambda t: t + t[t.index("  [[modules.functions]]") :], r"function m.f is listed twice"),
         (lambda t: t.replace('name = "f"', 'name = "g"'), r"exercises/m.py does not define g"),
         (lambda t: t.replace('name = "m"', 'name = "n"'), r"module 'n' needs exercises/n.py, which is missing"),
         (lambda t: t.replace("[[modules]]", "[[modules]"), r"not valid TOML"),

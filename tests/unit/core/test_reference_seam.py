@@ -10,37 +10,44 @@ import types
 import typing
 
 import pytest
+from support import ROOT
 
 from autograder.core import oracle
 from autograder.core.oracle import OwnAnswers, Reference, StandIn
 from autograder.recording.givens import GivensFirst
 from autograder.recording.recorded import RecordedFunction, RecordedOracle, RecordingFunction, RecordingOracle
-from support import ROOT
 
 REFERENCES = (oracle.Oracle, OwnAnswers, GivensFirst, RecordingOracle, RecordedOracle)
 STAND_INS = (RecordedFunction, RecordingFunction)
 
 
 def members(protocol) -> set[str]:
-    return set(typing.get_type_hints(protocol)) | {
-        name for name, value in vars(protocol).items() if inspect.isfunction(value) and not name.startswith("_")
-    } | ({"__call__"} if "__call__" in vars(protocol) else set())
+    return (
+        set(typing.get_type_hints(protocol))
+        | {name for name, value in vars(protocol).items() if inspect.isfunction(value) and not name.startswith("_")}
+        | ({"__call__"} if "__call__" in vars(protocol) else set())
+    )
 
 
 def assigned_in_init(cls) -> set[str]:
     tree = ast.parse(textwrap.dedent(inspect.getsource(cls.__init__)))
     return {
         target.attr
-        for node in ast.walk(tree) if isinstance(node, (ast.Assign, ast.AnnAssign))
-        for target in ast.walk(node) if isinstance(target, ast.Attribute)
-        and isinstance(target.value, ast.Name) and target.value.id == "self"
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.Assign, ast.AnnAssign))
+        for target in ast.walk(node)
+        if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self"
     }
 
 
 def own_members(cls, protocol) -> set[str]:
     """Members the class defines itself (or inherits from a class other than the protocol)."""
-    defined = {name for klass in cls.__mro__ if klass not in (protocol, typing.Protocol, typing.Generic, object)
-               for name in vars(klass)}
+    defined = {
+        name
+        for klass in cls.__mro__
+        if klass not in (protocol, typing.Protocol, typing.Generic, object)
+        for name in vars(klass)
+    }
     return defined | assigned_in_init(cls)
 
 
@@ -87,7 +94,7 @@ def test_jit_once_asks_a_stand_in_function_by_the_protocol_not_by_probing(tmp_pa
     assert structure.transformed_once(stand_in, "grad", lambda f: None) is stand_in
     assert asked == [("jit", (1,)), ("transform", "grad")]
     source = inspect.getsource(structure)
-    assert "hasattr(fn, \"jit_stand_in\")" not in source and "hasattr(fn, \"transform_stand_in\")" not in source
+    assert 'hasattr(fn, "jit_stand_in")' not in source and 'hasattr(fn, "transform_stand_in")' not in source
 
 
 def test_every_function_made_a_stand_in_anywhere_gets_both_members():
@@ -99,8 +106,11 @@ def test_every_function_made_a_stand_in_anywhere_gets_both_members():
             if not isinstance(node, ast.FunctionDef):
                 continue
             set_attrs = {
-                target.attr for sub in ast.walk(node) if isinstance(sub, ast.Assign)
-                for target in sub.targets if isinstance(target, ast.Attribute)
+                target.attr
+                for sub in ast.walk(node)
+                if isinstance(sub, ast.Assign)
+                for target in sub.targets
+                if isinstance(target, ast.Attribute)
             }
             if set_attrs & {"jit_stand_in", "transform_stand_in"}:
                 found += 1

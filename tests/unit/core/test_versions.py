@@ -3,8 +3,9 @@ newer library than tested runs with one warning line (the oldest are checked by 
 
 import tomllib
 
-from autograder.core import versions
 from support import ROOT
+
+from autograder.core import versions
 
 
 def test_pyproject_declares_the_supported_range():

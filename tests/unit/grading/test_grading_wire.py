@@ -11,7 +11,15 @@ from support import ROOT
 
 from autograder.core.status import Status
 from autograder.grading.wire import (
-    CLAIMABLE, UNVERIFIABLE, Claim, Event, FaultKind, PlannedCheck, Replay, Verdict, tampered_what,
+    CLAIMABLE,
+    UNVERIFIABLE,
+    Claim,
+    Event,
+    FaultKind,
+    PlannedCheck,
+    Replay,
+    Verdict,
+    tampered_what,
 )
 
 
@@ -63,7 +71,9 @@ def _imports(path: Path, package: str) -> set[str]:
     """The modules of ``package`` that ``path`` imports anywhere (function-level included; not TYPE_CHECKING)."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
     skip = {
-        id(n) for node in ast.walk(tree) if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
+        id(n)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
         for n in ast.walk(node)
     }
     found = set()
@@ -90,7 +100,7 @@ def test_the_grading_wing_has_no_import_circle():
     def visit(node, trail):
         for nxt in graph.get(node, ()):
             if nxt in trail:
-                circles.append(trail[trail.index(nxt):] + [nxt])
+                circles.append(trail[trail.index(nxt) :] + [nxt])
             elif len(trail) < 40:
                 visit(nxt, trail + [nxt])
 
@@ -98,7 +108,9 @@ def test_the_grading_wing_has_no_import_circle():
         visit(start, [start])
     assert not circles, circles[:5]
     assert "autograder.grading.outputs.html_report" not in graph["autograder.grading.outputs.class_report"]
-    assert not any(m.startswith("autograder.notebooks") for m in _imports(ROOT / "autograder/grading/command.py", "autograder"))
+    assert not any(
+        m.startswith("autograder.notebooks") for m in _imports(ROOT / "autograder/grading/command.py", "autograder")
+    )
 
 
 def test_importing_the_grading_wing_imports_no_jax_and_no_orchestrator_into_a_grading_process():

@@ -4,17 +4,25 @@
 import os
 from dataclasses import replace
 
-from autograder.runtime import atomic
+from support import ROOT
+
 from autograder.core.course import load_course
 from autograder.core.outcomes import CheckOutcome, points_text, score_checks, score_functions
 from autograder.core.status import Status
 from autograder.platforms import gradescope
-from support import ROOT
+from autograder.runtime import atomic
 
 
 def _outcomes(fn, statuses, correctness=()):
     return [
-        CheckOutcome(fn.module, fn.name, f"test_{fn.name}_{i}", status, i in correctness, "" if status == Status.PASSED else f"m{i}")
+        CheckOutcome(
+            fn.module,
+            fn.name,
+            f"test_{fn.name}_{i}",
+            status,
+            i in correctness,
+            "" if status == Status.PASSED else f"m{i}",
+        )
         for i, status in enumerate(statuses)
     ]
 

@@ -59,17 +59,22 @@ CHANGES = {
         ["Checker", "Checker.build", "Checker.method", "Checker.static", "Checker.value"],
     ),
     "a method rebound": (lambda m: setattr(m.Checker, "method", lambda self: 1), ["Checker.method"]),
-    "a method's code rewritten": (lambda m: setattr(m.Checker.method, "__code__", replacement_code()), ["Checker.method"]),
+    "a method's code rewritten": (
+        lambda m: setattr(m.Checker.method, "__code__", replacement_code()),
+        ["Checker.method"],
+    ),
     "a property's getter rewritten": (
-        lambda m: setattr(vars(m.Checker)["value"].fget, "__code__", replacement_code()), ["Checker.value"]
+        lambda m: setattr(vars(m.Checker)["value"].fget, "__code__", replacement_code()),
+        ["Checker.value"],
     ),
     "a staticmethod's code rewritten": (
-        lambda m: setattr(vars(m.Checker)["static"].__func__, "__code__", replacement_code()), ["Checker.static"]
+        lambda m: setattr(vars(m.Checker)["static"].__func__, "__code__", replacement_code()),
+        ["Checker.static"],
     ),
     "a classmethod replaced": (lambda m: setattr(m.Checker, "build", classmethod(lambda cls: None)), ["Checker.build"]),
     "the module replaced by one without the function": (
-        lambda m: sys.modules.__setitem__(PROBE, types.ModuleType(PROBE)), ["Checker", "Checker.build", "Checker.method",
-                                                                            "Checker.static", "Checker.value", "helper"]
+        lambda m: sys.modules.__setitem__(PROBE, types.ModuleType(PROBE)),
+        ["Checker", "Checker.build", "Checker.method", "Checker.static", "Checker.value", "helper"],
     ),
 }
 
@@ -105,13 +110,17 @@ class Reporter:
         self.sent.append(event)
 
 
-@pytest.mark.parametrize("forge", [
-    lambda r: setattr(r, "emit", lambda **event: None),  # an emit of its own, shadowing the class's
-    lambda r: setattr(r, "nonce", "another"),
-    lambda r: setattr(r, "sent", []),
-    lambda r: delattr(r, "fd"),
-    lambda r: setattr(r, "__class__", type("Reporter", (Reporter,), {})),
-], ids=["emit shadowed", "nonce rebound", "list replaced", "attribute removed", "class swapped"])
+@pytest.mark.parametrize(
+    "forge",
+    [
+        lambda r: setattr(r, "emit", lambda **event: None),  # an emit of its own, shadowing the class's
+        lambda r: setattr(r, "nonce", "another"),
+        lambda r: setattr(r, "sent", []),
+        lambda r: delattr(r, "fd"),
+        lambda r: setattr(r, "__class__", type("Reporter", (Reporter,), {})),
+    ],
+    ids=["emit shadowed", "nonce rebound", "list replaced", "attribute removed", "class swapped"],
+)
 def test_the_reporters_state_is_a_tripwire(forge):
     """A submission that finds the reporter through gc and rebinds any of its attributes trips it; the
     attributes the reporter rebinds itself (``mutable``) do not."""

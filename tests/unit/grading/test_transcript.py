@@ -77,7 +77,9 @@ def test_a_state_whose_static_fields_are_not_data_comes_back_with_its_numbers():
 
     model = Course()
     params = model.init(jax.random.key(0), jnp.ones((1, 3)))["params"]
-    state = train_state.TrainState.create(apply_fn=functools.partial(model.apply), params=params, tx=optax.sgd(0.3, momentum=0.9))
+    state = train_state.TrainState.create(
+        apply_fn=functools.partial(model.apply), params=params, tx=optax.sgd(0.3, momentum=0.9)
+    )
     got = roundtrip(state, hints=[0.3])
     assert isinstance(got.tx, OpaqueStatic) and isinstance(got.apply_fn, OpaqueStatic)
     assert "not plain data" in repr(got.tx)
@@ -145,10 +147,16 @@ def test_a_device_mesh_argument_is_digested_by_its_devices_and_axis_names():
     devices = np.array(jax.devices())
     auto = (jax.sharding.AxisType.Auto,)
     mesh = jax.sharding.Mesh(devices, ("batch",), axis_types=auto)
-    assert transcript.digest("f", (mesh,), {}, s) == transcript.digest("f", (jax.sharding.Mesh(devices, ("batch",), axis_types=auto),), {}, s)
-    assert transcript.digest("f", (mesh,), {}, s) != transcript.digest("f", (jax.sharding.Mesh(devices, ("data",), axis_types=auto),), {}, s)
+    assert transcript.digest("f", (mesh,), {}, s) == transcript.digest(
+        "f", (jax.sharding.Mesh(devices, ("batch",), axis_types=auto),), {}, s
+    )
+    assert transcript.digest("f", (mesh,), {}, s) != transcript.digest(
+        "f", (jax.sharding.Mesh(devices, ("data",), axis_types=auto),), {}, s
+    )
     if len(devices) > 1:
-        assert transcript.digest("f", (mesh,), {}, s) != transcript.digest("f", (jax.sharding.Mesh(devices[::-1], ("batch",), axis_types=auto),), {}, s)
+        assert transcript.digest("f", (mesh,), {}, s) != transcript.digest(
+            "f", (jax.sharding.Mesh(devices[::-1], ("batch",), axis_types=auto),), {}, s
+        )
     assert transcript.is_opaque(transcript.encode(mesh, s))
 
 
@@ -158,6 +166,7 @@ def packed(tree, arrays=()):
 
 def fields(**values):
     """The encoded keyword arguments a decoded class is called with."""
+
     def enc(v):
         return ["list", [enc(x) for x in v]] if isinstance(v, list) else ["py", v]
 
@@ -170,16 +179,33 @@ HOSTILE = {
     "a pickle": packed(["pickle", "gASVCAAAAAAAAACMBHRleHSULg=="]),
     "os.system as a module": packed(["flax_module", ["os", "system"], fields(command="touch pwned")]),
     "subprocess.Popen as a module": packed(["flax_module", ["subprocess", "Popen"], fields(args=["touch", "pwned"])]),
-    "os.system as a struct of a library": packed(["struct", ["jax.numpy.os", "system"], fields(command="touch pwned"), {}]),
+    "os.system as a struct of a library": packed(
+        ["struct", ["jax.numpy.os", "system"], fields(command="touch pwned"), {}]
+    ),
     "a builtin function as a named tuple": packed(["namedtuple", ["builtins", "eval"], [["py", "1+1"]]]),
     "a function of a course module": packed(["namedtuple", ["course", "training", "__init__"], []]),
     "a module path that is not a name": packed(["dict", ["flax;import os", "core"], []]),
     "an optimizer that is not a rate": packed(
-        ["struct", ["flax.training.train_state", "TrainState"], ["dict", ["builtins", "dict"], []], {"tx": ["optimizer", "chain", 1]}]
+        [
+            "struct",
+            ["flax.training.train_state", "TrainState"],
+            ["dict", ["builtins", "dict"], []],
+            {"tx": ["optimizer", "chain", 1]},
+        ]
     ),
     "a method other than apply": packed(
-        ["struct", ["flax.training.train_state", "TrainState"], ["dict", ["builtins", "dict"], []],
-         {"apply_fn": ["method", ["flax_module", ["course", "training", "Course"], ["dict", ["builtins", "dict"], []]], "init"]}]
+        [
+            "struct",
+            ["flax.training.train_state", "TrainState"],
+            ["dict", ["builtins", "dict"], []],
+            {
+                "apply_fn": [
+                    "method",
+                    ["flax_module", ["course", "training", "Course"], ["dict", ["builtins", "dict"], []]],
+                    "init",
+                ]
+            },
+        ]
     ),
     "an array index out of range": packed(["np", 3]),
     "a wrong tag": packed(["int", "1"]),
@@ -200,7 +226,9 @@ def test_decoding_never_imports_a_module_a_transcript_names(tmp_path, monkeypatc
     planted = tmp_path / "pkg"
     planted.mkdir()
     mark = tmp_path / "imported"
-    (planted / "_planted_by_a_student.py").write_text(f"open({str(mark)!r}, 'w').close()\nclass Dense(dict):\n    pass\n")
+    (planted / "_planted_by_a_student.py").write_text(
+        f"open({str(mark)!r}, 'w').close()\nclass Dense(dict):\n    pass\n"
+    )
     monkeypatch.setattr(jax, "__path__", [*jax.__path__, str(planted)])
     name = "jax._planted_by_a_student"
     assert name not in __import__("sys").modules
@@ -215,7 +243,9 @@ def test_decoding_builds_library_classes_the_grader_loaded_and_only_plain_dict_t
     from collections import OrderedDict
 
     s = transcript.statics(course_class)
-    assert transcript.decode(packed(["dict", ["collections", "OrderedDict"], [[["py", "a"], ["py", 1]]]]), s) == OrderedDict(a=1)
+    assert transcript.decode(
+        packed(["dict", ["collections", "OrderedDict"], [[["py", "a"], ["py", 1]]]]), s
+    ) == OrderedDict(a=1)
     with pytest.raises(ValueError, match="malformed"):  # a dict type whose constructor runs code of its own
         transcript.decode(packed(["dict", ["collections", "Counter"], [[["py", "a"], ["py", 1]]]]), s)
     state = optax.adam(0.1).init({"w": jnp.ones(2)})  # optax's named tuples, looked up without importing

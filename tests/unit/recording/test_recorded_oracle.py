@@ -8,12 +8,11 @@ import numpy as np
 import optax
 import pytest
 from flax.training import train_state
+from support import SOLUTIONS
 
 from autograder.checks import purity
 from autograder.recording import plain_data, recorded
 from autograder.recording.recorded import Recording
-
-from support import SOLUTIONS
 
 
 def statics() -> plain_data.Statics:
@@ -75,7 +74,8 @@ def test_a_train_state_comes_back_with_a_working_model_and_optimizer():
     np.testing.assert_array_equal(back.apply_fn(back.params, x), state.apply_fn(state.params, x))
     grads = jax.tree.map(jnp.ones_like, state.params)
     for got, want in zip(
-        jax.tree.leaves(back.apply_gradients(grads=grads).params), jax.tree.leaves(state.apply_gradients(grads=grads).params)
+        jax.tree.leaves(back.apply_gradients(grads=grads).params),
+        jax.tree.leaves(state.apply_gradients(grads=grads).params),
     ):
         np.testing.assert_array_equal(got, want)
     assert round_trip(state, hints=[0.3], s=s).tx is back.tx  # one optimizer object per recipe: jit compiles once

@@ -15,9 +15,21 @@ def run_checks(cache_dir, *flags):
     env = {**os.environ, "JAX_COURSE_CACHE_DIR": str(cache_dir)}
     env.pop("CI", None)
     return subprocess.run(
-        [sys.executable, "-m", "pytest", "exercises/test_at_updates.py", "--solutions", "-q", "-p", "no:cacheprovider",
-         *flags],
-        cwd=ROOT, env=env, capture_output=True, text=True,
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "exercises/test_at_updates.py",
+            "--solutions",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            *flags,
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
     )
 
 

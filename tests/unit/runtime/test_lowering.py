@@ -13,7 +13,7 @@ from autograder.runtime import lowering
 
 # Lowers and runs a few programs (eager ops, a jitted gradient, a scan) and prints each program's text
 # digest and result; with REUSE set, in reused contexts.
-PROGRAMS = '''
+PROGRAMS = """
 import hashlib, os, sys
 import jax, jax.numpy as jnp
 if os.environ.get("REUSE"):
@@ -33,7 +33,7 @@ for n in range(1, 40):  # more lowerings than one context serves when the bound 
 for fn, args in cases:
     text = jax.jit(fn).lower(*args).as_text()
     print(hashlib.sha256(text.encode()).hexdigest()[:16], jax.tree.map(lambda a: a.tolist(), jax.jit(fn)(*args)))
-'''
+"""
 
 
 def run_programs(reuse: bool) -> str:
@@ -72,7 +72,7 @@ def test_one_context_per_thread_renewed_after_the_bound():
     assert other[0] is made[2]  # another thread never lowers in this thread's context
 
 
-PROBE = '''
+PROBE = """
 from jax._src.interpreters import mlir
 
 seen = {"reuses": None, "contexts": []}
@@ -93,7 +93,7 @@ def pytest_unconfigure(config):
     contexts = seen["contexts"]
     distinct = len({id(context) for context in contexts})  # every context is kept alive in the list
     print("PROBE", seen["reuses"], len(contexts), distinct)
-'''
+"""
 
 
 def test_a_course_run_lowers_in_reused_contexts(tmp_path):
@@ -102,9 +102,27 @@ def test_a_course_run_lowers_in_reused_contexts(tmp_path):
     (tmp_path / "lowering_probe.py").write_text(PROBE)
     env = {**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{ROOT}", "JAX_COURSE_CACHE_DIR": ""}
     done = subprocess.run(
-        [sys.executable, "-m", "pytest", "exercises/test_at_updates.py", "--solutions", "-q", "-p", "lowering_probe",
-         "-p", "no:cacheprovider", "-p", "no:randomly", "-k", "set_diagonal"],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=600,
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "exercises/test_at_updates.py",
+            "--solutions",
+            "-q",
+            "-p",
+            "lowering_probe",
+            "-p",
+            "no:cacheprovider",
+            "-p",
+            "no:randomly",
+            "-k",
+            "set_diagonal",
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     line = next((line for line in done.stdout.splitlines() if line.startswith("PROBE")), None)
     assert line is not None, done.stdout[-3000:] + done.stderr[-3000:]

@@ -5,9 +5,10 @@ import importlib
 import subprocess
 import sys
 
-from autograder.runtime import preload
-from autograder.grading import wire as requests
 from support import ROOT
+
+from autograder.grading import wire as requests
+from autograder.runtime import preload
 
 CHECK_SOURCES = sorted((ROOT / "autograder" / "checks").glob("*.py")) + sorted((ROOT / "exercises").glob("test_*.py"))
 
@@ -35,7 +36,9 @@ def test_the_preloaded_libraries_cover_every_library_the_checks_import():
 
 
 def test_the_check_modules_list_is_every_module_of_checks():
-    on_disk = {f"autograder.checks.{p.stem}" for p in (ROOT / "autograder" / "checks").glob("*.py") if p.stem != "__init__"}
+    on_disk = {
+        f"autograder.checks.{p.stem}" for p in (ROOT / "autograder" / "checks").glob("*.py") if p.stem != "__init__"
+    }
     assert set(preload.CHECK_MODULES) == on_disk
 
 

@@ -15,7 +15,6 @@ import ast
 from pathlib import Path
 
 import pytest
-
 from support import ROOT
 
 PACKAGE = ROOT / "autograder"
@@ -23,8 +22,23 @@ REGISTRY = PACKAGE / "runtime" / "stores.py"  # the registry itself
 
 CONTAINER_CALLS = {"dict", "list", "set", "defaultdict", "OrderedDict", "deque", "Counter", "bytearray"}
 MUTATORS = {
-    "append", "extend", "insert", "add", "update", "setdefault", "pop", "popitem", "remove", "discard",
-    "clear", "appendleft", "popleft", "sort", "reverse", "__setitem__", "__delitem__",
+    "append",
+    "extend",
+    "insert",
+    "add",
+    "update",
+    "setdefault",
+    "pop",
+    "popitem",
+    "remove",
+    "discard",
+    "clear",
+    "appendleft",
+    "popleft",
+    "sort",
+    "reverse",
+    "__setitem__",
+    "__delitem__",
 }
 CACHES = {"cache", "lru_cache"}
 
@@ -60,12 +74,19 @@ def _is_register(node: ast.AST | None) -> bool:
 def _keeps_state(cls: ast.ClassDef) -> bool:
     """Whether the class's methods write into something ``self`` holds (``self._loaded[k] = v``)."""
     return any(
-        isinstance(node, (ast.Assign, ast.AugAssign, ast.Delete)) and any(
-            isinstance(t, ast.Subscript) and isinstance(t.value, ast.Attribute) and isinstance(t.value.value, ast.Name)
-            and t.value.value.id == "self" for t in (node.targets if not isinstance(node, ast.AugAssign) else [node.target])
+        isinstance(node, (ast.Assign, ast.AugAssign, ast.Delete))
+        and any(
+            isinstance(t, ast.Subscript)
+            and isinstance(t.value, ast.Attribute)
+            and isinstance(t.value.value, ast.Name)
+            and t.value.value.id == "self"
+            for t in (node.targets if not isinstance(node, ast.AugAssign) else [node.target])
         )
-        or isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in MUTATORS
-        and isinstance(node.func.value, ast.Attribute) and isinstance(node.func.value.value, ast.Name)
+        or isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr in MUTATORS
+        and isinstance(node.func.value, ast.Attribute)
+        and isinstance(node.func.value.value, ast.Name)
         and node.func.value.value.id == "self"
         for node in ast.walk(cls)
     )
@@ -88,8 +109,11 @@ def stores_of(path: Path, tree: ast.Module, written: set[str]) -> list[tuple[str
     """``(name, registered)`` for every store defined in the module."""
     classes = {node.name for node in ast.walk(tree) if isinstance(node, ast.ClassDef) and _keeps_state(node)}
     registered_later = {
-        node.value.args[1].id for node in tree.body
-        if isinstance(node, ast.Expr) and _is_register(node.value) and len(node.value.args) > 1
+        node.value.args[1].id
+        for node in tree.body
+        if isinstance(node, ast.Expr)
+        and _is_register(node.value)
+        and len(node.value.args) > 1
         and isinstance(node.value.args[1], ast.Name)
     }
     found = []
@@ -126,7 +150,8 @@ def package_stores(package: Path = PACKAGE) -> dict[str, bool]:
     written = written_names(list(trees.values()))
     return {
         f"{path.relative_to(package.parent)}:{name}": registered
-        for path, tree in trees.items() for name, registered in stores_of(path, tree, written)
+        for path, tree in trees.items()
+        for name, registered in stores_of(path, tree, written)
     }
 
 
@@ -163,8 +188,12 @@ def test_the_reading_finds_unregistered_stores_and_leaves_constants(tmp_path):
         encoding="utf-8",
     )
     assert package_stores(tmp_path / "autograder") == {
-        "autograder/m.py:_seen": False, "autograder/m.py:_kept": True, "autograder/m.py:Cache._by_key": False,
-        "autograder/m.py:CACHE": False, "autograder/m.py:made": False, "autograder/m.py:known": True,
+        "autograder/m.py:_seen": False,
+        "autograder/m.py:_kept": True,
+        "autograder/m.py:Cache._by_key": False,
+        "autograder/m.py:CACHE": False,
+        "autograder/m.py:made": False,
+        "autograder/m.py:known": True,
     }
 
 
