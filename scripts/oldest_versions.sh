@@ -8,9 +8,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
-base=$(.venv/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+base=$(.venv/bin/python -c 'import os, sysconfig; print(os.path.realpath(sysconfig.get_paths()["purelib"]))')
 pins=$(PYTHONPATH=$root .venv/bin/python -c 'from autograder.core.versions import oldest_pins; print(" ".join(oldest_pins()))')
-env=${OLDEST_ENV:-/tmp/autograder-oldest-$(echo "$pins" | sha256sum | cut -c1-12)}
+# keyed by the pins and by the environment it stands in front of (one built from another checkout's .venv,
+# since removed, would find no pytest)
+env=${OLDEST_ENV:-/tmp/autograder-oldest-$(echo "$pins $base" | sha256sum | cut -c1-12)}
 started=$(date +%s)
 if [ ! -e "$env/ready" ]; then
     rm -rf "$env"

@@ -10,6 +10,7 @@ route: there the hint is always the gentle one.
 from __future__ import annotations
 
 from autograder.core.course import Course, Function
+from autograder.core.outcomes import points_text
 from autograder.core.progress import Progress
 
 
@@ -48,7 +49,7 @@ def find_function(course: Course, name: str) -> Function:
 
 def describe(course: Course, fn: Function, progress: Progress, *, reveal: bool) -> str:
     """What ``autograder hint FUNCTION [--reveal]`` prints."""
-    lines = [f"{fn.qualname} ({fn.points:g} points)", f"  {gentle_hint(fn)}"]
+    lines = [f"{fn.qualname} ({points_text(fn.points, None)} points)", f"  {gentle_hint(fn)}"]
     if reveal and fn.reveal:
         lines.append(f"  reveal: {fn.reveal.strip()}")
     elif reveal:

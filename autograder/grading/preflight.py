@@ -35,6 +35,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from autograder.core.outcomes import points_text
 from autograder.core.status import Status
 from autograder.grading.wire import Event
 from autograder.runtime import atomic
@@ -143,7 +144,7 @@ class Passed:
     def line(self) -> str:
         return (
             f"pre-flight passed in {self.seconds:.1f} s: the course's reference got full marks "
-            f"({self.points:g} points) and its stubs nothing, in this grader's sandbox and limits"
+            f"({points_text(self.points, None)} points) and its stubs nothing, in this grader's sandbox and limits"
         )
 
 
@@ -245,14 +246,22 @@ def _check(grader, stream=None) -> Passed:
         if short:
             got = sum(s.points for s in reference.scores if s.module in modules)
             top = sum(s.max_points for s in reference.scores if s.module in modules)
-            problems.append(f"the course's reference got {got:g}/{top:g} points, not full marks:")
-            problems += [f"  {s.qualname}: {s.points:g}/{s.max_points:g}: {_first(s.messages)}" for s in short[:12]]
+            problems.append(
+                f"the course's reference got {points_text(got, None)}/{points_text(top, None)} points, not full marks:"
+            )
+            problems += [
+                f"  {s.qualname}: {points_text(s.points, None)}/{points_text(s.max_points, None)}: {_first(s.messages)}"
+                for s in short[:12]
+            ]
             if len(short) > 12:
                 problems.append(f"  ... and {len(short) - 12} more functions")
         wrong = [s for s in stubs.scores if s.module in modules and (s.points > 0 or s.status != Status.NOT_STARTED)]
         if wrong:
             problems.append('the course\'s stubs were not all judged "not started" with 0 points:')
-            problems += [f"  {s.qualname}: {s.points:g} points, {s.status}: {_first(s.messages)}" for s in wrong[:12]]
+            problems += [
+                f"  {s.qualname}: {points_text(s.points, None)} points, {s.status}: {_first(s.messages)}"
+                for s in wrong[:12]
+            ]
     if problems:
         tails = [tail for _module, _fault, tail in grader.faults[faults_before:] if tail.strip()]
         raise PreflightFailed(_header(modules, limits) + "\n".join(problems) + (last_lines(tails[0]) if tails else ""))

@@ -38,6 +38,7 @@ from fractions import Fraction
 from pathlib import Path
 
 from autograder.core.course import Course
+from autograder.core.outcomes import points_text
 from autograder.platforms import kit_wheel
 from autograder.platforms.stack import CPU_INDEX, TORCH
 
@@ -210,8 +211,8 @@ def release_body(course: Course, modules: tuple[str, ...], results: dict | None)
             continue
         row = rows.get(fn.qualname)
         status = row["status"].replace("_", " ") if row else "not graded"
-        earned = f"{row['points']:g}" if row else "0"
-        lines.append(f"| {fn.qualname} | {earned}/{fn.points:g} | {status} |")
+        earned = f"{points_text(row['points'], None)}" if row else "0"
+        lines.append(f"| {fn.qualname} | {earned}/{points_text(fn.points, None)} | {status} |")
         if row and row["status"] not in ("passed", "not started"):
             messages = list(dict.fromkeys(m.strip() for m in row.get("messages", []) if m.strip()))[:3]
             notes += ["", f"### {fn.qualname}", "", *(f"```text\n{m}\n```" for m in messages), f"Hint: {fn.hint}"]

@@ -43,7 +43,7 @@ from pathlib import Path
 
 from autograder.core.course import Course, load_course
 from autograder.core.oracle import siblings_named
-from autograder.core.outcomes import CheckOutcome, FunctionScore, score_checks
+from autograder.core.outcomes import CheckOutcome, FunctionScore, points_text, score_checks
 from autograder.core.status import Status
 from autograder.platforms.stack import CPU_INDEX, TORCH
 from autograder.release.record import instructor_seed
@@ -249,7 +249,7 @@ def results(course: Course, modules: tuple[str, ...], result, seconds: float) ->
     return {
         "score": score,
         "execution_time": int(round(seconds)),
-        "output": f"{course.title}: {score:g}/{maximum:g} points",
+        "output": f"{course.title}: {points_text(score, None)}/{points_text(maximum, None)} points",
         "visibility": "visible",
         "stdout_visibility": "hidden",
         "tests": tests,
@@ -350,7 +350,7 @@ def prove(root: Path) -> list[str]:
             score = round(float(data.get("score", -1)), 2)
             if score != expected or seen != names:
                 problems.append(
-                    f"{label} earned {score:g}/{maximum:g} (expected {expected:g}); functions checked: "
+                    f"{label} earned {points_text(score, None)}/{points_text(maximum, None)} (expected {points_text(expected, None)}); functions checked: "
                     f"{len(seen & names)}/{len(names)}:\n{proc.stdout[-3000:]}"
                 )
     return problems

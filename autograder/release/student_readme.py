@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from autograder.core.course import Course
+from autograder.core.outcomes import points_text
 
 
 def student_readme(course: Course) -> str:
     modules = "\n".join(
-        f"| {i} | `exercises/{m.name}.py` | {m.topic} | {sum(fn.points for fn in m.functions):g} |"
+        f"| {i} | `exercises/{m.name}.py` | {m.topic} | {points_text(sum(fn.points for fn in m.functions), None)} |"
         for i, m in enumerate(course.modules, 1)
     )
     return f"""# {course.title}

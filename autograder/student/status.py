@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from autograder.core import progress as local_progress
 from autograder.core.course import Course, Function
+from autograder.core.outcomes import points_text
 from autograder.core.status import Status
 from autograder.core.submission import stub_functions
 from autograder.student.runs import run_modules
@@ -77,11 +78,14 @@ def render(course: Course, table: list[Row], source: str) -> str:
         if fn.module != current:
             current = fn.module
             lines.append(f"{fn.module} — {course.module(fn.module).topic}")
-        pts = f"{row.points:g}/{fn.points:g}"
+        pts = f"{points_text(row.points, None)}/{points_text(fn.points, None)}"
         lines.append(f"  {_MARK[row.state]} {fn.name:<{width}}{pts:>7}  {row.state:<12}{row.note}".rstrip())
     got = sum(row.points for row in table)
     done = sum(row.state == DONE for row in table)
-    lines += ["", f"total: {got:g}/{course.points:g} points, {done}/{len(table)} functions done"]
+    lines += [
+        "",
+        f"total: {points_text(got, None)}/{points_text(course.points, None)} points, {done}/{len(table)} functions done",
+    ]
     upcoming = next_function(table)
     if upcoming is None:
         lines.append("every function is done. Well done!")

@@ -22,7 +22,7 @@ from autograder.core.course import load_course
 from autograder.grading.outputs.gradebook import grade_id, write_gradebook
 from autograder.notebooks.builder import build_course, solution_id
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 MODULE = "at_updates"
 
 WRONG_CLAMP = """\

@@ -176,7 +176,7 @@ def test_an_xla_flag_this_xla_does_not_know_is_dropped_with_one_warning(tmp_path
     run and the grader's both run (XLA aborts every process on an unknown flag in XLA_FLAGS), each saying once
     which flag it dropped."""
     root = kit_copy(tmp_path)
-    devices = root / "autograder" / "core" / "devices.py"
+    devices = root / "autograder" / "runtime" / "devices.py"
     text = devices.read_text()
     listed = 'QUICK_COMPILE_FLAGS = ("--xla_backend_optimization_level=0", "--xla_cpu_use_fusion_emitters=false")'
     assert listed in text

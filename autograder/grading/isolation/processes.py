@@ -37,7 +37,7 @@ def child_env(extra: dict[str, str] | None = None) -> dict[str, str]:
         OMP_NUM_THREADS="1",
         TF_CPP_MIN_LOG_LEVEL="3",
     )
-    env.update(devices.checked_env())  # the course's CPU backend; the XLA flags checked once (core.devices)
+    env.update(devices.checked_env())  # the course's CPU backend; the XLA flags checked once (runtime.devices)
     env.update(extra or {})
     return env
 

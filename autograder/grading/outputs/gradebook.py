@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 from autograder.core.course import Course
+from autograder.core.outcomes import points_text
 
 
 def grade_id(function: str) -> str:
@@ -44,7 +45,9 @@ def write_gradebook(
             module, _, function = qualname.partition(".")
             fn = course.module(module).function(function)
             if not 0 <= points <= fn.points:
-                raise ValueError(f"{student}: {qualname} has {points} points, outside [0, {fn.points:g}]")
+                raise ValueError(
+                    f"{student}: {qualname} has {points} points, outside [0, {points_text(fn.points, None)}]"
+                )
             by_module.setdefault(module, {}).setdefault(student, {})[function] = float(points)
 
     written = 0

@@ -78,3 +78,23 @@ def test_an_atomic_write_leaves_the_old_file_whole_and_no_temporary_file(tmp_pat
     except OSError:
         pass
     assert target.read_text() == "old\n" and os.listdir(tmp_path) == ["grades.csv"]
+
+
+def test_no_module_formats_points_itself():
+    """Every f-string of the package that writes points (an expression naming points, a score or a maximum)
+    goes through ``points_text``: a ``{...:g}`` of its own would be a second formatter."""
+    import ast
+    import re
+
+    own = []
+    for path in sorted((ROOT / "autograder").rglob("*.py")):
+        source = path.read_text(encoding="utf-8")
+        for node in ast.walk(ast.parse(source)):
+            if isinstance(node, ast.FormattedValue) and node.format_spec is not None:
+                spec = "".join(v.value for v in node.format_spec.values if isinstance(v, ast.Constant))
+                text = ast.get_source_segment(source, node.value) or ""
+                if spec.endswith("g") and (
+                    re.search(r"\b(points|max_points|score|maximum)\b", text) or text in ("got", "top")
+                ):
+                    own.append(f"{path.relative_to(ROOT)}:{node.lineno}: {{{text}:{spec}}}")
+    assert own == []
