@@ -50,6 +50,7 @@ from grade_fixtures import SEGFAULT, build_gradescope_class, replace
 from platform_envs import MODULE as CANONICAL_MODULE
 from platform_envs import WRONG_FUNCTION, assert_not_the_kit_venv, base_python, canonical_sources, clean_env, timed
 from support import ROOT, reference_source
+from test_grade_files_forgery import FORGER
 
 from autograder.core.course import load_course
 
@@ -396,6 +397,7 @@ HOSTILE_STUDENTS = (
     "hard_links_module",
     "links_submission",
 )
+FILES_MODULE = "checkpointing"  # whose functions' files are recorded and put back by the trusted verifier
 WAIT_AFTER_RUN = 3.0  # seconds a process left behind would have to rewrite results.json
 PIDS_CGROUP = Path("/sys/fs/cgroup/pids")
 
@@ -515,8 +517,19 @@ def hostile(bundle, unprivileged_python, tmp_path_factory):
     course_toml = {s: (r / "source" / "course.toml").read_bytes() for s, r in roots_too.items()}
     env = {"AUTOGRADER_PREFLIGHT_CACHE": str(cache)}
     no_bwrap = _without_bwrap(tmp_path_factory.mktemp("no-bwrap") / "bin")
+    # issue 32's files route on the runner: a checkpointing bundle (it ships training's and data's references, which
+    # its scenario is built with), whose forger renames the files its process recorded to names in the venv's
+    # site-packages (absolute and ../): a .pth there ran as root in the next Python process and rewrote results.json
+    site_packages = Path(unprivileged_python).parent.parent / "lib" / "python3.11" / "site-packages"
+    planted = f"planted-{token}"
+    files_root = lay_out(
+        build(tmp_path_factory.mktemp("bundle-files") / "autograder.zip", FILES_MODULE),
+        {f"{FILES_MODULE}.py": reference_source(FILES_MODULE) + FORGER.format(outside=site_packages, mark=planted)},
+    )
 
     def grade(task: str):
+        if task == "files":
+            return run_watched(files_root, unprivileged_python, planted, **env)
         if task == "fallback":
             return run_watched(
                 fallback_root, unprivileged_python, f"{fallback_marker}-steals_and_forges", PATH=no_bwrap, **env
@@ -531,7 +544,7 @@ def hostile(bundle, unprivileged_python, tmp_path_factory):
         return run, run_watched(roots[task], unprivileged_python, f"{marker}-{task}", **env)
 
     # the two that prove their isolation's pre-flight first, then the rest on the bubblewrap pass
-    order = ["steals_and_forges", "fallback", *HOSTILE_STUDENTS[1:]]
+    order = ["files", "steals_and_forges", "fallback", *HOSTILE_STUDENTS[1:]]
     with ThreadPoolExecutor(max_workers=2) as pool:
         done = dict(zip(order, pool.map(grade, order)))
     runs = {s: done[s] for s in HOSTILE_STUDENTS[1:]}
@@ -542,6 +555,10 @@ def hostile(bundle, unprivileged_python, tmp_path_factory):
         runs=runs,
         honest_after=honest_after,
         fallback=done["fallback"],
+        files=done["files"],
+        files_root=files_root,
+        site_packages=site_packages,
+        planted=planted,
         expected=expected,
         roots=roots_too,
         course_toml=course_toml,
@@ -552,7 +569,7 @@ def hostile(bundle, unprivileged_python, tmp_path_factory):
     )
     shutil.rmtree(leak, ignore_errors=True)
     shutil.rmtree(fallback_leak, ignore_errors=True)
-    for root in roots_too.values():
+    for root in [*roots_too.values(), files_root]:
         shutil.rmtree(root, ignore_errors=True)
 
 
@@ -680,3 +697,27 @@ def test_a_bundle_of_a_module_whose_scenario_uses_other_references_grades_its_re
     ]
     proc = subprocess.run(prove, env=clean_env(), capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
+
+
+def test_gradescope_forged_file_names_write_nothing_as_root_and_earn_nothing(hostile):
+    """Issue 32 on the runner: the checkpointing forger's renamed files are not written by the root verifier (not
+    in the venv's site-packages, not in results/), its save_checkpoint earns nothing, results.json is the grader's."""
+    run = hostile.files
+    assert list(hostile.site_packages.glob(hostile.planted + "*")) == [], (
+        "the root verifier wrote where the student said"
+    )
+    results = hostile.files_root / "results"
+    assert sorted(p.name for p in results.iterdir()) == ["results.json"] and run.later == run.written
+    course = load_course(ROOT).module(FILES_MODULE)
+    points = {
+        fn.name: round(sum(t["score"] for t in run.results["tests"] if t["name"].split(" ", 1)[0] == fn.qualname), 2)
+        for fn in course.functions
+    }
+    assert points["save_checkpoint"] == 0, run.results
+    print(
+        f"\nGradescope files forger: {points}; save_checkpoint: "
+        + " | ".join(
+            t["output"][:300] for t in run.results["tests"] if t["name"].startswith(f"{FILES_MODULE}.save_checkpoint")
+        )
+    )
+    assert run.results["score"] == round(sum(points.values()), 2) and run.left == set()
