@@ -38,6 +38,7 @@ from autograder.core.course import Course, load_course
 from autograder.core.outcomes import StudentResult
 from autograder.core.submission import read_submission
 from autograder.grading import preflight
+from autograder.grading.executor import ClassResults
 from autograder.grading.grader import Grader, Options
 from autograder.grading.isolation.limits import POLL
 from autograder.grading.isolation.processes import child_env
@@ -155,14 +156,10 @@ class ClusterGrader:
         """:meth:`ClassExecutor.grade_class <autograder.grading.executor.ClassExecutor.grade_class>`, on the cluster."""
         from distributed import wait
 
-        results = {name: finished[name] for name, _ in students if finished and name in finished}
-        inputs = {
-            name: read_submission(folder, self.options.modules) for name, folder in students if name not in results
-        }
+        results = ClassResults(students, finished, progress, on_result)
+        inputs = {name: read_submission(folder, self.options.modules) for name, folder in results.todo}
         attempts = dict.fromkeys(inputs, 0)
         pending = {self._submit(name, inputs[name]): name for name in inputs}
-        if progress:
-            progress(len(results), len(students))
         try:
             while pending and not self.stop.is_set():
                 try:
@@ -183,15 +180,11 @@ class ClusterGrader:
                         result = self.failed_result(
                             name, f"the grader failed on this submission: {type(err).__name__}: {err}"
                         )
-                    results[name] = result
-                    if on_result:
-                        on_result(result)
-                    if progress:
-                        progress(len(results), len(students))
+                    results.add(name, result)
         finally:
             if pending:
                 self.client.cancel(list(pending))
-        return [results[name] for name, _ in sorted(students) if name in results]
+        return results.sorted()
 
     def _submit(self, name: str, submission: tuple[dict[str, bytes], dict[str, str]]):
         files, missing = submission

@@ -54,6 +54,36 @@ class ClassExecutor(Protocol):
         """End every process and remove every folder of the run."""
 
 
+class ClassResults:
+    """A class's results as they come in, for either executor: the ``finished`` ones first, each new one told
+    to ``on_result`` and counted on ``progress`` as soon as it is known; in the end, sorted by student."""
+
+    def __init__(
+        self,
+        students: list[tuple[str, Path]],
+        finished: dict[str, StudentResult] | None,
+        progress: Callable[[int, int], None] | None,
+        on_result: Callable[[StudentResult], None] | None,
+    ):
+        self.students, self.progress, self.on_result = students, progress, on_result
+        self.by_name = {name: finished[name] for name, _ in students if finished and name in finished}
+        self.todo = [(name, folder) for name, folder in students if name not in self.by_name]
+        self.count()
+
+    def count(self) -> None:
+        if self.progress:
+            self.progress(len(self.by_name), len(self.students))
+
+    def add(self, name: str, result: StudentResult) -> None:
+        self.by_name[name] = result
+        if self.on_result:
+            self.on_result(result)
+        self.count()
+
+    def sorted(self) -> list[StudentResult]:
+        return [self.by_name[name] for name, _ in sorted(self.students) if name in self.by_name]
+
+
 class Tasks(Protocol):
     """What :class:`LocalThreads` runs: a grader's tasks, one per module of a student
     (:class:`~autograder.grading.grader.Grader` is one; the executor does not import it)."""
@@ -96,8 +126,7 @@ class LocalThreads:
         on_result: Callable[[StudentResult], None] | None = None,
     ) -> list[StudentResult]:
         grader, stop = self.grader, self.stop
-        results = {name: finished[name] for name, _ in students if finished and name in finished}
-        todo = [(name, folder) for name, folder in students if name not in results]
+        results = ClassResults(students, finished, progress, on_result)
         grader_errors: list[preflight.GraderError] = []
 
         def keep(name: str, future) -> None:
@@ -119,20 +148,14 @@ class LocalThreads:
                 result = grader.failed_result(
                     name, f"the grader failed on this submission: {type(err).__name__}: {err}"
                 )
-            results[name] = result
-            if on_result:
-                on_result(result)
-            if progress:
-                progress(len(results), len(students))
+            results.add(name, result)
 
-        if progress:
-            progress(len(results), len(students))
         pool = ThreadPoolExecutor(max_workers=max(1, grader.options.jobs))
         # One task per module of a student (a class smaller than the pool still uses every worker); the
         # task that finishes a student's last module confirms and scores it. Students are queued in order.
         pending: dict = {}
         try:
-            for name, folder in todo:
+            for name, folder in results.todo:
                 for task in grader.tasks(name, folder):
                     pending[pool.submit(task)] = name
             # progress per module graded (the desk's Progress; any callable of (done, total) still works)
@@ -154,7 +177,7 @@ class LocalThreads:
                 keep(name, future)
         if grader_errors:
             raise grader_errors[0]
-        return [results[name] for name, _ in sorted(students) if name in results]
+        return results.sorted()
 
 
 def _ends_a_student(future) -> bool:

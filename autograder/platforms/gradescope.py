@@ -159,7 +159,10 @@ def bundle_files(course_root: Path, modules: tuple[str, ...]) -> dict[str, bytes
         for part in (f"exercises/{module}.py", f"exercises/test_{module}.py", f"solutions/{module}.py"):
             files[part] = (course_root / part).read_bytes()
     for module in sorted(references_needed(course_root, modules) - set(modules)):
-        files[f"solutions/{module}.py"] = (course_root / "solutions" / f"{module}.py").read_bytes()
+        # the reference a scenario is built with, and its stub: what the recording of givens reads the module's
+        # contracted functions from when course.toml does not list it
+        for part in (f"solutions/{module}.py", f"exercises/{module}.py"):
+            files[part] = (course_root / part).read_bytes()
     return files
 
 

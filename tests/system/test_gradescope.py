@@ -674,15 +674,18 @@ def test_write_results_never_writes_through_a_link_left_in_the_results_folder(tm
 
 def test_a_bundle_of_a_module_whose_scenario_uses_other_references_grades_its_reference_full(gradescope_env, tmp_path):
     """``--only checkpointing``: its scenario is built with training's reference, whose own is built with data's.
-    The bundle ships those references (not their checks or stubs), and the proof setup.sh ends with passes in
-    the venv setup.sh built (before, the reference got 0: 'training.py is missing', for every student)."""
+    The bundle ships those references and their stubs (not their checks), and the proof setup.sh ends with passes
+    in the venv setup.sh built (before, the reference got 0: 'training.py is missing', for every student). The
+    runner's real grading of such a bundle: test_gradescope_forged_file_names_write_nothing_as_root_and_earn_nothing."""
     bundle = build(tmp_path / "checkpointing.zip", "checkpointing")
     with zipfile.ZipFile(bundle) as zf:
         course = sorted(n for n in zf.namelist() if n.startswith(("exercises/", "solutions/")))
         zf.extractall(tmp_path / "root" / "source")
     assert course == [
         "exercises/checkpointing.py",
+        "exercises/data.py",
         "exercises/test_checkpointing.py",
+        "exercises/training.py",
         "solutions/checkpointing.py",
         "solutions/data.py",
         "solutions/training.py",
@@ -703,6 +706,7 @@ def test_gradescope_forged_file_names_write_nothing_as_root_and_earn_nothing(hos
     """Issue 32 on the runner: the checkpointing forger's renamed files are not written by the root verifier (not
     in the venv's site-packages, not in results/), its save_checkpoint earns nothing, results.json is the grader's."""
     run = hostile.files
+    assert "grader's side" not in json.dumps(run.results), run.log[-4000:]  # graded, not a grader's failure
     assert list(hostile.site_packages.glob(hostile.planted + "*")) == [], (
         "the root verifier wrote where the student said"
     )
