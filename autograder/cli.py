@@ -472,6 +472,14 @@ def add_actions_report(subparsers) -> argparse.ArgumentParser:
     return parser
 
 
+def add_actions_preflight(subparsers) -> argparse.ArgumentParser:
+    from autograder.platforms import github_actions
+
+    parser = github_actions.add_preflight_parser(subparsers)
+    parser.set_defaults(handler=lambda args: github_actions.run_preflight(_course(args.course)))
+    return parser
+
+
 def add_classroom50(subparsers) -> argparse.ArgumentParser:
     parser = subparsers.add_parser(
         "classroom50",
@@ -521,6 +529,7 @@ SUBCOMMANDS = [
     add_reset,
     add_gradescope,
     add_actions_report,
+    add_actions_preflight,
     add_classroom50,
 ]
 

@@ -4,7 +4,14 @@ On every push the workflow sets up (the environment cached by the hash of
 ``pyproject.toml`` and ``scripts/setup.sh``), runs ``pytest exercises/`` with
 ``--grading`` passed explicitly (GitHub's classroom command grader strips the
 environment, so ``CI`` is not set there) and ``--results-json results.json``,
-and then ``autograder actions-report results.json``:
+and then ``autograder actions-report results.json``. Before the checks, ``autograder
+actions-preflight`` proves the job's environment (:func:`preflight`): the release's
+untouched stubs (``oracle/given/``) get 0, every function of ``course.toml``
+collected and "not started", and JAX's backend starts as the checks start it
+(the course's 8 CPU devices, its XLA flags) and computes. A failure is a red
+run with ``::error title=The grading environment is broken::`` and the
+process's own last lines (XLA's fatal line among them), never a student's 0.
+The report:
 
 - the score table as the job summary (``$GITHUB_STEP_SUMMARY``: one row per
   function, then each failing function's message and hint);
@@ -25,6 +32,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import subprocess
+import sys
+import tempfile
+import time
 from pathlib import Path
 
 from autograder.core.course import Course
@@ -61,6 +72,8 @@ jobs:
       - name: Set up
         if: steps.cache.outputs.cache-hit != 'true'
         run: bash scripts/setup.sh
+      - name: Prove the environment
+        run: .venv/bin/python -m autograder actions-preflight
       - name: Run the checks
         run: |
           set +e
@@ -201,3 +214,115 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
 def run(course: Course, args: argparse.Namespace) -> int:
     return report(course, args.results, dict(os.environ))
+
+
+# --- the job's pre-flight -----------------------------------------------------
+
+STUBS = Path("oracle") / "given"  # the release's untouched stubs (public: what a student starts from)
+# JAX's backend as the checks start it (the course's CPU devices, its quick-compilation XLA flags), then a
+# compiled computation over every device: what a stub, which raises before any JAX runs, never proves.
+BACKEND_PROBE = """
+from autograder.runtime.devices import COURSE_CPU_DEVICES, use_course_backend
+use_course_backend()
+import jax
+import jax.numpy as jnp
+devices = jax.devices()
+if devices[0].platform != "cpu" or len(devices) != COURSE_CPU_DEVICES:
+    raise SystemExit(f"JAX runs on {len(devices)} {devices[0].platform} device(s), not the course's {COURSE_CPU_DEVICES} CPU devices")
+rows = jnp.arange(2.0 * COURSE_CPU_DEVICES).reshape(COURSE_CPU_DEVICES, 2)
+total = jax.jit(jnp.sum)(jax.pmap(lambda row: row * 2.0)(rows))
+if float(total) != 2.0 * float(rows.sum()):
+    raise SystemExit(f"JAX computed {float(total)} for {2.0 * float(rows.sum())}")
+"""
+PREFLIGHT_TIMEOUT = 900.0
+
+
+def _tail(text: str) -> str:
+    from autograder.grading.preflight import last_lines
+
+    return last_lines(text)
+
+
+def preflight(course: Course, python: str = sys.executable) -> str | None:
+    """Prove this job's environment before the student's checks run; the problem, or None when it holds.
+
+    The release's untouched stubs (``oracle/given/<module>.py``) run through the checks as the job runs them
+    (``pytest --grading``): every function of ``course.toml`` must be collected and "not started", the score 0.
+    Then JAX's backend starts as the checks start it and computes over the course's devices. (A release holds no
+    reference, so none can be graded here: its recorded answers were made by the reference when the release was
+    built.)"""
+    root = course.root
+    missing = [m.name for m in course.modules if not (root / STUBS / f"{m.name}.py").is_file()]
+    if missing:
+        return (
+            f"the release's untouched stubs ({STUBS}/) lack {', '.join(missing)}: rebuild it with `autograder release`"
+        )
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "CI")}
+    with tempfile.TemporaryDirectory(prefix="autograder-preflight-") as tmp:
+        results_path = Path(tmp) / RESULTS
+        try:
+            ran = subprocess.run(
+                [python, "-m", "pytest", "exercises/", "--grading", "--submission", str(root / STUBS),
+                 "--results-json", str(results_path), "-q", "-p", "no:cacheprovider"],
+                cwd=root, env=env, capture_output=True, text=True, timeout=PREFLIGHT_TIMEOUT,
+                stdin=subprocess.DEVNULL,
+            )  # fmt: skip
+        except subprocess.TimeoutExpired:
+            return f"the checks did not finish on the untouched stubs within {PREFLIGHT_TIMEOUT:g} s"
+        try:
+            results = json.loads(results_path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return f"the checks did not run on the untouched stubs (pytest exit status {ran.returncode})" + _tail(
+                ran.stdout + ran.stderr
+            )
+    rows = {(r.get("module"), r.get("function")): r for r in results.get("functions", [])}
+    unjudged = not_judged(course, results)
+    wrong = [
+        f"{fn.qualname}: {rows[(fn.module, fn.name)].get('status') if (fn.module, fn.name) in rows else 'no check ran'}"
+        for fn in course.functions
+        if fn.qualname not in unjudged and (rows.get((fn.module, fn.name)) or {}).get("status") != "not started"
+    ]
+    if wrong or results.get("score") != 0:
+        return (
+            f"the release's untouched stubs did not get 0 with every function not started (score "
+            f"{points_text(results.get('score') or 0)}): " + "; ".join(wrong[:8]) + _tail(ran.stdout + ran.stderr)
+        )
+    try:
+        probe = subprocess.run(
+            [python, "-c", BACKEND_PROBE], cwd=tempfile.gettempdir(), env=env, capture_output=True, text=True,
+            timeout=PREFLIGHT_TIMEOUT, stdin=subprocess.DEVNULL,
+        )  # fmt: skip
+    except subprocess.TimeoutExpired:
+        return f"JAX's backend did not start within {PREFLIGHT_TIMEOUT:g} s"
+    if probe.returncode != 0:
+        return (
+            f"JAX's backend did not start and compute as the checks start it (exit status {probe.returncode})"
+            + _tail(probe.stdout + probe.stderr)
+        )
+    return None
+
+
+def run_preflight(course: Course) -> int:
+    """``autograder actions-preflight``: 0 and one line when the environment holds; else an ``::error`` and 1."""
+    started = time.monotonic()
+    problem = preflight(course)
+    if problem:
+        print(f"::error title=The grading environment is broken::{problem.splitlines()[0]}")
+        print(problem, file=sys.stderr)
+        return 1
+    print(
+        f"pre-flight passed in {time.monotonic() - started:.1f} s: the release's untouched stubs got nothing, "
+        f"every function not started, and JAX's backend computed on the course's CPU devices"
+    )
+    return 0
+
+
+def add_preflight_parser(subparsers) -> argparse.ArgumentParser:
+    parser = subparsers.add_parser(
+        "actions-preflight",
+        help="prove a release's environment before its checks run (GitHub Actions)",
+        description="Used by the release's .github/workflows/grade.yml before `pytest exercises/`: the release's "
+        "untouched stubs must get 0 (every function not started) and JAX's backend must start and compute.",
+    )
+    parser.add_argument("--course", type=Path, metavar="DIR", help="the course folder (default: found from here)")
+    return parser

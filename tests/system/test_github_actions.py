@@ -55,8 +55,9 @@ def student_tree(release: Path, dest: Path, solved: list[str], release_env: Path
 
 
 class Run:
-    def __init__(self, tree: Path, cache_hit: bool = True):
+    def __init__(self, tree: Path, cache_hit: bool = True, **env: str):
         self.tree = tree
+        self.env = env
         self.summary = tree.parent / "summary.md"
         self.outputs = tree.parent / "outputs.txt"
         self.summary.touch()
@@ -70,7 +71,7 @@ class Run:
     def execute(self) -> Run:
         workflow = yaml.safe_load((self.tree / ".github" / "workflows" / "grade.yml").read_text())
         env = clean_env()
-        env.update(GITHUB_STEP_SUMMARY=str(self.summary), GITHUB_OUTPUT=str(self.outputs))
+        env.update(GITHUB_STEP_SUMMARY=str(self.summary), GITHUB_OUTPUT=str(self.outputs), **self.env)
         started = time.monotonic()
         for step in workflow["jobs"]["grade"]["steps"]:
             condition = step.get("if")
@@ -164,6 +165,9 @@ def test_the_reference_gets_full_marks(release, release_env, course, tmp_path, c
             fn.qualname
         )
     assert f"points={full:g}\nmax-points={full:g}" in run.outputs.read_text()
+    assert re.search(r"^pre-flight passed in [\d.]+ s: the release's untouched stubs got nothing", run.log, re.M), (
+        run.log
+    )
     assert (ROOT / "solutions" / f"{MODULE}.py").read_text() == canonical_sources()["reference"]
     agrees_with_grade(results, canonical_grades, "reference")
     print(
@@ -251,7 +255,7 @@ def test_a_broken_run_is_red_and_says_why(release, release_env, course, tmp_path
     if breakage == "all checks deleted":
         for checks in (tree / "exercises").glob("test_*.py"):
             checks.unlink()
-        why = "The checks did not run"
+        why = f"exercises/test_{course.modules[0].name}.py, which is missing"  # the pre-flight's words
     elif breakage == "one module's checks deleted":
         (tree / "exercises" / f"test_{course.modules[-1].name}.py").unlink()
         why = f"exercises/test_{course.modules[-1].name}.py, which is missing"
@@ -264,3 +268,28 @@ def test_a_broken_run_is_red_and_says_why(release, release_env, course, tmp_path
     run = Run(tree, cache_hit=cache_hit).execute()
     assert run.failed_step is not None, run.log[-3000:]
     assert why in run.log, run.log[-3000:]
+
+
+def test_the_environment_is_proven_before_the_checks(release, release_env, course, tmp_path):
+    """The workflow's pre-flight runs before the checks: a job whose JAX aborts (an XLA flag it does not know)
+    is red with the grading environment blamed and XLA's own fatal line, and no score is reported."""
+    tree = student_tree(release, tmp_path / "repo", [m.name for m in course.modules], release_env)
+    steps = [step.get("name") for step in yaml.safe_load(github_actions.WORKFLOW)["jobs"]["grade"]["steps"]]
+    assert steps.index("Prove the environment") == steps.index("Run the checks") - 1, steps
+    run = Run(tree, XLA_FLAGS="--xla_no_such_flag_in_any_xla=true").execute()
+    assert run.failed_step == "Prove the environment", run.log[-3000:]
+    assert "::error title=The grading environment is broken::" in run.log, run.log[-3000:]
+    assert "Unknown flag in XLA_FLAGS: --xla_no_such_flag_in_any_xla" in run.log, run.log[-3000:]
+    assert not NOTICE.search(run.log) and run.artifact is None, run.log[-3000:]
+
+
+def test_stubs_that_score_are_a_broken_environment(release, release_env, course, tmp_path):
+    """The proof grades the release's untouched stubs (oracle/given/): if they earn anything or stop being
+    "not started", the job is red before the student's checks run."""
+    tree = student_tree(release, tmp_path / "repo", [], release_env)
+    given = tree / "oracle" / "given" / f"{MODULE}.py"
+    given.write_text(canonical_sources()["wrong"])  # a stub that is not one: the reference, one function wrong
+    run = Run(tree).execute()
+    assert run.failed_step == "Prove the environment", run.log[-3000:]
+    assert "untouched stubs did not get 0 with every function not started" in run.log, run.log[-3000:]
+    assert f"{MODULE}.set_diagonal: passed" in run.log, run.log[-3000:]
