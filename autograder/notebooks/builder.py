@@ -417,6 +417,7 @@ def config_source(course: Course) -> str:
         # Run nbgrader from this course's own environment: `bash setup.sh` builds .venv, then
         # `.venv/bin/nbgrader autograde <module>`.
         import os
+        import sys
 
         c = get_config()  # noqa: F821 - provided by nbgrader
         HERE = os.path.dirname(os.path.abspath(__file__))
@@ -432,6 +433,12 @@ def config_source(course: Course) -> str:
         _ours = os.path.join(HERE, {KERNELS!r})
         _path = [p for p in os.environ.get("JUPYTER_PATH", "").split(os.pathsep) if p and p != _ours]
         os.environ["JUPYTER_PATH"] = os.pathsep.join([_ours, *_path])
+
+        # nbgrader runs `alembic` (its gradebook's migrations) from PATH: this environment's, also when
+        # .venv/bin/nbgrader is run without activating .venv.
+        _bin = os.path.dirname(sys.executable)
+        if _bin not in os.environ.get("PATH", "").split(os.pathsep):
+            os.environ["PATH"] = os.pathsep.join([_bin, os.environ.get("PATH", "")])
 
         # One check cell runs all checks of one function; the first one also imports JAX.
         c.Execute.timeout = {timeout}

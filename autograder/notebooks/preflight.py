@@ -31,6 +31,7 @@ step of the course's ``setup.sh``): exit 0, or 1 with the message.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import copy
 import glob
 import logging
@@ -45,7 +46,7 @@ from pathlib import Path
 
 from nbgrader.coursedir import CourseDirectory
 from nbgrader.preprocessors import ClearSolutions, Execute, NbGraderPreprocessor
-from nbgrader.utils import determine_grade, is_grade, setenv
+from nbgrader.utils import determine_grade, is_grade
 
 from autograder.core.outcomes import points_text
 from autograder.runtime import stores
@@ -149,6 +150,21 @@ def stub_problems(nb) -> list[str]:
     ]
 
 
+@contextlib.contextmanager
+def _autograde_execution():
+    """``NBGRADER_EXECUTION=autograde`` while the notebooks run (the check cells then use the grading profile), as
+    autograde sets it; whatever it was before comes back (inside autograde it is already set)."""
+    before = os.environ.get("NBGRADER_EXECUTION")
+    os.environ["NBGRADER_EXECUTION"] = "autograde"
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop("NBGRADER_EXECUTION", None)
+        else:
+            os.environ["NBGRADER_EXECUTION"] = before
+
+
 def execute(nb, folder: Path, config, log) -> list[str]:
     """Run ``nb`` with nbgrader's ``Execute`` (``config``'s kernel and timeout) in a copy of ``folder`` (the
     assignment's source folder, the notebooks left out), as autograde runs a submission. Problems, if the
@@ -157,7 +173,7 @@ def execute(nb, folder: Path, config, log) -> list[str]:
         work = Path(tmp) / "assignment"
         shutil.copytree(folder, work, ignore=shutil.ignore_patterns("*.ipynb", ".ipynb_checkpoints"))
         try:
-            with setenv(NBGRADER_EXECUTION="autograde"):
+            with _autograde_execution():
                 Execute(config=config, log=log).preprocess(nb, {"metadata": {"path": str(work)}})
         except Exception as err:  # noqa: BLE001 - a kernel that does not start or dies: the environment's failure
             return [f"  the kernel could not run the notebook: {type(err).__name__}: {_ANSI.sub('', str(err))}"]
