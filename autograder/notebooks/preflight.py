@@ -5,8 +5,8 @@ kernel that cannot import JAX, a course copy whose reference is wrong or a
 timeout too short for the machine all end as error outputs, which nbgrader
 scores 0, for every student. So the generated ``nbgrader_config.py`` puts
 :class:`Preflight` in front of nbgrader's own ``Autograde.autograde_preprocessors``:
-before the first submission of an assignment's notebook in an nbgrader
-process, it runs
+before the first submission of an assignment's notebook in an autograde run
+(one ``nbgrader autograde`` command, or one autograde formgrader starts), it runs
 
 - the source notebook (the reference, inside its solution regions), which must get full marks;
 - its ``ClearSolutions`` version (the stubs, hidden tests kept: what autograde
@@ -14,7 +14,8 @@ process, it runs
 
 through nbgrader's own ``Execute`` preprocessor with the same configuration
 (kernel, timeout, ``NBGRADER_EXECUTION``), and reads every grade cell's score
-as nbgrader does (``nbgrader.utils.determine_grade``). On success one line
+as nbgrader does (``nbgrader.utils.determine_grade``), once per autograde run
+(:class:`Preflight`). On success one line
 goes to nbgrader's log (``pre-flight passed in X s: ...``). Otherwise it raises
 :class:`PreflightFailed` with a message naming the cells and the last lines
 of their outputs; nbgrader then logs it, removes that submission's
@@ -54,8 +55,10 @@ from autograder.runtime import stores
 TAIL_LINES = 8
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 
-# source notebook path -> its verdict, for the life of the nbgrader process
+# source notebook path -> its verdict, for the life of a process that proves outside an nbgrader run (the command
+# line of setup.sh); an autograde run keeps its own on its exporter, under this attribute
 _verdicts: dict[str, Verdict] = stores.register("notebooks.preflight.verdicts", {})
+RUN_VERDICTS = "autograder_preflight_verdicts"
 
 
 class PreflightFailed(Exception):
@@ -195,32 +198,48 @@ def prove(source: Path, config, log) -> Verdict:
     return Verdict(str(source), points, time.monotonic() - started, problems)
 
 
-def verdict_for(source: Path, config, log) -> Verdict:
-    """The verdict of ``source``, proven once per process."""
+def verdict_for(source: Path, config, log, verdicts: dict[str, Verdict] | None = None) -> Verdict:
+    """The verdict of ``source``, proven once per ``verdicts`` (a run's; by default the process's)."""
+    verdicts = _verdicts if verdicts is None else verdicts
     key = str(Path(source).resolve())
-    if key not in _verdicts:
+    if key not in verdicts:
         log.info("pre-flight: running %s (the reference) and its stubs before the first submission", source)
         verdict = prove(Path(source), config, log)
-        _verdicts[key] = verdict
+        verdicts[key] = verdict
         if verdict.problems:
             log.error("%s", verdict.message())
         else:
             log.info("%s", verdict.line())
-    return _verdicts[key]
+    return verdicts[key]
 
 
 class Preflight(NbGraderPreprocessor):
-    """Autograde's first preprocessor: the course's reference full marks and its stubs nothing, once per process
-    and source notebook, or no submission is graded (:class:`PreflightFailed`)."""
+    """Autograde's first preprocessor: the course's reference full marks and its stubs nothing, once per autograde
+    run and source notebook, or no submission is graded (:class:`PreflightFailed`).
+
+    nbgrader makes one exporter per run (``BaseConverter.start``) and a new instance of each preprocessor, with
+    that exporter as its parent, for every notebook: the verdicts live on the exporter. So the command line proves
+    once per process, and formgrader, whose server lives on, once per autograde it starts (an environment fixed
+    meanwhile is seen)."""
 
     def preprocess(self, nb, resources):
         info = resources["nbgrader"]
         coursedir = CourseDirectory(config=self.config)
         folder = Path(coursedir.format_path(coursedir.source_directory, ".", info["assignment"]))
-        verdict = verdict_for(folder / f"{info['notebook']}.ipynb", self.config, self.log)
+        verdict = verdict_for(folder / f"{info['notebook']}.ipynb", self.config, self.log, self._run_verdicts())
         if verdict.problems:
             raise PreflightFailed(verdict.message())
         return nb, resources
+
+    def _run_verdicts(self) -> dict[str, Verdict] | None:
+        run = self.parent
+        if run is None:
+            return None  # outside an nbgrader run: the process's
+        verdicts = getattr(run, RUN_VERDICTS, None)
+        if verdicts is None:
+            verdicts = {}
+            setattr(run, RUN_VERDICTS, verdicts)
+        return verdicts
 
 
 def course_config(course_dir: Path):

@@ -130,3 +130,21 @@ def test_a_passed_preflight_logs_its_line_once_and_lets_submissions_through(
     assert len(calls) == 1
     passed = [r.getMessage() for r in caplog.records if r.getMessage().startswith("pre-flight passed")]
     assert passed == ["pre-flight passed in 2.0 s: the reference got full marks (4 points) and its stubs nothing"]
+
+
+def test_each_autograde_run_proves_again(tmp_path, monkeypatch, fresh_verdicts):
+    """nbgrader makes one exporter per run and a new preprocessor per notebook, parented to it: the notebooks of
+    one run share its verdict; a new run (formgrader's next autograde, in the same server process) proves again."""
+    from nbconvert.exporters import NotebookExporter
+
+    calls = []
+    monkeypatch.setattr(preflight, "prove", lambda s, c, log: calls.append(s) or preflight.Verdict(str(s), 4.0, 2.0))
+    config = Config({"CourseDirectory": {"root": str(tmp_path)}})
+    resources = {"nbgrader": {"assignment": "a1", "notebook": "a1"}}
+    for _ in range(2):  # two runs
+        exporter = NotebookExporter(config=config)
+        for _ in range(3):  # three submissions each
+            step = preflight.Preflight(parent=exporter)  # what exporter.register_preprocessor(Preflight) makes
+            step.preprocess(new_notebook(), resources)
+    assert len(calls) == 2
+    assert not fresh_verdicts  # nothing kept for the process
