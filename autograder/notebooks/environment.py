@@ -9,7 +9,8 @@
   private folder; its source notebooks hold the references anyway.
 - ``kit/<wheel>``: the kit as a wheel (:mod:`autograder.platforms.kit_wheel`): ``autograder``, which the
   check cells import, and the checks' pytest plugin;
-- ``requirements.txt``: the pinned stack, nbgrader included (the kit's ``pyproject.toml``, the one list);
+- ``requirements.txt``: the pinned stack, nbgrader included (the kit's ``pyproject.toml``, the one list), and
+  ipykernel, the kernel;
 - ``setup.sh``: builds ``.venv`` from a system Python 3.11: torch's CPU build first (PyTorch's CPU index,
   :mod:`autograder.platforms.stack`), the requirements, the kit's wheel (``--no-deps``), and ends by proving
   the environment (:mod:`autograder.notebooks.preflight`), failing if it cannot grade;
@@ -125,7 +126,10 @@ def write_environment(course: Course, course_dir: Path) -> list[Path]:
     for old in kit.glob("*.whl"):
         old.unlink()
     kit_wheel.build_wheel(Path(__file__).resolve().parents[1], pyproject, kit)
-    (course_dir / "requirements.txt").write_text(requirements(pyproject), encoding="utf-8")
+    (course_dir / "requirements.txt").write_text(
+        requirements(pyproject) + "# the kernel nbgrader starts (nbgrader's jupyterlab needs it too)\nipykernel\n",
+        encoding="utf-8",
+    )
     setup = course_dir / "setup.sh"
     setup.write_text(SETUP_SH, encoding="utf-8")
     setup.chmod(0o755)

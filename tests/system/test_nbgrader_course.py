@@ -701,7 +701,7 @@ def test_setup_sh_installs_cpu_torch_then_the_stack_then_the_kit_and_proves_it(t
     assert [text.index(step) for step in order] == sorted(text.index(step) for step in order)
     assert "set -euo pipefail" in text and "PYTHONPATH" not in text
     requirements = (tmp_path / "course" / "requirements.txt").read_text(encoding="utf-8").split()
-    assert "nbgrader==0.9.6" in requirements and TORCH in requirements
+    assert "nbgrader==0.9.6" in requirements and TORCH in requirements and "ipykernel" in requirements
     assert len(list((tmp_path / "course" / "kit").glob("*.whl"))) == 1
 
 
