@@ -216,8 +216,11 @@ def add_nbgrader(subparsers) -> argparse.ArgumentParser:
         description=(
             "Write nbgrader_config.py and source/<module>/<module>.ipynb for every module: teaching text, "
             "one solution cell per function (the reference inside BEGIN/END SOLUTION) and one autograded "
-            "check cell per function worth its course.toml points. Then run `nbgrader generate_assignment "
-            "<module>` in COURSE_DIR."
+            "check cell per function worth its course.toml points; and what grading needs without this kit's "
+            "checkout or venv: course/ (the files the check cells read), kit/ (the kit's wheel), requirements.txt "
+            "and setup.sh, which builds COURSE_DIR/.venv and proves it (the reference full marks, its stubs "
+            "nothing: the pre-flight autograde also runs before the first submission). Then run `bash setup.sh` "
+            "and `.venv/bin/nbgrader generate_assignment <module>` in COURSE_DIR."
         ),
     )
     parser.add_argument("course_dir", metavar="COURSE_DIR", help="the nbgrader course directory to build or update")

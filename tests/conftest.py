@@ -171,3 +171,60 @@ def canonical_grades(tmp_path_factory) -> dict:
                 folders[name] = work / "in" / name
             cache.write_text(json.dumps(grade_scores(folders, MODULE, work)))
     return json.loads(cache.read_text())
+
+
+@pytest.fixture(scope="session")
+def nbgrader_course_env(tmp_path_factory):
+    """An nbgrader course of ``at_updates`` as an instructor makes it (``autograder nbgrader COURSE_DIR
+    --module at_updates``, the kit's venv), whose own ``bash setup.sh`` then built ``COURSE_DIR/.venv`` from
+    the system's Python 3.11 and nothing of the kit's venv or checkout (tests/platform_envs.py) and proved it,
+    once per run of the suite. The course folder, before ``generate_assignment``; ``COURSE_DIR/../seconds``
+    holds how long setup.sh took."""
+    from platform_envs import assert_not_the_kit_venv, base_python, clean_env
+
+    base = base_python()
+    if base is None:
+        pytest.skip("no system python3.11 to run the nbgrader course's setup.sh with")
+    root = Path(__file__).resolve().parents[1]
+    shared = (
+        tmp_path_factory.getbasetemp().parent
+        if os.environ.get("PYTEST_XDIST_WORKER")
+        else tmp_path_factory.getbasetemp()
+    )
+    course, built = shared / "nbgrader-env" / "course", shared / "nbgrader-env" / "built"
+    with filelock.FileLock(str(shared / "nbgrader-env.lock")):
+        if not built.exists():
+            shutil.rmtree(course.parent, ignore_errors=True)
+            made = subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "autograder",
+                    "nbgrader",
+                    str(course),
+                    "--kit",
+                    str(root),
+                    "--module",
+                    "at_updates",
+                ],
+                capture_output=True,
+                text=True,
+                env={**os.environ, "PYTHONPATH": str(root)},
+            )
+            assert made.returncode == 0, made.stdout + made.stderr
+            started = time.monotonic()
+            done = subprocess.run(
+                ["bash", "setup.sh"],
+                cwd=course,
+                env=clean_env(PYTHON=base),
+                capture_output=True,
+                text=True,
+                timeout=2400,
+            )
+            assert done.returncode == 0, done.stdout[-5000:] + done.stderr[-5000:]
+            assert_not_the_kit_venv(course / ".venv" / "bin" / "python")
+            (course.parent / "seconds").write_text(f"{time.monotonic() - started:.0f}")
+            (course.parent / "setup.log").write_text(done.stdout + done.stderr)
+            built.touch()
+    yield course
+    shutil.rmtree(course / ".venv", ignore_errors=True)  # 2 GB; only tests/system/test_nbgrader_course.py uses it

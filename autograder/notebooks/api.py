@@ -7,6 +7,7 @@ from pathlib import Path
 
 from autograder.core.course import CourseError
 from autograder.notebooks.builder import build_course
+from autograder.notebooks.environment import COURSE_COPY, KERNELS, KIT_DIR, VENV
 from autograder.notebooks.runtime import course_root
 
 
@@ -23,6 +24,13 @@ def build(course_dir: Path | str, kit: Path | str | None = None, modules: list[s
     print("  nbgrader_config.py")
     for path in written:
         print(f"  {path.relative_to(course_dir)}")
+    print(
+        f"  {COURSE_COPY}/ (the course files the check cells read), {KIT_DIR}/ (the kit's wheel), requirements.txt, "
+        f"setup.sh, {KERNELS}/ (the kernel: {VENV}/bin/python)"
+    )
     first = written[0].parent.name if written else "<module>"
-    print(f"next: cd {course_dir} && nbgrader generate_assignment {first}")
+    print(
+        f"next: cd {course_dir} && bash setup.sh   # builds {VENV} and proves it (once)\n"
+        f"      {VENV}/bin/nbgrader generate_assignment {first}"
+    )
     return 0
