@@ -2,7 +2,8 @@
 README's figures are the ones computed from the course and the bundle.
 
 The set-up paths: the kit's ``scripts/setup.sh`` (a release copies it, and the release's GitHub Actions
-workflow runs it), Gradescope's ``setup.sh`` and Classroom 50's ``autograder.py``. Each installs torch
+workflow runs it), Gradescope's ``setup.sh``, Classroom 50's ``autograder.py`` and the nbgrader course's
+``setup.sh``. Each installs torch
 first, pinned, with PyTorch's CPU index (from the default index ``torch==2.13.0`` is the CUDA build, which
 pulls 16 ``nvidia-*``/``cuda-*`` packages and triton), before anything that depends on it.
 """
@@ -19,6 +20,7 @@ from platform_envs import clean_env
 from support import ROOT
 
 from autograder.core.course import load_course
+from autograder.notebooks import environment as nbgrader_course
 from autograder.platforms import classroom50, github_actions, gradescope
 from autograder.platforms.stack import CPU_INDEX, TORCH
 
@@ -28,6 +30,7 @@ PATHS = {
     "scripts/setup.sh": SETUP_SH,
     "gradescope setup.sh": gradescope.SETUP_SH,
     "classroom50 autograder.py": classroom50.AUTOGRADER_PY,
+    "nbgrader course setup.sh": nbgrader_course.SETUP_SH,
 }
 
 
@@ -36,6 +39,7 @@ ORDER = {
     "scripts/setup.sh": (TORCH, "-e ."),
     "gradescope setup.sh": (TORCH, "requirements.txt"),
     "classroom50 autograder.py": ("*CPU_TORCH", "requirements.txt"),
+    "nbgrader course setup.sh": (TORCH, "-r \"$HERE/requirements.txt\""),
 }
 
 
