@@ -39,7 +39,7 @@ ORDER = {
     "scripts/setup.sh": (TORCH, "-e ."),
     "gradescope setup.sh": (TORCH, "requirements.txt"),
     "classroom50 autograder.py": ("*CPU_TORCH", "requirements.txt"),
-    "nbgrader course setup.sh": (TORCH, "-r \"$HERE/requirements.txt\""),
+    "nbgrader course setup.sh": (TORCH, '-r "$HERE/requirements.txt"'),
 }
 
 
