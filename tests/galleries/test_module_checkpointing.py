@@ -30,6 +30,14 @@ CORRECT = [
     """,
     ),
     (
+        "save_checkpoint",
+        "synchronous-pytree-checkpointer",
+        """
+        def save_checkpoint(path, state):
+            ocp.PyTreeCheckpointer().save(path, state)  # synchronous: complete when save returns
+    """,
+    ),
+    (
         "restore_checkpoint",
         "tree-util-shape-dtype-structs",
         """
@@ -104,6 +112,17 @@ CORRECT = [
                 return target
             abstract = jax.tree.map(ocp.utils.to_shape_dtype_struct, target)
             return manager.restore(max(steps), args=ocp.args.StandardRestore(abstract))
+    """,
+    ),
+    (
+        "restore_latest",
+        "standard-restore-of-the-concrete-target",
+        """
+        def restore_latest(manager, target):
+            step = manager.latest_step()
+            if step is None:
+                return target
+            return manager.restore(step, args=ocp.args.StandardRestore(target))  # Orbax reads its shapes and dtypes
     """,
     ),
     (

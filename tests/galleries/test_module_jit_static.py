@@ -80,6 +80,17 @@ CORRECT_VARIANTS = [
         id="double-where-rsqrt",
     ),
     pytest.param(
+        "clip_by_norm",
+        """
+        @jax.jit
+        def clip_by_norm(x, max_norm):
+            sq = jnp.sum(x**2)
+            norm = jnp.sqrt(jnp.where(sq > 0, sq, 1.0))  # safe only at 0: finite gradient there too
+            return jnp.where(sq > max_norm**2, x * (max_norm / norm), x)
+    """,
+        id="safe-where-at-zero-only",
+    ),
+    pytest.param(
         "newton_sqrt",
         """
         @functools.partial(jax.jit, static_argnames=("n_steps",))

@@ -105,6 +105,15 @@ CORRECT_VARIANTS = [
     """,
     ),
     (
+        "uniform-below-keep-probability",
+        "dropout",
+        """
+        def dropout(key, x, rate):
+            keep = jax.random.uniform(key, x.shape) < 1 - rate  # what bernoulli draws
+            return jnp.where(keep, x / (1 - rate), 0)
+    """,
+    ),
+    (
         "lax-scan",
         "random_walk",
         """
