@@ -92,6 +92,16 @@ def assert_not_the_kit_venv(python: Path) -> None:
         assert sys.prefix not in pth.read_text(errors="replace"), f"{pth} points into the kit's venv"
 
 
+def run_setup(cmd: list[str], cwd: Path, base: str) -> tuple[subprocess.CompletedProcess, float]:
+    """Run a path's own set-up ``cmd`` in ``cwd`` with ``base`` as its Python and nothing of the kit's venv,
+    which must build ``cwd/.venv`` of its own; the finished process and its seconds (it fails with its output)."""
+    started = time.monotonic()
+    done = subprocess.run(cmd, cwd=cwd, env=clean_env(PYTHON=base), capture_output=True, text=True, timeout=2400)
+    assert done.returncode == 0, done.stdout[-5000:] + done.stderr[-5000:]
+    assert_not_the_kit_venv(Path(cwd) / ".venv" / "bin" / "python")
+    return done, time.monotonic() - started
+
+
 def timed(cmd: list[str], **kwargs) -> tuple[subprocess.CompletedProcess, float]:
     started = time.monotonic()
     proc = subprocess.run(cmd, capture_output=True, text=True, **kwargs)
