@@ -40,6 +40,7 @@ from pathlib import Path
 
 from autograder.core.course import Course
 from autograder.core.outcomes import points_text
+from autograder.grading.preflight import last_lines
 
 RESULTS = "results.json"
 PYTEST_SOME_FAILED = 1  # pytest's exit code when checks ran and some failed: a score, not a broken run
@@ -237,12 +238,6 @@ if float(total) != 2.0 * float(rows.sum()):
 PREFLIGHT_TIMEOUT = 900.0
 
 
-def _tail(text: str) -> str:
-    from autograder.grading.preflight import last_lines
-
-    return last_lines(text)
-
-
 def preflight(course: Course, python: str = sys.executable) -> str | None:
     """Prove this job's environment before the student's checks run; the problem, or None when it holds.
 
@@ -272,7 +267,7 @@ def preflight(course: Course, python: str = sys.executable) -> str | None:
         try:
             results = json.loads(results_path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
-            return f"the checks did not run on the untouched stubs (pytest exit status {ran.returncode})" + _tail(
+            return f"the checks did not run on the untouched stubs (pytest exit status {ran.returncode})" + last_lines(
                 ran.stdout + ran.stderr
             )
     rows = {(r.get("module"), r.get("function")): r for r in results.get("functions", [])}
@@ -285,7 +280,7 @@ def preflight(course: Course, python: str = sys.executable) -> str | None:
     if wrong or results.get("score") != 0:
         return (
             f"the release's untouched stubs did not get 0 with every function not started (score "
-            f"{points_text(results.get('score') or 0)}): " + "; ".join(wrong[:8]) + _tail(ran.stdout + ran.stderr)
+            f"{points_text(results.get('score') or 0)}): " + "; ".join(wrong[:8]) + last_lines(ran.stdout + ran.stderr)
         )
     try:
         probe = subprocess.run(
@@ -297,7 +292,7 @@ def preflight(course: Course, python: str = sys.executable) -> str | None:
     if probe.returncode != 0:
         return (
             f"JAX's backend did not start and compute as the checks start it (exit status {probe.returncode})"
-            + _tail(probe.stdout + probe.stderr)
+            + last_lines(probe.stdout + probe.stderr)
         )
     return None
 
