@@ -116,6 +116,12 @@ def add_grade(subparsers) -> argparse.ArgumentParser:
         "same limits and outputs as a local run",
     )
     parser.add_argument(
+        "--preflight",
+        action="store_true",
+        help="prove the environment again before grading (the reference full marks, the stubs nothing) instead "
+        "of reusing the proof an earlier run of the same course, kit, environment and limits kept",
+    )
+    parser.add_argument(
         "--gradebook",
         metavar="URL",
         help="also write the scores into an nbgrader gradebook (e.g. sqlite:///course/gradebook.db), "
@@ -146,6 +152,7 @@ def run_grade(args: argparse.Namespace) -> int:
         zygote=not args.no_zygote,
         seed=args.seed,
         run_as=args.run_as,
+        prove_again=args.preflight,
     )
     desk = command.Desk(
         students=args.student,
@@ -178,7 +185,8 @@ def add_preflight(subparsers) -> argparse.ArgumentParser:
         help="check that this machine grades correctly: the reference full marks, the stubs nothing (exit 0/1)",
         description="Grade the course's reference and its stubs exactly as `grade` would (the same sandbox, "
         "limits, XLA flags and backend): exit 0 when the reference gets full marks and the stubs nothing, "
-        "else 1 with the cause. `grade` does this itself before its first student.",
+        "else 1 with the cause. `grade` does this itself before its first student, and reuses the proof this "
+        "command keeps (for the same course, kit, environment, machine and limits).",
     )
     parser.add_argument("--jobs", type=int, default=2, metavar="N", help="parallel workers (default: 2)")
     parser.add_argument("--timeout", type=float, metavar="S", help="seconds per function (default: course.toml)")
@@ -205,6 +213,7 @@ def run_preflight(args: argparse.Namespace) -> int:
         jobs=max(1, args.jobs),
         zygote=not args.no_zygote,
         run_as=args.run_as,
+        prove_again=True,  # this command proves; `grade` reuses what it kept
     )
     return command.preflight(course, options)
 

@@ -16,3 +16,4 @@ class Options:
     zygote: bool = True  # fork grading children from a pre-imported process per worker
     seed: int | None = None  # `grade --seed N`: inputs drawn from N (child and verifier alike), not the published ones
     run_as: str | None = None  # start untrusted processes as this unprivileged user (grader runs as root)
+    prove_again: bool = False  # `grade --preflight`: prove the environment now, not from a kept proof

@@ -28,6 +28,7 @@ import hashlib
 import json
 import os
 import re
+import stat
 import subprocess
 import sys
 import tempfile
@@ -102,7 +103,8 @@ from autograder.runtime.devices import use_course_backend
 use_course_backend()
 preload.import_all(preload.GRADING)
 import jax, flax, optax, pytest, hypothesis
-jax.devices()
+for device in jax.devices():  # the course's devices compute, each of them
+    assert int(jax.device_put(jax.numpy.arange(3), device).sum()) == 3
 """
 INTERPRETER_TIMEOUT = 300.0
 
@@ -154,20 +156,65 @@ def limits_of(options) -> str:
     return f"{memory}, {options.timeout_per_function:g} s per function, {options.jobs} job(s)"
 
 
-REUSE_ENV = "AUTOGRADER_PREFLIGHT_CACHE"  # a folder of the instructor's: passes kept, by what they proved
+REUSE_ENV = "AUTOGRADER_PREFLIGHT_CACHE"  # where the grader keeps its proofs (default: its user's cache folder)
+REUSED = "reused: --preflight proves again"  # the end of the line a reused proof prints
+
+
+def proof_folder() -> Path:
+    """Where proofs are kept: ``AUTOGRADER_PREFLIGHT_CACHE``, else ``$XDG_CACHE_HOME/autograder/preflight``
+    (``~/.cache/autograder/preflight``), the grader's own user's folder, which no sandbox shows."""
+    if os.environ.get(REUSE_ENV):
+        return Path(os.environ[REUSE_ENV])
+    cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(cache) / "autograder" / "preflight"
+
+
+def unsafe_folder(folder: Path, isolation) -> str | None:
+    """Why proofs in ``folder`` cannot be trusted, or None. A proof is reused only where no student's process
+    can have written it: the folder is a real folder (no link) of the grader's own uid that nobody else may
+    write, and the students' processes do not run as the grader without a sandbox (``isolation``, an
+    :class:`~autograder.grading.isolation.bubblewrap.Isolation`, whose "none" means they do)."""
+    if getattr(isolation, "sandbox", None) == "none":
+        return "students' processes run as the grader here (no sandbox), so a proof could be a student's"
+    try:
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        st = os.lstat(folder)
+    except OSError as err:
+        return f"{folder} cannot be used ({err.strerror})"
+    if not stat.S_ISDIR(st.st_mode):
+        return f"{folder} is not a folder (a link?)"
+    if st.st_uid != os.geteuid() or st.st_mode & 0o022:
+        return f"{folder} is not the grader's alone (owner uid {st.st_uid}, mode {stat.S_IMODE(st.st_mode):o})"
+    return None
+
+
+def machine_seen() -> dict[str, object]:
+    """What of the machine a proof depends on: the CPUs this process may use and the memory it sees."""
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cpus = os.cpu_count() or 0
+    try:
+        memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError):
+        memory = 0
+    return {"cpus": cpus, "memory_bytes": memory}
 
 
 def proven_setting(grader) -> str:
     """A digest of everything a pre-flight pass vouches for: the course and kit (every byte the grading
-    processes get), the options and limits, the isolation, this interpreter and its libraries. A pass is
-    reused only for the very same setting (:data:`REUSE_ENV`); a failure is never kept."""
+    processes get), the options and limits, the isolation in force, this interpreter and its libraries, the
+    grading processes' environment (the XLA flags as probed, the backend), the CPUs and memory seen. A pass is
+    reused only for the very same setting; a failure is never kept."""
     from autograder.core import versions
+    from autograder.grading.isolation.processes import child_env
 
     digest = hashlib.sha256()
     for files in (grader.snapshot.course, grader.snapshot.kit):
         for name in sorted(files):
             digest.update(name.encode() + b"\0" + hashlib.sha256(files[name]).digest())
     options = grader.options
+    env = child_env()
     setting = {
         "modules": list(options.modules),
         "timeout": options.timeout_per_function,
@@ -180,41 +227,69 @@ def proven_setting(grader) -> str:
         "version": sys.version,
         "libraries": versions.installed(),
         "xla_flags": os.environ.get("XLA_FLAGS", ""),
+        "grading_env": {k: env.get(k, "") for k in ("XLA_FLAGS", "JAX_PLATFORMS", "OMP_NUM_THREADS")},
+        "machine": machine_seen(),
     }
     digest.update(json.dumps(setting, sort_keys=True, default=str).encode())
     return digest.hexdigest()
 
 
-def check(grader, stream=None) -> Passed:
+def check(grader, stream=None, *, force: bool | None = None) -> Passed:
     """Grade the course's reference and stubs with ``grader`` (a fresh
     :class:`~autograder.grading.grader.Grader`); raises :class:`PreflightFailed` unless the reference gets
     full marks and the stubs nothing. Prints one line when it passed (on ``stream``, stderr by default).
 
-    Where the instructor names a folder in ``AUTOGRADER_PREFLIGHT_CACHE`` (regrades of one class, the kit's
-    own test suite), a pass of the very same setting (:func:`proven_setting`) is reused and said so."""
-    kept = Path(os.environ[REUSE_ENV]) / f"{proven_setting(grader)}.json" if os.environ.get(REUSE_ENV) else None
-    if kept is not None and kept.is_file():
-        try:
-            earlier = Passed(**json.loads(kept.read_text(encoding="utf-8")))
-        except (OSError, ValueError, TypeError):
-            earlier = None
+    A pass is kept as a proof in :func:`proof_folder` under its :func:`proven_setting` and reused, said so, by
+    every later call of the very same setting (``grade``, ``--student``, ``--resume``, a Dask worker, a
+    Gradescope submission after ``setup.sh``); ``force`` (``--preflight``) proves again. Each call still starts
+    this interpreter as a grading process and its grader's sandboxes (what can change between calls). A failure
+    is never kept, and a folder a student's process could have written is never read (:func:`unsafe_folder`)."""
+    out = stream or sys.stderr
+    if force is None:
+        force = bool(getattr(grader.options, "prove_again", False))
+    folder = proof_folder()
+    why = unsafe_folder(folder, getattr(grader, "isolation", None))
+    kept = None if why else folder / f"{proven_setting(grader)}.json"
+    if why and (os.environ.get(REUSE_ENV) or force):
+        print(f"pre-flight proofs are not kept: {why}", file=out, flush=True)
+    if kept is not None and not force:
+        earlier = read_proof(kept)
         if earlier is not None:
             print(
                 earlier.line()
-                + f" (an earlier pass of this same course, kit, environment and limits, reused: {REUSE_ENV})",
-                file=stream or sys.stderr,
+                + f" (proven earlier for this same course, kit, environment, machine and limits; {REUSED})",
+                file=out,
                 flush=True,
             )
             return earlier
     passed = _check(grader, stream)
     if kept is not None:
         try:
-            kept.parent.mkdir(parents=True, exist_ok=True)
             atomic.write_text(
                 kept, json.dumps({"seconds": passed.seconds, "points": passed.points, "functions": passed.functions})
             )
         except OSError:
             pass  # not kept: the next run proves it again
+    return passed
+
+
+def read_proof(path: Path) -> Passed | None:
+    """The proof at ``path``, when it is a plain file of the grader's own that nobody else may write."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o022 or st.st_size > 4096:
+            return None
+        with os.fdopen(fd, "rb", closefd=False) as f:
+            data = json.loads(f.read().decode("utf-8"))
+        passed = Passed(float(data["seconds"]), float(data["points"]), int(data["functions"]))
+    except (OSError, ValueError, TypeError, KeyError):
+        return None
+    finally:
+        os.close(fd)
     return passed
 
 

@@ -90,6 +90,9 @@ if [ -d "$ROOT/python" ]; then chmod -R a+rX "$ROOT/python"; fi
 # Students' code runs as this user; the reference in $ROOT/source is readable by root only.
 id -u "$RUN_AS" >/dev/null 2>&1 || useradd --system --no-create-home --shell /usr/sbin/nologin "$RUN_AS"
 "$ROOT/venv/bin/python" -m autograder.platforms.gradescope --root "$ROOT" --prove
+# The grader's own pre-flight, as each submission is graded (sandbox, limits, the student's user): its proof is
+# kept in root's cache and reused by every submission of this image (proven again only if something changed).
+"$ROOT/venv/bin/python" -m autograder.platforms.gradescope --root "$ROOT" --preflight --run-as "$RUN_AS"
 """
 
 RUN_AUTOGRADER = f"""#!/usr/bin/env bash
@@ -359,11 +362,46 @@ def prove(root: Path) -> list[str]:
     return problems
 
 
+def grading_options(root: Path, course: Course, run_as: str | None):
+    """The options every submission of this bundle is graded with (and ``setup.sh``'s pre-flight proves)."""
+    from autograder.grading.options import Options
+
+    try:
+        settings = json.loads((root / "source" / SETTINGS).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        settings = {}
+    seed = settings.get("seed") if type(settings.get("seed")) is int else instructor_seed(_solutions(root / "source"))
+    return Options(
+        modules=modules_of(root / "source", course),
+        timeout_per_function=course.grading.timeout_per_function,
+        memory_mb=course.grading.memory_limit_mb,
+        jobs=1,
+        run_as=run_as,
+        seed=seed,  # the bundle's own instructor seed: never the inputs a release published
+    )
+
+
+def preflight(root: Path, run_as: str | None) -> int:
+    """``setup.sh``'s proof through the grader itself (its sandbox, limits and options, as :func:`run` grades):
+    kept in root's cache, so that each submission's :func:`run` reuses it instead of proving again."""
+    from autograder.grading import api
+    from autograder.grading.preflight import GraderError, PreflightFailed
+
+    course = load_course(root / "source")
+    options = grading_options(root, course, run_as)
+    options.prove_again = True
+    try:
+        api.preflight_only(course, options, log=sys.stdout)
+    except (PreflightFailed, GraderError) as err:
+        print(f"setup.sh: this environment cannot grade: {err}", file=sys.stderr)
+        return 1
+    return 0
+
+
 def run(root: Path, run_as: str | None) -> dict:
     """Grade ``root/submission`` with the course in ``root/source``; the results (always)."""
     from autograder.grading import grade_class
     from autograder.grading.isolation.bubblewrap import isolation
-    from autograder.grading.options import Options
 
     started = time.monotonic()
     # the first line of the log: how the student's code is kept from the bundle (issue 31)
@@ -371,20 +409,9 @@ def run(root: Path, run_as: str | None) -> dict:
     course = load_course(root / "source")
     modules = modules_of(root / "source", course)
     try:
-        settings = json.loads((root / "source" / SETTINGS).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        settings = {}
-    seed = settings.get("seed") if type(settings.get("seed")) is int else instructor_seed(_solutions(root / "source"))
-    try:
-        options = Options(
-            modules=modules,
-            timeout_per_function=course.grading.timeout_per_function,
-            memory_mb=course.grading.memory_limit_mb,
-            jobs=1,
-            run_as=run_as,
-            seed=seed,  # the bundle's own instructor seed: never the inputs a release published
-        )
-        # pre-flight first: the reference full marks, the stubs nothing (its line on stderr); else the grader's failure
+        options = grading_options(root, course, run_as)
+        # pre-flight first (setup.sh's proof, reused when nothing changed): the reference full marks, the stubs
+        # nothing (its line on stderr); else the grader's failure
         grades = grade_class(course, [("submission", root / "submission")], options, workers=1, log=sys.stderr)
         if grades.failure is not None:
             raise grades.failure
@@ -414,6 +441,11 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="setup.sh: the reference earns full marks and the stubs 0 here (exit 1 if not)",
     )
+    parser.add_argument(
+        "--preflight",
+        action="store_true",
+        help="setup.sh: the grader's own pre-flight (sandbox, limits, --run-as), kept for every submission to reuse",
+    )
     args = parser.parse_args(argv)
     path = args.root / "results" / "results.json"
     if args.prove:
@@ -425,6 +457,8 @@ def main(argv: list[str] | None = None) -> int:
                 "setup.sh: environment proven: the reference earns full marks and the stubs 0 with the bundle's checks"
             )
         return 1 if problems else 0
+    if args.preflight:
+        return preflight(args.root, args.run_as)
     if args.check_results:
         return 0 if check_results(path) else 1
     write_results(path, run(args.root, args.run_as))

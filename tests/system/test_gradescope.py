@@ -53,6 +53,7 @@ from support import ROOT, reference_source
 from test_grade_files_forgery import FORGER
 
 from autograder.core.course import load_course
+from autograder.grading import preflight
 
 MODULE = "at_updates"
 USER = "nobody"
@@ -236,7 +237,9 @@ def test_scripts_parse_and_setup_pins_its_own_python_and_torch_first(bundle, tmp
         "the kit (and its pytest plugin) is installed from its wheel"
     )
     assert "bubblewrap" in setup
-    assert setup.rstrip().splitlines()[-1].endswith("--prove"), "setup.sh ends by proving the environment it built"
+    lines = setup.rstrip().splitlines()
+    assert lines[-3].endswith("--prove"), "setup.sh proves the environment it built"
+    assert lines[-1].endswith('--preflight --run-as "$RUN_AS"'), "then the grader's own pre-flight, kept for the runs"
     assert all(line.lstrip().startswith(('"$ROOT/tools/bin/pip"', '"$ROOT/venv/bin/pip"')) for line in installs), (
         "every pip install goes into the bundle's own environments, never the image's Python"
     )
@@ -365,6 +368,14 @@ def test_setup_proves_the_environment_and_fails_loudly_when_it_cannot_grade(grad
     shutil.copyfile(root / "source" / "exercises" / f"{MODULE}.py", root / "source" / "solutions" / f"{MODULE}.py")
     broken = subprocess.run(prove, env=clean_env(), capture_output=True, text=True, timeout=900)
     assert broken.returncode == 1 and "the reference earned 0/" in broken.stderr, broken.stderr[-3000:]
+
+
+def test_each_submission_reuses_the_proof_setup_made(gradescope_env, graded):
+    """setup.sh proves the environment through the grader itself (sandbox, limits, the student's user); every
+    submission's run_autograder then reuses that proof instead of grading the reference and stubs again."""
+    assert "pre-flight passed in" in gradescope_env.log, gradescope_env.log[-3000:]
+    for name, (_results, _seconds, log, _root) in graded.items():
+        assert preflight.REUSED in log, (name, log[-3000:])
 
 
 def test_scores_agree_with_grade_for_the_same_files(graded, canonical_grades):

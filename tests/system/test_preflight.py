@@ -253,11 +253,23 @@ def test_the_last_lines_keep_xlas_fatal_line_not_the_frame_dump():
 
 
 def test_a_pass_is_reused_only_for_the_very_same_setting(tmp_path):
-    """AUTOGRADER_PREFLIGHT_CACHE keeps passes by what they proved: the same course, kit, environment and
-    limits reuse it (and say so); another memory limit or a changed course proves itself again."""
+    """A proof is kept by what it proved and reused by the next ``grade`` of the very same course, kit,
+    environment, machine and limits (said so), with grades byte-identical to a proving run's; ``--preflight``
+    proves again, and so does another memory limit or a changed course. A student's process cannot write a
+    proof: mallory's module tries both the instructor's folder and the default one, and nothing lands."""
     kept = tmp_path / "kept"
     submissions = a_class(tmp_path)
-    REUSED = f"reused: {preflight.REUSE_ENV}"
+    (submissions / "mallory").mkdir()
+    forge = (
+        "import json, os\n"
+        f"for _d in ({str(kept)!r}, os.path.expanduser('~/.cache/autograder/preflight')):\n"
+        "    try:\n"
+        "        os.makedirs(_d, exist_ok=True)\n"
+        "        open(os.path.join(_d, 'forged.json'), 'w').write(json.dumps({'seconds': 0, 'points': 99, 'functions': 1}))\n"
+        "    except OSError:\n"
+        "        pass\n"
+    )
+    (submissions / "mallory" / f"{MODULE}.py").write_text(forge + (ROOT / "solutions" / f"{MODULE}.py").read_text())
 
     def grade(out: str, *extra: str, root: Path = ROOT) -> subprocess.CompletedProcess:
         proc = run_kit(
@@ -284,19 +296,25 @@ def test_a_pass_is_reused_only_for_the_very_same_setting(tmp_path):
         return proc
 
     first = grade("one")
-    assert "pre-flight passed in" in first.stderr + first.stdout and REUSED not in first.stderr + first.stdout
+    assert "pre-flight passed in" in first.stderr + first.stdout and preflight.REUSED not in first.stderr + first.stdout
+    assert [p.name for p in kept.iterdir()] and not list(kept.glob("forged*")), list(kept.iterdir())
     assert len(list(kept.glob("*.json"))) == 1
     again = grade("two")
-    assert REUSED in again.stderr + again.stdout
+    assert preflight.REUSED in again.stderr + again.stdout
+    assert (tmp_path / "two" / "grades.csv").read_bytes() == (tmp_path / "one" / "grades.csv").read_bytes()
+    assert not list(kept.glob("forged*")) and len(list(kept.glob("*.json"))) == 1
+    forced = grade("forced", "--preflight")
+    assert "pre-flight passed in" in forced.stderr + forced.stdout
+    assert preflight.REUSED not in forced.stderr + forced.stdout, "--preflight proves again"
     other_limit = grade("three", "--memory", "1536")
-    assert REUSED not in other_limit.stderr + other_limit.stdout, "another memory limit proves itself again"
+    assert preflight.REUSED not in other_limit.stderr + other_limit.stdout, "another memory limit proves itself again"
     changed = tmp_path / "course"
     shutil.copytree(ROOT, changed, ignore=shutil.ignore_patterns(".git", ".venv", "build", "__pycache__", "device"))
     (changed / "exercises" / f"test_{MODULE}.py").write_text(
         (ROOT / "exercises" / f"test_{MODULE}.py").read_text() + "\n# changed\n"
     )
     other_course = grade("four", root=changed)
-    assert REUSED not in other_course.stderr + other_course.stdout, "a changed check file proves itself again"
+    assert preflight.REUSED not in other_course.stderr + other_course.stdout, "a changed check file proves itself again"
 
 
 def test_a_failed_pre_flight_is_never_kept(tmp_path):
