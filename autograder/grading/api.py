@@ -187,19 +187,42 @@ def grade_class(
 
 
 def start_grader(make):
-    """``make()`` (a new :class:`Grader`), once this Python has shown it can start a grading process
-    (:func:`~autograder.grading.preflight.check_interpreter`); a grader that cannot start here (its trusted side
-    or its grading processes fail to start) raises :class:`~autograder.grading.preflight.PreflightFailed` saying why."""
-    preflight.check_interpreter(child_env())
+    """``make()`` (a new :class:`Grader`), while this Python shows beside it that it can start a grading process
+    (:func:`~autograder.grading.preflight.check_interpreter`, in a thread of its own: the probe's interpreter,
+    the trusted side and the first sandboxes import the libraries at the same time). The probe's verdict comes
+    first: an interpreter that cannot grade raises its :class:`~autograder.grading.preflight.PreflightFailed`
+    (the grader, if it started, is closed); a grader that cannot start here (its trusted side or its grading
+    processes fail to start) raises one saying why."""
+    verdict: list[BaseException] = []
+
+    def probe() -> None:
+        try:
+            preflight.check_interpreter(child_env())
+        except BaseException as err:  # noqa: BLE001 - raised in the caller's thread below
+            verdict.append(err)
+
+    prober = threading.Thread(target=probe, name="interpreter-probe", daemon=True)
+    prober.start()
     try:
-        return make()
+        grader = make()
     except (RuntimeError, OSError) as err:
+        prober.join()
+        if verdict:
+            raise verdict[0] from None
         text = str(err)
         first, _, rest = text.partition("\n")
         raise preflight.PreflightFailed(
             f"the grader could not start in this environment, so nothing was graded: {first}"
             + preflight.last_lines(rest)
         ) from None
+    except BaseException:
+        prober.join()
+        raise
+    prober.join()
+    if verdict:
+        grader.close()
+        raise verdict[0]
+    return grader
 
 
 def preflight_only(course: Course, options: Options, log: TextIO | None = None) -> preflight.Passed:
