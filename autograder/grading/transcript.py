@@ -22,7 +22,7 @@ import base64
 import collections
 import sys
 import types
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -121,7 +121,7 @@ def digest(name: str, args: tuple, kwargs: dict, statics: plain_data.Statics) ->
     return plain_data.hash_tree(tree)
 
 
-def encode(value: Any, statics: plain_data.Statics, hints: list[float] = ()) -> dict:
+def encode(value: Any, statics: plain_data.Statics, hints: Sequence[float] = ()) -> dict:
     """A JSON-able description of ``value`` (``{"opaque": why}`` when it is not plain data)."""
     dataset = as_dataset(value)
     arrays: list = []

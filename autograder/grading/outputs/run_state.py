@@ -51,7 +51,7 @@ def _digest(files: dict[str, bytes]) -> str:
 
 def fingerprint(course_files: dict[str, bytes], kit_files: dict[str, bytes], options: dict) -> dict[str, str]:
     """One digest per part that decides grades (see the module docstring)."""
-    versions = {}
+    versions: dict[str, str | None] = {}
     for name in LIBRARIES:
         try:
             versions[name] = metadata.version(name)
