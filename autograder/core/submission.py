@@ -21,7 +21,7 @@ class SubmissionImportError(Exception):
     """The student's module could not be imported; the message says why, in one line."""
 
 
-MAX_FILE_BYTES = 1_000_000
+MAX_SUBMITTED_FILE_BYTES = 1_000_000
 # Whose rights a submission is read with, when the grader runs as root: "nobody", never the grader's.
 READER_UID = 65534
 READER_GID = 65534
@@ -31,7 +31,7 @@ def read_submission(
     folder: Path,
     modules: tuple[str, ...] | list[str],
     *,
-    max_bytes: int = MAX_FILE_BYTES,
+    max_bytes: int = MAX_SUBMITTED_FILE_BYTES,
     uid: int | None = READER_UID,
     gid: int | None = READER_GID,
 ) -> tuple[dict[str, bytes], dict[str, str]]:
