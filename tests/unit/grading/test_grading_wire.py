@@ -109,3 +109,19 @@ def test_the_grading_wing_has_no_import_circle():
     assert not any(
         m.startswith("autograder.notebooks") for m in _imports(ROOT / "autograder/grading/command.py", "autograder")
     )
+
+
+def test_a_claimed_pass_that_fails_before_it_runs_on_the_trusted_side_is_a_failed_verdict():
+    """A claimed check whose fixture fails on the trusted side never reaches its replay (no replay state): its
+    verdict is a failure with the course's message (the hook once read the missing state's flag and broke)."""
+    import pytest
+
+    from autograder.core.course import Function
+    from autograder.grading.trusted.verifier import Verifier
+    from autograder.grading.wire import VerifierRequest
+
+    verifier = Verifier(VerifierRequest("verify", checks=["m::test_f_x"]))
+    verifier.ids["test_m.py::test_f_x"] = ("m::test_f_x", Function("f", "m", 1.0, "hint"))  # as collected
+    setup = pytest.TestReport("test_m.py::test_f_x", ("test_m.py", 1, "test_f_x"), {}, "failed", "a fixture", "setup")
+    verifier.pytest_runtest_logreport(setup)
+    assert verifier.verdicts == {"m::test_f_x": Verdict(Replay.FAILED, "a fixture", False)}
