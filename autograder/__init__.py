@@ -1,16 +1,25 @@
 """Autograder for the JAX/Flax/Optax course kit.
 
-The tree shows the architecture, one subpackage per concern:
+The tree shows the architecture, one subpackage per concern (lowest layer first: ``tests/unit/test_layers.py``;
+``tests/unit/test_maps.py`` holds this map to the tree):
 
+- :mod:`autograder.runtime`        the process plumbing, knowing no course: JAX's CPU devices, lowering, the
+                                   compilation cache, the preload list, process-wide stores, the monitoring listener
 - :mod:`autograder.core`           the course model (``course.toml``), :class:`Status`, the outcome model,
-                                   attribution (check -> function), failures, submissions, the oracle seam
+                                   attribution (check -> function), failures, submissions, the oracle seam,
+                                   library versions, a student's progress and hints
 - :mod:`autograder.checks`         what ``exercises/test_*.py`` import: values, purity, tracing, keys,
                                    structure, loaders, strategies, and the shared TrainState scenario
+- :mod:`autograder.recording`      the recorded oracle: the reference's answers as plain data, replayed in a release
 - :mod:`autograder.pytest_plugin`  ``pytest exercises/``: hooks, one session object, profiles, the score table
-- :mod:`autograder.grading`        ``autograder grade``: a class, sandboxed, verified by a trusted side
+- :mod:`autograder.student`        ``autograder watch``, ``status``, ``hint``, ``reset``: the student's loop
+- :mod:`autograder.grading`        ``autograder grade`` and ``preflight``: a class, sandboxed, verified by a trusted side
+- :mod:`autograder.platforms`      ``autograder gradescope``, ``classroom50``, ``actions-report``, ``actions-preflight``
 - :mod:`autograder.notebooks`      ``autograder nbgrader``: the nbgrader course and its check cells
-- :mod:`autograder.authoring`      ``autograder check-course``: every rule the kit relies on
-- :mod:`autograder.cli`            the ``autograder`` command (argparse only)
+- :mod:`autograder.release`        ``autograder release``: the student repository, with a recorded oracle, no solutions
+- :mod:`autograder.authoring`      ``autograder check-course``: every rule the kit relies on; ``autograder mutate``
+- :mod:`autograder.cli`            the ``autograder`` command (argparse only; ``__main__``: ``python -m autograder``)
+- :mod:`autograder.plugin`, :mod:`autograder.notebook`   thin entry points (pytest11; imported by generated notebooks)
 
 The public API, what a course's check files may import (``tests/unit/checks/test_public_api.py``
 holds every name ``exercises/test_*.py`` import to this list):

@@ -1,12 +1,27 @@
 """The ``autograder`` command (also ``python -m autograder``): argument parsing only.
 
-Each verb declares its arguments in ``add_<verb>(subparsers)`` and hands the
-parsed values to the small api of its subpackage:
+Each verb declares its arguments in ``add_<verb>(subparsers)`` (listed in :data:`SUBCOMMANDS`) and hands the
+parsed values to the small api of its subpackage (``tests/unit/test_maps.py`` holds this list to the parser):
 
-- ``grade``         -> :func:`autograder.grading.command.grade`
-- ``preflight``     -> :func:`autograder.grading.command.preflight`
-- ``nbgrader``      -> :func:`autograder.notebooks.api.build`
-- ``check-course``  -> :func:`autograder.authoring.check.check_course`
+The instructor's:
+
+- ``grade``              -> :func:`autograder.grading.command.grade`
+- ``preflight``          -> :func:`autograder.grading.command.preflight`
+- ``nbgrader``           -> :func:`autograder.notebooks.api.build`
+- ``check-course``       -> :func:`autograder.authoring.check.check_course`
+- ``mutate``             -> :func:`autograder.authoring.mutate.main_mutate`
+- ``release``            -> :func:`autograder.release.builder.build_release`
+- ``gradescope``         -> :func:`autograder.platforms.gradescope.build_bundle`
+- ``classroom50``        -> :func:`autograder.platforms.classroom50.build`
+
+In a student's repository (GitHub Actions runs the last two):
+
+- ``watch``              -> :func:`autograder.student.commands.watch`
+- ``status``             -> :func:`autograder.student.commands.status`
+- ``hint``               -> :func:`autograder.student.commands.hint`
+- ``reset``              -> :func:`autograder.student.commands.reset_stub`
+- ``actions-report``     -> :func:`autograder.platforms.github_actions.run`
+- ``actions-preflight``  -> :func:`autograder.platforms.github_actions.run_preflight`
 """
 
 from __future__ import annotations

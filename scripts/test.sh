@@ -4,7 +4,7 @@
 # KIT_TEST_WORKERS=0 runs them in this one process. The tiers mirror the tree: tests/unit/<subpackage>/
 # (one concern, in process, seconds), tests/galleries/ (each module's checks judged on variants of answers) and
 # tests/system/ (the real commands, bundles and platforms). `scripts/test.sh --quick` runs the unit tier and
-# the lint only; with no option, everything (what CI runs). Assertion rewriting is back on for them
+# the lint and type checks only; with no option, everything (what CI runs). Assertion rewriting is back on for them
 # (pyproject.toml turns it off for the course's own runs).
 # What the tests need beyond a student's set-up (scripts/setup.sh, run first) is installed here when
 # missing: the `test` extra (Playwright, check-jsonschema, ruff), a real terminal (tmux, for `autograder
@@ -23,11 +23,13 @@ if [ ${#missing[@]} -gt 0 ]; then
         echo "test.sh: ${missing[*]} missing and cannot be installed here (no apt-get as root); the tests that need them are skipped" >&2
     fi
 fi
-.venv/bin/python -c "import playwright, check_jsonschema" 2>/dev/null && [ -x .venv/bin/ruff ] \
+.venv/bin/python -c "import playwright, check_jsonschema" 2>/dev/null && [ -x .venv/bin/ruff ] && [ -x .venv/bin/mypy ] \
     || .venv/bin/pip install --quiet --disable-pip-version-check -e '.[test]'
-# Lint and format first (pyproject.toml's [tool.ruff]): seconds, and a failure names the file and line.
+# Lint, format and types first (pyproject.toml's [tool.ruff] and [tool.mypy]; .pre-commit-config.yaml runs the
+# same on each commit): seconds (mypy keeps its cache in .mypy_cache/), and a failure names the file and line.
 .venv/bin/ruff check --quiet .
 .venv/bin/ruff format --check --quiet .
+.venv/bin/mypy
 # One pre-flight per setting for the whole run: every test that runs `grade` on the same course, kit and
 # limits reuses the first pass (a fresh folder each run; failures are never kept). tests/system/test_preflight.py.
 export AUTOGRADER_PREFLIGHT_CACHE=${AUTOGRADER_PREFLIGHT_CACHE:-$(mktemp -d -t autograder-preflight-XXXXXX)}

@@ -17,6 +17,11 @@ from pathlib import Path
 from autograder.core.outcomes import FunctionScore
 
 ROOT = Path(__file__).resolve().parents[1]
+
+# The one unit test file that starts processes, and why: the grader's event channel is read from a real pipe,
+# written by a few lines of Python that import nothing of the kit nor JAX (the hostile other end). Every other
+# test that needs a fresh interpreter is in tests/system/ (tests/unit/test_tiers.py, tests/unit/conftest.py).
+UNIT_TESTS_STARTING_PROCESSES = frozenset({"grading/test_event_channel.py"})
 SOLUTIONS = ROOT / "solutions"
 EXERCISES = ROOT / "exercises"
 

@@ -63,7 +63,7 @@ class CheckDef:
     correctness: bool
 
 
-def _decorator_names(node: ast.FunctionDef) -> list[str]:
+def _decorator_names(node: ast.FunctionDef | ast.AsyncFunctionDef) -> list[str]:
     names = []
     for dec in node.decorator_list:
         target = dec.func if isinstance(dec, ast.Call) else dec

@@ -130,7 +130,7 @@ def fingerprint(value: Any) -> tuple[str, str]:
         fp = _array_fp(value)
         return fp or f"array {type(value).__name__}", f"{getattr(value.dtype, 'name', value.dtype)}{list(value.shape)}"
     if isinstance(value, type) or inspect.isroutine(value):
-        name = getattr(value, "__qualname__", type(value).__name__)
+        name = str(getattr(value, "__qualname__", type(value).__name__))
         try:
             body = inspect.getsource(value)
         except (OSError, TypeError):
@@ -182,7 +182,7 @@ class _Proxy:
         # unwraps one level (structure.record_calls) finds the same code object
         object.__setattr__(self, "__wrapped__", getattr(target, "__wrapped__", target))
 
-    @property
+    @property  # type: ignore[misc]  # a read-only __class__ on purpose
     def __class__(self):  # isinstance(proxy, type(jax.jit(f))) stays True
         return type(object.__getattribute__(self, "_target"))
 
@@ -224,7 +224,7 @@ class Recorder:
             recorder._used(*args, *kwargs.values())
             return original(*args, **kwargs)
 
-        comparing._coverage_wrapped = True
+        comparing._coverage_wrapped = True  # type: ignore[attr-defined]  # a mark on the wrapper
         self.restore.append((owner, name, original))
         setattr(owner, name, comparing)
 
@@ -266,7 +266,7 @@ class Recorder:
             if isinstance(target, type):
                 init = target.__dict__.get("__init__")
                 if inspect.isfunction(init):
-                    target.__init__ = self.recording(fn.qualname, init, method=True)
+                    target.__init__ = self.recording(fn.qualname, init, method=True)  # type: ignore[misc]
                 continue
             if callable(target):
                 setattr(student, fn.name, self.recording(fn.qualname, target))
@@ -401,6 +401,7 @@ def _results_in_source(check_source: str):
             if not (isinstance(node, ast.Assign) and len(node.targets) == 1 and _called(node.value)):
                 continue
             target, name = node.targets[0], _called(node.value)
+            assert name is not None  # tested above
             if isinstance(target, ast.Name):
                 names[target.id] = (name, "return")
             elif isinstance(target, (ast.Tuple, ast.List)):

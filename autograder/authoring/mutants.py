@@ -29,7 +29,7 @@ import ast
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-_ARITH = {
+_ARITH: dict[type[ast.operator], list[type[ast.operator]]] = {
     ast.Add: [ast.Sub],
     ast.Sub: [ast.Add],
     ast.Mult: [ast.Div],
@@ -39,7 +39,7 @@ _ARITH = {
     ast.MatMult: [ast.Mult],
     ast.Mod: [ast.FloorDiv],
 }
-_COMPARE = {
+_COMPARE: dict[type[ast.cmpop], type[ast.cmpop]] = {
     ast.Lt: ast.LtE,
     ast.LtE: ast.Lt,
     ast.Gt: ast.GtE,
@@ -73,14 +73,14 @@ def _is_docstring(node: ast.AST, parent: ast.AST | None) -> bool:
     return isinstance(parent, ast.Expr) and isinstance(node, ast.Constant) and isinstance(node.value, str)
 
 
-def _sites(node: ast.AST) -> Iterator[tuple[ast.AST, str, list[ast.AST]]]:
+def _sites(node: ast.AST) -> Iterator[tuple[ast.expr, str, list[ast.expr]]]:
     """``(node, operator, replacements)`` for every node of ``node``'s subtree that an operator changes.
 
     A replacement is a new node that takes the place of the site."""
     for child in ast.walk(node):
         if isinstance(child, ast.BinOp) and type(child.op) in _ARITH:
-            for op in _ARITH[type(child.op)]:
-                yield child, "arith", [ast.BinOp(child.left, op(), child.right)]
+            for new_op in _ARITH[type(child.op)]:
+                yield child, "arith", [ast.BinOp(child.left, new_op(), child.right)]
         elif isinstance(child, ast.Compare):
             for i, op in enumerate(child.ops):
                 ops = list(child.ops)

@@ -358,11 +358,11 @@ def report(
         for r in run.results:
             if r.outcome not in (KILLED, TIMEOUT) and r.mutant.id in listed.equivalent:
                 lines.append(f"- `{r.mutant.id}`: {listed.equivalent[r.mutant.id]}")
-    stale = set(listed.equivalent) - {
+    gone = set(listed.equivalent) - {
         r.mutant.id for run in runs for r in run.results if r.outcome not in (KILLED, TIMEOUT)
     }
     ran = {run.module for run in runs}
-    stale = sorted(i for i in stale if i.split(".")[0] in ran)
+    stale = sorted(i for i in gone if i.split(".")[0] in ran)
     if stale:
         lines += ["", "## Listed as equivalent but killed or gone (remove from the list)", ""] + [
             f"- `{i}`" for i in stale

@@ -89,7 +89,8 @@ def checked(files: object) -> list[tuple[list[str], bytes | None]]:
         raise UnsafeFiles("files must be a mapping of names to contents")
     if len(files) > MAX_ENTRIES:
         raise UnsafeFiles(f"more than {MAX_ENTRIES} files")
-    out, size = [], 0
+    out: list[tuple[list[str], bytes | None]] = []
+    size = 0
     for rel, content in files.items():
         if type(rel) is not str:
             raise UnsafeFiles("a file name that is not text")

@@ -90,7 +90,7 @@ def _intermediates_of(jaxpr: Any, consts: Sequence[Any]) -> Iterator[Intermediat
             continue
         for var in eqn.outvars:
             aval = getattr(var, "aval", None)
-            if hasattr(aval, "shape"):
+            if aval is not None and hasattr(aval, "shape"):
                 yield Intermediate(eqn.primitive.name, tuple(aval.shape), str(aval.dtype), _where(eqn))
 
 

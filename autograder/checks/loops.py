@@ -163,7 +163,7 @@ def assert_chained_steps_do_not_retrace(
 def static_difference(given: Any, returned: Any, where: str = "state") -> str | None:
     """What about ``returned`` makes ``jax.jit`` see another signature than ``given``: a static field, a leaf's type."""
     tree = jax.tree_util
-    if tree.tree_structure(given) != tree.tree_structure(returned):
+    if tree.tree_structure(given) != tree.tree_structure(returned):  # type: ignore[operator]  # jaxlib's stub
         if type(given) is not type(returned):
             return f"{where} is a {type(returned).__qualname__}, it was a {type(given).__qualname__}"
         if dataclasses.is_dataclass(given):
@@ -176,7 +176,7 @@ def static_difference(given: Any, returned: Any, where: str = "state") -> str | 
                         else:
                             held = f"the returned state holds a new {type(after).__qualname__} object ({_short(after)})"
                         return f"{where}.{fld.name} is a static field (part of the compiled signature) and {held}"
-                elif tree.tree_structure(before) != tree.tree_structure(after):
+                elif tree.tree_structure(before) != tree.tree_structure(after):  # type: ignore[operator]
                     return static_difference(before, after, f"{where}.{fld.name}") or f"{where}.{fld.name}"
         return f"{where} has another pytree structure: {tree.tree_structure(returned)} instead of {tree.tree_structure(given)}"
     for (path, a), (_, b) in zip(tree.tree_flatten_with_path(given)[0], tree.tree_flatten_with_path(returned)[0]):

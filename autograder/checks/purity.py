@@ -19,7 +19,7 @@ import random
 import sys
 from collections.abc import Callable
 from types import ModuleType
-from typing import Any
+from typing import Any, cast
 
 import jax
 import numpy as np
@@ -159,7 +159,7 @@ def _generator_state(value: Any) -> Any:
     if torch is not None and isinstance(value, torch.Generator):
         return bytes(value.get_state().numpy().tobytes())
     if isinstance(value, np.random.RandomState):
-        kind, keys, pos, has_gauss, gauss = value.get_state()
+        kind, keys, pos, has_gauss, gauss = cast(tuple, value.get_state())  # legacy=True: a tuple, not a dict
         return (kind, keys.tobytes(), pos, has_gauss, gauss)
     if isinstance(value, np.random.Generator):
         return repr(value.bit_generator.state)

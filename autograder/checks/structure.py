@@ -230,7 +230,9 @@ def _intermediates(jaxpr) -> list[tuple[int, tuple[int, ...], str]]:
     """(size, shape, primitive) of every value computed in ``jaxpr``, nested jaxprs included."""
     found = []
     for eqn, _ in walk(jaxpr):
-        for var in eqn.outvars if eqn is not None else ():
+        if eqn is None:  # captured constants
+            continue
+        for var in eqn.outvars:
             shape = tuple(getattr(var.aval, "shape", ()))
             found.append((int(np.prod(shape, dtype=np.int64)), shape, eqn.primitive.name))
     return found

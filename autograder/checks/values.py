@@ -248,7 +248,7 @@ def function_name(fn: Callable) -> str:
     """The name to show for ``fn`` in a message (through wrappers such as ``jax.jit`` and ``functools.partial``)."""
     if isinstance(fn, functools.partial):
         return function_name(fn.func)
-    return getattr(fn, "__name__", None) or getattr(getattr(fn, "__wrapped__", None), "__name__", "the function")
+    return str(getattr(fn, "__name__", None) or getattr(getattr(fn, "__wrapped__", None), "__name__", "the function"))
 
 
 def assert_entries_among(

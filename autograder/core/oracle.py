@@ -109,7 +109,7 @@ class OwnAnswers(Reference):
 
     knows_only_its_own_path = False
 
-    def __init__(self, module_name: str, student: ModuleType):
+    def __init__(self, module_name: str, student: object):  # the module, or what stands in for one not imported
         self.module_name = module_name
         self._student = student
         self._functions: dict[str, Callable] = {}  # one stand-in per name (one jax.jit of it, as for a reference)
@@ -139,7 +139,7 @@ class OwnAnswers(Reference):
         return self._functions[key]
 
 
-def _standing_in(student: ModuleType, name: str) -> Callable:
+def _standing_in(student: object, name: str) -> Callable:
     """The student's ``name`` (looked up at each call, so a check's recording of it sees the call) as a
     function of its own: it leaves the global random generators as a reference leaves them (a function
     that draws from them must not change what the student's own calls draw), it leaves its arguments
@@ -246,4 +246,4 @@ def continue_from(reference, state, got, expected):
     if not dataclasses.is_dataclass(state) or not all(hasattr(got, f.name) for f in dataclasses.fields(state)):
         return got
     numbers = {f.name: getattr(got, f.name) for f in dataclasses.fields(state) if f.metadata.get("pytree_node", True)}
-    return state.replace(**numbers)
+    return state.replace(**numbers)  # type: ignore[union-attr]  # a flax struct dataclass's replace

@@ -25,6 +25,6 @@ class Status(StrEnum):
     def parse(cls, value: object, default: Status | None = None) -> Status:
         """The status named ``value`` (e.g. read from an untrusted channel), else ``default`` (FAILED)."""
         try:
-            return cls(value)
+            return cls(value)  # type: ignore[arg-type]  # any value: one that names no status raises ValueError
         except ValueError:
             return default or cls.FAILED

@@ -21,7 +21,7 @@ class SubmissionImportError(Exception):
     """The student's module could not be imported; the message says why, in one line."""
 
 
-MAX_FILE_BYTES = 1_000_000
+MAX_SUBMITTED_FILE_BYTES = 1_000_000
 # Whose rights a submission is read with, when the grader runs as root: "nobody", never the grader's.
 READER_UID = 65534
 READER_GID = 65534
@@ -31,7 +31,7 @@ def read_submission(
     folder: Path,
     modules: tuple[str, ...] | list[str],
     *,
-    max_bytes: int = MAX_FILE_BYTES,
+    max_bytes: int = MAX_SUBMITTED_FILE_BYTES,
     uid: int | None = READER_UID,
     gid: int | None = READER_GID,
 ) -> tuple[dict[str, bytes], dict[str, str]]:
@@ -59,12 +59,12 @@ def _read_submission(folder, modules, max_bytes, uid, gid) -> tuple[dict[str, by
     try:
         top = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
     except OSError as err:
-        why = (
+        problem = (
             "is a symbolic link, not a folder"
             if err.errno in (errno.ELOOP, errno.ENOTDIR)
             else f"cannot be opened ({err.strerror})"
         )
-        return {}, {m: f"your submission's folder {why}" for m in modules}, False
+        return {}, {m: f"your submission's folder {problem}" for m in modules}, False
     base = top
     try:
         with _reading_as(uid, gid):
@@ -160,6 +160,7 @@ def load_module(path: Path, name: str) -> ModuleType:
     if not path.is_file():
         raise SubmissionImportError(f"{path.name} is missing")
     spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None  # a file's path always has a spec with a loader
     module = importlib.util.module_from_spec(spec)
     previous = sys.modules.get(name)
     sys.modules[name] = module

@@ -133,20 +133,21 @@ def grade_class(
     )
     state = run_state.RunState.start(out, run, resume=resume or bool(regrade)) if out is not None else None
     finished: dict[str, StudentResult] = {}
-    if state is not None and regrade:
+    if out is not None and state is not None and regrade:  # a state only with OUT
         recorded = state.recorded(students, modules)  # reads every student's files (their digests) too
         names = [name for name, _ in students]
         finished = {n: r for n, r in recorded.items() if n not in regrade}
         left_out = [n for n in names if n not in regrade and n not in finished]
         students = [(n, f) for n, f in students if n in regrade or n in finished]
         notify(Regrading(out, list(regrade), len(finished), left_out))
-    elif state is not None:
+    elif out is not None and state is not None:
         finished = state.finished(students, modules)
         if resume:
             notify(Resuming(out, len(finished), list(state.changed), list(state.new)))
 
     def keep(result: StudentResult) -> None:
         """A student is finished: its results.json now, and the record --resume reads."""
+        assert out is not None and state is not None  # passed on only with a run record
         class_files.write_student(out, course, modules, result)
         state.record(result)
 

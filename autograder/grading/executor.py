@@ -89,8 +89,11 @@ class Tasks(Protocol):
     (:class:`~autograder.grading.grader.Grader` is one; the executor does not import it)."""
 
     stop: threading.Event
-    plan: list[PlannedCheck]
     options: Options
+
+    @property
+    def plan(self) -> list[PlannedCheck]:
+        """The trusted side's plan of the course's checks (read-only)."""
 
     def tasks(self, name: str, folder: Path) -> list[Callable[[], StudentResult | None]]:
         """One callable per module of the student; the one that ends the student's last module returns its result."""

@@ -340,6 +340,7 @@ def _check(grader, stream=None) -> Passed:
     if problems:
         tails = [tail for _module, _fault, tail in grader.faults[faults_before:] if tail.strip()]
         raise PreflightFailed(_header(modules, limits) + "\n".join(problems) + (last_lines(tails[0]) if tails else ""))
+    assert reference is not None  # else a problem was raised above
     passed = Passed(
         time.monotonic() - started,
         sum(s.max_points for s in reference.scores if s.module in modules),

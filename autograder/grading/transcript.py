@@ -22,7 +22,7 @@ import base64
 import collections
 import sys
 import types
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -31,7 +31,7 @@ from autograder.recording import plain_data
 from autograder.recording.recorded import RecordedDataset, as_dataset
 
 # Libraries whose data classes (optimizer states, flax structs and modules, dict types) may be decoded.
-LIBRARIES = ("flax", "optax", "jax", "collections", "builtins")
+NAMED_CLASS_PACKAGES = ("flax", "optax", "jax", "collections", "builtins")
 
 
 class Opaque:
@@ -57,7 +57,7 @@ def statics(course_class: Callable[[str, str], type] | None = None) -> plain_dat
 
 def allowed_class(ref: Any, course_class: Callable[[str, str], type]) -> type:
     """The class ``ref`` names, if decoding may build it: a course module's own class, or a data
-    class of :data:`LIBRARIES` (a plain dict type, a named tuple, a flax module or struct).
+    class of :data:`NAMED_CLASS_PACKAGES` (a plain dict type, a named tuple, a flax module or struct).
 
     Nothing a reference names is imported or called to find it: a library class is looked up in
     the modules this process has *already* loaded, through their ``__dict__`` only (no ``getattr``,
@@ -66,7 +66,11 @@ def allowed_class(ref: Any, course_class: Callable[[str, str], type]) -> type:
         raise ValueError("malformed class reference")
     if ref[0] == "course" and len(ref) == 3:
         found = course_class(ref[1], ref[2])
-    elif len(ref) == 2 and ref[0].split(".")[0] in LIBRARIES and all(p.isidentifier() for p in ref[0].split(".")):
+    elif (
+        len(ref) == 2
+        and ref[0].split(".")[0] in NAMED_CLASS_PACKAGES
+        and all(p.isidentifier() for p in ref[0].split("."))
+    ):
         found = _loaded_class(ref[0], ref[1])
     else:
         raise ValueError(f"a class of {ref[0]} is not data")
@@ -121,7 +125,7 @@ def digest(name: str, args: tuple, kwargs: dict, statics: plain_data.Statics) ->
     return plain_data.hash_tree(tree)
 
 
-def encode(value: Any, statics: plain_data.Statics, hints: list[float] = ()) -> dict:
+def encode(value: Any, statics: plain_data.Statics, hints: Sequence[float] = ()) -> dict:
     """A JSON-able description of ``value`` (``{"opaque": why}`` when it is not plain data)."""
     dataset = as_dataset(value)
     arrays: list = []

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, fields
 from enum import StrEnum
-from typing import Literal
+from typing import Any, Literal
 
 from autograder.core.status import Status
 
@@ -101,7 +101,12 @@ class Claim:
     transcript: dict | None = None
 
     def to_event(self) -> dict:
-        event = {"event": str(Event.END), "check": self.check, "outcome": str(self.outcome), "message": self.message}
+        event: dict[str, Any] = {
+            "event": str(Event.END),
+            "check": self.check,
+            "outcome": str(self.outcome),
+            "message": self.message,
+        }
         if self.transcript is not None:
             event["transcript"] = self.transcript
         return event
@@ -116,7 +121,7 @@ class Claim:
             return None
         outcome = event.get("outcome")
         status = Status(outcome) if outcome in CLAIMABLE else Status.FAILED
-        message = event.get("message") if isinstance(event.get("message"), str) else ""
+        message = text if isinstance(text := event.get("message"), str) else ""
         transcript = (
             event.get("transcript") if status == Status.PASSED and isinstance(event.get("transcript"), dict) else None
         )

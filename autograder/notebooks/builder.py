@@ -62,15 +62,19 @@ def solution_id(function: str) -> str:
 # --- reading the kit's files --------------------------------------------------
 
 
-def _segment(source: str, node: ast.AST) -> str:
+def _segment(source: str, node: ast.stmt) -> str:
     """The source lines of a top-level statement, decorators included."""
     lines = source.splitlines()
     first = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
     return "\n".join(lines[first - 1 : node.end_lineno])
 
 
-def _definitions(tree: ast.Module) -> dict[str, ast.stmt]:
-    out = {}
+# A top-level definition of a kit's file (a function or a class).
+Definition = ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef
+
+
+def _definitions(tree: ast.Module) -> dict[str, Definition]:
+    out: dict[str, Definition] = {}
     for node in tree.body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             out[node.name] = node
@@ -230,7 +234,7 @@ class ModuleSources:
         lines = source.splitlines()
         return "\n".join(lines[body[0].lineno - 1 : node.end_lineno])
 
-    def _class_cell(self, stub: ast.ClassDef, ref: ast.ClassDef, helpers: list[str]) -> str:
+    def _class_cell(self, stub: Definition, ref: ast.ClassDef, helpers: list[str]) -> str:
         """A class: the reference's class line, each method's body inside BEGIN/END SOLUTION."""
         lines = self.solution.splitlines()
         first = min([ref.lineno] + [d.lineno for d in ref.decorator_list])
@@ -337,7 +341,7 @@ def check_cell_source(fn: Function) -> str:
     return "\n".join(lines)
 
 
-def _signature(node: ast.stmt) -> str:
+def _signature(node: Definition) -> str:
     if isinstance(node, ast.ClassDef):
         return node.name
     return f"{node.name}({ast.unparse(node.args)})"

@@ -17,7 +17,7 @@ through nbgrader's own ``Execute`` preprocessor with the same configuration
 as nbgrader does (``nbgrader.utils.determine_grade``), once per autograde run
 (:class:`Preflight`). On success one line
 goes to nbgrader's log (``pre-flight passed in X s: ...``). Otherwise it raises
-:class:`PreflightFailed` with a message naming the cells and the last lines
+:class:`NotebookPreflightFailed` with a message naming the cells and the last lines
 of their outputs; nbgrader then logs it, removes that submission's
 ``autograded/`` folder and saves no score (its grades stay as
 ``generate_assignment``/``autograde`` created them: no ``auto_score``), goes on
@@ -61,7 +61,7 @@ _verdicts: dict[str, Verdict] = stores.register("notebooks.preflight.verdicts", 
 RUN_VERDICTS = "autograder_preflight_verdicts"
 
 
-class PreflightFailed(Exception):
+class NotebookPreflightFailed(Exception):
     """The course's environment cannot grade; ``str(err)`` is the instructor's message."""
 
 
@@ -215,7 +215,7 @@ def verdict_for(source: Path, config, log, verdicts: dict[str, Verdict] | None =
 
 class Preflight(NbGraderPreprocessor):
     """Autograde's first preprocessor: the course's reference full marks and its stubs nothing, once per autograde
-    run and source notebook, or no submission is graded (:class:`PreflightFailed`).
+    run and source notebook, or no submission is graded (:class:`NotebookPreflightFailed`).
 
     nbgrader makes one exporter per run (``BaseConverter.start``) and a new instance of each preprocessor, with
     that exporter as its parent, for every notebook: the verdicts live on the exporter. So the command line proves
@@ -228,7 +228,7 @@ class Preflight(NbGraderPreprocessor):
         folder = Path(coursedir.format_path(coursedir.source_directory, ".", info["assignment"]))
         verdict = verdict_for(folder / f"{info['notebook']}.ipynb", self.config, self.log, self._run_verdicts())
         if verdict.problems:
-            raise PreflightFailed(verdict.message())
+            raise NotebookPreflightFailed(verdict.message())
         return nb, resources
 
     def _run_verdicts(self) -> dict[str, Verdict] | None:

@@ -161,7 +161,8 @@ class _Select:
         self.course, self.fn, self.skip = course, fn, skip
 
     def pytest_collection_modifyitems(self, session, config, items):
-        keep, drop = [], []
+        keep: list = []
+        drop: list = []
         for item in items:
             name = getattr(item, "originalname", item.name)
             try:

@@ -166,7 +166,7 @@ def use_compile_cache(cache_dir: Path | None) -> None:
         return
     import jax
 
-    if jax.config.jax_compilation_cache_dir:
+    if jax.config.jax_compilation_cache_dir:  # type: ignore[attr-defined]  # a flag, read as an attribute
         return
     compile_cache.switch_on(cache_dir)
 
@@ -183,7 +183,7 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
         if fn is not None and not course_session.settings.full_tracebacks:
             # The student's message replaces a failed check's report (pytest_runtest_makereport): pytest need
             # not format the traceback first, which parses the source of every frame (about 70 ms a failure).
-            item.repr_failure = report.exception_line
+            item.repr_failure = report.exception_line  # type: ignore[method-assign, assignment]
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
@@ -208,7 +208,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 def _module_under_test(request: pytest.FixtureRequest) -> tuple[CourseSession, str]:
     course_session = session_of(request.config)
     module = course_session.module_under_test(request.path) if course_session else None
-    if module is None:
+    if course_session is None or module is None:
         pytest.fail(f"the {request.fixturename} fixture is only available in exercises/test_<module>.py")
     return course_session, module
 
@@ -230,7 +230,7 @@ def reference(request: pytest.FixtureRequest):
 def _fail_if_stub(item: pytest.Item) -> None:
     course_session = session_of(item.config)
     fn = CourseSession.function_of(item)
-    if fn is not None and course_session.is_stub(fn):
+    if fn is not None and course_session is not None and course_session.is_stub(fn):
         raise not_started(fn.module, fn.name)
 
 
@@ -245,7 +245,9 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     _fail_if_stub(item)
     fn = CourseSession.function_of(item)
     if fn is not None:
-        module = session_of(item.config).student(fn.module)
+        course_session = session_of(item.config)
+        assert course_session is not None  # which attributed the check to fn
+        module = course_session.student(fn.module)
         if isinstance(module, Unimportable):
             raise module.error
 
@@ -280,7 +282,7 @@ def pytest_runtest_call(item: pytest.Item):
                 raise pytest.skip.Exception(f"{recorded.NOT_RECORDED}: {recorded.misses()[before]}") from None
             raise
         finally:
-            if timed and is_slow(clock.seconds):
+            if clock is not None and is_slow(clock.seconds):  # timed
                 item.stash[COMPILE_SECONDS_KEY] = round(clock.seconds, 2)
 
 
@@ -301,15 +303,17 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     if fn is None:
         return
     course_session = session_of(item.config)
+    assert course_session is not None  # which attributed the check to fn
     facts = course_session.facts_of(item, rep)
-    rep.course = facts
+    rep.course = facts  # type: ignore[attr-defined]  # the plugin's own report attributes
     if rep.skipped or (rep.when != "call" and rep.passed):
         return
     if rep.failed:
+        assert call.excinfo is not None  # a failed phase raised
         exc = call.excinfo.value
         progress = course_session.progress
         hint = hints.hint_block(course_session.course, fn, progress) if progress is not None else None
-        message = report.student_message(exc, fn, [course_session.student_file(fn.module)], item.fixturenames, hint)
+        message = report.student_message(exc, fn, [course_session.student_file(fn.module)], item.fixturenames, hint)  # type: ignore[attr-defined]
         status = status_of(exc)
         if course_session.settings.full_tracebacks:
             rep.sections.append(("what the grader says", message))
@@ -317,11 +321,14 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
             rep.longrepr = message
     else:
         message, status = "", Status.PASSED
-    rep.course_status = str(status)  # read by pytest_report_teststatus (a plain str: it crosses xdist's wire)
+    rep.course_status = str(status)  # type: ignore[attr-defined]  # read by pytest_report_teststatus (a plain str: it crosses xdist's wire)
     # The student's module failed before the check's fixtures (pytest_runtest_setup): the check failed,
     # it did not break (pytest would call a failed setup an error).
-    rep.failed_before_fixtures = (
-        rep.when == "setup" and rep.failed and isinstance(call.excinfo.value, SubmissionImportError)
+    rep.failed_before_fixtures = (  # type: ignore[attr-defined]
+        rep.when == "setup"
+        and rep.failed
+        and call.excinfo is not None
+        and isinstance(call.excinfo.value, SubmissionImportError)
     )
     if rep.when == "call" or rep.failed:
         correctness = item.get_closest_marker("correctness") is not None

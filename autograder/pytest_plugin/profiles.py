@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+from typing import Any
 
 STUDENT, GRADING = "student", "grading"
 
@@ -39,10 +40,10 @@ def register_profiles() -> None:
         HealthCheck.data_too_large,
         HealthCheck.filter_too_much,
     ]
-    common = dict(deadline=None, phases=phases, report_multiple_bugs=False, suppress_health_check=quiet)
+    common: dict[str, Any] = dict(deadline=None, phases=phases, report_multiple_bugs=False, suppress_health_check=quiet)
     # Both profiles are derandomized (their inputs are fixed by the check's code): a student
     # release answers from outputs recorded for exactly these inputs.
-    fixed = dict(derandomize=True, database=None, print_blob=False)
+    fixed: dict[str, Any] = dict(derandomize=True, database=None, print_blob=False)
     settings.register_profile(STUDENT, max_examples=15, **fixed, **common)
     settings.register_profile(GRADING, max_examples=30, **fixed, **common)
 
@@ -65,7 +66,7 @@ def use_seed(seed: int) -> None:
     drawn = [p for p in grading.phases if p not in (Phase.explicit, Phase.reuse)]
     settings.register_profile("grading-seeded", grading, derandomize=False, database=None, phases=drawn)
     settings.load_profile("grading-seeded")
-    core.global_force_seed = seed
+    core.global_force_seed = seed  # type: ignore[assignment]  # declared as None: hypothesis's own switch
     scenario.use_instructor_seed(seed)
 
 
@@ -86,5 +87,6 @@ def without_shrinking() -> None:
     from hypothesis import Phase, settings
 
     current = settings.default
+    assert current is not None  # hypothesis loads its default profile when imported
     settings.register_profile("verifying", current, phases=[p for p in current.phases if p != Phase.shrink])
     settings.load_profile("verifying")

@@ -106,6 +106,7 @@ def _which_failing_input() -> str:
     ``grade`` (see :func:`autograder.pytest_plugin.profiles.without_shrinking`)."""
     from hypothesis import Phase, settings
 
+    assert settings.default is not None  # hypothesis loads its default profile when imported
     return "smallest failing input" if Phase.shrink in settings.default.phases else "first failing input drawn"
 
 

@@ -121,6 +121,7 @@ class CourseSession:
         """What the run's results need from one report of a course check, as plain JSON values (they
         cross pytest-xdist's wire when a worker ran the check): the plugin adds the check's ``outcome``."""
         fn = self.function_of(item)
+        assert fn is not None  # a course check (the plugin asks for no other)
         facts: dict[str, Any] = {"module": fn.module}
         if report.skipped:
             reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
@@ -277,8 +278,8 @@ class ReportsOf:
         facts = self.session.facts_of_crash(crashitem, self.rootpath)
         if facts is None:
             return
-        report.course = facts
-        report.course_status = facts["outcome"]["status"]
+        report.course = facts  # type: ignore[attr-defined]  # the plugin's own report attributes
+        report.course_status = facts["outcome"]["status"]  # type: ignore[attr-defined]
         report.longrepr = facts["outcome"]["message"]
         report.location = (report.location[0], None, crashitem.partition("::")[2])  # the failure's title: the check
         for work_unit in getattr(sched, "workqueue", {}).values():  # --dist loadfile: {file: {nodeid: done}}
@@ -297,3 +298,11 @@ class ReportsOf:
 def session_of(config: pytest.Config) -> CourseSession | None:
     """The run's course session; None outside a course folder."""
     return config.stash.get(SESSION_KEY, None)
+
+
+def course_session_of(config: pytest.Config) -> CourseSession:
+    """The course session of a run that always has one (a grading process, the trusted verifier)."""
+    found = session_of(config)
+    if found is None:
+        raise RuntimeError("this pytest run has no course session (it does not run in a course folder)")
+    return found

@@ -28,7 +28,8 @@ from autograder.core.oracle import Reference
 from autograder.recording.recorded import NotRecorded, RecordedFunction, RecordedOracle, call_text
 from autograder.runtime import stores
 
-_DEPTH = stores.register("recording.givens.depth", [0], clear=lambda: _DEPTH.__setitem__(0, 0))  # fixtures being set up
+# fixtures being set up
+_DEPTH: list[int] = stores.register("recording.givens.depth", [0], clear=lambda: _DEPTH.__setitem__(0, 0))
 
 
 @contextlib.contextmanager
@@ -104,6 +105,8 @@ class GivensFirst(Reference):
 
     def transformed(self, name: str, label: str, transform: Callable) -> Callable:
         if in_fixture_setup():
+            if self.givens is None:
+                raise GivensMissing(f"no givens were recorded for {self.module_name}")
             return _Given(self.givens.transformed(name, label, transform))
         return self.then.transformed(name, label, transform)
 

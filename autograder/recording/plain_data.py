@@ -21,7 +21,7 @@ import dataclasses
 import hashlib
 import importlib
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -32,6 +32,12 @@ COURSE_MODULE_KEY = "__course_module__"
 
 class Unencodable(TypeError):
     """A value the recorded oracle cannot store as plain data."""
+
+
+def no_course_classes(module: str, qualname: str) -> type:
+    """The ``course_class`` of a :class:`Statics` that only encodes (a digest, a recording): it never decodes a
+    class of the course, so it is never asked for one."""
+    raise Unencodable(f"no course class {module}.{qualname} where values are only encoded")
 
 
 def class_ref(cls: type) -> list[str]:
@@ -83,7 +89,8 @@ def is_struct(value: Any) -> bool:
 
 
 def struct_fields(value: Any) -> tuple[dict[str, Any], dict[str, Any]]:
-    data, static = {}, {}
+    data: dict[str, Any] = {}
+    static: dict[str, Any] = {}
     for f in dataclasses.fields(value):
         (data if f.metadata.get("pytree_node", True) else static)[f.name] = getattr(value, f.name)
     return data, static
@@ -118,7 +125,7 @@ class Statics:
         self._by_id: dict[int, tuple[Any, list]] = {}
         self._by_recipe: dict[str, Any] = {}
 
-    def recipe(self, value: Any, hints: list[float] = ()) -> list | None:
+    def recipe(self, value: Any, hints: Sequence[float] = ()) -> list | None:
         known = self._by_id.get(id(value))
         if known is not None and known[0] is value:
             return known[1]
@@ -151,7 +158,7 @@ class Statics:
         self._by_id[id(value)] = (value, recipe)
         self._by_recipe.setdefault(json.dumps(recipe, sort_keys=True), value)
 
-    def _find(self, value: Any, hints: list[float]) -> list | None:
+    def _find(self, value: Any, hints: Sequence[float]) -> list | None:
         owner = getattr(value, "__self__", None)
         if owner is not None and is_flax_module(owner):
             return ["method", encode(owner, [], self), value.__name__]
@@ -159,7 +166,7 @@ class Statics:
             return self._find_optimizer(value, hints)
         return None
 
-    def _find_optimizer(self, tx: Any, hints: list[float]) -> list | None:
+    def _find_optimizer(self, tx: Any, hints: Sequence[float]) -> list | None:
         """The optax optimizer ``tx`` behaves like: ``optax.<name>(h)`` for one of the call's float arguments
         or the learning rate ``tx``'s first step implies (a state made elsewhere, e.g. ``train_step(state, batch)``),
         accepted only when every step agrees bit for bit."""
@@ -200,7 +207,7 @@ def float_hints(args: Any) -> list[float]:
 
 
 def encode(
-    value: Any, arrays: list | None, statics: Statics, hints: list[float] = (), opaque_statics: bool = False
+    value: Any, arrays: list | None, statics: Statics, hints: Sequence[float] = (), opaque_statics: bool = False
 ) -> Any:
     """``value`` as a JSON tree. Arrays go to ``arrays`` (their index is stored) or, with
     ``arrays=None``, are replaced by a hash of their bytes (for digests). With ``opaque_statics`` (a
@@ -226,7 +233,7 @@ def encode(
         if isinstance(v, np.ndarray):
             return array("np", v)
         if is_typed_key(v):
-            return ["key", str(jax.random.key_impl(v)), array("np", jax.random.key_data(v))]
+            return ["key", str(jax.random.key_impl(v)), array("np", np.asarray(jax.random.key_data(v)))]
         if isinstance(v, jax.Array):
             if isinstance(v, jax.core.Tracer):
                 raise Unencodable("a traced value")
@@ -343,7 +350,7 @@ def function_identity(fn: Any) -> list | None:
             contents = cell.cell_contents
         except ValueError:  # an empty cell
             contents = None
-        cells.append(encode(contents, None, Statics(lambda module, qualname: None)))
+        cells.append(encode(contents, None, Statics(no_course_classes)))
     constants = [c.co_name if hasattr(c, "co_name") else repr(c) for c in code.co_consts]  # two lambdas on a line
     text = json.dumps(
         [source, constants, list(code.co_names), cells, repr(getattr(fn, "__defaults__", None))], sort_keys=True

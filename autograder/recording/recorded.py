@@ -134,7 +134,7 @@ def as_dataset(live: Any) -> RecordedDataset | None:
 def _is_data(value: Any) -> bool:
     """Whether ``value`` is stored as data (a dataset's own generator, say, is not: it is left out)."""
     try:
-        plain_data.encode(value, [], plain_data.Statics(lambda module, qualname: None))
+        plain_data.encode(value, [], plain_data.Statics(plain_data.no_course_classes))
     except plain_data.Unencodable:
         return False
     return True
@@ -158,7 +158,7 @@ class RecordedLoader:
     def __iter__(self) -> Iterator:
         epoch, self.started = self.started, self.started + 1
         if self.live is not None:
-            recorded = {"complete": False, "batches": []}
+            recorded: dict[str, Any] = {"complete": False, "batches": []}
             if epoch == len(self.epochs):
                 self.epochs.append(recorded)
             for batch in self.live:
@@ -246,7 +246,7 @@ class Recording:
         }
         (folder / f"{self.module}.json").write_text(json.dumps(index, sort_keys=True, separators=(",", ":")))
         buffers = {dtype: np.concatenate(parts) for dtype, parts in chunks.items()}
-        np.savez_compressed(folder / f"{self.module}.npz", **buffers)
+        np.savez_compressed(folder / f"{self.module}.npz", **buffers)  # type: ignore[arg-type]  # keys: dtype names
 
 
 def write_given_modules(course_root: Path, folder: Path) -> None:
@@ -417,7 +417,7 @@ class RecordingOracle(Reference):
         self.recording = RecordingOracle._recordings.setdefault(key, Recording(self.module_name))
         self.loaders = RecordingOracle._loaders.setdefault(key, {})
         if RecordingOracle._statics is None:
-            RecordingOracle._statics = plain_data.Statics(lambda module, qualname: None)
+            RecordingOracle._statics = plain_data.Statics(plain_data.no_course_classes)
         self.statics = RecordingOracle._statics
 
     @classmethod
@@ -427,6 +427,7 @@ class RecordingOracle(Reference):
         for (folder, module), recording in cls._recordings.items():
             for call, loaders in cls._loaders.get((folder, module), {}).items():
                 epochs = max((loader.epochs for loader in loaders), key=_recorded_batches)
+                assert cls._statics is not None  # set by the first RecordingOracle, which recorded this
                 recording.loaders[call] = [
                     {
                         "complete": epoch["complete"],
@@ -463,7 +464,9 @@ class RecordingOracle(Reference):
         from autograder.core.course import find_root, load_course
         from autograder.core.submission import stub_functions
 
-        course = load_course(find_root(Path(self.live._module.__file__).parent), verify_files=False)
+        root = find_root(Path(self.live._module.__file__).parent)
+        assert root is not None  # the live reference is a module of the course's solutions/
+        course = load_course(root, verify_files=False)
         if module in {m.name for m in course.modules}:
             return {fn.name for fn in course.module(module).functions}
         # a release of part of the course (--only) still builds scenarios with the other modules

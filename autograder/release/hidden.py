@@ -14,6 +14,7 @@ def drop_functions(source: str, names: set[str]) -> str:
     for node in tree.body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name in names:
             first = min([node.lineno] + [d.lineno for d in node.decorator_list])
+            assert node.end_lineno is not None  # set by ast.parse
             spans.append((first - 1, node.end_lineno))
     for start, end in sorted(spans, reverse=True):
         while end < len(lines) and not lines[end].strip():  # the blank lines after it

@@ -9,7 +9,9 @@ from pathlib import Path
 
 def _imported_from(module, folders: tuple[Path, ...]) -> bool:
     file = getattr(module, "__file__", None)
-    return bool(file) and any(Path(file).resolve().is_relative_to(folder) for folder in folders)
+    if not isinstance(file, str) or not file:
+        return False
+    return any(Path(file).resolve().is_relative_to(folder) for folder in folders)
 
 
 @contextlib.contextmanager

@@ -50,7 +50,7 @@ def _reusing(make_fresh):
         local.uses += 1
         return local.context
 
-    make_ir_context.reuses_contexts = True
-    make_ir_context.make_fresh = make_fresh
+    make_ir_context.reuses_contexts = True  # type: ignore[attr-defined]  # marks on the function JAX calls
+    make_ir_context.make_fresh = make_fresh  # type: ignore[attr-defined]
     make_ir_context.__doc__ = "JAX's make_ir_context, reusing this thread's context (autograder.runtime.lowering)."
     return make_ir_context

@@ -10,7 +10,6 @@ JAX is not imported) until the first subscription.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 from autograder.runtime import stores
 
@@ -23,9 +22,9 @@ _subscribers: list[Subscriber] = stores.register("runtime.monitoring.subscribers
 _registered = False
 
 
-def _on_event(event: str, duration: float, **_: Any) -> None:
+def _on_event(event: str, duration_secs: float, **_: str | int) -> None:
     for subscriber in tuple(_subscribers):
-        subscriber(event, duration)
+        subscriber(event, duration_secs)
 
 
 def subscribe(subscriber: Subscriber) -> None:

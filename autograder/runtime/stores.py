@@ -27,7 +27,7 @@ _REGISTRY: dict[str, tuple[Any, Callable[[], None]]] = {}
 def register(name: str, store: T, clear: Callable[[], None] | None = None) -> T:
     """Make ``store`` known as ``name`` and return it. ``clear`` empties it (default: ``store.clear``)."""
     if clear is None:
-        clear = store.clear  # a dict, list, set or any store with a clear() method
+        clear = store.clear  # type: ignore[attr-defined]  # a dict, list, set or any store with a clear() method
     _REGISTRY[name] = (store, clear)
     return store
 

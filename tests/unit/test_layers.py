@@ -10,6 +10,7 @@ its own name.
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 from support import ROOT
@@ -76,6 +77,7 @@ def imports(name: str, path: Path, known: dict[str, Path]) -> set[str]:
     return {t for t in targets if t in known and t != name}
 
 
+@functools.cache  # read once per run: three tests walk the same graph (none changes it)
 def graph(package: Path = PACKAGE) -> dict[str, set[str]]:
     known = modules(package)
     return {name: imports(name, path, known) for name, path in known.items()}

@@ -195,11 +195,26 @@ def _sandboxed(
     return [bwrap, *bwrap_args(folder, shared, privileged=False), "--chdir", str(cwd), "--", *argv]
 
 
+class Running(Protocol):
+    """A started grading child, as :func:`~autograder.grading.isolation.supervise.supervise` watches it
+    (:class:`~autograder.grading.isolation.processes.PopenHandle`, :class:`~autograder.grading.isolation.forkserver.ForkedHandle`)."""
+
+    pid: int
+    returncode: int | None
+
+    def poll(self) -> int | None: ...
+
+    def kill(self) -> None: ...
+
+
 class Resident(Protocol):
     """The long-lived process a box holds (the student's zygote, :mod:`.forkserver`; this module does not
-    import it): the box kills it and its whole group when the student is done."""
+    import it): the box kills it and its whole group when the student is done; the grader starts each
+    grading child of the student with its :meth:`start` (:meth:`GradingPool.starter <autograder.grading.pool.GradingPool.starter>`)."""
 
     proc: subprocess.Popen
+
+    def start(self, cwd: Path, cfg: dict, event_fd: int, stderr_path: Path) -> Running: ...
 
     def close(self) -> None: ...
 
@@ -241,7 +256,7 @@ class Box:
 
     def give(self, path: Path) -> None:
         """Hand ``path`` and everything in it to the box's uid (the grader keeps its own files)."""
-        if self.uid is None:
+        if self.uid is None or self.gid is None:  # the gid is None only with the uid
             return
         for root, dirs, files in os.walk(path):
             for name in (root, *(os.path.join(root, n) for n in dirs + files)):

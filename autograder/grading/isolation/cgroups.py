@@ -101,15 +101,6 @@ class Group:
                 return int(value)
         return 0
 
-    def failed_allocations(self) -> int:
-        """v1: how often the group hit its memory limit (an allocation that had to reclaim or failed)."""
-        if self.version != 1:
-            return self.oom_kills()
-        try:
-            return int(self._file("memory", "memory.failcnt", "").read_text())
-        except (OSError, ValueError):
-            return 0
-
     def peak_mb(self) -> float:
         """The group's peak resident memory (charged pages), in MB; 0 where the kernel does not say."""
         try:

@@ -179,6 +179,7 @@ class Zygote:
         leaf = None
         if hold:
             leaf = box.leaf(box.run_name())
+            assert leaf is not None  # hold: the box has a group
             if not wait_stopped(pid):
                 leaf.remove()
                 raise RuntimeError("the grading zygote's child did not start")

@@ -91,6 +91,7 @@ def run_python(
             resource.prlimit(proc.pid, resource.RLIMIT_FSIZE, (MAX_FILE_BYTES, MAX_FILE_BYTES))
     except (OSError, ValueError):  # the process may already be gone
         pass
+    assert proc.stdin is not None  # stdin=PIPE
     try:
         proc.stdin.write(json.dumps(cfg).encode())
         proc.stdin.close()

@@ -15,6 +15,7 @@ import csv
 import io
 import json
 from collections import Counter
+from typing import Any
 
 from autograder.core.course import Course
 from autograder.core.outcomes import FunctionScore, StudentResult, points_text
@@ -95,7 +96,7 @@ def function_output(score: FunctionScore) -> str:
 def results_json(course: Course, modules: tuple[str, ...], result: StudentResult) -> str:
     """Gradescope's schema: one test per function; ``output`` is what the student reads."""
     by_name = {s.qualname: s for s in result.scores}
-    tests = []
+    tests: list[dict[str, Any]] = []
     for fn in course.functions:
         if fn.module not in modules:
             continue

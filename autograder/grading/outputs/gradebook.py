@@ -42,13 +42,13 @@ def write_gradebook(
     by_module: dict[str, dict[str, dict[str, float]]] = {}
     for student, scores in results.items():
         for qualname, points in scores.items():
-            module, _, function = qualname.partition(".")
-            fn = course.module(module).function(function)
+            module_key, _, function = qualname.partition(".")
+            fn = course.module(module_key).function(function)
             if not 0 <= points <= fn.points:
                 raise ValueError(
                     f"{student}: {qualname} has {points} points, outside [0, {points_text(fn.points, None)}]"
                 )
-            by_module.setdefault(module, {}).setdefault(student, {})[function] = float(points)
+            by_module.setdefault(module_key, {}).setdefault(student, {})[function] = float(points)
 
     written = 0
     with _alembic_on_path(), Gradebook(db_url, course_id=course_id) as gb:

@@ -89,6 +89,7 @@ def policy(
     if unknown:
         raise LateError(f"course.toml: unknown key(s) {unknown} in [late] (allowed: due, penalty_per_day, cutoff_days)")
     due_text = due if due is not None else table.get("due")
+    due_value: datetime | None
     if isinstance(due_text, datetime):  # TOML's own date-time
         due_value = due_text if due_text.tzinfo else due_text.replace(tzinfo=UTC)
     else:
@@ -105,7 +106,7 @@ def policy(
 
 
 def judge(policy: Policy, submitted_at: datetime | None) -> Lateness:
-    if not policy.active or submitted_at is None or submitted_at <= policy.due:
+    if policy.due is None or submitted_at is None or submitted_at <= policy.due:  # not policy.active, or on time
         return Lateness(submitted_at, None, 0.0)
     late_by = submitted_at - policy.due
     days = late_by.total_seconds() / 86400

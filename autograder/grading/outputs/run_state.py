@@ -35,7 +35,7 @@ from autograder.runtime import atomic
 
 STATE = ".autograder-run"
 FORMAT = 1
-LIBRARIES = ("jax", "jaxlib", "numpy", "hypothesis", "pytest", "flax", "optax", "torch", "chex")
+VERSIONED_LIBRARIES = ("jax", "jaxlib", "numpy", "hypothesis", "pytest", "flax", "optax", "torch", "chex")
 
 
 class ResumeError(Exception):
@@ -51,8 +51,8 @@ def _digest(files: dict[str, bytes]) -> str:
 
 def fingerprint(course_files: dict[str, bytes], kit_files: dict[str, bytes], options: dict) -> dict[str, str]:
     """One digest per part that decides grades (see the module docstring)."""
-    versions = {}
-    for name in LIBRARIES:
+    versions: dict[str, str | None] = {}
+    for name in VERSIONED_LIBRARIES:
         try:
             versions[name] = metadata.version(name)
         except metadata.PackageNotFoundError:

@@ -51,7 +51,7 @@ def modules_with_givens(items: Iterable[tuple[pytest.Item, str, bool]], modules:
     found = set()
     for item, module, _ in items:
         if module in modules and module not in found:
-            definitions = item._fixtureinfo.name2fixturedefs
+            definitions = item._fixtureinfo.name2fixturedefs  # type: ignore[attr-defined]  # a pytest.Function's
             if any(REFERENCE in d.argnames for name, defs in definitions.items() if name != REFERENCE for d in defs):
                 found.add(module)
     return found
@@ -59,7 +59,7 @@ def modules_with_givens(items: Iterable[tuple[pytest.Item, str, bool]], modules:
 
 def _needs_the_reference_here(item: pytest.Item, correctness: bool) -> bool:
     # The check function's own arguments: pytest's FuncFixtureInfo (stable since 3.x) has no public accessor.
-    return not correctness and REFERENCE in item._fixtureinfo.argnames
+    return not correctness and REFERENCE in item._fixtureinfo.argnames  # type: ignore[attr-defined]
 
 
 # Correctness checks whose verdict the trusted side cannot confirm from recorded values (their results are

@@ -36,6 +36,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -43,6 +44,10 @@ from autograder.core.failures import CheckFailure
 from autograder.core.outcomes import CheckId
 from autograder.grading.trusted.trusted_only import modules_judged_on_the_trusted_side, modules_with_givens
 from autograder.grading.wire import PlannedCheck, Replay, Verdict, VerifierRequest, pytest_args
+
+if TYPE_CHECKING:
+    from autograder.core.course import Function
+    from autograder.recording.plain_data import Statics
 
 
 class Unverifiable(Exception):
@@ -149,8 +154,8 @@ def _replayed(
 
     replayed.__name__ = name
     replayed.__qualname__ = name
-    replayed.jit_stand_in = jit_stand_in
-    replayed.transform_stand_in = transform_stand_in
+    replayed.jit_stand_in = jit_stand_in  # type: ignore[attr-defined]  # read by structure.jit_once
+    replayed.transform_stand_in = transform_stand_in  # type: ignore[attr-defined]
     return replayed
 
 
@@ -181,19 +186,19 @@ class Verifier:
         self.transcripts: dict = request.transcripts
         if request.transcripts_file:
             self.transcripts = json.loads(Path(request.transcripts_file).read_text(encoding="utf-8"))
-        self.ids: dict[str, tuple[str, object]] = {}
+        self.ids: dict[str, tuple[str, Function]] = {}
         self.plan: list[PlannedCheck] = []
         self.with_givens: set[str] = set()  # plan: modules judged here only whose fixtures use the reference
         self.verdicts: dict[str, Verdict] = {}
         self.states: dict[str, _State] = {}
-        self.statics = None  # the recipes of states' static fields, shared by every replayed check
+        self.statics: Statics | None = None  # the recipes of states' static fields, shared by every replayed check
         # verify: the givens the grading processes answered their fixtures from; fixtures here answer from
         # them too, so both sides build the checks' inputs from the same data
         self.givens = request.givens if request.mode == "verify" else ""
 
     @pytest.hookimpl(trylast=True)
     def pytest_collection_modifyitems(self, session, config, items) -> None:
-        from autograder.pytest_plugin.session import CourseSession, session_of
+        from autograder.pytest_plugin.session import CourseSession, course_session_of
 
         keep, collected = [], []
         for item in items:
@@ -224,7 +229,7 @@ class Verifier:
             ]
         items[:] = keep
         if self.givens:
-            session_of(config).givens = Path(self.givens)
+            course_session_of(config).givens = Path(self.givens)
 
     def pytest_sessionstart(self, session) -> None:
         """No shrinking here: an input the student's process did not see has no recorded answer (a module
@@ -241,7 +246,7 @@ class Verifier:
         patched, as the student's process patches it for recording, so fixtures built on it see the
         same (``data``'s ``loader_module``)."""
         from autograder.grading import transcript
-        from autograder.pytest_plugin.session import session_of
+        from autograder.pytest_plugin.session import course_session_of
         from autograder.recording.plain_data import name_classes_by_course_module
 
         entry = self.ids.get(pyfuncitem.nodeid)
@@ -250,7 +255,7 @@ class Verifier:
             return (yield)
         cid, fn = entry
         state = self.states.setdefault(cid, _State())
-        session = session_of(pyfuncitem.config)
+        session = course_session_of(pyfuncitem.config)
         if self.statics is None:
             self.statics = transcript.statics(_course_classes(session))
         name_classes_by_course_module(student, fn.module)  # as the student's process names the student's
@@ -280,7 +285,8 @@ class Verifier:
         if state is not None and (state.unverifiable or (report.failed and state.other_missing)):
             self.verdicts[cid] = Verdict(Replay.UNVERIFIABLE)
         elif report.failed:
-            self.verdicts[cid] = Verdict(Replay.FAILED, _message(report), state.missing)
+            # no state: the check failed before it ran (a fixture), so no input went without an answer
+            self.verdicts[cid] = Verdict(Replay.FAILED, _message(report), state is not None and state.missing)
         elif report.when == "call" and cid not in self.verdicts:
             self.verdicts[cid] = Verdict(Replay.PASSED)
 

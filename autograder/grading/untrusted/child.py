@@ -44,12 +44,17 @@ import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from autograder.grading.untrusted import tamper
 from autograder.grading.wire import CLAIMABLE, ChildRequest, Claim, Event, pytest_args
 from autograder.runtime import compile_cache
+
+if TYPE_CHECKING:  # types only: a grading process imports them when it needs them
+    from autograder.core.course import Function
+    from autograder.recording.plain_data import Statics
 
 MAX_TRANSCRIPT_CHARS = 20_000_000
 # The reporter's attributes it rebinds itself while checks run (tamper.state_changed watches the others).
@@ -67,11 +72,11 @@ class ChildReporter:
         self.record = request.record
         self.own_answers = request.own_answers
         self.givens = request.givens
-        self.ids: dict[str, tuple[str, object]] = {}
+        self.ids: dict[str, tuple[str, Function]] = {}
         self.imported: set[str] = set()
         self.calls: dict[str, dict] = {}
         self.size = 0
-        self.statics = None  # the recipes of recorded states' static fields, made on the first record
+        self.statics: Statics | None = None  # the recipes of recorded states' static fields, made on the first record
         self.outcome_index = 0
         self.before: dict | None = None  # the grader's identities before the student's import
         self.state: dict | None = None  # this reporter's own state then (tamper.state_of), and the session's outcomes
@@ -82,7 +87,7 @@ class ChildReporter:
     @pytest.hookimpl(trylast=True)
     def pytest_collection_modifyitems(self, session, config, items) -> None:
         from autograder.core.outcomes import CheckId
-        from autograder.pytest_plugin.session import CourseSession, session_of
+        from autograder.pytest_plugin.session import CourseSession, course_session_of
 
         keep, dropped = [], []
         for item in items:
@@ -92,11 +97,12 @@ class ChildReporter:
                 dropped.append(item)
                 continue
             keep.append(item)
+            assert cid is not None  # fn is not None
             self.ids[item.nodeid] = (cid, fn)
         items[:] = keep
         if dropped:
             config.hook.pytest_deselected(items=dropped)
-        course_session = session_of(config)
+        course_session = course_session_of(config)
         if self.own_answers:  # judged on the trusted side: this process never had a reference
             course_session.own_answers = True
             course_session.givens = Path(self.givens) if self.givens else None
@@ -114,7 +120,7 @@ class ChildReporter:
     def pytest_runtest_setup(self, item) -> None:
         """The student's module is imported here, before the plugin's own setup (which fails a check
         of a module that cannot be imported before its fixtures) and before any fixture."""
-        from autograder.pytest_plugin.session import session_of
+        from autograder.pytest_plugin.session import course_session_of
 
         entry = self.ids.get(item.nodeid)
         if entry is None:
@@ -125,11 +131,11 @@ class ChildReporter:
         self.imported.add(module)
         if self.before is None:
             self.before = tamper.snapshot()
-            self.outcomes = session_of(item.config).outcomes
+            self.outcomes = course_session_of(item.config).outcomes
             self.state = tamper.state_of(self)
         self.emit(event=Event.IMPORT_BEGIN, module=module)
         try:
-            loaded = session_of(item.config).student(module)
+            loaded = course_session_of(item.config).student(module)
             if self.record:  # its classes (a TrainStateBN it returns) are recorded as the course's
                 from autograder.recording.plain_data import name_classes_by_course_module
 
@@ -156,12 +162,12 @@ class ChildReporter:
         # too, and both must see one answer per input (the first), which is what the verifier judges;
         # and the module's other functions a check calls (fit judged with the student's own sgd_update)
         # are recorded too, so that the verifier can replay them.
-        answers = {} if self.own_answers else None
+        answers: dict | None = {} if self.own_answers else None
         saved = {fn.name: original}
         if self.own_answers:
-            from autograder.pytest_plugin.session import session_of
+            from autograder.pytest_plugin.session import course_session_of
 
-            for other in session_of(pyfuncitem.config).course.module(fn.module).functions:
+            for other in course_session_of(pyfuncitem.config).course.module(fn.module).functions:
                 value = vars(student).get(other.name)
                 if other.name != fn.name and callable(value) and not isinstance(value, type):
                     saved[other.name] = value
@@ -175,7 +181,7 @@ class ChildReporter:
 
     def pytest_runtest_logfinish(self, nodeid, location) -> None:
         from autograder.core.status import Status
-        from autograder.pytest_plugin.session import session_of
+        from autograder.pytest_plugin.session import course_session_of
 
         entry = self.ids.get(nodeid)
         if entry is None:
@@ -184,7 +190,7 @@ class ChildReporter:
             _send(self, event=Event.DONE)
             os._exit(0)
         cid, _ = entry
-        outcomes = session_of(self._config).outcomes
+        outcomes = course_session_of(self._config).outcomes
         new = outcomes[self.outcome_index :]
         self.outcome_index = len(outcomes)
         failed = [o for o in new if o.status != Status.PASSED]
@@ -234,10 +240,10 @@ def _forged(reporter: ChildReporter) -> list[str]:
     state = reporter.__dict__.get("state")
     if state is None:
         return []
-    from autograder.pytest_plugin.session import session_of
+    from autograder.pytest_plugin.session import course_session_of
 
     what = tamper.state_changed(reporter, state, REPORTER_MUTABLE)
-    outcomes = session_of(state["_config"]).outcomes
+    outcomes = course_session_of(state["_config"]).outcomes
     if outcomes is not state["outcomes"] or type(outcomes) is not list:
         what.append("the session's outcomes")
     return what
@@ -287,8 +293,8 @@ def _recording(reporter: ChildReporter, calls: dict, label: str, original, answe
         transformed = transformed_once(original, transform_label, transform)
         return _recording(reporter, calls, f"{label}|{transform_label}", transformed, answers)
 
-    recorded.jit_stand_in = jit_stand_in
-    recorded.transform_stand_in = transform_stand_in
+    recorded.jit_stand_in = jit_stand_in  # type: ignore[attr-defined]  # read by structure.jit_once
+    recorded.transform_stand_in = transform_stand_in  # type: ignore[attr-defined]
     return recorded
 
 
@@ -320,6 +326,7 @@ def _record(reporter: ChildReporter, calls: dict, key: str | None, args: tuple, 
     try:
         if key is None or key in calls or reporter.size > MAX_TRANSCRIPT_CHARS:
             return
+        assert reporter.statics is not None  # made by _key, which made the key
         encoded = transcript.encode(out, reporter.statics, float_hints([*args, *kwargs.values()]))
         reporter.size += len(json.dumps(encoded))
         calls[key] = encoded

@@ -108,7 +108,7 @@ def test_a_failed_preflight_fails_every_later_submission_without_running_again(t
     resources = {"nbgrader": {"assignment": "a1", "notebook": "a1", "student": "ann"}}
     messages = []
     for _ in range(3):
-        with pytest.raises(preflight.PreflightFailed) as failed:
+        with pytest.raises(preflight.NotebookPreflightFailed) as failed:
             step.preprocess(new_notebook(), resources)
         messages.append(str(failed.value))
     assert len(runs) == 1 and runs[0] == tmp_path / "source" / "." / "a1" / "a1.ipynb"
