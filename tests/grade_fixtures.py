@@ -823,11 +823,19 @@ import glob, os, sys
 seen = set()
 for m in list(sys.modules.values()):
     f = getattr(m, "__file__", None) or ""
-    if os.path.basename(f).startswith("test_"):
+    if os.path.basename(f).startswith("test_") and os.path.basename(os.path.dirname(f)) == "exercises":
         seen |= {os.path.basename(p) for p in glob.glob(os.path.join(os.path.dirname(f), "test_*.py"))}
 for base in ("/tmp", os.path.dirname(os.getcwd()), os.path.dirname(os.path.dirname(os.getcwd()))):
-    seen |= {os.path.basename(p) for p in glob.glob(base + "/**/test_*.py", recursive=True)}
-raise RuntimeError("checks seen: " + ",".join(sorted(seen)) + ".")
+    seen |= {os.path.basename(p) for p in glob.glob(base + "/**/exercises/test_*.py", recursive=True)}
+modules = set()
+for m in list(sys.modules.values()):
+    f = getattr(m, "__file__", None) or ""
+    toml = os.path.join(os.path.dirname(os.path.dirname(f)), "course.toml")
+    if os.path.basename(os.path.dirname(f)) == "exercises" and os.path.isfile(toml):
+        import tomllib
+        with open(toml, "rb") as t:
+            modules |= {mod["name"] for mod in tomllib.load(t)["modules"]}
+raise RuntimeError("checks seen: " + ",".join(sorted(seen)) + ". modules in course.toml: " + ",".join(sorted(modules)) + ".")
 """
 
 # Issue 41, door 3: writes into its HOME until the disk says no (and keeps the file).
@@ -837,7 +845,7 @@ with open(os.path.join(os.environ["HOME"], "filler"), "wb") as f:
     while True:
         f.write(b"x" * 2**20)
 """
-# ... to the last byte (the grader's next run has no room to be laid out), then exits.
+# ... to the last byte, then exits: the grader lays its next run out in the room the last one's folder left.
 FILLS_ITS_DISK_THEN_EXITS = """
 import os
 with open(os.path.join(os.environ["HOME"], "filler"), "wb", buffering=0) as f:
@@ -922,7 +930,7 @@ def build_sandbox_class(
     add(
         "r_reads_other_checks",
         replace(ref, {fns[0]: READS_OTHER_CHECKS}),
-        {**full, fns[0]: (ZERO, rf"checks seen: test_{module}\.py\.")},
+        {**full, fns[0]: (ZERO, rf"checks seen: test_{module}\.py\. modules in course\.toml: {module}\.")},
     )
     # Door 3: a disk quota per student; past it the student loses only their own functions.
     add(
@@ -933,10 +941,7 @@ def build_sandbox_class(
     add(
         "q_fills_its_disk_and_exits",
         replace(ref, {fns[0]: FILLS_ITS_DISK_THEN_EXITS}),
-        {
-            fns[0]: (ZERO, r"exited with code 7"),
-            **{fn: (ZERO, r"your sandbox's disk is full[\s\S]*disk quota") for fn in fns[1:]},
-        },
+        {**full, fns[0]: (ZERO, r"exited with code 7")},
     )
     # Links: the submission is regular files only, read inside the student's folder.
     solutions = course / "solutions"

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ctypes
 import errno
+import json
 import os
 import shutil
 import tempfile
@@ -56,10 +57,11 @@ class Snapshot:
         """The course as one grading process of ``module`` sees it, written into ``scratch``: ``course.toml``, the
         course's ``conftest.py`` and ``pytest.ini``, and that module's stub and checks only (no other module's
         checks, hidden ones included; no reference); returns its root."""
-        wanted = {"course.toml", "conftest.py", "pytest.ini", f"exercises/{module}.py", f"exercises/test_{module}.py"}
+        wanted = {"conftest.py", "pytest.ini", f"exercises/{module}.py", f"exercises/test_{module}.py"}
         for rel, data in self.course.items():
             if rel in wanted:
                 _write(scratch / "course" / rel, data)
+        _write(scratch / "course" / "course.toml", course_toml_of(self.course["course.toml"], module))
         return scratch / "course"
 
 
@@ -151,3 +153,41 @@ def remove_folder(folder: Path) -> None:
 def no_space(err: BaseException) -> bool:
     """Whether ``err`` is a write refused because a file system (a student's quota) is full."""
     return isinstance(err, OSError) and err.errno in (errno.ENOSPC, errno.EDQUOT)
+
+
+def course_toml_of(course_toml: bytes, module: str) -> bytes:
+    """``course.toml`` as one grading process of ``module`` needs it: its limits and settings, and that module's
+    entry only (no other module's functions, hints or hidden checks; no deliberate gaps, which only
+    ``check-course`` reads). Written back as TOML and read again: the result must hold exactly that, or the
+    course's own file is the answer (nothing is lost, nothing changes meaning)."""
+    import tomllib
+
+    data = tomllib.loads(course_toml.decode("utf-8"))
+    kept = {key: value for key, value in data.items() if key not in ("modules", "deliberate_gaps")}
+    kept["modules"] = [m for m in data.get("modules", []) if isinstance(m, dict) and m.get("name") == module]
+    try:
+        text = "".join(f"{_toml_key(key)} = {_toml_value(value)}\n" for key, value in kept.items())
+        if tomllib.loads(text) == kept:
+            return text.encode("utf-8")
+    except (TypeError, ValueError):
+        pass
+    return course_toml
+
+
+def _toml_key(key: str) -> str:
+    return key if key and all(c.isalnum() or c in "_-" for c in key) and key.isascii() else json.dumps(key)
+
+
+def _toml_value(value) -> str:
+    """One TOML value on one line (inline tables and arrays); what :func:`course_toml_of` checks by reading it."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{_toml_key(k)} = {_toml_value(v)}" for k, v in value.items()) + "}"
+    raise TypeError(f"no TOML for {type(value).__name__}")
