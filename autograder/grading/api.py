@@ -112,13 +112,16 @@ def grade_class(
     same files) are kept; with ``regrade`` only those students are graded and every other keeps its recorded
     grades. ``workers``: the local grader's pre-started sandboxes (default: one per student to grade).
     ``prove=False`` skips the local pre-flight check: only for measurements and comparisons that are not grades
-    (``benchmarks/grade_class.py --breakdown``, ``scripts/grade_agreement.py``).
+    (``benchmarks/grade_class.py --breakdown``, ``scripts/grade_agreement.py``, which compares with the checks run
+    in-process on the published inputs). Grades (``prove=True``) are drawn from ``options.seed``, or when it is None
+    from the seed the run in ``out`` recorded (``resume``, ``regrade``), else from :func:`default_seed`: never from
+    the inputs a student release published answers for.
     Raises :class:`~autograder.grading.outputs.run_state.ResumeError` when ``out`` cannot be resumed."""
     stop = stop if stop is not None else threading.Event()
     notify = on_notice or (lambda _notice: None)
     modules = options.modules
     snapshot = Snapshot.take(course.root)
-    if options.seed is None:  # never the inputs a student release published answers for
+    if options.seed is None and prove:  # grades: never the inputs a student release published answers for
         recorded = run_state.recorded_seed(out) if out is not None and (resume or regrade) else None
         options = replace(options, seed=recorded if recorded is not None else default_seed(snapshot))
     isolation = "cluster" if cluster else bubblewrap.isolation().describe()
