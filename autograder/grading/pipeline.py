@@ -32,7 +32,7 @@ from autograder.core.status import Status
 from autograder.core.submission import read_submission
 from autograder.grading import preflight
 from autograder.grading.isolation.bubblewrap import Box
-from autograder.grading.isolation.limits import WALL_FACTOR, Fault, Limits, RunResult
+from autograder.grading.isolation.limits import WALL_FACTOR, Fault, Interrupted, Limits, RunResult
 from autograder.grading.isolation.limits import check as stop_if_set
 from autograder.grading.isolation.scratch import no_space
 from autograder.grading.isolation.supervise import supervise
@@ -157,7 +157,17 @@ class SubmissionPipeline:
                 break
             started = time.monotonic()
             try:
-                run = self.run_child(module, source, box, [c.id for c in checks if c.id in verdicts])
+                try:
+                    run = self.run_child(module, source, box, [c.id for c in checks if c.id in verdicts])
+                except Interrupted:
+                    raise
+                except Exception:
+                    if not box.condemned:
+                        raise
+                    # the student's code broke this box (another of their modules found it) while this run was laid
+                    # out or started in it: it runs again in the fresh box, nobody blamed
+                    box = self.box_of(submission)
+                    continue
             except NoSpace:  # the student's own files filled their quota: the grader cannot lay out the next run
                 full = f": not checked: your sandbox's disk is full{quota_note(box)}"
                 verdicts.update({c.id: (Status.FAILED, c.qualname + full) for c in todo})
