@@ -156,6 +156,7 @@ class SubmissionPipeline:
             if not todo:
                 break
             started = time.monotonic()
+            ran_before = box.student_ran  # the student's code had run in this box before this run
             try:
                 try:
                     run = self.run_child(module, source, box, [c.id for c in checks if c.id in verdicts])
@@ -189,8 +190,17 @@ class SubmissionPipeline:
                 continue
             if run.fault is not None:
                 self.faults.append((module, run.fault, run.stderr_tail))
-                if preflight.fault_before_student(run):  # the grader's failure: never a student's score
-                    raise preflight.grader_error(module, run, preflight.limits_of(self.options))
+                if preflight.fault_before_student(run):
+                    if not ran_before:  # the grader's failure: never a student's score
+                        raise preflight.grader_error(module, run, preflight.limits_of(self.options))
+                    # died before this run imported the student's code, in a box where their code had run: what
+                    # their code left there (a process of another module, a full /dev/shm) is theirs, a fresh box once
+                    fresh = self.fresh_box(submission, box)
+                    if fresh is None:
+                        verdicts.update(broken_box(module, todo, run.fault.detail or run.fault.kind))
+                        break
+                    box = fresh
+                    continue
             timings["runs"] += 1
             timings[f"peak_mb:{module}"] = max(timings.get(f"peak_mb:{module}", 0.0), run.peak_mb)
             timings["run_seconds"] += time.monotonic() - started
@@ -411,7 +421,7 @@ def _out_of_space(text: str) -> bool:
     return "No space left on device" in text or "Errno 28" in text or "Disk quota exceeded" in text
 
 
-def broken_box(module: str, todo: list[PlannedCheck], err: BaseException) -> Verdicts:
+def broken_box(module: str, todo: list[PlannedCheck], err: BaseException | str) -> Verdicts:
     """The checks of ``module`` left when the student's code broke their sandbox twice (its zygote stopped, killed
     or wedged after their code ran in it, and again in a fresh one): each fails, saying why."""
     return {

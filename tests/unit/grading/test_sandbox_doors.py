@@ -8,6 +8,7 @@ import errno
 import json
 import os
 import stat
+from pathlib import Path
 
 import pytest
 from support import ROOT
@@ -114,3 +115,25 @@ def test_grade_without_a_seed_draws_the_instructor_seed_of_the_references():
     assert isinstance(default_seed(snapshot), int)
     changed = Snapshot(dict(snapshot.course, **{"solutions/at_updates.py": b"# another reference\n"}), snapshot.kit)
     assert default_seed(changed) != default_seed(snapshot)
+
+
+def test_the_trusted_sides_temporary_folder_is_a_scratch_folder_of_the_pool(tmp_path, monkeypatch):
+    """pytest's ``pytest-of-<user>`` of the verifiers (the reference's checkpoints) goes into the pool's own scratch
+    folder, removed with every other one by ``close()``: after Ctrl-C or SIGTERM too, nothing is left in TMPDIR."""
+    import tempfile
+    import threading
+
+    from autograder.core.course import load_course
+    from autograder.grading.options import Options
+    from autograder.grading.pool import GradingPool
+
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    monkeypatch.setattr(tempfile, "tempdir", None)
+    pool = GradingPool(load_course(ROOT), Options(("at_updates",), 20, 1024, 1), threading.Event())
+    try:
+        trusted_tmp = Path(pool.trusted_env["TMPDIR"])
+        assert trusted_tmp.parent == tmp_path and trusted_tmp.name.startswith("autograder-")
+        (trusted_tmp / "pytest-of-root" / "pytest-0").mkdir(parents=True)
+    finally:
+        pool.close()
+    assert not list(tmp_path.iterdir())
