@@ -605,6 +605,17 @@ def build_tamper_class(dest: Path, module: str, other: str) -> dict[str, dict[st
             **{f"{module}.{fn}": (ZERO, detected) for fn in fns},
             **{fn.qualname: (FULL, "") for fn in course.module(other).functions},
         }
+    # Issue 41, door 1: stops its zygote when its first module is imported, and crashes nowhere: its other module,
+    # which needs a process from that zygote (or already has one), is graded in a fresh sandbox, in full; the
+    # class goes on (grade stopped with the grader's error before).
+    folder = dest / "stops_its_zygote_in_one_module"
+    folder.mkdir(parents=True)
+    (folder / f"{module}.py").write_text(reference_source(module) + STOPS_PARENT, encoding="utf-8")
+    (folder / f"{other}.py").write_text(reference_source(other), encoding="utf-8")
+    expected[folder.name] = {
+        **{f"{module}.{fn}": (FULL, "") for fn in fns},
+        **{fn.qualname: (FULL, "") for fn in course.module(other).functions},
+    }
     return expected
 
 
