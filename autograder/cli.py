@@ -117,7 +117,8 @@ def add_grade(subparsers) -> argparse.ArgumentParser:
         type=int,
         metavar="N",
         help="draw the inputs from seed N (deterministic for one N, unlike the inputs a student release "
-        "published answers for); keep N private",
+        "published answers for); keep N private. Default: an instructor seed drawn from the references (as the "
+        "Gradescope bundle's); --resume and --student keep the seed of the run they continue",
     )
     parser.add_argument(
         "--run-as",

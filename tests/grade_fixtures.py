@@ -605,6 +605,17 @@ def build_tamper_class(dest: Path, module: str, other: str) -> dict[str, dict[st
             **{f"{module}.{fn}": (ZERO, detected) for fn in fns},
             **{fn.qualname: (FULL, "") for fn in course.module(other).functions},
         }
+    # Issue 41, door 1: stops its zygote when its first module is imported, and crashes nowhere: its other module,
+    # which needs a process from that zygote (or already has one), is graded in a fresh sandbox, in full; the
+    # class goes on (grade stopped with the grader's error before).
+    folder = dest / "stops_its_zygote_in_one_module"
+    folder.mkdir(parents=True)
+    (folder / f"{module}.py").write_text(reference_source(module) + STOPS_PARENT, encoding="utf-8")
+    (folder / f"{other}.py").write_text(reference_source(other), encoding="utf-8")
+    expected[folder.name] = {
+        **{f"{module}.{fn}": (FULL, "") for fn in fns},
+        **{fn.qualname: (FULL, "") for fn in course.module(other).functions},
+    }
     return expected
 
 
@@ -783,12 +794,90 @@ raise RuntimeError(f"forked all {{count}} processes")
 
 ALLOCATES_3G = "hog = bytearray(b'x') * (3 * 2**30)\nreturn len(hog)"
 
+# Issue 41, door 2: plants links wherever the grader (root) might open a file by name (the stderr of this run and
+# of the next ones, the zygote's), to {victim} (a root-only file: its text must never be quoted) and to {created}
+# (which root must never create); and tries to move its run's folder away to put a link in its place.
+PLANTS_LINKS = """
+import os as _os
+import pathlib as _pathlib
+import sys as _sys
 
-def build_sandbox_class(dest: Path, module: str, *, course: Path, leak: Path, marker: str, private: str) -> dict:
+_here = _pathlib.Path.cwd()
+_names = ["stderr.txt", "zygote-stderr.txt", *(f"run-{{k}}-stderr.txt" for k in range(1, 40))]
+for _base in {{_here, _here.parent, _here.parent.parent, _pathlib.Path(_os.environ.get("HOME") or "/")}}:
+    for _name in _names:
+        for _target in ({victim!r}, {created!r}):
+            try:
+                if _os.path.lexists(_base / _name):
+                    _os.unlink(_base / _name)
+                _os.symlink(_target, _base / _name)
+            except OSError:
+                pass
+    for _k in range(1, 40):
+        try:
+            _os.symlink("/", _base / f"run-{{_k}}")
+        except OSError:
+            pass
+try:
+    _os.rename(_here.parent, _here.parent.parent / "moved")
+    _os.symlink("/", _here.parent)
+except OSError:
+    pass
+_sys.stderr.write("\\x1b]0;PWNED\\x07\\x1b[2J\\x1b[1A")
+_sys.stderr.flush()
+"""
+
+# Issue 41, door 4: lists every check file it can find (next to its module's checks, anywhere its sandbox shows):
+# other modules' checks (their hidden ones among them) must not be there.
+READS_OTHER_CHECKS = """
+import glob, os, sys
+seen = set()
+for m in list(sys.modules.values()):
+    f = getattr(m, "__file__", None) or ""
+    if os.path.basename(f).startswith("test_") and os.path.basename(os.path.dirname(f)) == "exercises":
+        seen |= {os.path.basename(p) for p in glob.glob(os.path.join(os.path.dirname(f), "test_*.py"))}
+for base in ("/tmp", os.path.dirname(os.getcwd()), os.path.dirname(os.path.dirname(os.getcwd()))):
+    seen |= {os.path.basename(p) for p in glob.glob(base + "/**/exercises/test_*.py", recursive=True)}
+modules = set()
+for m in list(sys.modules.values()):
+    f = getattr(m, "__file__", None) or ""
+    toml = os.path.join(os.path.dirname(os.path.dirname(f)), "course.toml")
+    if os.path.basename(os.path.dirname(f)) == "exercises" and os.path.isfile(toml):
+        import tomllib
+        with open(toml, "rb") as t:
+            modules |= {mod["name"] for mod in tomllib.load(t)["modules"]}
+raise RuntimeError("checks seen: " + ",".join(sorted(seen)) + ". modules in course.toml: " + ",".join(sorted(modules)) + ".")
+"""
+
+# Issue 41, door 3: writes into its HOME until the disk says no (and keeps the file).
+FILLS_ITS_DISK = """
+import os
+with open(os.path.join(os.environ["HOME"], "filler"), "wb") as f:
+    while True:
+        f.write(b"x" * 2**20)
+"""
+# ... to the last byte, then exits: the grader lays its next run out in the room the last one's folder left.
+FILLS_ITS_DISK_THEN_EXITS = """
+import os
+with open(os.path.join(os.environ["HOME"], "filler"), "wb", buffering=0) as f:
+    for size in (2**20, 2**12, 1):
+        try:
+            while True:
+                f.write(b"x" * size)
+        except OSError:
+            pass
+os._exit(7)
+"""
+
+
+def build_sandbox_class(
+    dest: Path, module: str, *, course: Path, leak: Path, marker: str, private: str, victim: Path, created: Path
+) -> dict:
     """The sandbox's hostile class (see above); returns ``{student: {function: (FULL or ZERO, message regex)}}``.
 
     ``leak``: where the process that tries to outlive its run copies what it reads; ``marker``: in its command
-    line; ``private``: a string only the honest students' files hold."""
+    line; ``private``: a string only the honest students' files hold; ``victim``: a root-only host file the
+    grader must never open for a student (nor quote), ``created``: a host path it must never create."""
     fns = [f.name for f in load_course(ROOT).module(module).functions]
     ref = reference_source(module)
     full = {fn: (FULL, "") for fn in fns}
@@ -829,6 +918,42 @@ def build_sandbox_class(dest: Path, module: str, *, course: Path, leak: Path, ma
     )
     add("h_honest_after", honest, full)
     add("z_reads_classmates", reader, full)
+    # Issue 41, door 1: stops its zygote at import and crashes in two functions: its box is replaced once, then
+    # what is left of its module earns nothing, saying why; the class goes on.
+    add(
+        "n_stops_zygote_and_crashes",
+        replace(ref, {fns[0]: OS_EXIT, fns[1]: OS_EXIT}) + STOPS_PARENT,
+        {
+            **{fn: (ZERO, r"stopped while checking this function") for fn in fns[:2]},
+            **{
+                fn: (ZERO, r"your code stopped or broke the process that starts your grading processes")
+                for fn in fns[2:]
+            },
+        },
+    )
+    # Door 2: links planted for the grader to follow; it opens nothing by name where the student writes.
+    add(
+        "o_plants_links",
+        replace(ref, {fns[0]: OS_EXIT}) + PLANTS_LINKS.format(victim=str(victim), created=str(created)),
+        {**full, fns[0]: (ZERO, r"exited with code 7")},
+    )
+    # Door 4: its process sees its own module's checks, no other module's.
+    add(
+        "r_reads_other_checks",
+        replace(ref, {fns[0]: READS_OTHER_CHECKS}),
+        {**full, fns[0]: (ZERO, rf"checks seen: test_{module}\.py\. modules in course\.toml: {module}\.")},
+    )
+    # Door 3: a disk quota per student; past it the student loses only their own functions.
+    add(
+        "p_fills_its_disk",
+        replace(ref, {fns[0]: FILLS_ITS_DISK}),
+        {**full, fns[0]: (ZERO, r"No space left on device[\s\S]*disk quota: your sandbox may hold at most \d+ MB")},
+    )
+    add(
+        "q_fills_its_disk_and_exits",
+        replace(ref, {fns[0]: FILLS_ITS_DISK_THEN_EXITS}),
+        {**full, fns[0]: (ZERO, r"exited with code 7")},
+    )
     # Links: the submission is regular files only, read inside the student's folder.
     solutions = course / "solutions"
     linked = {fn: (ZERO, "") for fn in fns}

@@ -13,7 +13,7 @@ from __future__ import annotations
 import io
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TextIO
 
@@ -112,12 +112,18 @@ def grade_class(
     same files) are kept; with ``regrade`` only those students are graded and every other keeps its recorded
     grades. ``workers``: the local grader's pre-started sandboxes (default: one per student to grade).
     ``prove=False`` skips the local pre-flight check: only for measurements and comparisons that are not grades
-    (``benchmarks/grade_class.py --breakdown``, ``scripts/grade_agreement.py``).
+    (``benchmarks/grade_class.py --breakdown``, ``scripts/grade_agreement.py``, which compares with the checks run
+    in-process on the published inputs). Grades (``prove=True``) are drawn from ``options.seed``, or when it is None
+    from the seed the run in ``out`` recorded (``resume``, ``regrade``), else from :func:`default_seed`: never from
+    the inputs a student release published answers for.
     Raises :class:`~autograder.grading.outputs.run_state.ResumeError` when ``out`` cannot be resumed."""
     stop = stop if stop is not None else threading.Event()
     notify = on_notice or (lambda _notice: None)
     modules = options.modules
     snapshot = Snapshot.take(course.root)
+    if options.seed is None and prove:  # grades: never the inputs a student release published answers for
+        recorded_seed = run_state.recorded_seed(out) if out is not None and (resume or regrade) else None
+        options = replace(options, seed=recorded_seed if recorded_seed is not None else default_seed(snapshot))
     isolation = "cluster" if cluster else bubblewrap.isolation().describe()
     notify(IsolationInForce(isolation, bool(cluster)))
     run = run_state.fingerprint(
@@ -185,6 +191,16 @@ def grade_class(
         grades.interrupted = stop.is_set()
         grades.results = grades.results or [finished[name] for name, _ in students if name in finished]
     return grades
+
+
+def default_seed(snapshot: Snapshot) -> int:
+    """The instructor seed ``grade`` draws its inputs from when no ``--seed`` is given: drawn from the references
+    (which students never see) as the Gradescope bundle's is, so a release's recorded answers (for the published
+    inputs) earn nothing in any mode, and the same course grades the same way every run."""
+    from autograder.release.record import instructor_seed
+
+    solutions = {Path(rel).name: data for rel, data in snapshot.course.items() if rel.startswith("solutions/")}
+    return instructor_seed(solutions)
 
 
 def start_grader(make):

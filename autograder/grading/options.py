@@ -17,3 +17,5 @@ class Options:
     seed: int | None = None  # `grade --seed N`: inputs drawn from N (child and verifier alike), not the published ones
     run_as: str | None = None  # start untrusted processes as this unprivileged user (grader runs as root)
     prove_again: bool = False  # `grade --preflight`: prove the environment now, not from a kept proof
+    # each student's sandbox folder is a file system of this size (a disk quota; where the grader may mount one)
+    disk_mb: int = 256

@@ -32,8 +32,9 @@ from autograder.core.status import Status
 from autograder.core.submission import read_submission
 from autograder.grading import preflight
 from autograder.grading.isolation.bubblewrap import Box
-from autograder.grading.isolation.limits import WALL_FACTOR, Fault, Limits, RunResult
+from autograder.grading.isolation.limits import WALL_FACTOR, Fault, Interrupted, Limits, RunResult
 from autograder.grading.isolation.limits import check as stop_if_set
+from autograder.grading.isolation.scratch import no_space
 from autograder.grading.isolation.supervise import supervise
 from autograder.grading.pool import GradingPool
 from autograder.grading.trusted.client import TrustedSide
@@ -72,6 +73,7 @@ class Submission:
     # group and a zygote of their own, for all of their grading processes: nothing one student's code writes
     # reaches another's.
     box: Box | None = None
+    fresh_boxes: int = 0  # boxes started in place of one the student's code broke (at most one)
 
     def add(self, found: ModuleResult) -> None:
         with self.lock:
@@ -116,12 +118,30 @@ class SubmissionPipeline:
         classmate's code, or plant programs that later students' processes run."""
         with submission.lock:
             if submission.box is None:
-                box = self.pool.take_box()
-                if self.options.cache_dir is not None:
-                    _copy_files(Path(self.options.cache_dir) / submission.student, box.folder / compile_cache.FOLDER)
-                    box.give(box.folder / compile_cache.FOLDER)
-                submission.box = box
+                submission.box = self._new_box(submission)
             return submission.box
+
+    def _new_box(self, submission: Submission) -> Box:
+        box = self.pool.take_box()
+        if self.options.cache_dir is not None:
+            _copy_files(Path(self.options.cache_dir) / submission.student, box.home / compile_cache.FOLDER)
+            box.give(box.home / compile_cache.FOLDER)
+        return box
+
+    def fresh_box(self, submission: Submission, broken: Box) -> Box | None:
+        """A new sandbox for ``submission`` in place of ``broken``, which the student's own code broke (its zygote
+        stopped, killed or wedged after their code ran in it): ``broken`` is killed and removed. Once per student:
+        None when the student already had their fresh box (their remaining functions then earn nothing)."""
+        with submission.lock:
+            if submission.box is not broken:  # another of the student's modules replaced it already
+                return submission.box
+            if submission.fresh_boxes >= 1:
+                return None
+            submission.fresh_boxes += 1
+            broken.condemned = True
+            self.pool.discard_box(broken)
+            submission.box = None
+        return self.box_of(submission)
 
     def grade_module(self, submission: Submission, module: str) -> ModuleResult:
         """Run ``module``'s checks in fresh processes until each has a verdict (a fault costs only what it hit);
@@ -131,26 +151,68 @@ class SubmissionPipeline:
         source = submission.files[module]
         found = ModuleResult()
         verdicts, timings = found.verdicts, found.timings
-        for _attempt in range(len(checks) + 1):
+        for _attempt in range(len(checks) + 2):
             todo = [c for c in checks if c.id not in verdicts]
             if not todo:
                 break
             started = time.monotonic()
+            ran_before = box.student_ran  # the student's code had run in this box before this run
             try:
-                run = self.run_child(module, source, box, [c.id for c in checks if c.id in verdicts])
-            except RuntimeError as err:  # a zygote that did not start or fork: no student code ran
-                raise preflight.GraderError(
-                    f"the grader could not start a grading process of {module} ({err}; "
-                    f"{preflight.limits_of(self.options)})" + preflight.last_lines(self.pool.zygote_stderr(box))
-                ) from None
+                try:
+                    run = self.run_child(module, source, box, [c.id for c in checks if c.id in verdicts])
+                except Interrupted:
+                    raise
+                except Exception:
+                    if not box.condemned:
+                        raise
+                    # the student's code broke this box (another of their modules found it) while this run was laid
+                    # out or started in it: it runs again in the fresh box, nobody blamed
+                    box = self.box_of(submission)
+                    continue
+            except NoSpace:  # the student's own files filled their quota: the grader cannot lay out the next run
+                full = f": not checked: your sandbox's disk is full{quota_note(box)}"
+                verdicts.update({c.id: (Status.FAILED, c.qualname + full) for c in todo})
+                break
+            except RuntimeError as err:  # a zygote that did not start or fork
+                if not box.student_ran and not box.condemned:  # no student code ran in this box: the grader's failure
+                    raise preflight.GraderError(
+                        f"the grader could not start a grading process of {module} ({err}; "
+                        f"{preflight.limits_of(self.options)})" + preflight.last_lines(self.pool.zygote_stderr(box))
+                    ) from None
+                fresh = self.fresh_box(submission, box)  # the student's code broke its own box: a fresh one, once
+                if fresh is None:
+                    verdicts.update(broken_box(module, todo, err))
+                    break
+                box = fresh
+                continue
+            if run.fault is not None and box.condemned:  # killed with a box the student broke: run again, no blame
+                box = self.box_of(submission)
+                continue
             if run.fault is not None:
                 self.faults.append((module, run.fault, run.stderr_tail))
-                if preflight.fault_before_student(run):  # the grader's failure: never a student's score
-                    raise preflight.grader_error(module, run, preflight.limits_of(self.options))
+                if preflight.fault_before_student(run):
+                    if not ran_before:  # the grader's failure: never a student's score
+                        raise preflight.grader_error(module, run, preflight.limits_of(self.options))
+                    # died before this run imported the student's code, in a box where their code had run: what
+                    # their code left there (a process of another module, a full /dev/shm) is theirs, a fresh box once
+                    fresh = self.fresh_box(submission, box)
+                    if fresh is None:
+                        verdicts.update(broken_box(module, todo, run.fault.detail or run.fault.kind))
+                        break
+                    box = fresh
+                    continue
             timings["runs"] += 1
             timings[f"peak_mb:{module}"] = max(timings.get(f"peak_mb:{module}", 0.0), run.peak_mb)
             timings["run_seconds"] += time.monotonic() - started
             claimed, transcripts, tampered = self.claims(run, verdicts)
+            if box.quota_mb is not None:
+                claimed = {
+                    check: (
+                        status,
+                        message + quota_note(box) if status != Status.PASSED and _out_of_space(message) else message,
+                    )
+                    for check, (status, message) in claimed.items()
+                }
             verdicts.update(claimed)
             found.transcripts.update(transcripts)
             if tampered is not None:
@@ -159,7 +221,12 @@ class SubmissionPipeline:
             if run.fault is None:
                 break
             for check, verdict in blame(run.fault, todo, self.options, self.function_of).items():
+                if box.quota_mb is not None and _out_of_space(run.stderr_tail):
+                    verdict = (verdict[0], verdict[1] + quota_note(box))
                 verdicts.setdefault(check, verdict)
+        else:  # every attempt used (a box replaced on the way): what is left could not be run
+            for c in checks:
+                verdicts.setdefault(c.id, (Status.ERROR, "this check could not be run on your submission"))
         return found
 
     def claims(self, run: RunResult, judged: Verdicts) -> tuple[Verdicts, dict[str, dict], list[str] | None]:
@@ -186,47 +253,32 @@ class SubmissionPipeline:
 
     def run_child(self, module: str, source: bytes, box: Box, skip: list[str]) -> RunResult:
         """One grading process for ``module`` (only its file is in its folder), skipping checks in ``skip``, in
-        its student's sandbox ``box`` (:meth:`box_of`)."""
-        own_folder = box.folder
-        scratch = box.folder / box.run_name()
-        scratch.mkdir()
+        its student's sandbox ``box`` (:meth:`box_of`). Raises :class:`NoSpace` when the student's own files
+        left no room in their sandbox to lay the run out."""
+        scratch = box.folder / box.run_name()  # made in the grader's own folder, handed over once laid out
+        stderr_path = box.private / f"{scratch.name}-stderr.txt"  # opened by name: never where the student writes
+        shared = self.pool.shared
         try:
-            own_answers = module in self.trusted_only_modules
-            shared = self.pool.shared
-            course_root, kit = shared / "course", shared / "kit"
-            if not own_answers:  # a module whose grading process takes the reference (none of this course's)
-                course_root, _ = self.pool.snapshot.materialize(scratch, solutions=True)
-            givens = ""
-            if own_answers and module in self.modules_with_givens:
-                shutil.copytree(self.trusted.givens_dir, scratch / "givens")
-                givens = str(scratch / "givens")
-            submission = scratch / "submission"
-            submission.mkdir()
-            (submission / f"{module}.py").write_bytes(source)
-            work = scratch / "work"
-            work.mkdir()
-            tmp = scratch / "tmp"
-            tmp.mkdir()
-            box.give(scratch)
-            cfg = ChildRequest(
-                str(course_root),
-                str(submission),
-                [module],
-                skip,
-                str(kit),
-                seed=self.options.seed,
-                own_answers=own_answers,
-                givens=givens,
-                own_folder=str(own_folder),
-                tmp=str(tmp),
-            ).to_wire()
+            try:
+                cfg = self._lay_out(module, source, box, skip, scratch)
+            except OSError as err:
+                if no_space(err) and box.quota_mb is not None:  # the student's quota, not the machine's disk
+                    raise NoSpace() from None
+                raise
             remaining = {self.function_of[c.id] for c in self.plan if c.module == module}
             limits = Limits(
                 self.options.timeout_per_function,
                 self.options.memory_mb,
                 total_timeout=WALL_FACTOR * self.options.timeout_per_function * (len(remaining) + 3) + 120,
             )
-            run = supervise(self.pool.starter(box), work, cfg, limits, self.function_of, self.stop)
+            starter = self.pool.starter(box)
+
+            def start(*args):
+                handle = starter(*args)
+                box.student_ran = True  # a process that imports the student's module runs in the box from now on
+                return handle
+
+            run = supervise(start, scratch / "work", cfg, limits, self.function_of, self.stop, stderr_path)
             for event in run.events:
                 if isinstance(event.get("message"), str):
                     event["message"] = (
@@ -235,6 +287,45 @@ class SubmissionPipeline:
             return run
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
+            stderr_path.unlink(missing_ok=True)
+
+    def _lay_out(self, module: str, source: bytes, box: Box, skip: list[str], scratch: Path) -> dict:
+        """``scratch`` made and laid out for one run (by the grader, in its own folder), then handed to the
+        student's uid; the run's request."""
+        scratch.mkdir()
+        own_answers = module in self.trusted_only_modules
+        kit = self.pool.shared / "kit"
+        if own_answers:  # this module's checks only (never another module's, hidden ones included), the grader's
+            course_root = self.pool.snapshot.module_course(scratch, module)
+        else:  # a module whose grading process takes the reference (none of this course's)
+            course_root, _ = self.pool.snapshot.materialize(scratch, solutions=True, kit=False)
+        givens = ""
+        if own_answers and module in self.modules_with_givens:
+            shutil.copytree(self.trusted.givens_dir, scratch / "givens")
+            givens = str(scratch / "givens")
+        submission = scratch / "submission"
+        submission.mkdir()
+        (submission / f"{module}.py").write_bytes(source)
+        for folder in ("work", "tmp"):
+            (scratch / folder).mkdir()
+        # all of it readable by the student while it is all the grader's; then the folders their process writes in
+        # are handed over, and the run's folder and the course copy stay the grader's (read-only to the student,
+        # so no name in them can be replaced)
+        _readable(scratch)
+        for folder in ("submission", "work", "tmp"):
+            box.give(scratch / folder)
+        return ChildRequest(
+            str(course_root),
+            str(submission),
+            [module],
+            skip,
+            str(kit),
+            seed=self.options.seed,
+            own_answers=own_answers,
+            givens=givens,
+            own_folder=str(box.home),
+            tmp=str(scratch / "tmp"),
+        ).to_wire()
 
     def finish(self, submission: Submission) -> StudentResult:
         """Confirm ``submission``'s claimed passes on the trusted side and score it (all its modules ran)."""
@@ -244,8 +335,8 @@ class SubmissionPipeline:
             if self.options.cache_dir is not None:  # all of the student's processes have ended
                 kept = Path(self.options.cache_dir) / submission.student
                 shutil.rmtree(kept, ignore_errors=True)
-                _copy_files(box.folder / compile_cache.FOLDER, kept)
-            self.pool.remove(box.folder)
+                _copy_files(box.home / compile_cache.FOLDER, kept)
+            self.pool.discard_box(box)
         verdicts, timings = dict(submission.verdicts), submission.timings
         for check in self.plan:
             if check.module in submission.missing:
@@ -315,6 +406,35 @@ def blame(fault: Fault, todo: list[PlannedCheck], options, function_of: dict[str
     return {check.id: (Status.FAILED, message) for check in hit}
 
 
+class NoSpace(Exception):
+    """The student's sandbox has no room left for the grader to lay out a run (their quota is full)."""
+
+
+def quota_note(box: Box) -> str:
+    return (
+        f"\n(disk quota: your sandbox may hold at most {box.quota_mb} MB of files; your code wrote more, and the "
+        "write that went past it failed)"
+    )
+
+
+def _out_of_space(text: str) -> bool:
+    return "No space left on device" in text or "Errno 28" in text or "Disk quota exceeded" in text
+
+
+def broken_box(module: str, todo: list[PlannedCheck], err: BaseException | str) -> Verdicts:
+    """The checks of ``module`` left when the student's code broke their sandbox twice (its zygote stopped, killed
+    or wedged after their code ran in it, and again in a fresh one): each fails, saying why."""
+    return {
+        c.id: (
+            Status.FAILED,
+            f"{c.qualname}: not checked: your code stopped or broke the process that starts your grading processes "
+            f"({err}), in your sandbox and again in a fresh one, so the rest of {module} could not be run; "
+            "do not signal, stop or kill processes you did not start",
+        )
+        for c in todo
+    }
+
+
 def void_tampered(module: str, checks: list[PlannedCheck], what: list[str]) -> Verdicts:
     """A module that changed the grader earns nothing: every check of it fails, saying why."""
     shown = ", ".join(what[:3]) + (f" and {len(what) - 3} more" if len(what) > 3 else "")
@@ -358,6 +478,14 @@ def clean_message(message: str) -> str:
     """Deterministic text: no memory addresses, no ANSI colours, bounded length."""
     message = _ADDRESS.sub("0x…", strip_ansi(message))
     return message if len(message) <= 4000 else message[:4000] + "\n  … (message shortened)"
+
+
+def _readable(folder: Path) -> None:
+    """``folder`` (made by the grader, none of it handed over yet) readable, not writable, by other users."""
+    for root, _dirs, files in os.walk(folder):
+        os.chmod(root, 0o755)
+        for name in files:
+            os.chmod(os.path.join(root, name), 0o644)
 
 
 def _copy_files(source: Path, dest: Path) -> None:

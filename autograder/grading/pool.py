@@ -10,7 +10,6 @@ ends every process and removes every folder (also after an interruption).
 from __future__ import annotations
 
 import os
-import shutil
 import threading
 from pathlib import Path
 
@@ -22,7 +21,7 @@ from autograder.grading.isolation.lifeline import Lifeline
 from autograder.grading.isolation.limits import PIDS_PER_STUDENT, Interrupted, RunAs, next_uid
 from autograder.grading.isolation.limits import check as stop_if_set
 from autograder.grading.isolation.processes import child_env, file_tail, start_direct
-from autograder.grading.isolation.scratch import Snapshot, remove_abandoned_scratch, scratch_dir
+from autograder.grading.isolation.scratch import Snapshot, remove_abandoned_scratch, remove_folder, scratch_dir
 from autograder.grading.wire import CHILD
 from autograder.runtime import compile_cache
 
@@ -52,13 +51,19 @@ class GradingPool:
             self.run_as = RunAs.lookup(options.run_as) if options.run_as else None
             self.isolation = isolation()
             self.group = grader_group() if self.isolation.cgroups else None
-            # The kit and the course's checks (never a reference), shown read-only to every student's sandbox.
+            # The kit (never a reference, nor a check), shown read-only to every student's sandbox.
             self.shared = self.scratch_dir()
-            self.snapshot.materialize(self.shared, solutions=False)
+            # (each grading process gets its own module's checks only, laid out in its run's folder: pipeline)
+            self.snapshot.materialize(self.shared, course=False)
             _readable(self.shared)
             # The trusted side has its own compilation cache, whose path no student process is given.
             self.trusted_cache_dir = self.scratch_dir()
-            self.trusted_env = child_env(compile_cache.environment(self.trusted_cache_dir))
+            # ... and its own temporary folder (pytest's tmp_path, the reference's checkpoints), a scratch folder
+            # like the others: removed by close() (after Ctrl-C or SIGTERM too), or by the next grader after a kill
+            self.trusted_tmp = self.scratch_dir()
+            self.trusted_env = child_env(
+                dict(compile_cache.environment(self.trusted_cache_dir), TMPDIR=str(self.trusted_tmp))
+            )
         except BaseException:
             self.close()
             raise
@@ -73,7 +78,7 @@ class GradingPool:
         return path
 
     def remove(self, path: Path) -> None:
-        shutil.rmtree(path, ignore_errors=True)
+        remove_folder(path)
         with self._lock:
             self._scratch.discard(path)
 
@@ -92,22 +97,24 @@ class GradingPool:
         return box.zygote.start
 
     def box_env(self, box: Box) -> dict[str, str]:
-        return dict(self.env, HOME=str(box.folder), TMPDIR=str(box.folder / "tmp"))
+        return dict(self.env, HOME=str(box.home), TMPDIR=str(box.folder / "tmp"))
 
     def new_box(self) -> Box:
         """A sandbox for one student (see :class:`Box`), its zygote started (without waiting for it)."""
         folder = self.scratch_dir()
+        private = self.scratch_dir()  # root's: the files the grader opens by name (stderr), never the student's
         uid = gid = None
         if self.run_as is not None:
             uid, gid = self.run_as.uid, self.run_as.gid
         elif self.isolation.privileged and self.isolation.sandbox != "none":
             uid = next_uid()
+        disk_mb = self.options.disk_mb if self.isolation.sandbox != "none" else None
         group = None
         if self.group is not None:
             group = self.group.child(folder.name)
             # a backstop for all of the student's processes together; each has its own limit (Box.leaf)
             group.limit(memory_mb=self.options.memory_mb * (self.options.jobs + 1), pids=PIDS_PER_STUDENT)
-        box = Box(self.isolation, folder, self.shared, group, uid, gid, self.options.memory_mb)
+        box = Box(self.isolation, folder, self.shared, group, uid, gid, self.options.memory_mb, private, disk_mb)
         with self._lock:
             self._boxes.append(box)
         if self.options.zygote:
@@ -139,9 +146,15 @@ class GradingPool:
             if box in self._boxes:
                 self._boxes.remove(box)
 
+    def discard_box(self, box: Box) -> None:
+        """``box`` closed (:meth:`close_box`) and its folders removed."""
+        self.close_box(box)
+        self.remove(box.folder)
+        self.remove(box.private)
+
     def zygote_stderr(self, box: Box) -> str:
         """The last stderr of ``box``'s grading zygote (why it did not start or fork)."""
-        return file_tail(box.folder / "zygote-stderr.txt") if box.zygote is not None else ""
+        return file_tail(box.private / "zygote-stderr.txt") if box.zygote is not None else ""
 
     # -- the trusted side's zygotes ---------------------------------------
     def zygote(self, slot: str = TRUSTED_ZYGOTE) -> Zygote:
@@ -192,7 +205,7 @@ class GradingPool:
                 zygote.close()
             self._zygotes.clear()
             for path in self._scratch:
-                shutil.rmtree(path, ignore_errors=True)
+                remove_folder(path)
             self._scratch.clear()
         self.lifeline.close()
 

@@ -74,12 +74,26 @@ def grader_error(module: str, run, limits: str) -> GraderError:
 def last_lines(tail: str, n: int = TAIL_LINES) -> str:
     """``tail`` (a process's last stderr) as the message's last part: its last ``n`` lines, and every fatal
     line of it (XLA's ``F...`` lines) even when it is further up."""
+    tail = no_terminal_control(tail)  # a student's process may have written there
     lines = [line for line in tail.splitlines() if line.strip() and not _STACK.match(line)]
     if not lines:
         return ""
     shown = lines[-n:]
     fatal = [line for line in lines[:-n] if _fatal(line)]
     return "\nthe grading process's last lines:\n" + "\n".join(f"  | {line}" for line in (*fatal, *shown))
+
+
+# a terminal's escape sequences (CSI, OSC, and the other ESC forms), then any control character left but a line's
+# end and a tab
+_ESCAPE = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[PX^_][^\x1b]*(?:\x1b\\)?|\x1b.?")
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def no_terminal_control(text: str) -> str:
+    """``text`` (written by a process that may be a student's) without terminal control sequences or control
+    characters (line ends and tabs kept), so that quoting it in the grader's messages moves no cursor, sets no
+    title and hides nothing."""
+    return _CONTROL.sub("", _ESCAPE.sub("", text.replace("\r\n", "\n")))
 
 
 # Python's faulthandler dump (every frame of every thread, the extension modules): not the cause, which is

@@ -159,7 +159,7 @@ def tampering(tmp_path_factory) -> Graded:
     return Graded(base / "out", expected)
 
 
-@pytest.mark.parametrize("student", [*TAMPERING, "tamper_while_running"])
+@pytest.mark.parametrize("student", [*TAMPERING, "tamper_while_running", "stops_its_zygote_in_one_module"])
 def test_tampering_from_one_module_costs_only_that_module_and_is_reported(tampering, student):
     """Issue 10 (isolation): each module is graded in its own process, and a module that
     changes the grader earns nothing, with a message saying so; the other module keeps full marks."""

@@ -98,6 +98,11 @@ class Run:
     def scratch_folders(self) -> list[str]:
         return sorted(p.name for p in self.tmp.iterdir() if p.name.startswith("autograder-"))
 
+    def leftovers(self) -> list[str]:
+        """Anything in the run's TMPDIR: the trusted side's own temporary files (pytest's ``pytest-of-<user>`` with
+        the reference's checkpoints) included (issue 41)."""
+        return sorted(p.name for p in self.tmp.iterdir())
+
 
 def _state(pid: int) -> str:
     try:
@@ -152,7 +157,7 @@ def _resume_and_compare(
     got = _outputs(out)
     for name in expected:
         assert got[name] == expected[name], name
-    assert not run.scratch_folders() and not _alive(run.processes())
+    assert not run.leftovers() and not _alive(run.processes()), run.leftovers()
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
@@ -172,7 +177,7 @@ def test_a_signal_stops_grading_cleans_up_keeps_the_finished_and_resume_complete
     assert len(tree) >= 2, f"the grader was not running its processes: {tree}"
     assert not _alive(tree), f"left running: {_alive(tree)}"
     assert not _alive(run.processes())
-    assert not run.scratch_folders(), run.scratch_folders()
+    assert not run.leftovers(), run.leftovers()
     lines = [line for line in stderr.splitlines() if "interrupted" in line]
     assert len(lines) == 1 and f"interrupted ({sig.name})" in lines[0], stderr[-3000:]
     graded = run.graded()

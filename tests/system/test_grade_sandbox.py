@@ -84,7 +84,22 @@ def graded(tmp_path_factory) -> Graded:
     token = secrets.token_hex(6)
     leak = Path("/tmp") / f"autograder-test-leak-{token}"
     marker, private = f"OUTLIVES-{token}", f"PRIVATE-{token}"
-    expected = build_sandbox_class(base / "class", MODULE, course=course, leak=leak, marker=marker, private=private)
+    victim, created = (
+        Path("/tmp") / f"autograder-test-victim-{token}",
+        Path("/tmp") / f"autograder-test-created-{token}",
+    )
+    victim.write_text(f"VICTIM-{token}\n")
+    os.chmod(victim, 0o600)
+    expected = build_sandbox_class(
+        base / "class",
+        MODULE,
+        course=course,
+        leak=leak,
+        marker=marker,
+        private=private,
+        victim=victim,
+        created=created,
+    )
     before = _tree_digest(course)
     tmp = base / "tmp"
     tmp.mkdir()
@@ -116,8 +131,15 @@ def graded(tmp_path_factory) -> Graded:
             os.kill(pid, signal.SIGKILL)
         except OSError:
             pass
+    victim_after = victim.read_text()
+    victim.unlink()
+    created_exists = created.exists() or created.is_symlink()
+    if created_exists:
+        created.unlink()
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
-    return Graded(base, proc, expected, leak, marker, private, before, _tree_digest(course), survivors)
+    graded = Graded(base, proc, expected, leak, marker, private, before, _tree_digest(course), survivors)
+    graded.victim = (f"VICTIM-{token}", victim_after, created_exists)
+    return graded
 
 
 def test_the_first_line_says_which_isolation_is_in_force(graded):
@@ -152,6 +174,11 @@ def test_every_student_gets_a_row(graded):
         "g_allocates_3g",
         "h_honest_after",
         "z_reads_classmates",
+        "n_stops_zygote_and_crashes",
+        "o_plants_links",
+        "p_fills_its_disk",
+        "q_fills_its_disk_and_exits",
+        "r_reads_other_checks",
         "i_links_exercises",
         "j_links_module",
         "k_hard_links_module",
@@ -171,6 +198,34 @@ def test_each_student_earns_what_their_own_code_earns(graded, student):
         else:
             assert test["score"] == 0, f"{student}.{fn} should earn nothing: {test}"
             assert re.search(pattern, test["output"]), f"{student}.{fn}: {pattern!r} not in\n{test['output']}"
+
+
+def test_honest_students_graded_beside_the_attackers_get_byte_identical_results(graded):
+    """Issue 41: whatever the attackers of the class do to their own sandboxes (a stopped zygote, links, a full
+    disk), the honest students' results are the same, byte for byte (``h_honest_after`` is graded after them)."""
+    first, second = (graded.out / s / "results.json" for s in ("a_honest", "h_honest_after"))
+    assert first.read_bytes() == second.read_bytes()
+    assert {k: v for k, v in graded.rows["a_honest"].items() if k != "student"} == {
+        k: v for k, v in graded.rows["h_honest_after"].items() if k != "student"
+    }
+
+
+def test_no_host_file_is_opened_created_or_quoted_for_a_student(graded):
+    """Issue 41, door 2: the links a student planted where the grader (root) writes or reads by name led nowhere:
+    the root-only file is unchanged and quoted nowhere, the other path was never created."""
+    secret, after, created = graded.victim
+    assert after == secret + "\n"
+    assert not created
+    assert secret not in graded.proc.stdout + graded.proc.stderr
+    for path in graded.out.rglob("*"):
+        if path.is_file():
+            assert secret.encode() not in path.read_bytes(), path
+
+
+def test_the_first_line_says_each_student_has_a_disk_quota(graded):
+    if os.geteuid() != 0:
+        pytest.skip("a size-limited file system per student needs root")
+    assert "a disk quota per student" in graded.proc.stdout.splitlines()[0]
 
 
 def test_nothing_a_student_started_outlives_the_run(graded):

@@ -20,6 +20,7 @@ from typing import Protocol
 
 from autograder.grading.isolation.cgroups import Group, grader_group
 from autograder.grading.isolation.limits import MAX_FILE_BYTES, backstop_bytes, next_uid
+from autograder.grading.isolation.scratch import limit_size, unmount
 
 # Runs as root on the host, first of every sandboxed command: enter the control groups named before "--",
 # set the last resource limits (the address space only as a backstop: the memory limit is the cgroup's), exec.
@@ -119,6 +120,7 @@ class Isolation:
     cgroups: int | None  # 1 or 2: memory and process count limited per student, the group killed at its end
     privileged: bool
     why: str = ""
+    quota: bool = False  # each student's folder is a size-limited file system of its own (a disk quota)
 
     def describe(self) -> str:
         what = {
@@ -132,7 +134,8 @@ class Isolation:
             if self.cgroups
             else "; no cgroups (memory watched by the supervisor, address space limited)"
         )
-        return what + limits + (f" [{self.why}]" if self.why else "")
+        quota = "; a disk quota per student (a size-limited file system)" if self.quota else "; no disk quota"
+        return what + limits + quota + (f" [{self.why}]" if self.why else "")
 
 
 _ISOLATION: Isolation | None = None
@@ -153,6 +156,7 @@ def _probe() -> Isolation:
     cgroups = group.version if group else None
     if group:
         group.remove()
+    quota = asked != "none" and _can_limit_size()
     why = ""
     if asked not in ("user", "none"):
         bwrap = shutil.which("bwrap")
@@ -171,13 +175,26 @@ def _probe() -> Isolation:
                 )
                 done = subprocess.run(argv, capture_output=True, timeout=60, env={"PATH": os.environ.get("PATH", "")})
                 if done.returncode == 0:
-                    return Isolation("bubblewrap", cgroups, root)
+                    return Isolation("bubblewrap", cgroups, root, quota=quota)
                 why = "bwrap could not start: " + done.stderr.decode("utf-8", "replace").strip()[-300:]
             except (OSError, subprocess.SubprocessError) as err:
                 why = f"bwrap could not start: {err}"
             finally:
                 shutil.rmtree(folder, ignore_errors=True)
-    return Isolation("user" if root and asked != "none" else "none", cgroups, root, why)
+    sandbox = "user" if root and asked != "none" else "none"
+    return Isolation(sandbox, cgroups, root, why, quota=quota and sandbox != "none")
+
+
+def _can_limit_size() -> bool:
+    """Whether this process may mount a size-limited file system on a folder (:func:`limit_size`)."""
+    folder = Path(tempfile.mkdtemp(prefix="autograder-probe-"))
+    try:
+        if not limit_size(folder, 1):
+            return False
+        unmount(folder)
+        return True
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def _python() -> str:
@@ -220,8 +237,15 @@ class Resident(Protocol):
 
 
 class Box:
-    """One student's sandbox: a folder (the only writable place), a uid, a control group, and the zygote that
-    forks every grading process of that student (none is shared with another student).
+    """One student's sandbox: a folder, a uid, a control group, and the zygote that forks every grading process of
+    that student (none is shared with another student).
+
+    The folder itself stays the grader's (root's, read-only to the student), so that no name in it can be
+    replaced by the student: the student writes only in the folders the grader made in it and handed over
+    (``home``: ``HOME`` and JAX's compilation cache; ``tmp``; ``.shm``, its ``/dev/shm``; each run's folder).
+    ``private`` is a sibling the student's processes never see (root's, 0700): the files the grader opens by
+    name (each process's stderr) live there. ``disk_mb``: the folder is a file system of that size (the
+    student's disk quota), where the grader could mount one (:attr:`quota_mb`: the size, None without one).
 
     :meth:`command` wraps an interpreter's command line so that it starts in the box; :meth:`close` kills every
     process of the group (a double-forked one included) and removes the group."""
@@ -235,6 +259,8 @@ class Box:
         uid: int | None,
         gid: int | None,
         memory_mb: int | None,
+        private: Path | None = None,
+        disk_mb: int | None = None,
     ):
         self.mode = mode
         self.folder = folder
@@ -243,25 +269,39 @@ class Box:
         self.uid = uid
         self.gid = gid if gid is not None else uid
         self.memory_mb = memory_mb
+        self.private = private if private is not None else folder
+        self.quota_mb = disk_mb if disk_mb and mode.quota and limit_size(folder, disk_mb) else None
         self.zygote: Resident | None = None  # set by the forkserver that starts it
+        # set once a process that runs the student's code has started in this box: from then on a failure of the
+        # box (its zygote stopped, killed or wedged) is the student's, never the grader's
+        self.student_ran = False
+        self.condemned = False  # replaced by a fresh box after the student broke it: what still runs here is void
         self._runs = 0
         self._lock = threading.Lock()
-        (folder / ".shm").mkdir(exist_ok=True)
-        (folder / "tmp").mkdir(exist_ok=True)
-        self.give(folder)
+        os.chmod(folder, 0o755)  # the grader's; the student may enter it and use what it is given in it
+        self.home = folder / "home"
+        for made in (folder / ".shm", folder / "tmp", self.home):
+            made.mkdir()
+            self.give(made)
 
     @property
     def python(self) -> str:
         return _python() if self.mode.sandbox == "bubblewrap" else sys.executable
 
     def give(self, path: Path) -> None:
-        """Hand ``path`` and everything in it to the box's uid (the grader keeps its own files)."""
+        """Hand ``path`` and everything in it to the box's uid (the grader keeps its own files).
+
+        ``path`` must be a tree the grader made in a folder of its own: it is handed over from the bottom up,
+        each folder after everything in it, so that no folder is the student's while the grader still walks
+        it (a student could otherwise put a link where the walk goes next and have the grader hand over a host
+        folder); links are never followed."""
         if self.uid is None or self.gid is None:  # the gid is None only with the uid
             return
-        for root, dirs, files in os.walk(path):
-            for name in (root, *(os.path.join(root, n) for n in dirs + files)):
-                os.lchown(name, self.uid, self.gid)
+        for root, _dirs, files in os.walk(path, topdown=False):  # a folder's sub-folders came before it
+            for name in files:
+                os.lchown(os.path.join(root, name), self.uid, self.gid)
             os.chmod(root, 0o700)
+            os.lchown(root, self.uid, self.gid)
 
     def leaf(self, name: str) -> Group | None:
         """A group of its own for one process of the box (its memory limit is the process's)."""

@@ -18,7 +18,7 @@ from pathlib import Path
 from autograder.grading.isolation.bubblewrap import Box
 from autograder.grading.isolation.cgroups import Group
 from autograder.grading.isolation.limits import POLL, Interrupted, MemoryLimitTooLow, RunAs, check
-from autograder.grading.isolation.processes import kill_group, release, run_python
+from autograder.grading.isolation.processes import SANDBOXED_PID, kill_group, release, run_python
 
 
 def _state(pid: int) -> bytes:
@@ -81,7 +81,8 @@ class Zygote:
                 {"sock": theirs.fileno()},
                 memory_mb=memory_mb,
                 env=env,
-                stderr_path=cwd / "zygote-stderr.txt",
+                # never in a folder the student may write to: the grader opens it by name
+                stderr_path=(box.private if box is not None else cwd) / "zygote-stderr.txt",
                 pass_fds=(theirs.fileno(),),
                 lifeline=lifeline,
                 run_as=run_as,
@@ -94,6 +95,7 @@ class Zygote:
             box.zygote = self
         self.exits: dict[int, int] = {}
         self._ready = False
+        self._pid: int | None = None  # the zygote interpreter's pid on the host (found on first use)
 
     def wait_ready(self) -> None:
         """Wait until the zygote has imported everything (a few seconds after it was started; at once after
@@ -125,6 +127,14 @@ class Zygote:
 
     def alive(self) -> bool:
         return self.proc.poll() is None
+
+    def _stopped(self) -> bool:
+        """Whether the zygote's interpreter is stopped (SIGSTOP from a student's process it forked): it will not
+        answer, and waiting for it would only cost time."""
+        pid = self._pid
+        if pid is None:
+            pid = self._pid = self.box.host_pid(SANDBOXED_PID, timeout=0.5) if self.box is not None else self.proc.pid
+        return pid is not None and _state(pid) in (b"T", b"t")
 
     def _receive(self, timeout: float) -> dict | None:
         with self._io:
@@ -161,11 +171,18 @@ class Zygote:
                 socket.send_fds(self.sock, [request], [event_fd, err.fileno()])
             deadline = time.monotonic() + 60
             inner = None
+            stopped_since = None
             while time.monotonic() < deadline:
                 check(self.stop)
                 message = self._receive(timeout=POLL)
                 if message is None and not self.alive():
                     break
+                if message is None and self._stopped():
+                    stopped_since = stopped_since or time.monotonic()
+                    if time.monotonic() - stopped_since > 1.0:
+                        raise RuntimeError("the grading zygote was stopped (SIGSTOP) and did not fork a child")
+                    continue
+                stopped_since = None
                 if message and "pid" in message:
                     inner = int(message["pid"])
                     break

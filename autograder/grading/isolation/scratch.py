@@ -2,11 +2,15 @@
 
 Runs in the grader's process. :class:`Snapshot` reads the course and the kit into memory once; every grading
 process gets a fresh private copy in a folder of its own (:func:`scratch_dir`, named after the grader's
-process), and :func:`remove_abandoned_scratch` removes the folders of graders that were killed.
+process), and :func:`remove_abandoned_scratch` removes the folders of graders that were killed. A student's
+folder can be a size-limited file system of its own (:func:`limit_size`): a disk quota per student.
 """
 
 from __future__ import annotations
 
+import ctypes
+import errno
+import json
 import os
 import shutil
 import tempfile
@@ -37,15 +41,28 @@ class Snapshot:
         }
         return cls(course, kit)
 
-    def materialize(self, scratch: Path, *, solutions: bool = True) -> tuple[Path, Path]:
-        """Write the private copy into ``scratch``; returns (course root, kit folder)."""
-        for rel, data in self.course.items():
+    def materialize(
+        self, scratch: Path, *, solutions: bool = True, course: bool = True, kit: bool = True
+    ) -> tuple[Path, Path]:
+        """Write the private copy into ``scratch`` (the course, the kit, or both); returns (course root, kit folder)."""
+        for rel, data in self.course.items() if course else ():
             if not solutions and rel.startswith("solutions/"):
                 continue
             _write(scratch / "course" / rel, data)
-        for rel, data in self.kit.items():
+        for rel, data in self.kit.items() if kit else ():
             _write(scratch / "kit" / rel, data)
         return scratch / "course", scratch / "kit"
+
+    def module_course(self, scratch: Path, module: str) -> Path:
+        """The course as one grading process of ``module`` sees it, written into ``scratch``: ``course.toml``, the
+        course's ``conftest.py`` and ``pytest.ini``, and that module's stub and checks only (no other module's
+        checks, hidden ones included; no reference); returns its root."""
+        wanted = {"conftest.py", "pytest.ini", f"exercises/{module}.py", f"exercises/test_{module}.py"}
+        for rel, data in self.course.items():
+            if rel in wanted:
+                _write(scratch / "course" / rel, data)
+        _write(scratch / "course" / "course.toml", course_toml_of(self.course["course.toml"], module))
+        return scratch / "course"
 
 
 def _write(path: Path, data: bytes) -> None:
@@ -92,6 +109,85 @@ def remove_abandoned_scratch() -> list[Path]:
                 continue
         except OSError:
             continue
-        shutil.rmtree(path, ignore_errors=True)
+        remove_folder(path)
         removed.append(path)
     return removed
+
+
+_MS_NOSUID, _MS_NODEV = 2, 4
+_MNT_DETACH = 2
+
+
+def _libc():
+    return ctypes.CDLL(None, use_errno=True)
+
+
+def limit_size(folder: Path, size_mb: int) -> bool:
+    """Mount a ``size_mb`` MB tmpfs of its own on the (empty) ``folder`` (root-owned, mode 0755): whatever is
+    written below it counts against that size, never against the machine's disk (a write past it fails with
+    ``ENOSPC``). False where this process may not mount (not root, a container without the capability)."""
+    if os.geteuid() != 0:
+        return False
+    options = f"size={int(size_mb)}m,mode=0755,uid=0,gid=0".encode()
+    if _libc().mount(b"tmpfs", str(folder).encode(), b"tmpfs", _MS_NOSUID | _MS_NODEV, options) != 0:
+        return False
+    return True
+
+
+def unmount(folder: Path) -> None:
+    """Detach a file system :func:`limit_size` mounted on ``folder`` (nothing when none is mounted there)."""
+    try:
+        mounted = os.path.ismount(folder) and not os.path.islink(folder)
+    except OSError:
+        mounted = False
+    if mounted:
+        _libc().umount2(str(folder).encode(), _MNT_DETACH)
+
+
+def remove_folder(folder: Path) -> None:
+    """Remove a scratch folder, first detaching a size-limited file system mounted on it (:func:`limit_size`)."""
+    unmount(folder)
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def no_space(err: BaseException) -> bool:
+    """Whether ``err`` is a write refused because a file system (a student's quota) is full."""
+    return isinstance(err, OSError) and err.errno in (errno.ENOSPC, errno.EDQUOT)
+
+
+def course_toml_of(course_toml: bytes, module: str) -> bytes:
+    """``course.toml`` as one grading process of ``module`` needs it: its limits and settings, and that module's
+    entry only (no other module's functions, hints or hidden checks; no deliberate gaps, which only
+    ``check-course`` reads). Written back as TOML and read again: the result must hold exactly that, or the
+    course's own file is the answer (nothing is lost, nothing changes meaning)."""
+    import tomllib
+
+    data = tomllib.loads(course_toml.decode("utf-8"))
+    kept = {key: value for key, value in data.items() if key not in ("modules", "deliberate_gaps")}
+    kept["modules"] = [m for m in data.get("modules", []) if isinstance(m, dict) and m.get("name") == module]
+    try:
+        text = "".join(f"{_toml_key(key)} = {_toml_value(value)}\n" for key, value in kept.items())
+        if tomllib.loads(text) == kept:
+            return text.encode("utf-8")
+    except (TypeError, ValueError):
+        pass
+    return course_toml
+
+
+def _toml_key(key: str) -> str:
+    return key if key and all(c.isalnum() or c in "_-" for c in key) and key.isascii() else json.dumps(key)
+
+
+def _toml_value(value) -> str:
+    """One TOML value on one line (inline tables and arrays); what :func:`course_toml_of` checks by reading it."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{_toml_key(k)} = {_toml_value(v)}" for k, v in value.items()) + "}"
+    raise TypeError(f"no TOML for {type(value).__name__}")

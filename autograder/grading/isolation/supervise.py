@@ -45,15 +45,23 @@ def _rss_mb(pid: int) -> float:
 
 
 def supervise(
-    start, cwd: Path, cfg: dict, limits: Limits, function_of: dict[str, str], stop: threading.Event | None = None
+    start,
+    cwd: Path,
+    cfg: dict,
+    limits: Limits,
+    function_of: dict[str, str],
+    stop: threading.Event | None = None,
+    stderr_path: Path | None = None,
 ) -> RunResult:
     """Start the grading child with ``start(cwd, cfg, event_fd, stderr_path)`` and watch it (module docstring).
 
-    Raises :class:`Interrupted` (after killing the child) when ``stop`` is set."""
+    ``stderr_path``: where its stderr goes (default: next to ``cwd``); it must be in a folder the child cannot
+    write to, since the grader creates and reads it by name. Raises :class:`Interrupted` (after killing the
+    child) when ``stop`` is set."""
     nonce = secrets.token_hex(16)
     read_end, write_end = os.pipe()
     cfg = dict(cfg, nonce=nonce)
-    stderr_path = cwd.parent / "stderr.txt"
+    stderr_path = stderr_path if stderr_path is not None else cwd.parent / "stderr.txt"
     try:
         proc = start(cwd, dict(cfg, fd=write_end), write_end, stderr_path)
     except BaseException:

@@ -170,3 +170,14 @@ def _plain(score: dict) -> dict:
 
 def _write(path: Path, text: str) -> None:
     atomic.write_text(path, text)
+
+
+def recorded_seed(out: Path) -> int | None:
+    """The seed the run recorded in ``out`` drew its inputs from (``--resume`` and ``--student`` without
+    ``--seed`` keep it); None when there is no such record."""
+    try:
+        saved = json.loads((Path(out) / STATE / "run.json").read_text(encoding="utf-8"))
+        seed = json.loads(saved["fingerprint"]["options"]).get("seed")
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+    return seed if type(seed) is int else None

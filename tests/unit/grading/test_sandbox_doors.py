@@ -1,0 +1,139 @@
+"""Issue 41's doors, each in process: what a student's sandbox folder is made of (the grader's folder, the student's
+folders in it, a root-only sibling for what the grader opens by name, a size limit), the course a grading process
+sees, the grader quoting a process's stderr, and the seed a run keeps. The whole class: ``test_grade_sandbox.py``."""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import stat
+from pathlib import Path
+
+import pytest
+from support import ROOT
+
+from autograder.grading.isolation.bubblewrap import Box, Isolation
+from autograder.grading.isolation.limits import next_uid
+from autograder.grading.isolation.scratch import Snapshot, limit_size, no_space, remove_folder, unmount
+from autograder.grading.outputs import run_state
+from autograder.grading.preflight import last_lines, no_terminal_control
+
+root_only = pytest.mark.skipif(os.geteuid() != 0, reason="a uid per student and mounts need root")
+
+
+@root_only
+def test_a_box_folder_is_the_graders_and_only_what_it_hands_over_is_the_students(tmp_path):
+    folder, private = tmp_path / "box", tmp_path / "private"
+    folder.mkdir()
+    private.mkdir(mode=0o700)
+    uid = next_uid()
+    box = Box(Isolation("user", None, True, quota=True), folder, None, None, uid, uid, 512, private, disk_mb=8)
+    try:
+        top = folder.lstat()
+        assert (top.st_uid, stat.S_IMODE(top.st_mode)) == (0, 0o755)  # no name in it can be replaced by the student
+        for given in ("home", "tmp", ".shm"):
+            info = (folder / given).lstat()
+            assert (info.st_uid, stat.S_IMODE(info.st_mode)) == (uid, 0o700), given
+        assert box.home == folder / "home"
+        assert private.lstat().st_uid == 0 and stat.S_IMODE(private.lstat().st_mode) == 0o700
+        # a tree laid out by the grader is handed over whole, links included, none followed
+        run = folder / "run-1"
+        (run / "work" / "deep").mkdir(parents=True)
+        (run / "work" / "deep" / "f.txt").write_text("x")
+        outside = tmp_path / "outside.txt"
+        outside.write_text("root's")
+        (run / "work" / "link").symlink_to(outside)
+        box.give(run / "work")
+        assert all(p.lstat().st_uid == uid for p in (run / "work").rglob("*"))
+        assert outside.stat().st_uid == 0 and run.lstat().st_uid == 0
+        # the size limit: a write past it fails with ENOSPC, and nothing of it reaches the machine's disk
+        assert box.quota_mb == 8
+        with pytest.raises(OSError) as err, open(folder / "home" / "filler", "wb") as f:
+            for _ in range(64):
+                f.write(b"x" * 2**20)
+                f.flush()
+        assert err.value.errno == errno.ENOSPC and no_space(err.value)
+    finally:
+        box.close()
+        remove_folder(folder)
+    assert not folder.exists()
+
+
+@root_only
+def test_a_size_limited_folder_is_detached_before_it_is_removed(tmp_path):
+    folder = tmp_path / "limited"
+    folder.mkdir()
+    assert limit_size(folder, 1)
+    assert os.path.ismount(folder)
+    remove_folder(folder)
+    assert not folder.exists()
+    unmount(folder)  # nothing mounted: nothing done
+
+
+def test_a_grading_process_sees_its_own_modules_checks_only(tmp_path):
+    snapshot = Snapshot.take(ROOT)
+    course = snapshot.module_course(tmp_path, "at_updates")
+    files = sorted(p.relative_to(course).as_posix() for p in course.rglob("*") if p.is_file())
+    assert "exercises/test_at_updates.py" in files and "course.toml" in files
+    assert not [f for f in files if f.startswith("solutions/")]
+    assert [f for f in files if "test_" in f] == ["exercises/test_at_updates.py"]
+    # the shared folder every sandbox shows holds the kit, and no check at all
+    kit_only = tmp_path / "shared"
+    snapshot.materialize(kit_only, course=False)
+    assert not (kit_only / "course").exists() and (kit_only / "kit" / "autograder").is_dir()
+
+
+def test_student_text_quoted_by_the_grader_carries_no_terminal_control():
+    hostile = "boom\x1b[2J\x1b[1;1H\x1b]0;PWNED\x07\x1b]8;;http://x\x1b\\link\x1b]8;;\x1b\\\r\x08\x07\x9b31m done\n"
+    clean = no_terminal_control(hostile)
+    assert "\x1b" not in clean and not any(ord(c) < 32 and c not in "\n\t" for c in clean)
+    assert "boom" in clean and "link" in clean and "done" in clean
+    quoted = last_lines("first line\n" + hostile)
+    assert "\x1b" not in quoted and "PWNED" not in quoted
+
+
+def test_the_seed_a_run_drew_from_is_read_back_for_resume_and_student(tmp_path):
+    assert run_state.recorded_seed(tmp_path) is None
+    state = tmp_path / run_state.STATE
+    state.mkdir()
+    fingerprint = {"options": json.dumps({"seed": 1234, "modules": ["at_updates"]})}
+    (state / "run.json").write_text(json.dumps({"format": run_state.FORMAT, "fingerprint": fingerprint}))
+    assert run_state.recorded_seed(tmp_path) == 1234
+    (state / "run.json").write_text(json.dumps({"fingerprint": {"options": json.dumps({"seed": "1"})}}))
+    assert run_state.recorded_seed(tmp_path) is None
+
+
+def test_grade_without_a_seed_draws_the_instructor_seed_of_the_references():
+    """As the Gradescope bundle does (``instructor_seed`` of the references): never None, never the published."""
+    from autograder.grading.api import default_seed
+    from autograder.release.record import instructor_seed
+
+    snapshot = Snapshot.take(ROOT)
+    references = {p.name: p.read_bytes() for p in sorted((ROOT / "solutions").glob("*.py"))}
+    assert default_seed(snapshot) == instructor_seed(references)
+    assert isinstance(default_seed(snapshot), int)
+    changed = Snapshot(dict(snapshot.course, **{"solutions/at_updates.py": b"# another reference\n"}), snapshot.kit)
+    assert default_seed(changed) != default_seed(snapshot)
+
+
+def test_the_trusted_sides_temporary_folder_is_a_scratch_folder_of_the_pool(tmp_path, monkeypatch):
+    """pytest's ``pytest-of-<user>`` of the verifiers (the reference's checkpoints) goes into the pool's own scratch
+    folder, removed with every other one by ``close()``: after Ctrl-C or SIGTERM too, nothing is left in TMPDIR."""
+    import tempfile
+    import threading
+
+    from autograder.core.course import load_course
+    from autograder.grading.options import Options
+    from autograder.grading.pool import GradingPool
+
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    monkeypatch.setattr(tempfile, "tempdir", None)
+    pool = GradingPool(load_course(ROOT), Options(("at_updates",), 20, 1024, 1), threading.Event())
+    try:
+        trusted_tmp = Path(pool.trusted_env["TMPDIR"])
+        assert trusted_tmp.parent == tmp_path and trusted_tmp.name.startswith("autograder-")
+        (trusted_tmp / "pytest-of-root" / "pytest-0").mkdir(parents=True)
+    finally:
+        pool.close()
+    assert not list(tmp_path.iterdir())
