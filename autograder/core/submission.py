@@ -43,13 +43,278 @@ def read_submission(
     are read. When the grader is root, what is below ``folder`` is opened with the rights of ``uid``/``gid``
     (an unprivileged user's), not the grader's. Every grading path (``grade``, Gradescope, a Dask cluster)
     reads submissions with this function."""
-    files, missing, denied = _read_submission(folder, modules, max_bytes, uid, gid)
+    files, missing, denied = _read_any(folder, modules, max_bytes, uid, gid)
     if denied and uid is not None:
         # The class folder is the instructor's and may be closed to other users (a 0700 folder of root's): what
         # the unprivileged user cannot open is read with the grader's rights, still through the same descriptors
         # (no link followed, no hard link, the same caps), never giving a student 0 for the instructor's modes.
-        files, missing, _ = _read_submission(folder, modules, max_bytes, None, None)
+        files, missing, _ = _read_any(folder, modules, max_bytes, None, None)
     return files, missing
+
+
+NOTEBOOK_SUFFIX = ".ipynb"
+ARCHIVE_SUFFIXES = (".zip", ".tar", ".tar.gz", ".tgz", ".tar.bz2", ".tar.xz")
+MAX_ARCHIVE_BYTES = 20_000_000  # an archive or a notebook (outputs included) as handed in
+MAX_ARCHIVE_FILES = 2000
+MAX_ARCHIVE_UNPACKED = 50_000_000
+_ABSENT = "is missing from your submission"
+
+
+def _read_any(folder, modules, max_bytes, uid, gid, nested_ok=True) -> tuple[dict[str, bytes], dict[str, str], bool]:
+    """What students really hand in: the ``<module>.py`` files (or ``exercises/``), else a module's notebook
+    ``<module>.ipynb`` (its code cells, as the course's nbgrader notebooks lay them out), a folder nested one level
+    (a "Download ZIP" of a repository) or a zip or tar of any of these, read in memory (nothing is extracted: no
+    path outside the folder, no link, capped in size and number of files). A module still missing says what the
+    folder holds that looks like a submission ("found X, expected Y")."""
+    files, missing, denied = _read_submission(folder, modules, max_bytes, uid, gid)
+    if not any(why.endswith(_ABSENT) for why in missing.values()):
+        return files, missing, denied
+    try:
+        with _reading_as(uid, gid):
+            listing = _listing(Path(folder))
+    except PermissionError:
+        return files, missing, True  # read again with the grader's rights (see read_submission)
+    notes: list[str] = []
+    # what the other modules' own files are, and the archives that were read: not look-alikes of a missing module
+    used = {f"{p}{m}{suffix}" for m in modules for p in ("", "exercises/") for suffix in (".py", NOTEBOOK_SUFFIX)}
+    for module in [m for m, why in missing.items() if why.endswith(_ABSENT)]:
+        for where in ("exercises/", ""):
+            if f"{where}{module}{NOTEBOOK_SUFFIX}" in listing.files:
+                with _reading_as(uid, gid):
+                    data, why = _read_path(Path(folder), f"{where}{module}{NOTEBOOK_SUFFIX}", MAX_ARCHIVE_BYTES)
+                _take(files, missing, module, *(_from_notebook(data, module, max_bytes) if why is None else (b"", why)))
+                break
+    nested = [d for d in listing.folders if "/" not in d and not d.startswith((".", "__")) and d != "exercises"]
+    if nested_ok and len(nested) == 1 and any(why.endswith(_ABSENT) for why in missing.values()):
+        inner, _, inner_denied = _read_any(Path(folder) / nested[0], modules, max_bytes, uid, gid, nested_ok=False)
+        denied = denied or inner_denied
+        for module, data in inner.items():
+            if missing.get(module, "").endswith(_ABSENT):
+                _take(files, missing, module, data, None)
+    for name in listing.archives:
+        if not any(why.endswith(_ABSENT) for why in missing.values()):
+            break
+        with _reading_as(uid, gid):
+            data, why = _read_path(Path(folder), name, MAX_ARCHIVE_BYTES)
+        found, why = _from_archive(name, data, modules, max_bytes) if why is None else ({}, why)
+        if why is not None:
+            notes.append(why)
+        if found:
+            used.add(name)
+        for module, (source, problem) in found.items():
+            if missing.get(module, "").endswith(_ABSENT):
+                _take(files, missing, module, source, problem)
+    for module, why in list(missing.items()):
+        if why.endswith(_ABSENT):
+            found = notes + [n for n in listing.look_alikes(module) if n not in used]
+            if found:
+                missing[module] = (
+                    f"{why}: found {'; '.join(found)}; expected {module}.py (or exercises/{module}.py, "
+                    f"{module}.ipynb, or a zip or tar of them)"
+                )
+    return files, missing, denied
+
+
+def _take(files: dict, missing: dict, module: str, data: bytes, why: str | None) -> None:
+    if why is None:
+        files[module] = data
+        missing.pop(module, None)
+    else:
+        missing[module] = why
+
+
+class _Listing:
+    """The names in a student's folder, its ``exercises/`` and one level below (no link followed)."""
+
+    def __init__(self):
+        self.files: list[str] = []
+        self.folders: list[str] = []
+
+    @property
+    def archives(self) -> list[str]:
+        return [n for n in self.files if "/" not in n and n.lower().endswith(ARCHIVE_SUFFIXES)]
+
+    def look_alikes(self, module: str) -> list[str]:
+        """Files that look like ``module``'s submission under another name or form."""
+        import difflib
+
+        seen = []
+        for name in self.files:
+            base = name.rsplit("/", 1)[-1].lower()
+            stem = base.split(".", 1)[0]
+            if (
+                module in base.replace("-", "_").replace(" ", "_")
+                or difflib.get_close_matches(stem, [module], n=1, cutoff=0.75)
+                or base.endswith((".py", NOTEBOOK_SUFFIX, ".rar", ".7z", *ARCHIVE_SUFFIXES))
+            ) and not base.startswith((".", "test_")):
+                seen.append(name)
+        return seen[:5]
+
+
+def _listing(folder: Path) -> _Listing:
+    listing = _Listing()
+
+    def walk(path: Path, prefix: str, depth: int) -> None:
+        try:
+            entries = sorted(os.scandir(path), key=lambda e: e.name)
+        except PermissionError:
+            if depth == 0:
+                raise
+            return
+        except OSError:
+            return
+        for entry in entries[:200]:
+            name = prefix + entry.name
+            if entry.is_dir(follow_symlinks=False):
+                listing.folders.append(name)
+                if depth < 2:
+                    walk(Path(entry.path), name + "/", depth + 1)
+            elif entry.is_file(follow_symlinks=False):
+                listing.files.append(name)
+
+    if not os.path.islink(folder):
+        walk(folder, "", 0)
+    return listing
+
+
+def _read_path(folder: Path, relative: str, max_bytes: int) -> tuple[bytes, str | None]:
+    """:func:`_read_regular` of ``relative`` below ``folder``, each folder on the way opened without a link."""
+    parts = relative.split("/")
+    fds = []
+    try:
+        fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+        fds.append(fd)
+        for part in parts[:-1]:
+            fd = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
+            fds.append(fd)
+        data, why = _read_regular(parts[-1], fd, max_bytes)
+    except OSError as err:
+        return b"", f"{relative} could not be read ({err.strerror})"
+    finally:
+        for fd in fds:
+            os.close(fd)
+    return data, why.replace(parts[-1], relative, 1) if why else None
+
+
+def notebook_source(data: bytes) -> str:
+    """A notebook's code as a module: its code cells in order, without the autograded check cells of the course's
+    nbgrader notebooks, the course's device set-up lines and IPython's ``%``/``!`` lines. Raises ValueError when it
+    is not a notebook."""
+    import json
+
+    notebook = json.loads(data.decode("utf-8"))
+    if not isinstance(notebook, dict) or not isinstance(notebook.get("cells"), list):
+        raise ValueError("it has no cells")
+    chunks = []
+    for cell in notebook["cells"]:
+        if not isinstance(cell, dict) or cell.get("cell_type") != "code":
+            continue
+        meta = cell.get("metadata", {}).get("nbgrader", {}) if isinstance(cell.get("metadata"), dict) else {}
+        if isinstance(meta, dict) and meta.get("grade") and not meta.get("solution"):
+            continue  # a check cell: the checks are the course's own
+        source = cell.get("source", "")
+        text = "".join(source) if isinstance(source, list) else str(source)
+        lines = [
+            ""
+            if line.lstrip().startswith(("%", "!", "from autograder.notebook import", "use_course_backend("))
+            else line
+            for line in text.splitlines()
+        ]
+        chunks.append("\n".join(lines))
+    return "\n\n".join(chunks) + "\n"
+
+
+def _from_notebook(data: bytes, module: str, max_bytes: int) -> tuple[bytes, str | None]:
+    try:
+        source = notebook_source(data).encode("utf-8")
+    except (ValueError, UnicodeDecodeError) as err:
+        return b"", f"{module}.py {_ABSENT}: found {module}{NOTEBOOK_SUFFIX}, but it is not a notebook ({err})"
+    if len(source) > max_bytes:
+        return b"", f"{module}.py is larger than {max_bytes // 1000} kB (the code of {module}{NOTEBOOK_SUFFIX})"
+    return source, None
+
+
+def _from_archive(
+    name: str, data: bytes, modules, max_bytes: int
+) -> tuple[dict[str, tuple[bytes, str | None]], str | None]:
+    """The modules a zip or tar holds (``<module>.py``, ``<module>.ipynb``, in ``exercises/`` or one folder
+    down), read in memory; or why the archive is not used (a member that is a link or leaves the folder, too many
+    files, too large unpacked, not an archive)."""
+    import io
+    import posixpath
+    import tarfile
+    import zipfile
+
+    members: dict[str, bytes] = {}
+    total = 0
+
+    def accept(path: str, size: int) -> str | None:
+        nonlocal total
+        clean = posixpath.normpath(path)
+        if path.startswith("/") or clean == ".." or clean.startswith("../") or "\\" in path:
+            return f"{name} was not used: {path!r} would be outside your folder"
+        total += size
+        if total > MAX_ARCHIVE_UNPACKED:
+            return f"{name} was not used: more than {MAX_ARCHIVE_UNPACKED // 1_000_000} MB unpacked"
+        return None
+
+    wanted = {}
+    for module in modules:
+        for stem in (f"{module}.py", f"{module}{NOTEBOOK_SUFFIX}"):
+            wanted[stem] = module
+    try:
+        if name.lower().endswith(".zip"):
+            with zipfile.ZipFile(io.BytesIO(data)) as archive:
+                infos = archive.infolist()
+                if len(infos) > MAX_ARCHIVE_FILES:
+                    return {}, f"{name} was not used: more than {MAX_ARCHIVE_FILES} files"
+                for info in infos:
+                    if stat.S_ISLNK(info.external_attr >> 16):
+                        return {}, f"{name} was not used: {info.filename} is a link; zip the files themselves"
+                    why = accept(info.filename, info.file_size)
+                    if why:
+                        return {}, why
+                for info in infos:
+                    if not info.is_dir() and posixpath.basename(info.filename) in wanted:
+                        with archive.open(info) as f:
+                            members[posixpath.normpath(info.filename)] = f.read(MAX_ARCHIVE_BYTES + 1)
+        else:
+            with tarfile.open(fileobj=io.BytesIO(data), mode="r:*") as archive:
+                count = 0
+                chosen = []
+                for info in archive:
+                    count += 1
+                    if count > MAX_ARCHIVE_FILES:
+                        return {}, f"{name} was not used: more than {MAX_ARCHIVE_FILES} files"
+                    if info.issym() or info.islnk():
+                        return {}, f"{name} was not used: {info.name} is a link; pack the files themselves"
+                    if not (info.isfile() or info.isdir()):
+                        return {}, f"{name} was not used: {info.name} is not a regular file"
+                    why = accept(info.name, info.size)
+                    if why:
+                        return {}, why
+                    if info.isfile() and posixpath.basename(info.name) in wanted:
+                        chosen.append(info)
+                for info in chosen:
+                    f = archive.extractfile(info)
+                    members[posixpath.normpath(info.name)] = f.read(MAX_ARCHIVE_BYTES + 1) if f else b""
+    except (zipfile.BadZipFile, tarfile.TarError, OSError, EOFError, ValueError, RuntimeError) as err:
+        return {}, f"{name} was not used: it could not be opened as an archive ({err})"
+    found: dict[str, tuple[bytes, str | None]] = {}
+    for path in sorted(members, key=lambda p: (p.count("/"), p)):
+        parts = path.split("/")
+        base = parts[-1]
+        folders = [p for p in parts[:-1] if p != "exercises"]
+        if len(folders) > 1 or wanted[base] in found:
+            continue
+        module = wanted[base]
+        if base.endswith(NOTEBOOK_SUFFIX):
+            found[module] = _from_notebook(members[path], module, max_bytes)
+        elif len(members[path]) > max_bytes:
+            found[module] = (b"", f"{module}.py is larger than {max_bytes // 1000} kB (in {name})")
+        else:
+            found[module] = (members[path], None)
+    return found, None
 
 
 def _read_submission(folder, modules, max_bytes, uid, gid) -> tuple[dict[str, bytes], dict[str, str], bool]:

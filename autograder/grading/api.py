@@ -103,6 +103,7 @@ def grade_class(
     log: TextIO | None = None,
     workers: int | None = None,
     prove: bool = True,
+    desk: dict | None = None,
 ) -> ClassGrades:
     """Grade ``students`` (``(name, folder)`` pairs) with ``course``'s checks, locally or on the Dask scheduler at
     ``cluster``, after proving the grader's environment on the course's reference and stubs (pre-flight).
@@ -113,6 +114,8 @@ def grade_class(
     grades. ``workers``: the local grader's pre-started sandboxes (default: one per student to grade).
     ``prove=False`` skips the local pre-flight check: only for measurements and comparisons that are not grades
     (``benchmarks/grade_class.py --breakdown``, ``scripts/grade_agreement.py``).
+    ``desk``: what ``out``'s record keeps beside the fingerprint (the class and the export options,
+    :mod:`~autograder.grading.outputs.run_state`).
     Raises :class:`~autograder.grading.outputs.run_state.ResumeError` when ``out`` cannot be resumed."""
     stop = stop if stop is not None else threading.Event()
     notify = on_notice or (lambda _notice: None)
@@ -131,7 +134,7 @@ def grade_class(
             "isolation": isolation,
         },
     )
-    state = run_state.RunState.start(out, run, resume=resume or bool(regrade)) if out is not None else None
+    state = run_state.RunState.start(out, run, resume=resume or bool(regrade), desk=desk) if out is not None else None
     finished: dict[str, StudentResult] = {}
     if state is not None and regrade:
         recorded = state.recorded(students, modules)  # reads every student's files (their digests) too
