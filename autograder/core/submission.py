@@ -18,7 +18,43 @@ from autograder.core.failures import NotStarted
 
 
 class SubmissionImportError(Exception):
-    """The student's module could not be imported; the message says why, in one line."""
+    """The student's module could not be imported; the message says why, in one line (it starts with
+    :data:`IMPORT_FAILED`: a failure of the module, not of any one function's checks)."""
+
+
+IMPORT_FAILED = "your module could not be imported"
+
+
+def is_import_failure(message: str) -> bool:
+    """Whether a check's message is its module's import failure (:class:`SubmissionImportError`), which costs every
+    function of the module but is no failure of any function's own checks."""
+    return message.startswith(IMPORT_FAILED)
+
+
+def encoding_problem(data: bytes, name: str) -> str | None:
+    """None when Python can read ``data`` as source (UTF-8, or the encoding its ``coding:`` line declares); else
+    one line naming the file and the encoding it looks like."""
+    import io
+    import tokenize
+
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+        data.decode(encoding)
+        return None
+    except (SyntaxError, UnicodeDecodeError, LookupError):
+        pass
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        looks = "UTF-16 (a byte order mark at the start)"
+    else:
+        try:
+            data.decode("cp1252")
+            looks = "Windows-1252 (cp1252) or Latin-1"
+        except UnicodeDecodeError:
+            looks = "an encoding other than UTF-8"
+    return (
+        f"{IMPORT_FAILED}: {name} is not UTF-8 text (it looks like {looks}); save it as UTF-8 "
+        "(in your editor: Save with Encoding, UTF-8) and run the checks again"
+    )
 
 
 MAX_FILE_BYTES = 1_000_000
@@ -423,7 +459,10 @@ def load_module(path: Path, name: str) -> ModuleType:
     """
     path = Path(path)
     if not path.is_file():
-        raise SubmissionImportError(f"{path.name} is missing")
+        raise SubmissionImportError(f"{IMPORT_FAILED}: {path.name} is missing")
+    problem = encoding_problem(path.read_bytes(), path.name)
+    if problem:
+        raise SubmissionImportError(problem)
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
     previous = sys.modules.get(name)
@@ -432,13 +471,11 @@ def load_module(path: Path, name: str) -> ModuleType:
         spec.loader.exec_module(module)
     except SyntaxError as err:
         _restore(name, previous)
-        raise SubmissionImportError(
-            f"your module could not be imported: SyntaxError line {err.lineno}: {err.msg}"
-        ) from None
+        raise SubmissionImportError(f"{IMPORT_FAILED}: SyntaxError line {err.lineno}: {err.msg}") from None
     except BaseException as err:  # noqa: BLE001 - anything at import time is the student's
         _restore(name, previous)
         where = _student_line(err, path)
-        raise SubmissionImportError(f"your module could not be imported: {type(err).__name__}{where}: {err}") from None
+        raise SubmissionImportError(f"{IMPORT_FAILED}: {type(err).__name__}{where}: {err}") from None
     return module
 
 

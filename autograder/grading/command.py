@@ -263,6 +263,10 @@ def grade(
             raise SystemExit(f"autograder grade: {err}") from None
     if not (resume or desk.students):
         claim_out(out, submissions, desk.force)
+    for name, folder in students:
+        if not desk.students or name in desk.students:
+            for why in dict.fromkeys(w for w in read_submission(folder, modules)[1].values() if ": found " in w):
+                print(f"autograder grade: warning: {name}: {why}", file=sys.stderr)
 
     def say(notice: api.Notice) -> None:
         if isinstance(notice, api.IsolationInForce):

@@ -207,7 +207,7 @@ class CourseSession:
         if fn.module not in self._stubs:
             try:
                 self._stubs[fn.module] = frozenset(stub_functions(self.student_file(fn.module)))
-            except (OSError, SyntaxError):
+            except (OSError, SyntaxError, ValueError):  # unreadable, not Python, not UTF-8: the import says why
                 self._stubs[fn.module] = frozenset()
         return fn.name in self._stubs[fn.module]
 

@@ -32,6 +32,7 @@ from autograder.grading.outputs.failures import (
     NOT_STARTED,
     failure_kind,
     failure_lines,
+    submission_warnings,
     submitted_nothing,
 )
 from autograder.grading.outputs.late import Lateness, format_late_by, format_time
@@ -78,6 +79,7 @@ pre { white-space: pre-wrap; margin: .2rem 0; font-size: .8rem; background: #f6f
 button.student { all: unset; cursor: pointer; color: #1a55a5; text-decoration: underline; }
 .tag { font-size: .75rem; padding: 0 .3rem; border-radius: 3px; background: #ddd; color: #333; white-space: nowrap; }
 .tag.none { background: #555; color: #fff; } .tag.late { background: #f4c7b8; }
+.tag.warn { background: #ffe08a; white-space: normal; }
 tr.nosub td { color: #777; }
 details.function summary, details.student summary { cursor: pointer; }
 ul.failures { margin: .3rem 0; padding-left: 1.2rem; } ul.failures li { margin-bottom: .3rem; }
@@ -254,6 +256,7 @@ def report_html(
         empty = submitted_nothing(result)
         nothing += empty
         note = '<span class="tag none">no submission</span>' if empty else ""
+        note += "".join(f' <span class="tag warn">{_e(w)}</span>' for w in submission_warnings(result))
         late_cells = ""
         if late is not None:
             info = late.get(result.student, Lateness(None, None, 0.0))
