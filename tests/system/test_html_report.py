@@ -273,8 +273,10 @@ def test_every_student_gets_feedback_with_their_messages(graded_class):
         assert f'id="{test["name"]}"' in page
         for message in test["output"].split("\n\n")[1:]:
             assert html.escape(message.strip()).splitlines()[0] in page
-    assert "hint:" in page and "late:" not in page  # same_a was on time
-    assert "late: 10% off" in (graded_class / "late" / "feedback.html").read_text()
+    assert "hint:" in page and "Final score" not in page and "late)" not in page  # same_a was on time
+    late = (graded_class / "late" / "feedback.html").read_text()
+    assert "10% off by the late penalty: 10% per started day late, 1 day started" in late
+    assert late.index("Final score: <strong>") < late.index("your checks earned")
     assert "<script" not in (graded_class / HOSTILE_NAMES[0] / "feedback.html").read_text()
 
 
@@ -331,7 +333,7 @@ def test_the_report_of_a_graded_class_renders_in_chromium(graded_class, tmp_path
             }
             got = {
                 csv_text_of(c["student"]): [
-                    c["score"],
+                    c["raw"],
                     c["final"],
                     c["submitted"],
                     c["late by"],
@@ -400,11 +402,11 @@ def test_the_report_of_a_graded_class_renders_in_chromium(graded_class, tmp_path
 
             # Sorting by score, both ways, by the penalised score, and by name.
             header = page.locator("#students thead th")
-            header.nth(1).click()
-            scores = [float(c["score"]) for c in shown()]
+            header.nth(heads.index("raw")).click()
+            scores = [float(c["raw"]) for c in shown()]
             assert scores == sorted(scores)
-            header.nth(1).click()
-            assert [float(c["score"]) for c in shown()] == sorted(scores, reverse=True)
+            header.nth(heads.index("raw")).click()
+            assert [float(c["raw"]) for c in shown()] == sorted(scores, reverse=True)
             header.nth(heads.index("final")).click()
             finals = [float(c["final"]) for c in shown()]
             assert finals == sorted(finals) and finals[0] == 0

@@ -62,6 +62,7 @@ class Lateness:
     submitted_at: datetime | None
     late_by: timedelta | None  # None: on time or unknown
     penalty: float  # fraction of the score lost, 0..1
+    rule: str = ""  # which rule of the policy took what, in words ("" when on time)
 
     def final(self, score: float) -> float:
         return score * (1.0 - self.penalty)
@@ -110,8 +111,14 @@ def judge(policy: Policy, submitted_at: datetime | None) -> Lateness:
     late_by = submitted_at - policy.due
     days = late_by.total_seconds() / 86400
     if policy.cutoff_days is not None and days > policy.cutoff_days:
-        return Lateness(submitted_at, late_by, 1.0)
-    return Lateness(submitted_at, late_by, min(1.0, math.ceil(days) * policy.penalty_per_day / 100))
+        return Lateness(submitted_at, late_by, 1.0, f"the cut-off: more than {policy.cutoff_days:g} days late scores 0")
+    started = math.ceil(days)
+    penalty = min(1.0, started * policy.penalty_per_day / 100)
+    rule = (
+        f"the late penalty: {policy.penalty_per_day:g}% per started day late, {started} "
+        f"day{'s' if started != 1 else ''} started"
+    )
+    return Lateness(submitted_at, late_by, penalty, rule)
 
 
 def format_time(value: datetime | None) -> str:

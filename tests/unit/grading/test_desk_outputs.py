@@ -335,3 +335,73 @@ def test_a_folder_that_is_one_submission_is_recognised_and_an_empty_one_refused(
     (graded / "grades.csv").write_text("student\n")
     with pytest.raises(SystemExit, match="--student bob"):
         class_of(bob, course, graded)
+
+
+# -- issue 44: the headline is the score the exports apply; OUT belongs to one class ---------------
+
+
+def test_the_report_headline_and_feedback_lead_with_the_final_score(course):
+    from autograder.grading.outputs.html_report import report_html
+
+    due = datetime(2026, 3, 1, tzinfo=UTC)
+    policy = late_work.Policy(due, 10.0, 3.0)
+    results = [result(course, "ada", "pass"), result(course, "lou", "pass")]
+    late = {"ada": late_work.judge(policy, due), "lou": late_work.judge(policy, due + timedelta(days=4))}
+    page = report_html(course, (MODULE,), results, late=late)
+    assert "Final scores (after the late policy): mean 5, median 5; raw scores: mean 10" in page
+    assert "Final score distribution" in page and "the cut-off: more than 3 days late scores 0" in page
+    heads = page[page.index('<table id="students"') :].split("</thead>")[0]
+    assert heads.index(">final<") < heads.index(">raw<"), "the first score column is the final one"
+    lou = page[page.index('data-value="lou"') :].split("</tr>")[0]
+    assert 'data-value="0"' in lou.split("<td")[1], "lou's first score cell is the final score"
+    feedback = feedback_html(course, (MODULE,), results[1], late["lou"])
+    total = feedback[feedback.index('id="total"') :].split("</p>")[0]
+    assert "Final score: <strong>0/10</strong>" in total and "your checks earned 10/10" in total
+    assert "100% off by the cut-off: more than 3 days late scores 0" in total
+    on_time = feedback_html(course, (MODULE,), results[0], late["ada"])
+    assert "Score: <strong>10/10</strong>" in on_time and "% off" not in on_time
+
+
+def test_out_belongs_to_one_class_refused_or_cleared_with_force(tmp_path, capsys):
+    from autograder.grading import command
+    from autograder.grading.outputs import run_state
+
+    out, class1, class2 = tmp_path / "out", tmp_path / "class1", tmp_path / "class2"
+    for folder in (class1, class2):
+        folder.mkdir()
+    run_state.RunState.start(out, {"kit": "k"}, resume=False, desk={"class": str(class1)})
+    (out / "ada").mkdir()
+    (out / "ada" / "results.json").write_text("{}")
+    for name in ("grades.csv", "canvas_import.csv", "moodle_import.csv", "notes.txt"):
+        (out / name).write_text("x")
+    command.claim_out(out, class1, force=False)  # the same class: a fresh run of it may go on
+    with pytest.raises(SystemExit) as refused:
+        command.claim_out(out, class2, force=False)
+    assert f"already holds the grades of the class {class1}" in str(refused.value)
+    assert "--out NEW_FOLDER" in str(refused.value) and "--force" in str(refused.value)
+    assert (out / "grades.csv").exists() and (out / "ada").exists()
+    command.claim_out(out, class2, force=True)
+    assert sorted(p.name for p in out.iterdir()) == ["notes.txt"], "only what grade wrote is cleared"
+    assert "--force: cleared" in capsys.readouterr().out
+    (out / "grades.csv").write_text("student,score\n")  # an OUT graded before classes were recorded
+    with pytest.raises(SystemExit, match="a class graded before classes were recorded"):
+        command.claim_out(out, class2, force=False)
+
+
+def test_the_class_files_are_written_together_or_not_at_all(course, tmp_path, monkeypatch):
+    from autograder.grading.outputs import class_files
+
+    out = tmp_path / "out"
+    class_files.write_all(out, course, (MODULE,), [result(course, "ada", "pass")], exports={"canvas_import.csv": "c"})
+    before = {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()}
+    assert set(before) == {"grades.csv", "summary.md", "report.html", "canvas_import.csv"}
+
+    def broken(*_args, **_kw):
+        raise RuntimeError("the report could not be made")
+
+    monkeypatch.setattr(class_files, "report_html", broken)
+    with pytest.raises(RuntimeError):
+        class_files.write_all(
+            out, course, (MODULE,), [result(course, "bo", "pass")], exports={"canvas_import.csv": "d"}
+        )
+    assert {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()} == before and not (out / "bo").exists()
