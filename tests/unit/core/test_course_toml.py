@@ -73,7 +73,19 @@ def test_a_minimal_course_loads(tmp_path):
         (lambda t: t.replace("format = 1", "format = 2"), r"format 2 is not supported"),
         (lambda t: t.replace('  hint = "h"\n', ""), r"function m.f is missing 'hint'"),
         (lambda t: t.replace("points = 1", "points = 0"), r"m.f.points must be positive"),
-        (lambda t: t.replace("points = 1", 'points = "one"'), r"function m.f.points must be"),
+        (lambda t: t.replace("points = 1", 'points = "one"'), r"function m.f.points must be a number, got 'one'$"),
+        (
+            lambda t: t.replace('title = "T"', "title = 3"),
+            r"the top level.title must be a string \(in \"quotes\"\), got 3$",
+        ),
+        (
+            lambda t: t.replace("[[modules]]", '[grading]\ntimeout_per_function = "two"\n[[modules]]'),
+            r"\[grading\].timeout_per_function must be a number, got 'two'$",
+        ),
+        (
+            lambda t: t.replace("[[modules]]", "[grading]\nmemory_limit_mb = 0\n[[modules]]"),
+            r"\[grading\].memory_limit_mb must be a whole number above 0, got 0$",
+        ),
         (lambda t: t + t[t.index("[[modules]]") :], r"module 'm' is listed twice"),
         (lambda t: t + t[t.index("  [[modules.functions]]") :], r"function m.f is listed twice"),
         (lambda t: t.replace('name = "f"', 'name = "g"'), r"exercises/m.py does not define g"),
@@ -110,3 +122,30 @@ def test_readme_module_table_lists_the_course_modules_in_order():
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     listed = re.findall(r"^\| `(\w+)` \|", readme, flags=re.M)
     assert listed == [m.name for m in load_course(ROOT).modules], "README's module table and course.toml disagree"
+
+
+def test_a_malformed_course_toml_is_one_line_in_pytest_and_check_course(tmp_path):
+    """Issue 44, finding 6: no traceback from the plugin, the same words as ``grade`` and ``check-course``."""
+    import io
+    import os
+    import subprocess
+    import sys
+
+    from autograder.authoring.check import check_course
+
+    root = make_course(tmp_path, GOOD.replace("points = 1", 'points = "two"'))
+    env = {k: v for k, v in os.environ.items() if k not in ("CI", "PYTEST_XDIST_WORKER", "PYTEST_ADDOPTS")}
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "exercises/", "-p", "no:cacheprovider", "-p", "no:randomly"],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    said = (proc.stdout + proc.stderr).strip()
+    assert proc.returncode != 0 and "Traceback" not in said, said
+    assert "course.toml: function m.f.points must be a number, got 'two'" in said and len(said.splitlines()) <= 3
+    out = io.StringIO()
+    assert check_course(root, out=out) == 1
+    assert "course.toml: function m.f.points must be a number, got 'two'" in out.getvalue()
