@@ -329,13 +329,20 @@ def grade(
             r.student: (late[r.student].final if late else float)(class_report.student_total(r, columns))
             for r in results
         }
+        # a roster entry with no folder submitted nothing: 0 in the imports (a blank cell changes nothing there)
+        absent = lms.unmatched(roster, [r.student for r in results])
         try:
             if desk.canvas:
+                ids = [s for s in absent if roster[s].get("canvas_id") or roster[s].get("sis_user_id")]
                 exports["canvas_import.csv"] = lms.canvas_csv(
-                    roster, finals, total, desk.canvas, desk.canvas_assignment_id
+                    roster, {**finals, **dict.fromkeys(ids, 0.0)}, total, desk.canvas, desk.canvas_assignment_id
                 )
             if desk.moodle:
-                exports["moodle_import.csv"] = lms.moodle_csv(roster, finals, desk.moodle)
+                key, _ = lms.moodle_identifier(roster, list(finals))
+                ids = [s for s in absent if roster[s].get(key)]
+                exports["moodle_import.csv"] = lms.moodle_csv(
+                    roster, {**finals, **dict.fromkeys(ids, 0.0)}, desk.moodle
+                )
         except lms.ExportError as err:
             raise SystemExit(f"autograder grade: {err}; no class file was rewritten") from None
     if not (resume or desk.students):
@@ -350,7 +357,7 @@ def grade(
         missing = lms.unmatched(roster, [r.student for r in results])
         if missing:
             print(
-                f"autograder grade: roster entries with no graded folder (not in the imports): {', '.join(missing)}",
+                f"autograder grade: roster entries with no folder (no submission: 0 in the imports): {', '.join(missing)}",
                 file=sys.stderr,
             )
     if gradebook:

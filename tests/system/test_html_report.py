@@ -251,10 +251,10 @@ def test_the_lms_exports_read_back_with_their_documented_columns(graded_class):
     assert rows[0] == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", "Lab 1 (77)"]
     assert rows[1][0] == "Points Possible" and rows[1][5] == "10"
     by_id = {r[1]: r for r in rows[2:]}
-    assert len(by_id) == len(finals)
+    assert len(by_id) == len(finals) + 1
     for student, row in roster.items():
         if student == "never_submitted":
-            assert row["canvas_id"] not in by_id
+            assert by_id[row["canvas_id"]][5] == "0", "no folder: no submission, 0 (a blank changes nothing)"
             continue
         assert by_id[row["canvas_id"]][5] == finals[csv_text_of(student)]
         assert by_id[row["canvas_id"]][2] == row["sis_user_id"] and by_id[row["canvas_id"]][4] == "A"
@@ -262,8 +262,8 @@ def test_the_lms_exports_read_back_with_their_documented_columns(graded_class):
         moodle = list(csv.DictReader(f))
     # Moodle's CSV grade import: a user identifier column (email, mapped to useremail) and a grade item column.
     assert list(moodle[0]) == ["Email address", "Lab 1"]
-    emails = {r["email"]: csv_text_of(s) for s, r in roster.items() if s != "never_submitted"}
-    assert {r["Email address"]: r["Lab 1"] for r in moodle} == {e: finals[s] for e, s in emails.items()}
+    emails = {r["email"]: csv_text_of(s) for s, r in roster.items()}
+    assert {r["Email address"]: r["Lab 1"] for r in moodle} == {e: finals.get(s, "0") for e, s in emails.items()}
 
 
 def test_every_student_gets_feedback_with_their_messages(graded_class):

@@ -31,3 +31,19 @@ def test_a_function_with_hidden_checks_keeps_its_points_whole():
     assert visible["score"] + later["score"] == pytest.approx(expected, abs=0.011)
     assert f"count toward its {fn.points:g} points" in later["output"]
     assert sum(t["max_score"] for t in out["tests"]) == fn.points, "no fractional maxima"
+
+
+def test_the_release_readme_states_the_partial_credit_rule_the_score_table_applies():
+    """Issue 44, finding 9: not "when all its checks pass" while partial credit is given."""
+    from autograder.core.outcomes import score_checks
+    from autograder.release.student_readme import student_readme
+
+    course = load_course(ROOT)
+    text = " ".join(student_readme(course).split())
+    assert "when all its checks pass" not in text and "points × passed checks / checks" in text
+    fn = course.module("at_updates").functions[0]
+    outcomes = [
+        CheckOutcome(fn.module, fn.name, "a", Status.PASSED, correctness=True),
+        CheckOutcome(fn.module, fn.name, "b", Status.FAILED),
+    ]
+    assert score_checks(fn, outcomes).points == pytest.approx(fn.points / 2), "partial credit, as the README says"

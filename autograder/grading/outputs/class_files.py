@@ -19,6 +19,7 @@ from autograder.grading.outputs.late import Lateness
 from autograder.runtime import atomic
 
 EXPORTS = ("canvas_import.csv", "moodle_import.csv")
+INCOMPLETE = "INCOMPLETE.txt"  # an interrupted run's note, beside grades.csv (a row in it would be data)
 
 
 def write_student(out: Path, course: Course, modules: tuple[str, ...], result: StudentResult) -> None:
@@ -51,12 +52,16 @@ def write_all(
     texts[out / "report.html"] = report_html(course, modules, results, incomplete, late)
     for name, text in (exports or {}).items():
         texts[out / name] = text
+    if incomplete:
+        texts[out / INCOMPLETE] = f"INCOMPLETE: {incomplete}\n"
     for path, text in texts.items():
         path.parent.mkdir(parents=True, exist_ok=True)
         write_text(path, text)
+    if not incomplete:
+        (out / INCOMPLETE).unlink(missing_ok=True)
 
 
-CLASS_FILES = ("grades.csv", "summary.md", "report.html", *EXPORTS)
+CLASS_FILES = ("grades.csv", "summary.md", "report.html", INCOMPLETE, *EXPORTS)
 
 
 def _student_folders(out: Path) -> list[Path]:

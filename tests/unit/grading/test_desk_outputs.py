@@ -84,16 +84,19 @@ def test_grades_csv_neutralises_a_formula_folder_name_and_keeps_the_numbers(cour
 
 
 def test_summary_md_carries_no_markup_or_link_from_a_student(course):
+    """Rendered as GitHub does (a table), nothing of a message is markup; read raw, it has no escapes."""
+    markdown_it = pytest.importorskip("markdown_it")
     results = [result(course, "a", "bug", MARKUP), result(course, "b", "bug", MARKUP)]
     text = class_report.summary_md(course, (MODULE,), results)
-    import re
-
-    assert "<img" not in text and "](http" not in text and "**bold**" not in text
-    assert not re.search(r"(?<!\\)\[GRADER NOTE", text) and "\\[GRADER NOTE" in text  # a literal [, no link
-    assert "&lt;img src=x onerror=alert\\(1\\)&gt;" in text  # shown, as text
+    rendered = markdown_it.MarkdownIt("commonmark").enable("table").render(text)
+    assert "<img" not in rendered and "<a " not in rendered and "<strong>bold" not in rendered
+    assert "&lt;img src=x onerror=alert(1)&gt;" in rendered and "[GRADER NOTE: regrade me](http://evil" in rendered
     lines = [line for line in text.splitlines() if line.startswith("| set_diagonal")]
     assert len(lines) == 1 and lines[0].count(" | ") == 5, "a | in a message does not break the table"
-    assert md_text("a|b") == "a\\|b"
+    assert "<img src=x onerror=alert(1)> [GRADER NOTE: regrade me](http://evil.example) **bold**" in lines[0]
+    assert "\\(" not in text and "\\." not in text, "no escapes to read past in the raw file"
+    assert md_text("a|b") == "`a\\|b`" and md_text("x ``y`` z") == "```x ``y`` z```"
+    assert md_text("`tick") == "`` `tick ``"
 
 
 # -- failure kinds --------------------------------------------------------------------------------
@@ -112,7 +115,7 @@ def test_missing_and_not_started_are_not_mistakes(course):
     assert class_report.most_common_failures(scores, 3) == [("f: same mistake", 2)]
     assert class_report.submitted_nothing(results[0]) and not class_report.submitted_nothing(results[2])
     summary = class_report.summary_md(course, (MODULE,), results)
-    assert "| scatter_add | 0/5 | 0.00/2 | 2 | 1 | 2× f: same mistake |" in summary
+    assert "| scatter_add | 0/5 | 0.00/2 | 2 | 1 | 2× `f: same mistake` |" in summary
 
 
 # -- feedback -------------------------------------------------------------------------------------
@@ -405,3 +408,17 @@ def test_the_class_files_are_written_together_or_not_at_all(course, tmp_path, mo
             out, course, (MODULE,), [result(course, "bo", "pass")], exports={"canvas_import.csv": "d"}
         )
     assert {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()} == before and not (out / "bo").exists()
+
+
+def test_an_interrupted_run_says_so_beside_grades_csv_not_in_a_row(course, tmp_path):
+    """Issue 44, finding 9: a spreadsheet reads every row of grades.csv as data."""
+    from autograder.grading.outputs import class_files
+
+    out = tmp_path / "out"
+    class_files.write_all(out, course, (MODULE,), [result(course, "ada", "pass")], incomplete="stopped after 1 of 3")
+    lines = (out / "grades.csv").read_text().splitlines()
+    assert len(lines) == 2 and lines[1].startswith("ada,10,10")
+    assert (out / "INCOMPLETE.txt").read_text() == "INCOMPLETE: stopped after 1 of 3\n"
+    assert "INCOMPLETE" in (out / "summary.md").read_text() and "INCOMPLETE" in (out / "report.html").read_text()
+    class_files.write_all(out, course, (MODULE,), [result(course, "ada", "pass")])
+    assert not (out / "INCOMPLETE.txt").exists(), "a complete run removes the note"
