@@ -147,6 +147,31 @@ def reuse_recorded(out: Path, submissions: Path, options: Options, desk: Desk, h
     return options, record
 
 
+def given_code_notes(
+    course: Course, modules: tuple[str, ...], students: list[tuple[str, Path]], graded: list[str]
+) -> dict[str, list[str]]:
+    """Per student, one line per module whose given code differs from the course's (the checks used the course's
+    own: it costs nothing, the student is told)."""
+    from autograder.core.submission import changed_givens, given_note
+
+    notes: dict[str, list[str]] = {}
+    for name, folder in students:
+        if name not in graded:
+            continue
+        files, _ = read_submission(folder, modules)
+        for module, data in files.items():
+            try:
+                course_source = (course.root / "exercises" / f"{module}.py").read_text(encoding="utf-8")
+                names = changed_givens(
+                    data.decode("utf-8"), course_source, {fn.name for fn in course.module(module).functions}
+                )
+            except (OSError, ValueError, KeyError):
+                continue
+            if names:
+                notes.setdefault(name, []).append(given_note(module, names))
+    return notes
+
+
 def claim_out(out: Path, submissions: Path, force: bool) -> None:
     """A fresh run: ``out`` belongs to one class. One that holds another class's grades is refused (with what to
     do), or with ``force`` cleared first."""
@@ -349,7 +374,11 @@ def grade(
         removed = class_files.remove_stale(out, [r.student for r in results], list(exports))
         if removed:
             print(f"removed what an earlier run of this class left in {out}: {', '.join(removed)}")
-    class_files.write_all(out, course, modules, results, late=late, exports=exports)
+    notes = given_code_notes(course, modules, students, [r.student for r in results])
+    for name, lines in notes.items():
+        for line in lines:
+            print(f"autograder grade: note: {name}: {line}", file=sys.stderr)
+    class_files.write_all(out, course, modules, results, late=late, exports=exports, notes=notes)
     for name in exports:
         where = "Canvas: Grades > Import" if name.startswith("canvas") else "Moodle: Grades > Import > CSV file"
         print(f"wrote {out / name} ({where})")

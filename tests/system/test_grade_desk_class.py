@@ -165,3 +165,21 @@ def test_regrading_one_student_reuses_every_option_and_every_output_agrees(desk)
     for where, finals in everywhere.items():
         # zed is on the roster with no folder: no submission, 0 in both imports (a blank cell changes nothing)
         assert finals == ({**expected, "zed": 0} if where in ("canvas", "moodle") else expected), (where, finals)
+
+
+def test_changed_given_code_costs_no_function_and_is_named_once(tmp_path):
+    """Issue 44, finding 8, graded: pytrees' given make_regression_data changed no longer costs fit (the
+    reference's code) through the trusted replay; the student is told once, naming it."""
+    course = copy_course(tmp_path / "course")
+    source = reference_source("pytrees")
+    changed = source.replace("noise=0.1):", "noise=3.0):", 1)
+    assert changed != source
+    (tmp_path / "class" / "pia").mkdir(parents=True)
+    (tmp_path / "class" / "pia" / "pytrees.py").write_text(changed)
+    proc = run_grade(tmp_path / "class", tmp_path / "out", course, "--jobs", "1", modules=("pytrees",))
+    row = rows(tmp_path / "out" / "grades.csv")[0]
+    assert number(row["score"]) == number(row["max_score"]), row
+    note = "given code changed: pytrees.make_regression_data differs from the course&#x27;s given code"
+    assert proc.stderr.count("given code changed: pytrees.make_regression_data") == 1, proc.stderr[-3000:]
+    assert note in (tmp_path / "out" / "pia" / "feedback.html").read_text()
+    assert note in (tmp_path / "out" / "report.html").read_text()

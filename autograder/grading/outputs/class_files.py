@@ -36,20 +36,23 @@ def write_all(
     incomplete: str | None = None,
     late: dict[str, Lateness] | None = None,
     exports: dict[str, str] | None = None,
+    notes: dict[str, list[str]] | None = None,
 ) -> None:
     """Every output: each student's ``results.json`` and ``feedback.html``, ``summary.md``, ``grades.csv``,
     ``report.html``, and ``exports`` (the LMS files: name -> text). ``late``: each student's submission time and
-    penalty, when known. Every text is made before the first is written: the class files are rewritten together
+    penalty, when known. ``notes``: lines for a student that cost nothing (given code changed). Every text is made before the first is written: the class files are rewritten together
     or, when one cannot be made, not at all."""
     out = Path(out)
     texts: dict[Path, str] = {}
     for result in results:
         info = late.get(result.student) if late else None
         texts[out / result.student / "results.json"] = results_json(course, modules, result)
-        texts[out / result.student / "feedback.html"] = feedback_html(course, modules, result, info)
+        texts[out / result.student / "feedback.html"] = feedback_html(
+            course, modules, result, info, (notes or {}).get(result.student, [])
+        )
     texts[out / "summary.md"] = summary_md(course, modules, results, incomplete)
     texts[out / "grades.csv"] = grades_csv(course, modules, results, incomplete, late)
-    texts[out / "report.html"] = report_html(course, modules, results, incomplete, late)
+    texts[out / "report.html"] = report_html(course, modules, results, incomplete, late, notes)
     for name, text in (exports or {}).items():
         texts[out / name] = text
     if incomplete:

@@ -40,7 +40,13 @@ def _state(score: FunctionScore) -> tuple[str, str]:
     return "failed", f"{score.passed}/{score.total} checks pass"
 
 
-def feedback_html(course: Course, modules: tuple[str, ...], result: StudentResult, late: Lateness | None = None) -> str:
+def feedback_html(
+    course: Course,
+    modules: tuple[str, ...],
+    result: StudentResult,
+    late: Lateness | None = None,
+    notes: list[str] | tuple[str, ...] = (),
+) -> str:
     by_name = {s.qualname: s for s in result.scores}
     total = sum(s.points for s in result.scores if s.module in modules)
     max_total = sum(fn.points for fn in course.functions if fn.module in modules)
@@ -86,7 +92,7 @@ def feedback_html(course: Course, modules: tuple[str, ...], result: StudentResul
 </head>
 <body>
 <h1>{_e(course.title)}: feedback for {_e(result.student)}</h1>
-<p id="total">{headline}</p>{late_line}
+<p id="total">{headline}</p>{late_line}{"".join(f'<p class="note">{_e(n)}</p>' for n in notes)}
 <p>Each function below shows the messages your checks gave, with the hint; run <code>pytest exercises/</code> to see them again on your own machine.</p>
 {chr(10).join(body)}
 </body>

@@ -222,6 +222,7 @@ def report_html(
     results: list[StudentResult],
     incomplete: str | None = None,
     late: dict[str, Lateness] | None = None,
+    notes: dict[str, list[str]] | None = None,
 ) -> str:
     columns = function_columns(course, modules)
     functions = [fn for fn in course.functions if fn.module in modules]
@@ -261,7 +262,8 @@ def report_html(
         empty = submitted_nothing(result)
         nothing += empty
         note = '<span class="tag none">no submission</span>' if empty else ""
-        note += "".join(f' <span class="tag warn">{_e(w)}</span>' for w in submission_warnings(result))
+        warnings = [*submission_warnings(result), *(notes or {}).get(result.student, [])]
+        note += "".join(f' <span class="tag warn">{_e(w)}</span>' for w in warnings)
         late_cells = ""
         if late is not None:
             info = late.get(result.student, Lateness(None, None, 0.0))

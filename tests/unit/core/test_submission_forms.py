@@ -167,3 +167,54 @@ def test_anything_else_that_looks_like_a_submission_is_named(tmp_path, name):
     why = missing["at_updates"]
     assert why.startswith("at_updates.py is missing from your submission: found ") and name in why, why
     assert "expected at_updates.py" in why and not why.rstrip().endswith(("),", ","))
+
+
+# -- given code (issue 44, finding 8): one rule for every module ------------------------------------
+
+from support import ROOT  # noqa: E402
+
+from autograder.core.course import load_course  # noqa: E402
+from autograder.core.submission import changed_givens, given_definitions  # noqa: E402
+
+COURSE = load_course(ROOT)
+GIVEN = [
+    (module.name, name)
+    for module in COURSE.modules
+    for name in given_definitions(
+        (ROOT / "exercises" / f"{module.name}.py").read_text(), {fn.name for fn in module.functions}
+    )
+]
+
+
+def test_every_module_with_given_code_is_covered():
+    modules = {m for m, _ in GIVEN}
+    assert {"pytrees", "batchnorm", "dropout_rngs", "parallel"} <= modules, modules
+    assert ("pytrees", "make_regression_data") in GIVEN and ("batchnorm", "BNClassifier") in GIVEN
+
+
+@pytest.mark.parametrize("module,name", GIVEN, ids=lambda v: str(v))
+def test_a_changed_given_definition_is_named_and_nothing_else(module, name):
+    import ast
+
+    source = (ROOT / "exercises" / f"{module}.py").read_text()
+    graded = {fn.name for fn in COURSE.module(module).functions}
+    assert changed_givens(source, source, graded) == []
+    node = given_definitions(source, graded)[name]
+    lines = source.splitlines()
+    if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+        indent = " " * (node.body[-1].col_offset)
+        lines.insert(node.end_lineno, f"{indent}_student_was_here = 1")  # a changed body
+    else:
+        lines[node.lineno - 1] = lines[node.lineno - 1] + "  # a comment changes nothing"
+        lines.insert(node.end_lineno, f"{name} = None")  # rebound: changed
+    changed = "\n".join(lines) + "\n"
+    assert changed_givens(changed, source, graded) == [name]
+    reformatted = source.replace('"""', "'''")  # docstrings and quotes are not the code
+    assert changed_givens(reformatted, source, graded) == []
+
+
+@pytest.mark.parametrize("module", [m.name for m in COURSE.modules])
+def test_the_reference_handed_in_changes_no_given_code(module):
+    graded = {fn.name for fn in COURSE.module(module).functions}
+    reference = (ROOT / "solutions" / f"{module}.py").read_text()
+    assert changed_givens(reference, (ROOT / "exercises" / f"{module}.py").read_text(), graded) == []
