@@ -422,3 +422,20 @@ def test_an_interrupted_run_says_so_beside_grades_csv_not_in_a_row(course, tmp_p
     assert "INCOMPLETE" in (out / "summary.md").read_text() and "INCOMPLETE" in (out / "report.html").read_text()
     class_files.write_all(out, course, (MODULE,), [result(course, "ada", "pass")])
     assert not (out / "INCOMPLETE.txt").exists(), "a complete run removes the note"
+
+
+def test_a_fresh_run_of_the_same_class_leaves_nothing_of_the_earlier_run(tmp_path):
+    """The LMS files this run did not write and the folders of students no longer in the class go: every class
+    file then describes this run."""
+    from autograder.grading.outputs import class_files
+
+    out = tmp_path / "out"
+    for student in ("ada", "gone"):
+        (out / student).mkdir(parents=True)
+        (out / student / "results.json").write_text("{}")
+    (out / "mine").mkdir()  # not a student folder grade wrote: kept
+    for name in ("canvas_import.csv", "moodle_import.csv"):
+        (out / name).write_text("old")
+    removed = class_files.remove_stale(out, ["ada"], ["canvas_import.csv"])
+    assert sorted(removed) == ["gone/", "moodle_import.csv"]
+    assert sorted(p.name for p in out.iterdir()) == ["ada", "canvas_import.csv", "mine"]
