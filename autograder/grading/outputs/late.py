@@ -207,8 +207,29 @@ def _gradescope_time(folder: Path) -> datetime | None:
 
 
 def _mtime(folder: Path, modules: tuple[str, ...]) -> datetime | None:
-    base = folder / "exercises" if (folder / "exercises").is_dir() else folder
-    times = [p.lstat().st_mtime for m in modules if (p := base / f"{m}.py").is_file() and not p.is_symlink()]
+    """The newest of the files a submission is read from: ``<module>.py`` or ``<module>.ipynb`` (in ``exercises/``,
+    or one folder down), or an archive in the folder (see :func:`autograder.core.submission.read_submission`)."""
+    from autograder.core.submission import ARCHIVE_SUFFIXES
+
+    def newest(base: Path) -> list[float]:
+        found = []
+        for where in (base / "exercises", base):
+            for m in modules:
+                for suffix in (".py", ".ipynb"):
+                    p = where / f"{m}{suffix}"
+                    if p.is_file() and not p.is_symlink():
+                        found.append(p.lstat().st_mtime)
+            if found:
+                return found
+        return found
+
+    times = newest(folder)
+    if not times and folder.is_dir():
+        archives = [p for p in folder.iterdir() if p.name.lower().endswith(ARCHIVE_SUFFIXES) and not p.is_symlink()]
+        times = [p.lstat().st_mtime for p in archives if p.is_file()]
+        nested = [p for p in folder.iterdir() if p.is_dir() and not p.is_symlink() and not p.name.startswith(".")]
+        if not times and len(nested) == 1:
+            times = newest(nested[0])
     return datetime.fromtimestamp(max(times), UTC) if times else None
 
 

@@ -439,3 +439,20 @@ def test_a_fresh_run_of_the_same_class_leaves_nothing_of_the_earlier_run(tmp_pat
     removed = class_files.remove_stale(out, ["ada"], ["canvas_import.csv"])
     assert sorted(removed) == ["gone/", "moodle_import.csv"]
     assert sorted(p.name for p in out.iterdir()) == ["ada", "canvas_import.csv", "mine"]
+
+
+def test_the_mtime_of_a_notebook_a_zip_or_a_nested_folder_is_the_submission_time(tmp_path):
+    stamp = 1_772_000_000
+    files = {
+        "nb": "at_updates.ipynb",
+        "zipped": "submission.zip",
+        "nested": "jax-course-main/exercises/at_updates.py",
+    }
+    for student, name in files.items():
+        path = tmp_path / student / name
+        path.parent.mkdir(parents=True)
+        path.write_text("x")
+        os.utime(path, (stamp, stamp))
+    students = [(s, tmp_path / s) for s in files]
+    times, unknown = late_work.submission_times("mtime", students, (MODULE,))
+    assert unknown == [] and set(times.values()) == {datetime.fromtimestamp(stamp, UTC)}
