@@ -137,9 +137,10 @@ def reuse_recorded(out: Path, submissions: Path, options: Options, desk: Desk, h
         elif given != old:
             conflicts.append(f"{_shown(flag, given)} (graded with {_shown(flag, old) if old is not None else 'none'})")
     if conflicts:
+        verb = "resume" if how == "--resume" else "regrade a student"
         raise SystemExit(
-            f"autograder grade: {how} grades into {out} with the options it was graded with, and "
-            f"{'; '.join(conflicts)} differ; leave them out to reuse them, or grade the whole class again "
+            f"autograder grade: cannot {verb} into {out} with other options than it was graded with: "
+            f"{'; '.join(conflicts)}; leave them out to reuse them, or grade the whole class again "
             "(without --student or --resume) to change them"
         )
     if reused:
