@@ -71,7 +71,13 @@ def add_grade(subparsers) -> argparse.ArgumentParser:
         default=[],
         metavar="NAME",
         help="regrade only this student folder of SUBMISSIONS into an existing OUT (repeatable); the others keep "
-        "their recorded grades and every class file is rewritten",
+        "their recorded grades and every class file is rewritten; the options OUT was graded with (late policy, "
+        "times, roster, exports, limits, seed) are reused (a different one given is refused)",
+    )
+    parser.add_argument(
+        "--force",
+        action="store_true",
+        help="OUT holds another class's grades: clear what grade wrote there first (else such an OUT is refused)",
     )
     late = parser.add_argument_group("due dates and late work (default: [late] in course.toml)")
     late.add_argument(
@@ -180,6 +186,13 @@ def run_grade(args: argparse.Namespace) -> int:
         canvas=args.canvas,
         canvas_assignment_id=args.canvas_assignment_id,
         moodle=args.moodle,
+        force=args.force,
+        given={
+            "modules": command.select_modules(course, args.only) if args.only else None,
+            "timeout_per_function": args.timeout,
+            "memory_mb": args.memory,
+            "seed": args.seed,
+        },
     )
     code = command.grade(
         course,

@@ -13,11 +13,7 @@ def predict(params, x):
 
 
 def mse(params, x_batched, y_batched):
-    def squared_error(x, y):
-        d = y - predict(params, x)
-        return jnp.inner(d, d) / 2.0
-
-    return jnp.mean(jax.vmap(squared_error)(x_batched, y_batched), axis=0)
+    return jnp.mean((jax.vmap(lambda x: predict(params, x))(x_batched) - y_batched) ** 2)
 
 
 def make_data_mesh():

@@ -104,8 +104,8 @@ SPLIT_ADVICE = (
     "a key may be used once: by one draw, or by one split. Split first and give each use its own subkey:\n"
     "    key, k1, k2 = jax.random.split(key, 3)\n"
     "After `key, sub = jax.random.split(key)` the old key is spent: draw with `sub` and split the new `key` next.\n"
-    "For one key per layer or per step, split as many as you need (keys = jax.random.split(key, n), then keys[i]),\n"
-    "or carry the key through the loop and split it again on every step."
+    "For one key per layer or per step, split as many as you need: keys = jax.random.split(key, n), then keys[i].\n"
+    "Or carry the key through the loop and split it again on every step."
 )
 
 LOOP_ADVICE = (

@@ -146,8 +146,26 @@ def _require(table: dict, key: str, kind: type | tuple, where: str):
         raise CourseError(f"course.toml: {where} is missing {key!r}")
     value = table[key]
     if not isinstance(value, kind) or isinstance(value, bool) and kind is not bool:
-        raise CourseError(f"course.toml: {where}.{key} must be {getattr(kind, '__name__', kind)}, got {value!r}")
+        raise CourseError(f"course.toml: {where}.{key} must be {kind_in_words(kind)}, got {value!r}")
     return value
+
+
+_KIND_WORDS = {
+    int: "a whole number",
+    float: "a number",
+    str: 'a string (in "quotes")',
+    bool: "true or false",
+    list: "a list ([...])",
+    dict: "a table",
+}
+
+
+def kind_in_words(kind: type | tuple) -> str:
+    """What a TOML value must be, as a person says it ("a whole number or a number" reads as "a number")."""
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    if set(kinds) == {int, float}:
+        return "a number"
+    return " or ".join(_KIND_WORDS.get(k, getattr(k, "__name__", str(k))) for k in kinds)
 
 
 def parse_course(data: dict, root: Path) -> Course:
@@ -160,6 +178,11 @@ def parse_course(data: dict, root: Path) -> Course:
 
     grading_table = data.get("grading", {})
     _unknown(grading_table, _GRADING_KEYS, "[grading]")
+    for key, kind in (("timeout_per_function", (int, float)), ("memory_limit_mb", int)):
+        if key in grading_table:
+            value = _require(grading_table, key, kind, "[grading]")
+            if value <= 0:
+                raise CourseError(f"course.toml: [grading].{key} must be {kind_in_words(kind)} above 0, got {value!r}")
     grading = Grading(**grading_table)
     hints_table = data.get("hints", {})
     _unknown(hints_table, _HINTS_KEYS, "[hints]")

@@ -76,21 +76,29 @@ def save(root: Path, progress: Progress) -> None:
 
 
 def record_run(root: Path, scores: Iterable, *, profile: str, count_failures: bool) -> Progress:
-    """Remember the result of one run; a function that failed in it counts one more failed run.
+    """Remember the result of one run; a function that failed in it counts one more failed run, unless only
+    because its module could not be imported (a syntax error, a file not UTF-8): that counts once, for the module.
 
     ``scores`` are :class:`autograder.core.outcomes.FunctionScore`.
     """
     from autograder.core.status import Status
+    from autograder.core.submission import is_import_failure
 
     progress = load(root)
     now = time.time()
+    unimportable = set()
     for score in scores:
         name = f"{score.module}.{score.function}"
         entry = progress.functions.setdefault(name, FunctionProgress())
         entry.status, entry.points, entry.max_points = score.status, score.points, score.max_points
         entry.checked_at, entry.profile = now, profile
         if count_failures and score.status == Status.FAILED:
-            entry.failed_runs += 1
+            if score.messages and all(is_import_failure(m) for m in score.messages):
+                unimportable.add(score.module)  # the module failed, not this function's own checks
+            else:
+                entry.failed_runs += 1
+    for module in unimportable:  # counted once, for the module (no function's reveal moves)
+        progress.functions.setdefault(module, FunctionProgress()).failed_runs += 1
     save(root, progress)
     return progress
 

@@ -103,6 +103,7 @@ def grade_class(
     log: TextIO | None = None,
     workers: int | None = None,
     prove: bool = True,
+    desk: dict | None = None,
 ) -> ClassGrades:
     """Grade ``students`` (``(name, folder)`` pairs) with ``course``'s checks, locally or on the Dask scheduler at
     ``cluster``, after proving the grader's environment on the course's reference and stubs (pre-flight).
@@ -116,6 +117,8 @@ def grade_class(
     in-process on the published inputs). Grades (``prove=True``) are drawn from ``options.seed``, or when it is None
     from the seed the run in ``out`` recorded (``resume``, ``regrade``), else from :func:`default_seed`: never from
     the inputs a student release published answers for.
+    ``desk``: what ``out``'s record keeps beside the fingerprint (the class and the export options,
+    :mod:`~autograder.grading.outputs.run_state`).
     Raises :class:`~autograder.grading.outputs.run_state.ResumeError` when ``out`` cannot be resumed."""
     stop = stop if stop is not None else threading.Event()
     notify = on_notice or (lambda _notice: None)
@@ -137,7 +140,7 @@ def grade_class(
             "isolation": isolation,
         },
     )
-    state = run_state.RunState.start(out, run, resume=resume or bool(regrade)) if out is not None else None
+    state = run_state.RunState.start(out, run, resume=resume or bool(regrade), desk=desk) if out is not None else None
     finished: dict[str, StudentResult] = {}
     if out is not None and state is not None and regrade:  # a state only with OUT
         recorded = state.recorded(students, modules)  # reads every student's files (their digests) too

@@ -11,11 +11,13 @@ incomplete.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import signal
 import sys
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from autograder.core import versions
 from autograder.core.course import Course
@@ -54,6 +56,145 @@ class Desk:
     canvas: str | None = None  # --canvas ASSIGNMENT: write OUT/canvas_import.csv
     canvas_assignment_id: str | None = None
     moodle: str | None = None  # --moodle ITEM: write OUT/moodle_import.csv
+    force: bool = False  # --force: clear an OUT that holds another class's grades first
+    # the grading options given on the command line (None: not given), which --student and --resume take from
+    # OUT's record instead: modules (--only), timeout_per_function (--timeout), memory_mb (--memory), seed (--seed)
+    given: dict = field(default_factory=dict)
+
+
+# The options a run's record keeps (autograder.grading.outputs.run_state's desk), with their flags.
+DESK_FLAGS = {
+    "due": "--due",
+    "late_penalty": "--late-penalty",
+    "late_cutoff": "--late-cutoff",
+    "submitted_at": "--submitted-at",
+    "roster": "--roster",
+    "canvas": "--canvas",
+    "canvas_assignment_id": "--canvas-assignment-id",
+    "moodle": "--moodle",
+}
+OPTION_FLAGS = {"modules": "--only", "timeout_per_function": "--timeout", "memory_mb": "--memory", "seed": "--seed"}
+
+
+def _desk_value(key: str, value):
+    """A desk option as the record keeps it: paths absolute (a regrade may run from another folder)."""
+    if value is None:
+        return None
+    if key == "roster":
+        return str(Path(value).resolve())
+    if key == "submitted_at" and str(value).startswith("csv:"):
+        return "csv:" + str(Path(str(value)[4:]).resolve())
+    return value
+
+
+def _option_value(key: str, value):
+    return list(value) if key == "modules" and value is not None else value
+
+
+def _shown(flag: str, value) -> str:
+    values = value if isinstance(value, list) else [value]
+    return " ".join(f"{flag} {v}" for v in values)
+
+
+def desk_record(submissions: Path, desk: Desk, times: dict | None = None) -> dict:
+    """What OUT's record keeps beside the fingerprint: the class graded, the export options, the times read."""
+    return {
+        "class": str(submissions.resolve()),
+        **{key: _desk_value(key, getattr(desk, key)) for key in DESK_FLAGS},
+        "times": {name: value.isoformat() for name, value in sorted((times or {}).items())},
+    }
+
+
+def reuse_recorded(out: Path, submissions: Path, options: Options, desk: Desk, how: str) -> tuple[Options, dict]:
+    """``--student``/``--resume``: the options ``out`` was graded with, for every one not given now (said on the
+    console); a given one that differs is refused (SystemExit). Returns the options and the record's desk."""
+    saved = run_state.read_run(out)
+    if saved is None:
+        return options, {}  # nothing to continue: RunState.start says so
+    record: dict[str, Any] = saved["desk"] if isinstance(saved.get("desk"), dict) else {}
+    here = str(submissions.resolve())
+    if record.get("class") not in (None, here):
+        raise SystemExit(
+            f"autograder grade: {how}: {out} holds the grades of another class ({record['class']}), not of "
+            f"{here}; regrade into the OUT of {here}'s class, or grade {here} into a new folder"
+        )
+    conflicts, reused = [], []
+    for key, flag in DESK_FLAGS.items():
+        given, old = _desk_value(key, getattr(desk, key)), record.get(key)
+        if given is None and old is not None:
+            setattr(desk, key, Path(old) if key == "roster" else old)
+            reused.append(_shown(flag, old))
+        elif given is not None and given != old:
+            conflicts.append(f"{_shown(flag, given)} (graded with {_shown(flag, old) if old is not None else 'none'})")
+    recorded = run_state.recorded_options(saved)
+    for key, flag in OPTION_FLAGS.items():
+        if key not in recorded:
+            continue
+        given, old = _option_value(key, desk.given.get(key)), recorded[key]
+        if given is None:
+            if old != _option_value(key, getattr(options, key)):
+                reused.append(_shown(flag, old))
+            changed: dict[str, Any] = {key: tuple(old) if key == "modules" else old}
+            options = dataclasses.replace(options, **changed)
+        elif given != old:
+            conflicts.append(f"{_shown(flag, given)} (graded with {_shown(flag, old) if old is not None else 'none'})")
+    if conflicts:
+        verb = "resume" if how == "--resume" else "regrade a student"
+        raise SystemExit(
+            f"autograder grade: cannot {verb} into {out} with other options than it was graded with: "
+            f"{'; '.join(conflicts)}; leave them out to reuse them, or grade the whole class again "
+            "(without --student or --resume) to change them"
+        )
+    if reused:
+        print(f"{how}: reusing the options {out} was graded with: {' '.join(reused)}")
+    return options, record
+
+
+def given_code_notes(
+    course: Course, modules: tuple[str, ...], students: list[tuple[str, Path]], graded: list[str]
+) -> dict[str, list[str]]:
+    """Per student, one line per module whose given code differs from the course's (the checks used the course's
+    own: it costs nothing, the student is told)."""
+    from autograder.core.submission import changed_givens, given_note
+
+    notes: dict[str, list[str]] = {}
+    for name, folder in students:
+        if name not in graded:
+            continue
+        files, _ = read_submission(folder, modules)
+        for module, data in files.items():
+            try:
+                course_source = (course.root / "exercises" / f"{module}.py").read_text(encoding="utf-8")
+                names = changed_givens(
+                    data.decode("utf-8"), course_source, {fn.name for fn in course.module(module).functions}
+                )
+            except (OSError, ValueError, KeyError):
+                continue
+            if names:
+                notes.setdefault(name, []).append(given_note(module, names))
+    return notes
+
+
+def claim_out(out: Path, submissions: Path, force: bool) -> None:
+    """A fresh run: ``out`` belongs to one class. One that holds another class's grades is refused (with what to
+    do), or with ``force`` cleared first."""
+    saved = run_state.read_run(out)
+    if saved is None and not (out / "grades.csv").is_file():
+        return
+    record = (saved or {}).get("desk")
+    owner = record.get("class") if isinstance(record, dict) else None
+    here = str(submissions.resolve())
+    if owner == here:
+        return
+    whose = f"the class {owner}" if owner else "a class graded before classes were recorded"
+    if not force:
+        raise SystemExit(
+            f"autograder grade: {out} already holds the grades of {whose}; grading {here} there would replace "
+            f"them and leave that class's files behind. Grade into a new folder (--out NEW_FOLDER), or add --force "
+            f"to clear {out} first"
+        )
+    class_files.clear(out, run_state.STATE)
+    print(f"--force: cleared {out} (it held the grades of {whose})")
 
 
 def class_of(submissions: Path, course: Course, out: Path) -> list[tuple[str, Path]]:
@@ -101,6 +242,11 @@ def grade(
         raise SystemExit(f"autograder grade: {submissions} is not a folder")
     say_environment()
     out = out.resolve()
+    record: dict = {}
+    if desk.force and (resume or desk.students):
+        raise SystemExit("autograder grade: --force starts OUT afresh; it cannot go with --resume or --student")
+    if resume or desk.students:
+        options, record = reuse_recorded(out, submissions, options, desk, "--resume" if resume else "--student")
     modules = options.modules
     students = class_of(submissions, course, out)
     names = [name for name, _ in students]
@@ -120,6 +266,11 @@ def grade(
         )
     except late_work.LateError as err:
         raise SystemExit(f"autograder grade: {err}") from None
+    if desk.students and record.get("times"):  # the others keep the times their recorded grades were judged with
+        for name, text in record["times"].items():
+            if name not in desk.students and name in names:
+                times[name] = late_work.parse_time(text, "the run's record")
+        no_time = [name for name in no_time if name not in times]
     if no_time:
         print(
             f"autograder grade: warning: no submission time ({desk.submitted_at}) for {', '.join(no_time)}: no late penalty for them",
@@ -138,6 +289,12 @@ def grade(
                 lms.moodle_identifier(roster, names)
         except lms.ExportError as err:
             raise SystemExit(f"autograder grade: {err}") from None
+    if not (resume or desk.students):
+        claim_out(out, submissions, desk.force)
+    for name, folder in students:
+        if not desk.students or name in desk.students:
+            for why in dict.fromkeys(w for w in read_submission(folder, modules)[1].values() if ": found " in w):
+                print(f"autograder grade: warning: {name}: {why}", file=sys.stderr)
 
     def say(notice: api.Notice) -> None:
         if isinstance(notice, api.IsolationInForce):
@@ -182,6 +339,7 @@ def grade(
                 progress=progress,
                 on_notice=say,
                 log=sys.stderr,
+                desk=desk_record(submissions, desk, times),
             )
         except run_state.ResumeError as err:
             raise SystemExit(f"autograder grade: {err}") from None
@@ -191,26 +349,47 @@ def grade(
         return grader_failed(grades.failure, len(results))
     if stop.is_set():
         return interrupted(out, course, modules, results, grades.total, caught[0] if caught else signal.SIGINT, late)
-    class_files.write_all(out, course, modules, results, late=late)
     total = sum(fn.points for fn in course.functions if fn.module in modules)
+    exports = {}
     if roster is not None:
         columns = class_report.function_columns(course, modules)
         finals = {
             r.student: (late[r.student].final if late else float)(class_report.student_total(r, columns))
             for r in results
         }
-        if desk.canvas:
-            class_files.write_text(
-                out / "canvas_import.csv", lms.canvas_csv(roster, finals, total, desk.canvas, desk.canvas_assignment_id)
-            )
-            print(f"wrote {out / 'canvas_import.csv'} (Canvas: Grades > Import)")
-        if desk.moodle:
-            class_files.write_text(out / "moodle_import.csv", lms.moodle_csv(roster, finals, desk.moodle))
-            print(f"wrote {out / 'moodle_import.csv'} (Moodle: Grades > Import > CSV file)")
+        # a roster entry with no folder submitted nothing: 0 in the imports (a blank cell changes nothing there)
+        absent = lms.unmatched(roster, [r.student for r in results])
+        try:
+            if desk.canvas:
+                ids = [s for s in absent if roster[s].get("canvas_id") or roster[s].get("sis_user_id")]
+                exports["canvas_import.csv"] = lms.canvas_csv(
+                    roster, {**finals, **dict.fromkeys(ids, 0.0)}, total, desk.canvas, desk.canvas_assignment_id
+                )
+            if desk.moodle:
+                key, _ = lms.moodle_identifier(roster, list(finals))
+                ids = [s for s in absent if roster[s].get(key)]
+                exports["moodle_import.csv"] = lms.moodle_csv(
+                    roster, {**finals, **dict.fromkeys(ids, 0.0)}, desk.moodle
+                )
+        except lms.ExportError as err:
+            raise SystemExit(f"autograder grade: {err}; no class file was rewritten") from None
+    if not (resume or desk.students):
+        removed = class_files.remove_stale(out, [r.student for r in results], list(exports))
+        if removed:
+            print(f"removed what an earlier run of this class left in {out}: {', '.join(removed)}")
+    notes = given_code_notes(course, modules, students, [r.student for r in results])
+    for name, lines in notes.items():
+        for line in lines:
+            print(f"autograder grade: note: {name}: {line}", file=sys.stderr)
+    class_files.write_all(out, course, modules, results, late=late, exports=exports, notes=notes)
+    for name in exports:
+        where = "Canvas: Grades > Import" if name.startswith("canvas") else "Moodle: Grades > Import > CSV file"
+        print(f"wrote {out / name} ({where})")
+    if roster is not None:
         missing = lms.unmatched(roster, [r.student for r in results])
         if missing:
             print(
-                f"autograder grade: roster entries with no graded folder (not in the imports): {', '.join(missing)}",
+                f"autograder grade: roster entries with no folder (no submission: 0 in the imports): {', '.join(missing)}",
                 file=sys.stderr,
             )
     if gradebook:

@@ -21,8 +21,8 @@ student's ``exercises/<module>.py`` files into a fresh copy of ``course/``
 (the checks always come from the bundle, so a student cannot edit them), runs
 ``pytest --grading --results-json`` there and converts the results with
 :func:`result` into Classroom 50's documented ``classroom50/result/v1``: one
-test per ``<module>.<function>``, integer ``score``/``max-score`` (the course's
-points scaled by :func:`scale`, so partial credit survives as integers), and
+test per ``<module>.<function>``, integer ``score``/``max-score`` in the course's
+own points (scaled by :func:`scale` only when partial credit is not a whole number), and
 ``passed``. It exits 0 whenever it graded (pass or fail is in ``result.json``).
 """
 
@@ -150,39 +150,38 @@ if __name__ == "__main__":
 '''.replace("@CPU_INDEX@", CPU_INDEX).replace("@TORCH@", TORCH)
 
 
-def scale(course: Course, modules: tuple[str, ...], checks: dict[str, int]) -> int:
-    """The smallest factor that makes every function's points per check an integer."""
+def scale(values) -> int:
+    """The smallest factor that makes every value (points, earned points) an integer: 1 whenever they already are,
+    so a course of whole points is reported in its own points."""
     factor = 1
-    for fn in course.functions:
-        if fn.module in modules:
-            unit = Fraction(fn.points).limit_denominator(1000) / max(1, checks.get(fn.qualname, 1))
-            factor = math.lcm(factor, unit.denominator)
+    for value in values:
+        factor = math.lcm(factor, Fraction(value).limit_denominator(1000).denominator)
     return factor
 
 
 def result(course: Course, modules: tuple[str, ...], results: dict, env: dict[str, str]) -> dict:
-    """``classroom50/result/v1`` from ``pytest --results-json`` output (one row per function)."""
+    """``classroom50/result/v1`` from ``pytest --results-json`` output (one row per function): the course's own
+    points, scaled only when a score is not a whole number (Classroom 50 takes integers)."""
     rows = {f"{f['module']}.{f['function']}": f for f in results.get("functions", [])}
-    checks = {name: int(row["total"]) for name, row in rows.items()}
-    factor = scale(course, modules, checks)
-    tests = []
-    for fn in course.functions:
-        if fn.module not in modules:
-            continue
+    earned: dict[str, Fraction] = {}
+    functions = [fn for fn in course.functions if fn.module in modules]
+    for fn in functions:
         row = rows.get(fn.qualname)
-        maximum = int(Fraction(fn.points).limit_denominator(1000) * factor)
-        if row is None:
-            tests.append({"test-name": fn.qualname, "passed": False, "score": 0, "max-score": maximum})
-            continue
-        earned = Fraction(0)
-        if row["points"] > 0:  # points * passed / total (0 when a correctness check failed), exactly
-            earned = Fraction(fn.points).limit_denominator(1000) * int(row["passed"]) / max(1, int(row["total"]))
+        earned[fn.qualname] = Fraction(0)
+        if row is not None and row["points"] > 0:  # points * passed / total (0 when a correctness check failed)
+            earned[fn.qualname] = (
+                Fraction(fn.points).limit_denominator(1000) * int(row["passed"]) / max(1, int(row["total"]))
+            )
+    factor = scale([*(fn.points for fn in functions), *earned.values()])
+    tests = []
+    for fn in functions:
+        row = rows.get(fn.qualname)
         tests.append(
             {
                 "test-name": fn.qualname,
-                "passed": row["status"] == "passed",
-                "score": int(earned * factor),
-                "max-score": maximum,
+                "passed": row is not None and row["status"] == "passed",
+                "score": int(earned[fn.qualname] * factor),
+                "max-score": int(Fraction(fn.points).limit_denominator(1000) * factor),
             }
         )
     commit = env.get("COMMIT_URL", "")

@@ -21,10 +21,11 @@ as that user, the trusted verifier as root), then writes
 grader, the interpreter — a valid ``results.json`` is written (by the shell
 script if Python itself cannot).
 
-``results.json`` has one test per function; checks that ``course.toml`` lists
-as ``hidden`` are a second test of that function with
-``visibility: after_due_date`` (Gradescope then also hides the total until
-the due date). ``AUTOGRADER_ROOT`` replaces ``/autograder`` (tests).
+``results.json`` has one test per function, its ``max_score`` the function's
+points; checks that ``course.toml`` lists as ``hidden`` are a second test of
+that function with ``visibility: after_due_date`` (Gradescope then also hides
+the total until the due date), adding what they earned (the course's rule:
+points x passed checks / all checks) with no maximum of its own. ``AUTOGRADER_ROOT`` replaces ``/autograder`` (tests).
 """
 
 from __future__ import annotations
@@ -246,10 +247,23 @@ def results(course: Course, modules: tuple[str, ...], result, seconds: float) ->
         gate_failed = any(o.correctness and o.status != Status.PASSED for o in checks)
         hidden = [o for o in checks if o.check.split("[", 1)[0] in fn.hidden]
         shown = [o for o in checks if o not in hidden]
-        tests.append(_test(fn.qualname, _part(fn, shown, len(checks), gate_failed), "visible"))
+        visible = _test(fn.qualname, _part(fn, shown, len(checks), gate_failed), "visible")
+        visible["max_score"] = fn.points  # the function's points as the course counts them, never a fraction
+        tests.append(visible)
         if hidden:
-            part = _part(fn, hidden, len(checks), gate_failed)
-            tests.append(_test(f"{fn.qualname} (checks shown after the due date)", part, "after_due_date"))
+            # their points are part of the function's (points x passed checks / all its checks): this test adds
+            # what they earned to the total and adds no maximum of its own
+            later = _test(
+                f"{fn.qualname} (checks shown after the due date)",
+                _part(fn, hidden, len(checks), gate_failed),
+                "after_due_date",
+            )
+            later["max_score"] = 0.0
+            later["output"] = (
+                f"These {len(hidden)} of {fn.qualname}'s {len(checks)} checks count toward its "
+                f"{points_text(fn.points, None)} points (points x passed checks / all checks).\n\n" + later["output"]
+            )
+            tests.append(later)
     score = round(sum(s.points for s in result.scores if s.module in modules), 2)
     maximum = sum(fn.points for fn in course.functions if fn.module in modules)
     return {

@@ -378,6 +378,8 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
             terminalreporter.write_line(course.welcome.strip())
     for line in slow_compile_lines(course_session.slow_compiles):
         terminalreporter.write_line(f"slow: {line}")
+    for line in course_session.given_notes(list(dict.fromkeys(score.module for score in scores))):
+        terminalreporter.write_line(line)
     for name, count in sorted(course_session.partly_judged.items()):
         terminalreporter.write_line(
             f"partly judged: {name} passed, but {count} of its generated inputs have no recorded answer in this release"

@@ -35,7 +35,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder.core.course import Course, load_course
+from autograder.core.course import Course, CourseError, load_course
 
 MAX_WORKERS = 4  # each worker holds JAX, the stack and its module's programs (about 0.5 GiB)
 
@@ -85,7 +85,10 @@ def workers_for(early_config: pytest.Config, root: Path, paths: list[str]) -> in
     )
     if chose or cannot:
         return 1
-    course = load_course(root, verify_files=False)
+    try:
+        course = load_course(root, verify_files=False)
+    except CourseError:
+        return 1  # pytest_configure says what is wrong with course.toml, in one line
     count = len(selected_modules(course, early_config.invocation_params.dir, paths))
     return max(1, min(count, available_cores(), MAX_WORKERS))
 

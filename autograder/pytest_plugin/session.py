@@ -30,7 +30,14 @@ from autograder.core.course import Course, Function
 from autograder.core.oracle import REFERENCES, OwnAnswers
 from autograder.core.outcomes import CheckOutcome
 from autograder.core.status import Status
-from autograder.core.submission import SubmissionImportError, load_module, stub_functions
+from autograder.core.submission import (
+    SubmissionImportError,
+    changed_givens,
+    given_note,
+    load_module,
+    restore_givens,
+    stub_functions,
+)
 
 SESSION_KEY = pytest.StashKey["CourseSession"]()
 FUNCTION_KEY = pytest.StashKey[Function]()
@@ -195,10 +202,43 @@ class CourseSession:
         """The module under test, imported once per session (or what stands in when it cannot be)."""
         if module not in self._students:
             try:
-                self._students[module] = load_module(self.settings.source / f"{module}.py", module)
+                loaded = load_module(self.settings.source / f"{module}.py", module)
+                course_file = self.course_given(module)
+                if course_file is not None:  # the checks use the course's own given code (the student is told)
+                    restore_givens(loaded, course_file, {fn.name for fn in self.course.module(module).functions})
+                self._students[module] = loaded
             except SubmissionImportError as err:
                 self._students[module] = Unimportable(err)
         return self._students[module]
+
+    def course_given(self, module: str) -> Path | None:
+        """The course's own stub of ``module`` (its given code): the course's ``exercises/`` when the student's
+        files are elsewhere (``--submission``, ``grade``), else a release's ``oracle/given/``; None when the
+        student's file is the only copy."""
+        exercises = self.course.root / "exercises" / f"{module}.py"
+        if self.settings.source.resolve() != exercises.parent.resolve() and exercises.is_file():
+            return exercises
+        released = self.course.root / "oracle" / "given" / f"{module}.py"
+        return released if released.is_file() else None
+
+    def given_notes(self, modules) -> list[str]:
+        """One line per module of ``modules`` whose given code the student changed."""
+        notes = []
+        for module in modules:
+            course_file = self.course_given(module)
+            try:
+                if course_file is None:
+                    continue
+                names = changed_givens(
+                    (self.settings.source / f"{module}.py").read_text(encoding="utf-8"),
+                    course_file.read_text(encoding="utf-8"),
+                    {fn.name for fn in self.course.module(module).functions},
+                )
+            except (OSError, ValueError, KeyError):
+                continue
+            if names:
+                notes.append(given_note(module, names))
+        return notes
 
     def student_file(self, module: str) -> Path:
         return self.settings.source / f"{module}.py"
@@ -208,7 +248,7 @@ class CourseSession:
         if fn.module not in self._stubs:
             try:
                 self._stubs[fn.module] = frozenset(stub_functions(self.student_file(fn.module)))
-            except (OSError, SyntaxError):
+            except (OSError, SyntaxError, ValueError):  # unreadable, not Python, not UTF-8: the import says why
                 self._stubs[fn.module] = frozenset()
         return fn.name in self._stubs[fn.module]
 

@@ -35,8 +35,8 @@ the expected value and yours, and a hint.
 ## What the score means
 
 The table at the end of `pytest exercises/` is **practice feedback**: a function
-earns its points when all its checks pass, and nothing while one of its
-correctness checks fails. Expected values come from `oracle/`, answers the
+earns `points × passed checks / checks` (partial credit), and nothing while one
+of its correctness checks (its values against the reference) fails. Expected values come from `oracle/`, answers the
 course recorded for the inputs these checks generate; a check that meets an
 input that was not recorded (for example while hypothesis shrinks a failure)
 does not judge it, and a check with no judged input is reported as skipped.

@@ -105,6 +105,30 @@ def test_partial_credit_survives_as_integers():
     assert row["score"] * 3 == row["max-score"] * 2 and row["score"] > 0
 
 
+def test_a_lab_of_whole_points_is_reported_in_the_course_points():
+    """Issue 44, finding 7: an 8/10 lab is 8 of 10 on Classroom 50, not 24 of 30."""
+    fns = COURSE.module(MODULE).functions
+    maximum = sum(f.points for f in fns)
+    failing = next(f for f in fns if f.points == maximum - 8)
+    results = {
+        "functions": [
+            {
+                "module": MODULE,
+                "function": f.name,
+                "points": 0.0 if f is failing else float(f.points),
+                "passed": 1 if f is failing else 3,
+                "total": 3,
+                "status": "failed" if f is failing else "passed",
+            }
+            for f in fns
+        ]
+    }
+    out = classroom50.result(COURSE, (MODULE,), results, RUNNER_ENV)
+    jsonschema.validate(out, SCHEMA)
+    assert (out["score"], out["max-score"]) == (8, maximum)
+    assert {t["test-name"]: t["max-score"] for t in out["tests"]} == {f.qualname: f.points for f in fns}
+
+
 def run_autograder(bundle: Path, checkout: Path, **env: str) -> dict:
     """The runner's call: autograder.py from the bundle, in the student's checkout, started by the system's
     Python (the runner's own); the environment it grades in is the one it builds itself."""

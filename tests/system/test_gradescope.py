@@ -349,7 +349,7 @@ def test_a_revealed_hidden_check_that_earned_nothing_does_not_say_passed(graded)
     results = graded["wrong"][0]
     tests = by_name(results)
     hidden = tests[f"{HIDDEN_FN.qualname} (checks shown after the due date)"]
-    assert hidden["score"] == 0 and hidden["max_score"] > 0
+    assert hidden["score"] == 0 and hidden["max_score"] == 0, "its points are the function's, counted there"
     assert hidden["status"] == "failed" and "passed" not in hidden["output"].splitlines()[0], hidden
     assert "no points" in hidden["output"]
 

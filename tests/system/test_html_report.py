@@ -251,10 +251,10 @@ def test_the_lms_exports_read_back_with_their_documented_columns(graded_class):
     assert rows[0] == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", "Lab 1 (77)"]
     assert rows[1][0] == "Points Possible" and rows[1][5] == "10"
     by_id = {r[1]: r for r in rows[2:]}
-    assert len(by_id) == len(finals)
+    assert len(by_id) == len(finals) + 1
     for student, row in roster.items():
         if student == "never_submitted":
-            assert row["canvas_id"] not in by_id
+            assert by_id[row["canvas_id"]][5] == "0", "no folder: no submission, 0 (a blank changes nothing)"
             continue
         assert by_id[row["canvas_id"]][5] == finals[csv_text_of(student)]
         assert by_id[row["canvas_id"]][2] == row["sis_user_id"] and by_id[row["canvas_id"]][4] == "A"
@@ -262,8 +262,8 @@ def test_the_lms_exports_read_back_with_their_documented_columns(graded_class):
         moodle = list(csv.DictReader(f))
     # Moodle's CSV grade import: a user identifier column (email, mapped to useremail) and a grade item column.
     assert list(moodle[0]) == ["Email address", "Lab 1"]
-    emails = {r["email"]: csv_text_of(s) for s, r in roster.items() if s != "never_submitted"}
-    assert {r["Email address"]: r["Lab 1"] for r in moodle} == {e: finals[s] for e, s in emails.items()}
+    emails = {r["email"]: csv_text_of(s) for s, r in roster.items()}
+    assert {r["Email address"]: r["Lab 1"] for r in moodle} == {e: finals.get(s, "0") for e, s in emails.items()}
 
 
 def test_every_student_gets_feedback_with_their_messages(graded_class):
@@ -273,8 +273,10 @@ def test_every_student_gets_feedback_with_their_messages(graded_class):
         assert f'id="{test["name"]}"' in page
         for message in test["output"].split("\n\n")[1:]:
             assert html.escape(message.strip()).splitlines()[0] in page
-    assert "hint:" in page and "late:" not in page  # same_a was on time
-    assert "late: 10% off" in (graded_class / "late" / "feedback.html").read_text()
+    assert "hint:" in page and "Final score" not in page and "late)" not in page  # same_a was on time
+    late = (graded_class / "late" / "feedback.html").read_text()
+    assert "10% off by the late penalty: 10% per started day late, 1 day started" in late
+    assert late.index("Final score: <strong>") < late.index("your checks earned")
     assert "<script" not in (graded_class / HOSTILE_NAMES[0] / "feedback.html").read_text()
 
 
@@ -331,7 +333,7 @@ def test_the_report_of_a_graded_class_renders_in_chromium(graded_class, tmp_path
             }
             got = {
                 csv_text_of(c["student"]): [
-                    c["score"],
+                    c["raw"],
                     c["final"],
                     c["submitted"],
                     c["late by"],
@@ -400,11 +402,11 @@ def test_the_report_of_a_graded_class_renders_in_chromium(graded_class, tmp_path
 
             # Sorting by score, both ways, by the penalised score, and by name.
             header = page.locator("#students thead th")
-            header.nth(1).click()
-            scores = [float(c["score"]) for c in shown()]
+            header.nth(heads.index("raw")).click()
+            scores = [float(c["raw"]) for c in shown()]
             assert scores == sorted(scores)
-            header.nth(1).click()
-            assert [float(c["score"]) for c in shown()] == sorted(scores, reverse=True)
+            header.nth(heads.index("raw")).click()
+            assert [float(c["raw"]) for c in shown()] == sorted(scores, reverse=True)
             header.nth(heads.index("final")).click()
             finals = [float(c["final"]) for c in shown()]
             assert finals == sorted(finals) and finals[0] == 0

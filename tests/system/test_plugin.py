@@ -133,3 +133,33 @@ def test_a_run_is_about_the_kit_of_its_path_not_the_kit_it_runs_in(tmp_path):
     assert course_root_of(here, ["exercises/test_m.py"]) == here
     assert course_root_of(here, [str(loose)]) == here  # a path in no kit: the kit it runs in
     assert course_root_of(loose, []) is None
+
+
+def test_changed_given_code_is_named_once_and_the_checks_use_the_courses_own(pytester, tmp_path):
+    """Issue 44, finding 8: pytrees' given make_regression_data changed costs nothing (fit, the reference's code,
+    keeps its points), and the run names it once."""
+    course = tmp_path / "course"
+    shutil.copytree(ROOT / "exercises", course / "exercises", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(ROOT / "solutions", course / "solutions", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / "course.toml", course / "course.toml")
+    (tmp_path / "sub").mkdir()
+    source = (ROOT / "solutions" / "pytrees.py").read_text()
+    changed = source.replace(
+        "def make_regression_data(key, n_samples=20, x_dim=10, y_dim=5, noise=0.1):",
+        "def make_regression_data(key, n_samples=20, x_dim=10, y_dim=5, noise=3.0):",
+    )
+    assert changed != source
+    (tmp_path / "sub" / "pytrees.py").write_text(changed)
+    result = pytester.runpytest_inprocess(
+        str(course / "exercises" / "test_pytrees.py"),
+        "-p",
+        "no:cacheprovider",
+        "--submission",
+        str(tmp_path / "sub"),
+        "-k",
+        "fit",
+    )
+    out = result.stdout.str()
+    assert out.count("given code changed: pytrees.make_regression_data differs from the course's given code") == 1, out
+    result.assert_outcomes(passed=result.parseoutcomes().get("passed", 0))
+    assert "failed" not in result.parseoutcomes(), out

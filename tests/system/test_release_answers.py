@@ -5,7 +5,8 @@
 The release is written as ``autograder release`` writes it (``builder.write_tree``, every module; the oracle
 is not recorded, it is arrays). Bodies are compared as normalised ASTs: docstrings dropped and the names a
 function binds (arguments, locals, inner functions) renamed in order of first use, so renaming ``d`` to
-``diff`` hides nothing. ``parallel``'s given ``mse`` was ``pytrees.mse``'s reference body, word for word.
+``diff`` hides nothing. ``parallel``'s given ``mse`` was ``pytrees.mse``'s reference body, word for word; it
+is its own loss now, and no exception is left.
 """
 
 from __future__ import annotations
@@ -149,31 +150,27 @@ def shipped(tmp_path_factory) -> Path:
     return out
 
 
-# Given code the binding contract itself prescribes (curriculum.md §11: parallel's given ``predict`` and
-# ``mse`` are "as in pytrees"). Changing the loss would break every submission written against the
-# published stub (its own copy of the given ``mse`` would no longer match the reference's), so this one
-# leak stays until the contract changes; it is named here, and anything else found fails.
-PRESCRIBED_BY_CONTRACT = {("exercises/parallel.py", "pytrees.mse")}
-
-
-def unprescribed(leaks: list[str]) -> list[str]:
-    def prescribed(leak: str) -> bool:
-        where, _, name = leak.partition(" holds the answer of ")
-        return (where.rsplit(":", 1)[0], name) in PRESCRIBED_BY_CONTRACT
-
-    return [leak for leak in leaks if not prescribed(leak)]
-
-
 def test_no_python_file_of_the_release_holds_a_contracted_answer(shipped):
+    """No exception: parallel's given ``mse`` is its own loss now (curriculum.md, module 11), not pytrees.mse's."""
     assert list((shipped / "exercises").glob("test_*.py")), "the release has no check files"
     leaks = given_away(shipped, answers())
-    assert not unprescribed(leaks), "\n".join(unprescribed(leaks))
+    assert not leaks, "\n".join(leaks)
 
 
-def test_the_only_leak_left_is_the_one_the_contract_prescribes(shipped):
-    """parallel's given mse is found (the comparison still sees it), and it is the only one."""
-    leaks = given_away(shipped, answers())
-    assert [leak.rsplit(" ", 1)[-1] for leak in leaks] == ["pytrees.mse"], leaks
+def test_parallel_gives_its_own_loss_the_mean_squared_error_over_every_entry(shipped):
+    """Issue 44, finding 8: the contract's loss, and not the half squared norm per example of pytrees.mse."""
+    import importlib.util
+
+    import numpy as np
+
+    spec = importlib.util.spec_from_file_location("released_parallel", shipped / "exercises" / "parallel.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    rng = np.random.default_rng(0)
+    params = {"W": rng.normal(size=(3, 4)).astype(np.float32), "b": rng.normal(size=(4,)).astype(np.float32)}
+    x, y = rng.normal(size=(5, 3)).astype(np.float32), rng.normal(size=(5, 4)).astype(np.float32)  # 4 outputs: not 2x
+    pred = np.stack([np.asarray(module.predict(params, xi)) for xi in x])
+    assert float(module.mse(params, x, y)) == pytest.approx(float(np.mean((pred - y) ** 2)), rel=1e-5)
 
 
 def test_no_hint_holds_another_functions_answer(shipped):

@@ -123,6 +123,31 @@ def test_the_reveal_comes_only_after_separate_failed_runs(pytester, course_copy,
     assert "at_updates.set_diagonal" not in saved["functions"]  # -k: only what was checked
 
 
+def test_a_run_that_cannot_import_counts_once_for_the_module_not_for_each_function(pytester, course_copy, monkeypatch):
+    """Issue 44, finding 4: a syntax error or a file saved in cp1252 is no failure of replace_negatives's checks,
+    so it brings no reveal nearer; the cp1252 file gets one line naming it and its encoding."""
+    monkeypatch.delenv("CI", raising=False)
+    with_reveal_after(course_copy, 3)
+    fn = load_course(course_copy, verify_files=False).module(MODULE).function("replace_negatives")
+    wrong = "def replace_negatives(x, value):\n    return x\n"
+    path = student_file(course_copy, wrong=wrong)
+    good = path.read_text()
+    for _ in range(2):
+        run_checks(pytester, course_copy, "-k", "replace_negatives")
+    path.write_text(good.replace("def replace_negatives(x, value):", "def replace_negatives(x, value)"))
+    assert "SyntaxError" in run_checks(pytester, course_copy, "-k", "replace_negatives").stdout.str()
+    path.write_bytes(("# caf\u00e9 \u2014 by Ren\u00e9e\n" + good).encode("cp1252"))
+    out = run_checks(pytester, course_copy, "-k", "replace_negatives").stdout.str()
+    assert f"{MODULE}.py is not UTF-8 text (it looks like Windows-1252 (cp1252)" in out, out
+    assert "UnicodeDecodeError" not in out and fn.hint.strip()[:30] not in out and fn.reveal[:30] not in out
+    saved = json.loads((course_copy / ".autograder" / "progress.json").read_text())
+    assert saved["functions"][fn.qualname]["failed_runs"] == 2, "the two runs that could not import do not count"
+    assert saved["functions"][MODULE]["failed_runs"] == 2, "they count once each, for the module"
+    path.write_text(good)
+    out = run_checks(pytester, course_copy, "-k", "replace_negatives").stdout.str()
+    assert fn.reveal[:30] not in out and "after 1 more failed run)" in out, out
+
+
 def test_grading_neither_reads_nor_writes_the_local_progress(pytester, course_copy, monkeypatch):
     monkeypatch.delenv("CI", raising=False)
     with_reveal_after(course_copy, 1)

@@ -80,8 +80,8 @@ def grades_csv(
                 *(points_text(earned.get(c, 0.0)) for c in columns),
             ]
         )
-    if incomplete:
-        buffer.write(f"# INCOMPLETE: {incomplete}\n")
+    # ``incomplete`` is said beside it (OUT/INCOMPLETE.txt, summary.md, report.html): a row here would be data to a
+    # spreadsheet
     return buffer.getvalue()
 
 

@@ -42,3 +42,13 @@ def failure_lines(score: FunctionScore) -> list[str]:
 def submitted_nothing(result: StudentResult) -> bool:
     """No module file of the graded modules was in the student's folder."""
     return bool(result.scores) and all(failure_kind(s) == MISSING for s in result.scores)
+
+
+def submission_warnings(result: StudentResult) -> list[str]:
+    """What the student's folder held instead of a module file ("... found X; expected Y", said by
+    :func:`~autograder.core.submission.read_submission`), once per module."""
+    return list(
+        dict.fromkeys(
+            m.strip() for s in result.scores if failure_kind(s) == MISSING for m in s.messages if ": found " in m
+        )
+    )

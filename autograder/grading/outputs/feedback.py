@@ -40,7 +40,13 @@ def _state(score: FunctionScore) -> tuple[str, str]:
     return "failed", f"{score.passed}/{score.total} checks pass"
 
 
-def feedback_html(course: Course, modules: tuple[str, ...], result: StudentResult, late: Lateness | None = None) -> str:
+def feedback_html(
+    course: Course,
+    modules: tuple[str, ...],
+    result: StudentResult,
+    late: Lateness | None = None,
+    notes: list[str] | tuple[str, ...] = (),
+) -> str:
     by_name = {s.qualname: s for s in result.scores}
     total = sum(s.points for s in result.scores if s.module in modules)
     max_total = sum(fn.points for fn in course.functions if fn.module in modules)
@@ -63,13 +69,18 @@ def feedback_html(course: Course, modules: tuple[str, ...], result: StudentResul
                 parts.append(f'<p class="hint">hint: {_e(fn.hint.strip())}</p>')
             body.append(f'<section class="fn {css}" id="{_e(fn.qualname)}">{"".join(parts)}</section>')
     late_line = ""
+    final = late.final(total) if late is not None else total
+    headline = f"Score: <strong>{points_text(final)}/{points_text(max_total)}</strong>"
+    if late is not None and late.late_by is not None:
+        headline = (
+            f"Final score: <strong>{points_text(final)}/{points_text(max_total)}</strong> "
+            f"(your checks earned {points_text(total)}/{points_text(max_total)}; "
+            f"{points_text(100 * late.penalty)}% off by {_e(late.rule or 'the late policy')})"
+        )
     if late is not None and late.submitted_at is not None:
         late_line = f"<p>Submitted {_e(format_time(late.submitted_at))}"
         if late.late_by is not None:
-            late_line += (
-                f' <span class="late">({_e(format_late_by(late.late_by))} late: {points_text(100 * late.penalty)}% off, '
-                f"final score {points_text(late.final(total))}/{points_text(max_total)})</span>"
-            )
+            late_line += f' <span class="late">({_e(format_late_by(late.late_by))} late)</span>'
         late_line += "</p>"
     return f"""<!DOCTYPE html>
 <html lang="en">
@@ -81,7 +92,7 @@ def feedback_html(course: Course, modules: tuple[str, ...], result: StudentResul
 </head>
 <body>
 <h1>{_e(course.title)}: feedback for {_e(result.student)}</h1>
-<p id="total">Score: <strong>{points_text(total)}/{points_text(max_total)}</strong></p>{late_line}
+<p id="total">{headline}</p>{late_line}{"".join(f'<p class="note">{_e(n)}</p>' for n in notes)}
 <p>Each function below shows the messages your checks gave, with the hint; run <code>pytest exercises/</code> to see them again on your own machine.</p>
 {chr(10).join(body)}
 </body>

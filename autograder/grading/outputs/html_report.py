@@ -32,6 +32,7 @@ from autograder.grading.outputs.failures import (
     NOT_STARTED,
     failure_kind,
     failure_lines,
+    submission_warnings,
     submitted_nothing,
 )
 from autograder.grading.outputs.late import Lateness, format_late_by, format_time
@@ -78,6 +79,7 @@ pre { white-space: pre-wrap; margin: .2rem 0; font-size: .8rem; background: #f6f
 button.student { all: unset; cursor: pointer; color: #1a55a5; text-decoration: underline; }
 .tag { font-size: .75rem; padding: 0 .3rem; border-radius: 3px; background: #ddd; color: #333; white-space: nowrap; }
 .tag.none { background: #555; color: #fff; } .tag.late { background: #f4c7b8; }
+.tag.warn { background: #ffe08a; white-space: normal; }
 tr.nosub td { color: #777; }
 details.function summary, details.student summary { cursor: pointer; }
 ul.failures { margin: .3rem 0; padding-left: 1.2rem; } ul.failures li { margin-bottom: .3rem; }
@@ -220,6 +222,7 @@ def report_html(
     results: list[StudentResult],
     incomplete: str | None = None,
     late: dict[str, Lateness] | None = None,
+    notes: dict[str, list[str]] | None = None,
 ) -> str:
     columns = function_columns(course, modules)
     functions = [fn for fn in course.functions if fn.module in modules]
@@ -240,8 +243,13 @@ def report_html(
         function_rows.append(row)
         rates.append(rate)
 
+    # with a late policy in force the headline, the histogram and the first score column are the final scores
+    finals = [
+        late.get(r.student, Lateness(None, None, 0.0)).final(t) if late is not None else t
+        for r, t in zip(results, totals)
+    ]
     late_head = (
-        '<th class="num" data-type="number">final</th><th>submitted</th><th data-type="number">late by</th>'
+        '<th class="num" data-type="number">raw</th><th>submitted</th><th data-type="number">late by</th>'
         if late is not None
         else ""
     )
@@ -254,14 +262,19 @@ def report_html(
         empty = submitted_nothing(result)
         nothing += empty
         note = '<span class="tag none">no submission</span>' if empty else ""
+        warnings = [*submission_warnings(result), *(notes or {}).get(result.student, [])]
+        note += "".join(f' <span class="tag warn">{_e(w)}</span>' for w in warnings)
         late_cells = ""
         if late is not None:
             info = late.get(result.student, Lateness(None, None, 0.0))
             late_seconds = int(info.late_by.total_seconds()) if info.late_by else 0
             if info.late_by is not None:
-                note += f' <span class="tag late">late, {points_text(100 * info.penalty)}% off</span>'
+                note += (
+                    f' <span class="tag late" title="{_e(info.rule)}">late, {points_text(100 * info.penalty)}% off '
+                    f"({_e(info.rule)})</span>"
+                )
             late_cells = (
-                _cell(info.final(total), max_score)
+                _cell(total, max_score)
                 + f'<td class="time">{_e(format_time(info.submitted_at))}</td>'
                 + f'<td class="num time" data-value="{late_seconds}">{_e(format_late_by(info.late_by))}</td>'
             )
@@ -269,12 +282,18 @@ def report_html(
         student_rows.append(
             f'<tr{row_class}><td data-value="{_e(result.student)}">'
             f'<button class="student" data-target="student-{index}">{_e(result.student)}</button></td>'
-            f"{_cell(total, max_score)}{late_cells}<td>{note}</td>{cells}</tr>"
+            f"{_cell(finals[index], max_score)}{late_cells}<td>{note}</td>{cells}</tr>"
         )
         details.append(_student_details(index, result, functions, total, max_score))
 
     summary = f"{n} students graded; modules: {', '.join(modules)}; maximum {points_text(max_score)} points."
-    if totals:
+    if totals and late is not None:
+        summary += (
+            f" Final scores (after the late policy): mean {points_text(statistics.mean(finals))}, "
+            f"median {points_text(statistics.median(finals))}; raw scores: mean {points_text(statistics.mean(totals))}, "
+            f"median {points_text(statistics.median(totals))}."
+        )
+    elif totals:
         summary += f" Mean {points_text(statistics.mean(totals))}, median {points_text(statistics.median(totals))}."
     if nothing:
         summary += f" {nothing} submitted nothing."
@@ -293,7 +312,7 @@ def report_html(
 <h1>{_e(course.title)}: class report</h1>{incomplete_note}
 <p id="summary">{_e(summary)}</p>
 <div class="figures">
-<figure id="distribution">{score_histogram(totals, max_score)}<figcaption>Score distribution</figcaption></figure>
+<figure id="distribution">{score_histogram(finals, max_score)}<figcaption>{"Final score distribution (after the late policy)" if late is not None else "Score distribution"}</figcaption></figure>
 <figure id="pass-rates">{pass_rate_chart([fn.qualname for fn in functions], rates)}<figcaption>Pass rate per function, in course order</figcaption></figure>
 </div>
 <h2>Functions, in course order</h2>
@@ -310,7 +329,7 @@ def report_html(
 <p>Click a column to sort by it (again to reverse); click a student to read their messages. <span class="legend">Share of the points: {legend}</span></p>
 <div class="scroll">
 <table id="students" class="sortable">
-<thead><tr><th>student</th><th class="num" data-type="number">score</th>{late_head}<th>note</th>{head}</tr></thead>
+<thead><tr><th>student</th><th class="num" data-type="number">{"final" if late is not None else "score"}</th>{late_head}<th>note</th>{head}</tr></thead>
 <tbody>
 {chr(10).join(student_rows)}
 </tbody>

@@ -4,8 +4,8 @@
   ``=``, ``+``, ``-``, ``@``, a tab or a carriage return) gets a leading ``'``, which spreadsheets
   show as text. Only text cells go through :func:`csv_text`; the grader's own numbers (a negative
   penalty, say) are written as they are.
-- Markdown: :func:`md_text` escapes every character Markdown or the HTML it may contain would
-  read as markup (``<``, ``[``, ``*``, backticks, ``|``, ...), and puts a message on one line.
+- Markdown: :func:`md_text` puts a message on one line in a code span (nothing inside one is markup, and it
+  reads raw as it was written), its ``|`` escaped for the table cell.
 - HTML: :func:`html.escape` (quotes too) wherever student text is written.
 """
 
@@ -23,15 +23,15 @@ def csv_text(value: object) -> str:
     return "'" + text if text.startswith(FORMULA_START) else text
 
 
-_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()<>#+\-.!|~&])")
-
-
 def md_text(value: object) -> str:
-    """``value`` as literal Markdown text on one line: no link, image, HTML tag, emphasis or table cell
-    break survives (each special character is backslash-escaped; ``<``/``>``/``&`` as entities)."""
-    text = str(value).replace("\r\n", " ").replace("\n", " ").replace("\r", " ")
-    text = _MD_SPECIAL.sub(r"\\\1", text)
-    return text.replace("\\<", "&lt;").replace("\\>", "&gt;").replace("\\&", "&amp;")
+    """``value`` as literal Markdown text on one line, readable raw: a code span (no link, image, HTML tag or
+    emphasis is interpreted inside one; its fence is longer than any run of backticks in the text), with ``|``
+    escaped so that it does not break a table cell."""
+    text = str(value).replace("\r\n", " ").replace("\n", " ").replace("\r", " ").replace("|", "\\|")
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * (longest + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") or not text.strip() else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
 
 
 def html_text(value: object) -> str:

@@ -62,6 +62,7 @@ class Lateness:
     submitted_at: datetime | None
     late_by: timedelta | None  # None: on time or unknown
     penalty: float  # fraction of the score lost, 0..1
+    rule: str = ""  # which rule of the policy took what, in words ("" when on time)
 
     def final(self, score: float) -> float:
         return score * (1.0 - self.penalty)
@@ -111,8 +112,14 @@ def judge(policy: Policy, submitted_at: datetime | None) -> Lateness:
     late_by = submitted_at - policy.due
     days = late_by.total_seconds() / 86400
     if policy.cutoff_days is not None and days > policy.cutoff_days:
-        return Lateness(submitted_at, late_by, 1.0)
-    return Lateness(submitted_at, late_by, min(1.0, math.ceil(days) * policy.penalty_per_day / 100))
+        return Lateness(submitted_at, late_by, 1.0, f"the cut-off: more than {policy.cutoff_days:g} days late scores 0")
+    started = math.ceil(days)
+    penalty = min(1.0, started * policy.penalty_per_day / 100)
+    rule = (
+        f"the late penalty: {policy.penalty_per_day:g}% per started day late, {started} "
+        f"day{'s' if started != 1 else ''} started"
+    )
+    return Lateness(submitted_at, late_by, penalty, rule)
 
 
 def format_time(value: datetime | None) -> str:
@@ -201,8 +208,29 @@ def _gradescope_time(folder: Path) -> datetime | None:
 
 
 def _mtime(folder: Path, modules: tuple[str, ...]) -> datetime | None:
-    base = folder / "exercises" if (folder / "exercises").is_dir() else folder
-    times = [p.lstat().st_mtime for m in modules if (p := base / f"{m}.py").is_file() and not p.is_symlink()]
+    """The newest of the files a submission is read from: ``<module>.py`` or ``<module>.ipynb`` (in ``exercises/``,
+    or one folder down), or an archive in the folder (see :func:`autograder.core.submission.read_submission`)."""
+    from autograder.core.submission import ARCHIVE_SUFFIXES
+
+    def newest(base: Path) -> list[float]:
+        found = []
+        for where in (base / "exercises", base):
+            for m in modules:
+                for suffix in (".py", ".ipynb"):
+                    p = where / f"{m}{suffix}"
+                    if p.is_file() and not p.is_symlink():
+                        found.append(p.lstat().st_mtime)
+            if found:
+                return found
+        return found
+
+    times = newest(folder)
+    if not times and folder.is_dir():
+        archives = [p for p in folder.iterdir() if p.name.lower().endswith(ARCHIVE_SUFFIXES) and not p.is_symlink()]
+        times = [p.lstat().st_mtime for p in archives if p.is_file()]
+        nested = [p for p in folder.iterdir() if p.is_dir() and not p.is_symlink() and not p.name.startswith(".")]
+        if not times and len(nested) == 1:
+            times = newest(nested[0])
     return datetime.fromtimestamp(max(times), UTC) if times else None
 
 

@@ -5,7 +5,10 @@
 - ``run.json``: the run's *fingerprint*, one digest per part: the kit's files,
   the course's files (``course.toml``, checks, references), the grading
   options that change results (modules, time and memory limits), and the
-  versions of the libraries that generate inputs and run the code;
+  versions of the libraries that generate inputs and run the code; and the
+  *desk*: the class graded (its ``SUBMISSIONS`` folder) and every option that
+  shapes the exports (late policy, submission time source and the times read,
+  roster, Canvas and Moodle items), which ``--student`` and ``--resume`` reuse;
 - ``students/<student>.json``: one finished student, written as soon as it is
   graded: the digest of the files that were graded and the per-function
   scores (exactly what the outputs are written from).
@@ -86,8 +89,9 @@ class RunState:
         self.new: list[str] = []
 
     @classmethod
-    def start(cls, out: Path, run: dict[str, str], *, resume: bool) -> RunState:
-        """A fresh state (an earlier one is removed), or with ``resume`` the earlier one, checked against ``run``."""
+    def start(cls, out: Path, run: dict[str, str], *, resume: bool, desk: dict | None = None) -> RunState:
+        """A fresh state (an earlier one is removed), or with ``resume`` the earlier one, checked against ``run``.
+        ``desk`` (the class and the export options, see the module docstring) is recorded in either case."""
         state = cls(out, run)
         path = state.folder / "run.json"
         if resume:
@@ -107,10 +111,12 @@ class RunState:
                     "so its grades would not match a new run's; run without --resume to grade everyone again "
                     "(or resume with the same kit, course, options and libraries)"
                 )
+            if desk is not None:
+                _write(path, _run_json(run, desk))
             return state
         shutil.rmtree(state.folder, ignore_errors=True)
         (state.folder / "students").mkdir(parents=True)
-        _write(path, json.dumps({"format": FORMAT, "fingerprint": run}, indent=2, sort_keys=True) + "\n")
+        _write(path, _run_json(run, desk))
         return state
 
     def _path(self, student: str) -> Path:
@@ -157,6 +163,29 @@ class RunState:
             "scores": [_plain(dataclasses.asdict(s)) for s in result.scores],
         }
         _write(self._path(result.student), json.dumps(payload, sort_keys=True) + "\n")
+
+
+def read_run(out: Path) -> dict | None:
+    """``OUT``'s record of the run that wrote it (``run.json``: its format, fingerprint and desk), or None."""
+    try:
+        saved = json.loads((Path(out) / STATE / "run.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return saved if isinstance(saved, dict) else None
+
+
+def recorded_options(saved: dict) -> dict:
+    """The grading options (modules, limits, seed) a recorded run (:func:`read_run`) was graded with."""
+    try:
+        options = json.loads(saved.get("fingerprint", {}).get("options", "{}"))
+    except (TypeError, ValueError):
+        return {}
+    return options if isinstance(options, dict) else {}
+
+
+def _run_json(run: dict[str, str], desk: dict | None) -> str:
+    record = {"format": FORMAT, "fingerprint": run, **({"desk": desk} if desk is not None else {})}
+    return json.dumps(record, indent=2, sort_keys=True) + "\n"
 
 
 def _score(saved: dict) -> FunctionScore:

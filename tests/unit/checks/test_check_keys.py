@@ -74,3 +74,24 @@ def test_returned_key_kind_must_match_the_given_kind():
     keys.assert_key_kind_preserved(jax.random.split(jax.random.PRNGKey(0))[0], jax.random.PRNGKey(0))
     with pytest.raises(CheckFailure, match=r"is a legacy key but a typed key was passed in"):
         keys.assert_key_kind_preserved(jax.random.key_data(jax.random.key(0)), jax.random.key(0))
+
+
+def test_no_advice_line_ends_mid_sentence():
+    """Issue 44, finding 9: a message shown by its first line (the report, summary.md) ended in a stray ``),``.
+    No line of a check module's advice text ends in a comma: every line is a sentence of its own."""
+    import ast
+    from pathlib import Path
+
+    import autograder.checks
+
+    stray = []
+    for path in sorted(Path(autograder.checks.__file__).parent.glob("*.py")):
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            if (
+                isinstance(node, ast.Assign)
+                and isinstance(node.value, ast.Constant)
+                and isinstance(node.value.value, str)
+            ):
+                lines = node.value.value.splitlines()
+                stray += [f"{path.name}:{node.lineno}: {line}" for line in lines if line.rstrip().endswith(",")]
+    assert not stray, stray

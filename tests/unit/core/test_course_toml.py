@@ -73,7 +73,19 @@ def test_a_minimal_course_loads(tmp_path):
         (lambda t: t.replace("format = 1", "format = 2"), r"format 2 is not supported"),
         (lambda t: t.replace('  hint = "h"\n', ""), r"function m.f is missing 'hint'"),
         (lambda t: t.replace("points = 1", "points = 0"), r"m.f.points must be positive"),
-        (lambda t: t.replace("points = 1", 'points = "one"'), r"function m.f.points must be"),
+        (lambda t: t.replace("points = 1", 'points = "one"'), r"function m.f.points must be a number, got 'one'$"),
+        (
+            lambda t: t.replace('title = "T"', "title = 3"),
+            r"the top level.title must be a string \(in \"quotes\"\), got 3$",
+        ),
+        (
+            lambda t: t.replace("[[modules]]", '[grading]\ntimeout_per_function = "two"\n[[modules]]'),
+            r"\[grading\].timeout_per_function must be a number, got 'two'$",
+        ),
+        (
+            lambda t: t.replace("[[modules]]", "[grading]\nmemory_limit_mb = 0\n[[modules]]"),
+            r"\[grading\].memory_limit_mb must be a whole number above 0, got 0$",
+        ),
         (lambda t: t + t[t.index("[[modules]]") :], r"module 'm' is listed twice"),
         (lambda t: t + t[t.index("  [[modules.functions]]") :], r"function m.f is listed twice"),
         (lambda t: t.replace('name = "f"', 'name = "g"'), r"exercises/m.py does not define g"),

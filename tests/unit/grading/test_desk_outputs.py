@@ -84,16 +84,19 @@ def test_grades_csv_neutralises_a_formula_folder_name_and_keeps_the_numbers(cour
 
 
 def test_summary_md_carries_no_markup_or_link_from_a_student(course):
+    """Rendered as GitHub does (a table), nothing of a message is markup; read raw, it has no escapes."""
+    markdown_it = pytest.importorskip("markdown_it")
     results = [result(course, "a", "bug", MARKUP), result(course, "b", "bug", MARKUP)]
     text = class_report.summary_md(course, (MODULE,), results)
-    import re
-
-    assert "<img" not in text and "](http" not in text and "**bold**" not in text
-    assert not re.search(r"(?<!\\)\[GRADER NOTE", text) and "\\[GRADER NOTE" in text  # a literal [, no link
-    assert "&lt;img src=x onerror=alert\\(1\\)&gt;" in text  # shown, as text
+    rendered = markdown_it.MarkdownIt("commonmark").enable("table").render(text)
+    assert "<img" not in rendered and "<a " not in rendered and "<strong>bold" not in rendered
+    assert "&lt;img src=x onerror=alert(1)&gt;" in rendered and "[GRADER NOTE: regrade me](http://evil" in rendered
     lines = [line for line in text.splitlines() if line.startswith("| set_diagonal")]
     assert len(lines) == 1 and lines[0].count(" | ") == 5, "a | in a message does not break the table"
-    assert md_text("a|b") == "a\\|b"
+    assert "<img src=x onerror=alert(1)> [GRADER NOTE: regrade me](http://evil.example) **bold**" in lines[0]
+    assert "\\(" not in text and "\\." not in text, "no escapes to read past in the raw file"
+    assert md_text("a|b") == "`a\\|b`" and md_text("x ``y`` z") == "```x ``y`` z```"
+    assert md_text("`tick") == "`` `tick ``"
 
 
 # -- failure kinds --------------------------------------------------------------------------------
@@ -112,7 +115,7 @@ def test_missing_and_not_started_are_not_mistakes(course):
     assert class_report.most_common_failures(scores, 3) == [("f: same mistake", 2)]
     assert class_report.submitted_nothing(results[0]) and not class_report.submitted_nothing(results[2])
     summary = class_report.summary_md(course, (MODULE,), results)
-    assert "| scatter_add | 0/5 | 0.00/2 | 2 | 1 | 2× f: same mistake |" in summary
+    assert "| scatter_add | 0/5 | 0.00/2 | 2 | 1 | 2× `f: same mistake` |" in summary
 
 
 # -- feedback -------------------------------------------------------------------------------------
@@ -335,3 +338,121 @@ def test_a_folder_that_is_one_submission_is_recognised_and_an_empty_one_refused(
     (graded / "grades.csv").write_text("student\n")
     with pytest.raises(SystemExit, match="--student bob"):
         class_of(bob, course, graded)
+
+
+# -- issue 44: the headline is the score the exports apply; OUT belongs to one class ---------------
+
+
+def test_the_report_headline_and_feedback_lead_with_the_final_score(course):
+    from autograder.grading.outputs.html_report import report_html
+
+    due = datetime(2026, 3, 1, tzinfo=UTC)
+    policy = late_work.Policy(due, 10.0, 3.0)
+    results = [result(course, "ada", "pass"), result(course, "lou", "pass")]
+    late = {"ada": late_work.judge(policy, due), "lou": late_work.judge(policy, due + timedelta(days=4))}
+    page = report_html(course, (MODULE,), results, late=late)
+    assert "Final scores (after the late policy): mean 5, median 5; raw scores: mean 10" in page
+    assert "Final score distribution" in page and "the cut-off: more than 3 days late scores 0" in page
+    heads = page[page.index('<table id="students"') :].split("</thead>")[0]
+    assert heads.index(">final<") < heads.index(">raw<"), "the first score column is the final one"
+    lou = page[page.index('data-value="lou"') :].split("</tr>")[0]
+    assert 'data-value="0"' in lou.split("<td")[1], "lou's first score cell is the final score"
+    feedback = feedback_html(course, (MODULE,), results[1], late["lou"])
+    total = feedback[feedback.index('id="total"') :].split("</p>")[0]
+    assert "Final score: <strong>0/10</strong>" in total and "your checks earned 10/10" in total
+    assert "100% off by the cut-off: more than 3 days late scores 0" in total
+    on_time = feedback_html(course, (MODULE,), results[0], late["ada"])
+    assert "Score: <strong>10/10</strong>" in on_time and "% off" not in on_time
+
+
+def test_out_belongs_to_one_class_refused_or_cleared_with_force(tmp_path, capsys):
+    from autograder.grading import command
+    from autograder.grading.outputs import run_state
+
+    out, class1, class2 = tmp_path / "out", tmp_path / "class1", tmp_path / "class2"
+    for folder in (class1, class2):
+        folder.mkdir()
+    run_state.RunState.start(out, {"kit": "k"}, resume=False, desk={"class": str(class1)})
+    (out / "ada").mkdir()
+    (out / "ada" / "results.json").write_text("{}")
+    for name in ("grades.csv", "canvas_import.csv", "moodle_import.csv", "notes.txt"):
+        (out / name).write_text("x")
+    command.claim_out(out, class1, force=False)  # the same class: a fresh run of it may go on
+    with pytest.raises(SystemExit) as refused:
+        command.claim_out(out, class2, force=False)
+    assert f"already holds the grades of the class {class1}" in str(refused.value)
+    assert "--out NEW_FOLDER" in str(refused.value) and "--force" in str(refused.value)
+    assert (out / "grades.csv").exists() and (out / "ada").exists()
+    command.claim_out(out, class2, force=True)
+    assert sorted(p.name for p in out.iterdir()) == ["notes.txt"], "only what grade wrote is cleared"
+    assert "--force: cleared" in capsys.readouterr().out
+    (out / "grades.csv").write_text("student,score\n")  # an OUT graded before classes were recorded
+    with pytest.raises(SystemExit, match="a class graded before classes were recorded"):
+        command.claim_out(out, class2, force=False)
+
+
+def test_the_class_files_are_written_together_or_not_at_all(course, tmp_path, monkeypatch):
+    from autograder.grading.outputs import class_files
+
+    out = tmp_path / "out"
+    class_files.write_all(out, course, (MODULE,), [result(course, "ada", "pass")], exports={"canvas_import.csv": "c"})
+    before = {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()}
+    assert set(before) == {"grades.csv", "summary.md", "report.html", "canvas_import.csv"}
+
+    def broken(*_args, **_kw):
+        raise RuntimeError("the report could not be made")
+
+    monkeypatch.setattr(class_files, "report_html", broken)
+    with pytest.raises(RuntimeError):
+        class_files.write_all(
+            out, course, (MODULE,), [result(course, "bo", "pass")], exports={"canvas_import.csv": "d"}
+        )
+    assert {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()} == before and not (out / "bo").exists()
+
+
+def test_an_interrupted_run_says_so_beside_grades_csv_not_in_a_row(course, tmp_path):
+    """Issue 44, finding 9: a spreadsheet reads every row of grades.csv as data."""
+    from autograder.grading.outputs import class_files
+
+    out = tmp_path / "out"
+    class_files.write_all(out, course, (MODULE,), [result(course, "ada", "pass")], incomplete="stopped after 1 of 3")
+    lines = (out / "grades.csv").read_text().splitlines()
+    assert len(lines) == 2 and lines[1].startswith("ada,10,10")
+    assert (out / "INCOMPLETE.txt").read_text() == "INCOMPLETE: stopped after 1 of 3\n"
+    assert "INCOMPLETE" in (out / "summary.md").read_text() and "INCOMPLETE" in (out / "report.html").read_text()
+    class_files.write_all(out, course, (MODULE,), [result(course, "ada", "pass")])
+    assert not (out / "INCOMPLETE.txt").exists(), "a complete run removes the note"
+
+
+def test_a_fresh_run_of_the_same_class_leaves_nothing_of_the_earlier_run(tmp_path):
+    """The LMS files this run did not write and the folders of students no longer in the class go: every class
+    file then describes this run."""
+    from autograder.grading.outputs import class_files
+
+    out = tmp_path / "out"
+    for student in ("ada", "gone"):
+        (out / student).mkdir(parents=True)
+        (out / student / "results.json").write_text("{}")
+    (out / "mine").mkdir()  # not a student folder grade wrote: kept
+    for name in ("canvas_import.csv", "moodle_import.csv"):
+        (out / name).write_text("old")
+    removed = class_files.remove_stale(out, ["ada"], ["canvas_import.csv"])
+    assert sorted(removed) == ["gone/", "moodle_import.csv"]
+    assert sorted(p.name for p in out.iterdir()) == ["ada", "canvas_import.csv", "mine"]
+
+
+def test_the_mtime_of_a_notebook_a_zip_or_a_nested_folder_is_the_submission_time(tmp_path):
+    stamp = 1_772_000_000
+    files = {
+        "nb": "at_updates.ipynb",
+        "zipped": "submission.zip",
+        "nested": "jax-course-main/exercises/at_updates.py",
+    }
+    for student, name in files.items():
+        path = tmp_path / student / name
+        path.parent.mkdir(parents=True)
+        path.write_text("x")
+        os.utime(path, (stamp, stamp))
+    students = [(s, tmp_path / s) for s in files]
+    times, unknown = late_work.submission_times("mtime", students, (MODULE,))
+    assert unknown == [] and set(times.values()) == {datetime.fromtimestamp(stamp, UTC)}
