@@ -356,6 +356,11 @@ def print_table(samples, rounds, n, n_checks, otter_version, meter, load_before,
     def med(key: str, i: int = 0) -> float:
         return statistics.median(s[i] for s in samples[key])
 
+    def spread(key: str) -> str:
+        """The rounds' range of wall seconds (how far the load moved them)."""
+        walls = [s[0] for s in samples[key]]
+        return f" ({min(walls):.1f}–{max(walls):.1f})" if len(walls) > 1 else ""
+
     floor = med("floor")
     rows = [
         ("one submission, first call (proves the pre-flight)", "kit_one_first", "otter_one"),
@@ -371,7 +376,7 @@ def print_table(samples, rounds, n, n_checks, otter_version, meter, load_before,
     for label, kit, ott in rows:
         k, o = med(kit), med(ott)
         print(
-            f"| {label} | {k:.1f} | {o:.1f} | {k / o:.1f} | {k / floor:.1f} | {o / floor:.1f} "
+            f"| {label} | {k:.1f}{spread(kit)} | {o:.1f}{spread(ott)} | {k / o:.1f} | {k / floor:.1f} | {o / floor:.1f} "
             f"| {med(kit, 1):.1f} | {med(ott, 1):.1f} |"
         )
     k, o = med("kit_class") / n, med("otter_class") / n
@@ -379,7 +384,7 @@ def print_table(samples, rounds, n, n_checks, otter_version, meter, load_before,
         f"| ... per submission of the class | {k:.1f} | {o:.1f} | {k / o:.1f} | {k / floor:.1f} | {o / floor:.1f} | | |"
     )
     print()
-    print(f"medians of {rounds} round(s), kit and otter alternated; CPU counted by {meter.counted}")
+    print(f"medians (and ranges) of {rounds} round(s), kit and otter alternated; CPU counted by {meter.counted}")
     print(
         f"otter's side: {n_checks} value checks on fixed inputs (OK format, expected values from the reference); "
         "no purity, jit or retrace checks, no hypothesis inputs, no trusted verification, no sandbox or limits. "
