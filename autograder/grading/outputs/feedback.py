@@ -40,6 +40,11 @@ def _state(score: FunctionScore) -> tuple[str, str]:
     return "failed", f"{score.passed}/{score.total} checks pass"
 
 
+def _review_lines(result: StudentResult) -> str:
+    """What the grader withheld for review, said to the student (empty when nothing was)."""
+    return "".join(f'<p class="review">needs review: {_e(line)}</p>\n' for line in result.review)
+
+
 def feedback_html(course: Course, modules: tuple[str, ...], result: StudentResult, late: Lateness | None = None) -> str:
     by_name = {s.qualname: s for s in result.scores}
     total = sum(s.points for s in result.scores if s.module in modules)
@@ -82,7 +87,7 @@ def feedback_html(course: Course, modules: tuple[str, ...], result: StudentResul
 <body>
 <h1>{_e(course.title)}: feedback for {_e(result.student)}</h1>
 <p id="total">Score: <strong>{points_text(total)}/{points_text(max_total)}</strong></p>{late_line}
-<p>Each function below shows the messages your checks gave, with the hint; run <code>pytest exercises/</code> to see them again on your own machine.</p>
+{_review_lines(result)}<p>Each function below shows the messages your checks gave, with the hint; run <code>pytest exercises/</code> to see them again on your own machine.</p>
 {chr(10).join(body)}
 </body>
 </html>
