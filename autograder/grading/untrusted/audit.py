@@ -4,8 +4,9 @@ imported: what the student's own code does that reaches into the process.
 Python raises an audit event for the ways into the interpreter's internals that a static screen cannot always see
 (:mod:`autograder.core.screen` reads the source): walking the heap (``gc.get_objects``, ``gc.get_referrers``),
 reading frames (``sys._getframe``), ``ctypes``, rewriting a function's code or a class's members
-(``object.__setattr__``), importing a module outside the course's list (``importlib.import_module`` included),
-starting processes. The hook reports an event only when the code that raised it is the student's (the frame
+(``object.__setattr__``: a function's ``__code__``), importing a module outside the course's list (an ``import``
+statement or ``__import__``: ``importlib.import_module`` raises no event, the screen refuses ``importlib``), starting
+processes. The hook reports an event only when the code that raised it is the student's (the frame
 calling it is in the submission's folder): the libraries do the same all the time, legitimately. An audit hook
 cannot be removed; a submission can still hide from it (it runs in the same process), so it is a signal, as the
 tripwires are (:mod:`.tamper`); each report costs the student's module what its own process witnessed
@@ -27,8 +28,8 @@ EVENTS = {
     "sys.settrace": "traces the interpreter (sys.settrace)",
     "sys.setprofile": "traces the interpreter (sys.setprofile)",
     "sys.addaudithook": "adds an audit hook",
-    "object.__setattr__": "changes a class or a function's code (setattr)",
-    "object.__delattr__": "deletes a member of a class (delattr)",
+    "object.__setattr__": "changes a function's code or an object's class (setattr)",
+    "object.__delattr__": "deletes a function's attribute (delattr)",
     "function.__new__": "makes a function from a code object",
     "code.__new__": "makes a code object",
     "exec": "runs code from a string or code object (exec)",
