@@ -21,6 +21,9 @@ from support import ROOT, reference_source
 from autograder.core.course import load_course
 
 FULL, ZERO = "full", "zero"
+# right values, but the module needs review (issue 42's screen: os._exit, sys, ctypes): what the trusted side confirms
+# is kept, the checks witnessed in the grading process earn nothing
+WITHHELD = "withheld"
 
 
 def _drop(source: str, names: set[str]) -> str:
@@ -260,6 +263,7 @@ def build_class(dest: Path, module: str, *, out: Path, course: Path) -> dict[str
         "faults_a",
         replace(ref, {fns[0]: LOOP, fns[1]: OS_EXIT, fns[3]: None}),
         {
+            fns[2]: (WITHHELD, r"needs review: uses os\._exit"),
             fns[0]: (ZERO, rf"{module}\.{fns[0]}: timed out after \d+ s"),
             fns[1]: (ZERO, rf"{module}\.{fns[1]}: the grading process stopped .*exited with code 7"),
             fns[3]: (ZERO, rf"{module}\.py does not define {fns[3]}"),
@@ -269,6 +273,7 @@ def build_class(dest: Path, module: str, *, out: Path, course: Path) -> dict[str
         "faults_b",
         replace(ref, {fns[0]: SEGFAULT, fns[2]: SYS_EXIT, fns[3]: RAISES}),
         {
+            fns[1]: (WITHHELD, r"needs review: imports ctypes"),
             fns[0]: (
                 ZERO,
                 rf"{module}\.{fns[0]}: the grading process stopped .*crashed the Python interpreter \(SIGSEGV\)",
