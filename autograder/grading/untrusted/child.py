@@ -16,7 +16,12 @@ line per event, each carrying the per-run nonce:
   a forged report costs the whole module)
   (:mod:`autograder.grading.untrusted.tamper`; compared right after the import, before each check's report and
   when the checks are done), with the changed names;
+- ``review``: the audit hook (:mod:`autograder.grading.untrusted.audit`, installed before the import) saw the
+  student's own code reach into the process (a heap walk, frames, ``ctypes``...), with its line;
 - ``done``: every check ran.
+
+The grader takes these in the reporter's own order only (:func:`autograder.grading.isolation.channel.out_of_order`):
+a line the student's code writes on the channel breaks it, and costs the module.
 
 A grading process grades one module of a submission (the grader starts one
 per module), so whatever a module changes reaches no other module's checks.
