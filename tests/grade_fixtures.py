@@ -1012,7 +1012,9 @@ def build_gradescope_class(module: str, *, roots: dict[str, Path], leak: Path, m
         for fn in fns:  # once per process: what it reads cannot change its (correct) answers
             snooper = wrap(snooper, fn, f"_snooped or _snooped.append(_find({fn!r}))")
         snooper += FORGES_RESULTS_LATER.format(root=root, leak=str(leak), marker=f"{marker}-snoops_next_to_answers")
-        write("snoops_next_to_answers", snooper, {fn: (FULL, "") for fn in fns})
+        # right values; what it does to snoop (os beyond a path, reading files) withholds for review the checks its
+        # own process witnessed (issue 42)
+        write("snoops_next_to_answers", snooper, {fn: (WITHHELD, r"needs review") for fn in fns})
     if "forges_reports" in roots:
         jit_breaking = "import numpy as _np\ny = _np.array(args[0])\ny[y < 0] = args[1]\nreturn jnp.asarray(y)"
         bodies = {"replace_negatives": jit_breaking} if "replace_negatives" in fns else {}

@@ -39,10 +39,12 @@ COURSE_IMPORTS = frozenset(
         *("re", "time", "json", "pickle", "io", "glob", "pathlib", "shutil", "tempfile", "os"),
     }
 )
-# What of ``os`` a checkpoint's path needs (``os.path`` is a module of its own: all of it is fine).
+# What of ``os`` a checkpoint's path needs (``os.path`` is a module of its own: all of it is fine), and the process's
+# own identity, read only.
 OS_PATH_NAMES = frozenset(
     {"path", "fspath", "makedirs", "mkdir", "listdir", "scandir", "remove", "unlink", "rmdir", "sep", "PathLike"}
     | {"getcwd", "walk", "rename", "replace", "stat", "curdir", "pardir", "linesep"}
+    | {"getuid", "geteuid", "getgid", "getegid", "getpid"}
 )
 # Dunder attributes an honest answer reads: they reach nothing of the interpreter.
 DUNDERS_ALLOWED = frozenset(
