@@ -2,7 +2,8 @@
 values), and their share of the course's points: the list the README gives under "observed in the student's
 process".
 
-    python scripts/observed_checks.py        # a Markdown table, one row per function with such checks
+    python scripts/observed_checks.py        # a Markdown table, one row per function with such checks, and the
+                                             # share of the points decided where (values, program, observed)
 
 A function earns ``points x passed checks / checks`` (nothing while a correctness check fails), so a check's
 share of the points is its function's points divided by its number of checks. Correctness checks are replayed
@@ -55,7 +56,7 @@ def main() -> None:
         counts[(module, fn)] += 1
         if not correctness or observed_in_the_students_process(f"{module}::{name}"):
             observed[(module, fn)][name] += 1
-    print("\n| function | checks observed in the student's process | points |")
+    print("\n| function | checks observed in the student's process (tamper-evident) | points |")
     print("|---|---|---|")
     share = 0.0
     for key in sorted(observed, key=lambda k: list(points).index(k)):
@@ -64,6 +65,18 @@ def main() -> None:
         names = ", ".join(f"`{n}`" + (f" ×{c}" if c > 1 else "") for n, c in observed[key].items())
         print(f"| `{key[0]}.{key[1]}` | {names} | {value:.2f} of {points[key]:g} |")
     print(f"\nIn all {share:.2f} of the course's {total:g} points ({100 * share / total:.1f} %).")
+    # Where each kind of verdict is decided (issue 42): the trusted side from recorded values (the correctness checks
+    # the verifier replays against the reference), the trusted side from the program the student's function traces
+    # to (none yet), and the student's own grading process, observed there and tamper-evident.
+    values = total - share
+    print("\n| where the verdict is decided | points | share |")
+    print("|---|---|---|")
+    for kind, points_of_kind in (
+        ("trusted side, from recorded values", values),
+        ("trusted side, from the program", 0.0),
+        ("observed in the student's process, tamper-evident", share),
+    ):
+        print(f"| {kind} | {points_of_kind:.2f} | {100 * points_of_kind / total:.1f} % |")
 
 
 if __name__ == "__main__":

@@ -21,6 +21,9 @@ from support import ROOT, reference_source
 from autograder.core.course import load_course
 
 FULL, ZERO = "full", "zero"
+# right values, but the module needs review (issue 42's screen: os._exit, sys, ctypes): what the trusted side confirms
+# is kept, the checks witnessed in the grading process earn nothing
+WITHHELD = "withheld"
 
 
 def _drop(source: str, names: set[str]) -> str:
@@ -260,6 +263,7 @@ def build_class(dest: Path, module: str, *, out: Path, course: Path) -> dict[str
         "faults_a",
         replace(ref, {fns[0]: LOOP, fns[1]: OS_EXIT, fns[3]: None}),
         {
+            fns[2]: (WITHHELD, r"needs review: uses os\._exit"),
             fns[0]: (ZERO, rf"{module}\.{fns[0]}: timed out after \d+ s"),
             fns[1]: (ZERO, rf"{module}\.{fns[1]}: the grading process stopped .*exited with code 7"),
             fns[3]: (ZERO, rf"{module}\.py does not define {fns[3]}"),
@@ -269,6 +273,7 @@ def build_class(dest: Path, module: str, *, out: Path, course: Path) -> dict[str
         "faults_b",
         replace(ref, {fns[0]: SEGFAULT, fns[2]: SYS_EXIT, fns[3]: RAISES}),
         {
+            fns[1]: (WITHHELD, r"needs review: imports ctypes"),
             fns[0]: (
                 ZERO,
                 rf"{module}\.{fns[0]}: the grading process stopped .*crashed the Python interpreter \(SIGSEGV\)",
@@ -1132,7 +1137,9 @@ def build_gradescope_class(module: str, *, roots: dict[str, Path], leak: Path, m
         for fn in fns:  # once per process: what it reads cannot change its (correct) answers
             snooper = wrap(snooper, fn, f"_snooped or _snooped.append(_find({fn!r}))")
         snooper += FORGES_RESULTS_LATER.format(root=root, leak=str(leak), marker=f"{marker}-snoops_next_to_answers")
-        write("snoops_next_to_answers", snooper, {fn: (FULL, "") for fn in fns})
+        # right values; what it does to snoop (os beyond a path, reading files) withholds for review the checks its
+        # own process witnessed (issue 42)
+        write("snoops_next_to_answers", snooper, {fn: (WITHHELD, r"needs review") for fn in fns})
     if "forges_reports" in roots:
         jit_breaking = "import numpy as _np\ny = _np.array(args[0])\ny[y < 0] = args[1]\nreturn jnp.asarray(y)"
         bodies = {"replace_negatives": jit_breaking} if "replace_negatives" in fns else {}

@@ -106,6 +106,9 @@ class StudentResult:
     scores: list[FunctionScore]
     outcomes: list[CheckOutcome] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)  # for benchmarks; never written to the outputs
+    # what an instructor must look at ("needs review: what, file:line"): the static screen's findings, what the
+    # grading process's audit hook saw, tampering detected (autograder.core.screen)
+    review: list[str] = field(default_factory=list)
 
     def points_by_function(self) -> dict[str, float]:
         return {s.qualname: s.points for s in self.scores}

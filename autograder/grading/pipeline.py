@@ -23,15 +23,17 @@ import shutil
 import stat
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from autograder.core.course import Course
 from autograder.core.outcomes import CheckOutcome, StudentResult, score_functions
+from autograder.core.screen import needs_review
 from autograder.core.status import Status
 from autograder.core.submission import read_submission
 from autograder.grading import preflight
 from autograder.grading.isolation.bubblewrap import Box
+from autograder.grading.isolation.channel import out_of_order
 from autograder.grading.isolation.limits import WALL_FACTOR, Fault, Interrupted, Limits, RunResult
 from autograder.grading.isolation.limits import check as stop_if_set
 from autograder.grading.isolation.scratch import no_space
@@ -39,7 +41,16 @@ from autograder.grading.isolation.supervise import supervise
 from autograder.grading.pool import GradingPool
 from autograder.grading.trusted.client import TrustedSide
 from autograder.grading.trusted.trusted_only import observed_in_the_students_process
-from autograder.grading.wire import ChildRequest, Claim, FaultKind, PlannedCheck, Replay, Verdict, tampered_what
+from autograder.grading.wire import (
+    ChildRequest,
+    Claim,
+    Event,
+    FaultKind,
+    PlannedCheck,
+    Replay,
+    Verdict,
+    tampered_what,
+)
 from autograder.pytest_plugin.report import strip_ansi
 from autograder.runtime import compile_cache
 
@@ -55,6 +66,8 @@ class ModuleResult:
     verdicts: Verdicts = field(default_factory=dict)
     transcripts: dict[str, dict] = field(default_factory=dict)
     timings: dict[str, float] = field(default_factory=lambda: {"runs": 0, "run_seconds": 0.0})
+    review: list[str] = field(default_factory=list)  # needs review: what, file:line
+    module: str = ""
 
 
 @dataclass
@@ -68,6 +81,7 @@ class Submission:
     verdicts: Verdicts = field(default_factory=dict)  # check id -> (status, message)
     transcripts: dict[str, dict] = field(default_factory=dict)
     timings: dict[str, float] = field(default_factory=lambda: {"runs": 0, "run_seconds": 0.0, "verify_seconds": 0.0})
+    review: dict[str, list[str]] = field(default_factory=dict)  # module -> needs review: what, file:line
     lock: threading.Lock = field(default_factory=threading.Lock)
     # The student's sandbox (SubmissionPipeline.box_of): a folder (JAX's compilation cache, HOME), a uid, a control
     # group and a zygote of their own, for all of their grading processes: nothing one student's code writes
@@ -79,6 +93,8 @@ class Submission:
         with self.lock:
             self.verdicts.update(found.verdicts)
             self.transcripts.update(found.transcripts)
+            if found.review:
+                self.review[found.module] = list(found.review)
             for key, value in found.timings.items():
                 self.timings[key] = self.timings.get(key, 0.0) + value
 
@@ -149,8 +165,11 @@ class SubmissionPipeline:
         checks = [c for c in self.plan if c.module == module]
         box = self.box_of(submission)
         source = submission.files[module]
-        found = ModuleResult()
+        found = ModuleResult(module=module)
         verdicts, timings = found.verdicts, found.timings
+        # read on the trusted side before anything of it runs (autograder.core.screen): what an honest answer
+        # never writes; with what the grading process's audit hook saw, it withholds the checks witnessed there
+        review = needs_review(module, source)
         for _attempt in range(len(checks) + 2):
             todo = [c for c in checks if c.id not in verdicts]
             if not todo:
@@ -205,6 +224,15 @@ class SubmissionPipeline:
             timings[f"peak_mb:{module}"] = max(timings.get(f"peak_mb:{module}", 0.0), run.peak_mb)
             timings["run_seconds"] += time.monotonic() - started
             claimed, transcripts, tampered = self.claims(run, verdicts)
+            # exactly one end per begin, in order, of this run's own checks: a claim the student's code wrote on
+            # the channel (at import or while a check ran) breaks the reporter's order, and costs the module
+            disorder = out_of_order(run.events, module, {c.id for c in todo})
+            if disorder:
+                tampered = [*(tampered or []), *(f"the event channel: {what}" for what in disorder)]
+            last = _last_claim(run)
+            if last is not None and run.fault is not None:  # it ended right after a claim, no check running: that
+                claimed.pop(last, None)  # claim may be its own last word
+                run.fault = replace(run.fault, check=last)
             if box.quota_mb is not None:
                 claimed = {
                     check: (
@@ -215,8 +243,10 @@ class SubmissionPipeline:
                 }
             verdicts.update(claimed)
             found.transcripts.update(transcripts)
+            review += [line for line in reviewed(run, module) if line not in review]
             if tampered is not None:
                 verdicts.update(void_tampered(module, checks, tampered))
+                review += [f"tampering detected: {what}, {module}.py" for what in tampered[:3]]
                 break
             if run.fault is None:
                 break
@@ -227,6 +257,9 @@ class SubmissionPipeline:
         else:  # every attempt used (a box replaced on the way): what is left could not be run
             for c in checks:
                 verdicts.setdefault(c.id, (Status.ERROR, "this check could not be run on your submission"))
+        if review:
+            verdicts.update(withheld(module, checks, verdicts, review))
+        found.review = review[:MAX_REVIEW]
         return found
 
     def claims(self, run: RunResult, judged: Verdicts) -> tuple[Verdicts, dict[str, dict], list[str] | None]:
@@ -350,7 +383,8 @@ class SubmissionPipeline:
             CheckOutcome(c.module, c.function, c.test, verdicts[c.id][0], c.correctness, verdicts[c.id][1])
             for c in self.plan
         ]
-        return StudentResult(submission.student, score_functions(self.course, outcomes), outcomes, timings)
+        review = [line for m in self.options.modules for line in submission.review.get(m, [])]
+        return StudentResult(submission.student, score_functions(self.course, outcomes), outcomes, timings, review)
 
     def confirmed(self, verdicts: Verdicts, transcripts: dict) -> Verdicts:
         """The verdicts the trusted side changes: of each claimed pass of a correctness check, confirmed or not."""
@@ -376,6 +410,18 @@ class SubmissionPipeline:
                     + (f":\n{detail}" if detail else ""),
                 )
         return changed
+
+
+def _last_claim(run: RunResult) -> str | None:
+    """The check of the claim a run's process wrote last before it ended on its own (``sys.exit``, ``os._exit``,
+    a signal) while no check and no import was running: nothing of the reporter's runs there, but a student's
+    code that wrote an ``end`` of its own and exited at once would leave its claim the last, in order."""
+    fault = run.fault
+    if fault is None or fault.kind != FaultKind.CRASH or fault.check is not None or fault.module is not None:
+        return None
+    last = next((e for e in reversed(run.events) if e.get("event") not in (Event.TAMPERED, Event.REVIEW)), None)
+    check = last.get("check") if last is not None and last.get("event") == "end" else None
+    return check if isinstance(check, str) else None
 
 
 def blame(fault: Fault, todo: list[PlannedCheck], options, function_of: dict[str, str]) -> Verdicts:
@@ -433,6 +479,41 @@ def broken_box(module: str, todo: list[PlannedCheck], err: BaseException | str) 
         )
         for c in todo
     }
+
+
+MAX_REVIEW = 20
+# what the grading process's audit hook may report (autograder.grading.untrusted.audit): at most this many lines
+MAX_REVIEW_CHARS = 300
+
+
+def reviewed(run: RunResult, module: str) -> list[str]:
+    """What the grading process's audit hook saw the student's code do (``review`` events: hostile data, which
+    can only cost the student who writes them), as ``what, <module>.py:line``."""
+    found: list[str] = []
+    for event in run.events:
+        if event.get("event") != Event.REVIEW:
+            continue
+        what, line = event.get("what"), event.get("line")
+        if isinstance(what, str) and isinstance(line, int) and len(found) < MAX_REVIEW:
+            found.append(f"{clean_message(what)[:MAX_REVIEW_CHARS]}, {module}.py:{line}")
+    return found
+
+
+def withheld(module: str, checks: list[PlannedCheck], verdicts: Verdicts, review: list[str]) -> Verdicts:
+    """A module that needs review keeps what the trusted side confirms (its correctness checks), and earns
+    nothing from the checks witnessed in its own grading process: each of those fails, saying why."""
+    shown = "; ".join(review[:3]) + (f"; and {len(review) - 3} more" if len(review) > 3 else "")
+    changed: Verdicts = {}
+    for check in checks:
+        if check.correctness or verdicts.get(check.id, (Status.FAILED, ""))[0] != Status.PASSED:
+            continue
+        changed[check.id] = (
+            Status.FAILED,
+            f"{check.qualname}: needs review: {shown}. This check is decided in your own grading process, and "
+            "your code does what an answer that reaches into that process does, so it earns nothing until your "
+            f"instructor has looked at {module}.py (values confirmed by the grader keep their points).",
+        )
+    return changed
 
 
 def void_tampered(module: str, checks: list[PlannedCheck], what: list[str]) -> Verdicts:

@@ -81,6 +81,7 @@ class Event(StrEnum):
     IMPORT_BEGIN = "import_begin"  # module: the student's module is being imported
     IMPORT_END = "import_end"
     TAMPERED = "tampered"  # what: the grader's code the student's module changed
+    REVIEW = "review"  # what, line: the audit hook saw the student's code reach into the process
     DONE = "done"  # the run ended as planned
 
 

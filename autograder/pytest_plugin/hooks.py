@@ -41,6 +41,7 @@ from autograder.core.attribution import AttributionError
 from autograder.core.course import CourseError, find_root, load_course
 from autograder.core.failures import status_of
 from autograder.core.outcomes import CheckOutcome, results_payload, score_functions
+from autograder.core.screen import needs_review
 from autograder.core.status import Status
 from autograder.core.submission import SubmissionImportError, not_started
 from autograder.pytest_plugin import garbage, parallel, profiles, report
@@ -349,6 +350,19 @@ def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config):
     return None
 
 
+def _needs_review(course_session, modules: set[str]) -> list[str]:
+    """The static screen's findings (:mod:`autograder.core.screen`) in the files of ``modules`` that were checked:
+    the student is warned before submitting, as ``grade`` will list them."""
+    found = []
+    for module in sorted(modules, key=lambda m: [x.name for x in course_session.course.modules].index(m)):
+        try:
+            source = course_session.student_file(module).read_bytes()
+        except (OSError, ValueError):
+            continue
+        found += needs_review(module, source)
+    return found
+
+
 def pytest_report_header(config: pytest.Config) -> list[str] | None:
     course_session = session_of(config)
     if course_session is None:
@@ -380,6 +394,15 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
         terminalreporter.write_line(f"slow: {line}")
     for line in course_session.given_notes(list(dict.fromkeys(score.module for score in scores))):
         terminalreporter.write_line(line)
+    review = _needs_review(course_session, {o.module for o in outcomes})
+    if review:
+        terminalreporter.write_sep("=", "needs review")
+        for line in review:
+            terminalreporter.write_line(f"needs review: {line}")
+        terminalreporter.write_line(
+            "`autograder grade` withholds the points of the checks decided in your own grading process for a module "
+            "that does this, until your instructor has looked at it: an answer to this course never needs it."
+        )
     for name, count in sorted(course_session.partly_judged.items()):
         terminalreporter.write_line(
             f"partly judged: {name} passed, but {count} of its generated inputs have no recorded answer in this release"

@@ -21,7 +21,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from grade_fixtures import FULL, TAMPERING, build_class, build_tamper_class
+from grade_fixtures import FULL, TAMPERING, WITHHELD, build_class, build_tamper_class
 from support import ROOT
 
 from autograder.core.course import load_course
@@ -82,7 +82,7 @@ def test_every_student_folder_gets_a_row_sorted(graded):
     from autograder.core.course import load_course
 
     functions = [fn.qualname for fn in load_course(ROOT).module(MODULE).functions]
-    assert header == ["student", "score", "max_score", *functions]
+    assert header == ["student", "score", "max_score", *functions, "needs_review"]
 
 
 def _check_student(graded: Graded, student: str) -> None:
@@ -99,6 +99,10 @@ def _check_student(graded: Graded, student: str) -> None:
             assert test["score"] == test["max_score"] and test["status"] == "passed", (
                 f"{student}.{fn}: {test['output']}"
             )
+        elif expect == WITHHELD:  # right values, confirmed; the checks witnessed in its process withheld for review
+            assert 0 < test["score"] < test["max_score"] and test["status"] == "failed", f"{student}.{fn}: {test}"
+            assert re.search(pattern, test["output"]), f"{student}.{fn}: {pattern!r} not in\n{test['output']}"
+            assert row["needs_review"], f"{student} is not listed as needing review"
         else:
             assert test["score"] == 0 and test["status"] == "failed", f"{student}.{fn} should earn nothing: {test}"
             assert re.search(pattern, test["output"]), f"{student}.{fn}: {pattern!r} not in\n{test['output']}"

@@ -291,8 +291,9 @@ def test_a_crashing_submission_costs_only_what_crashed(graded):
         tests[f"{MODULE}.{FUNCTIONS[0]}"]["output"],
     )
     assert re.search(r"SIGSEGV", tests[f"{MODULE}.{FUNCTIONS[1]}"]["output"])
-    for fn in FUNCTIONS[2:]:
-        assert tests[f"{MODULE}.{fn}"]["status"] == "passed", tests[f"{MODULE}.{fn}"]
+    for fn in FUNCTIONS[2:]:  # right values, kept; its os.kill and ctypes withhold the checks its process witnessed
+        assert tests[f"{MODULE}.{fn}"]["score"] > 0, tests[f"{MODULE}.{fn}"]
+        assert "needs review" in tests[f"{MODULE}.{fn}"]["output"], tests[f"{MODULE}.{fn}"]
 
 
 def test_a_hostile_submission_cannot_read_the_reference_or_write_results(graded):
@@ -598,6 +599,9 @@ def _assert_earns(results: dict, expected: dict, who: str) -> None:
     for fn, (expect, pattern) in expected.items():
         if expect == "full":
             assert points[fn] == course.function(fn).points, f"{who}.{fn}: {tests[f'{MODULE}.{fn}']}"
+        elif expect == "withheld":  # right values kept; the checks witnessed in its process withheld for review
+            assert 0 < points[fn] < course.function(fn).points, f"{who}.{fn}: {tests[f'{MODULE}.{fn}']}"
+            assert re.search(pattern, tests[f"{MODULE}.{fn}"]["output"]), f"{who}.{fn}: {pattern!r}"
         else:
             assert points[fn] == 0, f"{who}.{fn} should earn nothing: {tests[f'{MODULE}.{fn}']}"
             assert re.search(pattern, tests[f"{MODULE}.{fn}"]["output"]), (

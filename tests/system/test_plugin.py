@@ -56,6 +56,24 @@ def test_copying_the_solution_into_exercises_passes_with_full_marks(pytester, co
     result = run(pytester, course_copy)
     result.assert_outcomes(passed=12)
     result.stdout.fnmatch_lines(["*✓ clamp_at*3/3*", "total: 10/10"])
+    assert "needs review" not in result.stdout.str()  # no false flag of the static screen on the reference
+
+
+def test_code_the_grader_would_withhold_for_review_is_named_before_submitting(pytester, course_copy):
+    """Issue 42: ``pytest exercises/`` runs the static screen ``grade`` runs, and warns the same way."""
+    source = (course_copy / "solutions" / f"{MODULE}.py").read_text()
+    source += "\nimport gc\nimport jax as _jax\n_jax.jit = _jax.jit\n"
+    (course_copy / "exercises" / f"{MODULE}.py").write_text(source)
+    n = len(source.splitlines())
+    result = run(pytester, course_copy, "-k", "set_diagonal")
+    result.stdout.fnmatch_lines(
+        [
+            "*needs review*",
+            f"needs review: imports gc (not one of the course's libraries), {MODULE}.py:{n - 2}",
+            f"needs review: assigns to _jax.jit, an attribute of an imported module, {MODULE}.py:{n}",
+            "*withholds the points of the checks decided in your own grading process*",
+        ]
+    )
 
 
 def test_solutions_flag_checks_the_reference(pytester, course_copy):

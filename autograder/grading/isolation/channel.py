@@ -112,3 +112,55 @@ class EventDecoder:
         if not isinstance(event, dict) or event.get("nonce") != self.nonce:
             return None
         return event
+
+
+# The kinds of event a grading process writes (autograder.grading.wire.Event), named here as plain strings: this
+# module reads hostile bytes and imports nothing of the kit.
+_KNOWN = ("begin", "end", "import_begin", "import_end", "tampered", "review", "done")
+
+
+def out_of_order(events: list[dict], module: str, checks: set[str]) -> list[str]:
+    """What is wrong with the order of a run's events, as the grading process's own reporter writes them: the
+    run's ``module`` imported once (``import_begin`` then ``import_end``, nothing between them: the student's
+    code runs there), each of ``checks`` (the run's own, not skipped) begun at most once and ended exactly once
+    by the next event but for the import, in order, nothing after ``done``. A student's code that writes on the
+    channel (a claim at import or while a check runs, a duplicate, an unknown check or kind) breaks it: the
+    reporter's next event no longer follows. ``tampered`` may come anywhere (the tripwires' own report). Empty:
+    in order (a run cut short by a fault is in order up to where it stopped)."""
+    found: list[str] = []
+    begun: set[str] = set()
+    current: str | None = None
+    imported = importing = done = False
+    for event in events:
+        kind, check = event.get("event"), event.get("check")
+        what = f"{kind!r}" + (f" of {check!r}" if check is not None else "")
+        if kind in ("tampered", "review"):  # the tripwires' and the audit hook's own reports
+            continue
+        if done:
+            found.append(f"{what} after 'done'")
+        elif kind not in _KNOWN:
+            found.append(f"an unknown event {what}")
+        elif importing and kind != "import_end":
+            found.append(f"{what} while {module}.py was being imported")
+        elif kind == "import_begin":
+            if imported or event.get("module") != module:
+                found.append(f"{what} of module {event.get('module')!r} (a second import, or not {module})")
+            imported = importing = True
+        elif kind == "import_end":
+            if not importing or event.get("module") != module:
+                found.append(f"{what} without its 'import_begin'")
+            importing = False
+        elif kind == "begin":
+            if check not in checks or check in begun or current is not None:
+                found.append(f"{what}: not a check of this run, a second one, or before the last one ended")
+            begun.add(str(check))
+            current = check if isinstance(check, str) else None
+        elif kind == "end":
+            if current is None or check != current:
+                found.append(f"{what} that is not the end of the check running ({current!r})")
+            current = None
+        elif kind == "done":
+            done = True
+        if len(found) >= 5:
+            break
+    return found

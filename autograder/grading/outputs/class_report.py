@@ -41,6 +41,8 @@ def points_by_student(results: list[StudentResult]) -> dict[str, dict[str, float
     return {r.student: r.points_by_function() for r in results}
 
 
+# what an instructor must look at (autograder.core.screen): "what, file:line", separated by "; "
+REVIEW_COLUMN = "needs_review"
 LATE_COLUMNS = ["submitted_at", "late_by", "late_penalty_percent", "final_score"]
 
 
@@ -58,7 +60,8 @@ def grades_csv(
     max_score = sum(fn.points for fn in course.functions if fn.module in modules)
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(["student", "score", "max_score", *(LATE_COLUMNS if late is not None else []), *columns])
+    header = ["student", "score", "max_score", *(LATE_COLUMNS if late is not None else []), *columns]
+    writer.writerow([*header, REVIEW_COLUMN])
     for result in sorted(results, key=lambda r: r.student):
         earned = result.points_by_function()
         total = student_total(result, columns)
@@ -78,6 +81,7 @@ def grades_csv(
                 points_text(max_score),
                 *extra,
                 *(points_text(earned.get(c, 0.0)) for c in columns),
+                csv_text("; ".join(result.review)),
             ]
         )
     # ``incomplete`` is said beside it (OUT/INCOMPLETE.txt, summary.md, report.html): a row here would be data to a
@@ -117,9 +121,10 @@ def results_json(course: Course, modules: tuple[str, ...], result: StudentResult
         )
     total = round(sum(t["score"] for t in tests), 2)
     max_total = sum(t["max_score"] for t in tests)
+    review = "".join(f"\nneeds review: {line}" for line in result.review)
     payload = {
         "score": total,
-        "output": f"{course.title}: {points_text(total)}/{points_text(max_total)}",
+        "output": f"{course.title}: {points_text(total)}/{points_text(max_total)}{review}",
         "visibility": "visible",
         "stdout_visibility": "hidden",
         "tests": tests,

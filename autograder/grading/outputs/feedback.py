@@ -40,6 +40,11 @@ def _state(score: FunctionScore) -> tuple[str, str]:
     return "failed", f"{score.passed}/{score.total} checks pass"
 
 
+def _review_lines(result: StudentResult) -> str:
+    """What the grader withheld for review, said to the student (empty when nothing was)."""
+    return "".join(f'<p class="review">needs review: {_e(line)}</p>\n' for line in result.review)
+
+
 def feedback_html(
     course: Course,
     modules: tuple[str, ...],
@@ -93,7 +98,7 @@ def feedback_html(
 <body>
 <h1>{_e(course.title)}: feedback for {_e(result.student)}</h1>
 <p id="total">{headline}</p>{late_line}{"".join(f'<p class="note">{_e(n)}</p>' for n in notes)}
-<p>Each function below shows the messages your checks gave, with the hint; run <code>pytest exercises/</code> to see them again on your own machine.</p>
+{_review_lines(result)}<p>Each function below shows the messages your checks gave, with the hint; run <code>pytest exercises/</code> to see them again on your own machine.</p>
 {chr(10).join(body)}
 </body>
 </html>

@@ -201,7 +201,7 @@ def _function_row(fn, n: int, scores: list[tuple[str, FunctionScore]]) -> tuple[
 
 def _student_details(index: int, result: StudentResult, functions, total: float, max_score: float) -> str:
     by_name = {s.qualname: s for s in result.scores}
-    parts = []
+    parts = [f'<p class="review">needs review: {_e(line)}</p>' for line in result.review]
     for fn in functions:
         score = by_name.get(fn.qualname)
         if score is None:
@@ -264,6 +264,8 @@ def report_html(
         note = '<span class="tag none">no submission</span>' if empty else ""
         warnings = [*submission_warnings(result), *(notes or {}).get(result.student, [])]
         note += "".join(f' <span class="tag warn">{_e(w)}</span>' for w in warnings)
+        if result.review:  # the screen's findings, the audit hook's, tampering: for the instructor to look at
+            note += f'<span class="tag review" title="{_e("; ".join(result.review))}">needs review</span>'
         late_cells = ""
         if late is not None:
             info = late.get(result.student, Lateness(None, None, 0.0))

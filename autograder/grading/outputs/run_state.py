@@ -132,7 +132,7 @@ class RunState:
             if saved is None:
                 self.new.append(student)
             elif saved["submission"] == self.digests[student]:
-                found[student] = StudentResult(student, [_score(s) for s in saved["scores"]])
+                found[student] = _result(student, saved)
             else:
                 self.changed.append(student)
         return found
@@ -145,7 +145,7 @@ class RunState:
             self.digests[student] = submission_digest(*read_submission(folder, modules))
             saved = self._saved(student)
             if saved is not None:
-                found[student] = StudentResult(student, [_score(s) for s in saved["scores"]])
+                found[student] = _result(student, saved)
         return found
 
     def _saved(self, student: str) -> dict | None:
@@ -161,6 +161,7 @@ class RunState:
         payload = {
             "submission": self.digests[result.student],
             "scores": [_plain(dataclasses.asdict(s)) for s in result.scores],
+            "review": list(result.review),
         }
         _write(self._path(result.student), json.dumps(payload, sort_keys=True) + "\n")
 
@@ -186,6 +187,15 @@ def recorded_options(saved: dict) -> dict:
 def _run_json(run: dict[str, str], desk: dict | None) -> str:
     record = {"format": FORMAT, "fingerprint": run, **({"desk": desk} if desk is not None else {})}
     return json.dumps(record, indent=2, sort_keys=True) + "\n"
+
+
+def _result(student: str, saved: dict) -> StudentResult:
+    review = saved.get("review")
+    return StudentResult(
+        student,
+        [_score(s) for s in saved["scores"]],
+        review=[str(r) for r in review] if isinstance(review, list) else [],
+    )
 
 
 def _score(saved: dict) -> FunctionScore:

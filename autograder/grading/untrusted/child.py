@@ -16,7 +16,12 @@ line per event, each carrying the per-run nonce:
   a forged report costs the whole module)
   (:mod:`autograder.grading.untrusted.tamper`; compared right after the import, before each check's report and
   when the checks are done), with the changed names;
+- ``review``: the audit hook (:mod:`autograder.grading.untrusted.audit`, installed before the import) saw the
+  student's own code reach into the process (a heap walk, frames, ``ctypes``...), with its line;
 - ``done``: every check ran.
+
+The grader takes these in the reporter's own order only (:func:`autograder.grading.isolation.channel.out_of_order`):
+a line the student's code writes on the channel breaks it, and costs the module.
 
 A grading process grades one module of a submission (the grader starts one
 per module), so whatever a module changes reaches no other module's checks.
@@ -48,7 +53,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from autograder.grading.untrusted import tamper
+from autograder.grading.untrusted import audit, tamper
 from autograder.grading.wire import CLAIMABLE, ChildRequest, Claim, Event, pytest_args
 from autograder.runtime import compile_cache
 
@@ -131,8 +136,13 @@ class ChildReporter:
         self.imported.add(module)
         if self.before is None:
             self.before = tamper.snapshot()
+            self.hooks = tamper.hooks_of(item.config.pluginmanager)  # part of self.state: rebinding it trips
             self.outcomes = course_session_of(item.config).outcomes
             self.state = tamper.state_of(self)
+        from autograder.core.screen import COURSE_IMPORTS
+
+        student_file = str(course_session_of(item.config).student_file(module))
+        audit.install(student_file, module, functools.partial(_review, self), COURSE_IMPORTS)
         self.emit(event=Event.IMPORT_BEGIN, module=module)
         try:
             loaded = course_session_of(item.config).student(module)
@@ -179,6 +189,15 @@ class ChildReporter:
             for name, value in saved.items():
                 setattr(student, name, value)
 
+    @pytest.hookimpl(wrapper=True, tryfirst=True)
+    def pytest_runtest_makereport(self, item, call):
+        """Before each phase's report is made (no hook has seen it yet): a plugin the student's code registered
+        while the check ran, even one that would take itself off again once it edited the report, is found."""
+        if item.nodeid in self.ids and _hooks_changed(self) and _report_tampering(self):
+            _send(self, event=Event.DONE)
+            os._exit(0)
+        return (yield)
+
     def pytest_runtest_logfinish(self, nodeid, location) -> None:
         from autograder.core.status import Status
         from autograder.pytest_plugin.session import course_session_of
@@ -186,7 +205,7 @@ class ChildReporter:
         entry = self.ids.get(nodeid)
         if entry is None:
             return
-        if _forged(self) and _report_tampering(self):  # a forged report costs the whole module
+        if (_forged(self) or _hooks_changed(self)) and _report_tampering(self):  # a forged report costs the module
             _send(self, event=Event.DONE)
             os._exit(0)
         cid, _ = entry
@@ -223,15 +242,30 @@ def _send(reporter: ChildReporter, **event) -> None:
     _write_event(state.get("fd", reporter.fd), state.get("nonce", reporter.nonce), event)
 
 
+def _review(reporter: ChildReporter, what: str, line: int) -> None:
+    """The audit hook's report (:mod:`autograder.grading.untrusted.audit`): the student's code at ``line`` did
+    ``what``; the module needs review."""
+    _send(reporter, event=Event.REVIEW, what=what, line=line)
+
+
 def _report_tampering(reporter: ChildReporter) -> bool:
     """Emit ``tampered`` if the grader's functions, or the reporter's own state (its attributes, the
     session's list of outcomes it reads), changed since the import began."""
     before = reporter.__dict__.get("before")
     what = tamper.changed(before) if before is not None else []
-    what += _forged(reporter)
+    what += _forged(reporter) + _hooks_changed(reporter)
     if what:
         _send(reporter, event=Event.TAMPERED, modules=sorted(reporter.modules), what=what[:20])
     return bool(what)
+
+
+def _hooks_changed(reporter: ChildReporter) -> list[str]:
+    """pytest's plugins and hook implementations that changed since the import began (before every report:
+    a ``tryfirst`` ``pytest_runtest_logreport`` of the submission's own edits the report the kit records)."""
+    state = reporter.__dict__.get("state")
+    if state is None or "hooks" not in state:
+        return []
+    return tamper.hooks_changed(state["_config"].pluginmanager, state["hooks"])
 
 
 def _forged(reporter: ChildReporter) -> list[str]:

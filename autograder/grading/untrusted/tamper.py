@@ -3,8 +3,10 @@
 A grading process records, before it imports the student's module, the
 identity of every callable (function, class, ufunc, ...) and every method,
 property and function code object of the modules the checks rely on: the kit
-(``autograder``), pytest and pluggy, hypothesis, NumPy, ``json``, the builtins
-and the loaded references. Comparing again later finds a submission that
+(``autograder``), pytest and pluggy, hypothesis, NumPy, ``json``, the builtins,
+the loaded references, and the libraries the checks call (JAX, jaxlib, Flax, Optax, Orbax); and pytest's plugin
+manager: its registered plugins and every hook's implementations (:func:`hooks_of`: a plugin of the submission's
+own, registered by any route, that edits reports before the kit's hook records them). Comparing again later finds a submission that
 replaced or rewrote one of them (``numpy.testing.assert_allclose = ...``,
 ``f.__code__ = ...``, a patched report property). Only callables are
 compared: data such as caches and counters changes legitimately while checks
@@ -22,7 +24,12 @@ import importlib
 import sys
 import types
 
-WATCHED = ("autograder", "pytest", "_pytest", "pluggy", "hypothesis", "numpy", "json", "builtins", "_course_reference_")
+WATCHED = (
+    *("autograder", "pytest", "_pytest", "pluggy", "hypothesis", "numpy", "json", "builtins", "_course_reference_"),
+    # the libraries the checks call (jax.jit, jax.make_jaxpr, jax.vmap, jax.monitoring, jax.debug_key_reuse, Flax's
+    # and Optax's classes, Orbax's managers): a check that calls one through its module sees what is bound there
+    *("jax", "jaxlib", "flax", "optax", "orbax"),
+)
 _FUNCTION_TYPES = (types.FunctionType, types.BuiltinFunctionType, types.MethodType, property, staticmethod, classmethod)
 
 
@@ -116,3 +123,26 @@ def state_changed(obj: object, before: dict[str, object], mutable: frozenset[str
         if key not in mutable and (key not in now or key not in before or now[key] is not before[key])
     ]
     return sorted(f"{name}.{key}" for key in found)
+
+
+def hooks_of(pluginmanager) -> dict[str, tuple]:
+    """pytest's plugin manager as it is now: its registered plugins (``plugins``: name and object) and, per hook,
+    the functions implementing it (held, so that their ids cannot be reused). Through pluggy's public API."""
+    seen: dict[str, tuple] = {"plugins": tuple(pluginmanager.list_name_plugin())}
+    for name, caller in sorted(vars(pluginmanager.hook).items()):
+        get = getattr(caller, "get_hookimpls", None)
+        if callable(get):
+            seen[name] = tuple((impl.plugin, impl.function) for impl in get())
+    return seen
+
+
+def hooks_changed(pluginmanager, before: dict[str, tuple]) -> list[str]:
+    """The hooks whose implementations (or the list of plugins) changed since :func:`hooks_of` gave ``before``,
+    as ``pytest hook <name>``, sorted."""
+    now = hooks_of(pluginmanager)
+    found = []
+    for name in before.keys() | now.keys():
+        a, b = before.get(name, ()), now.get(name, ())
+        if len(a) != len(b) or any(x is not y for pa, pb in zip(a, b) for x, y in zip(pa, pb)):
+            found.append("pytest plugins" if name == "plugins" else f"pytest hook {name}")
+    return sorted(found)

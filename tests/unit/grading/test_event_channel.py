@@ -111,3 +111,87 @@ def test_a_line_without_end_costs_the_grader_time_linear_in_it(tmp_path):
     assert result.fault is not None and result.fault.kind == "flood"
     assert peak < 2 * channel.MAX_EVENT_BYTES + 2**20
     assert cpu < 2.0, f"the grader spent {cpu:.1f} s of CPU"
+
+
+# The order of a run's events (channel.out_of_order): exactly one end per begin, in order, for the run's own module
+# and checks. Issue 42: the grader kept the first claim per check, so lines written at import came first.
+A, B, C = "m::test_a", "m::test_b", "m::test_c"
+CHECKS = {A, B, C}
+
+
+def ev(kind: str, check: str | None = None, **extra) -> dict:
+    return {"event": kind, **({"check": check} if check else {}), **extra}
+
+
+HONEST = [
+    ev("begin", A),
+    ev("import_begin", module="m"),
+    ev("review", what="walks the heap (gc.get_objects)", line=3),
+    ev("import_end", module="m"),
+    ev("end", A, outcome="failed"),
+    ev("begin", B),
+    ev("tampered", what=[]),
+    ev("end", B, outcome="passed"),
+    ev("begin", C),
+    ev("end", C, outcome="passed"),
+    ev("done"),
+]
+
+FORGED = {
+    "an end written at import, before the reporter's": [
+        *HONEST[:2],
+        ev("end", A, outcome="passed"),
+        *HONEST[3:],
+    ],
+    "whole claims written at import (a forged import_end first)": [
+        *HONEST[:2],
+        ev("import_end", module="m"),
+        ev("end", A, outcome="passed"),
+        ev("begin", B),
+        ev("end", B, outcome="passed"),
+        *HONEST[3:],
+    ],
+    "a second end of the check running, at call time": [*HONEST[:8], ev("end", B, outcome="passed"), *HONEST[8:]],
+    "the end of another check, at call time": [*HONEST[:6], ev("end", C, outcome="passed"), *HONEST[6:]],
+    "an end and a begin of the next check written ahead of the reporter's": [
+        *HONEST[:6],
+        ev("end", B, outcome="passed"),
+        ev("begin", C),
+        ev("end", C, outcome="passed"),
+        *HONEST[6:],
+    ],
+    "a check of another module": [*HONEST[:5], ev("begin", "other::test_x"), ev("end", "other::test_x"), *HONEST[5:]],
+    "a check begun twice": [*HONEST[:10], ev("begin", C), ev("end", C, outcome="passed"), ev("done")],
+    "an import of another module": [ev("begin", A), ev("import_begin", module="other"), *HONEST[3:]],
+    "a claim after done": [*HONEST, ev("end", C, outcome="passed")],
+    "an unknown kind": [*HONEST[:5], ev("verdict", A, outcome="passed"), *HONEST[5:]],
+}
+
+
+def test_the_reporters_own_order_is_in_order_even_cut_short_by_a_fault():
+    assert channel.out_of_order(HONEST, "m", CHECKS) == []
+    for cut in range(len(HONEST)):
+        assert channel.out_of_order(HONEST[:cut], "m", CHECKS) == [], cut
+    # checks judged by an earlier run are not begun again
+    assert channel.out_of_order(HONEST[5:], "m", {B, C}) == []
+
+
+def test_a_claim_the_students_code_writes_on_the_channel_breaks_the_order():
+    for name, events in FORGED.items():
+        assert channel.out_of_order(events, "m", CHECKS), name
+    assert channel.out_of_order(HONEST, "m", {B, C}), "a check skipped by this run is not one of its own"
+
+
+def test_a_claim_followed_at_once_by_the_process_ending_is_not_taken():
+    """A student's code that writes the running check's ``end`` and exits at once leaves a run in order: the
+    grader takes no claim that was a process's last word before it ended on its own, no check running."""
+    from autograder.grading.pipeline import _last_claim
+    from autograder.grading.wire import FaultKind
+
+    run = limits.RunResult(events=HONEST[:8], fault=limits.Fault(FaultKind.CRASH, None, None))
+    assert _last_claim(run) == B
+    run.events.append(ev("review", what="opens a file descriptor by number (os.fdopen)", line=3))
+    assert _last_claim(run) == B
+    for fault in (limits.Fault(FaultKind.TIMEOUT, None, None), limits.Fault(FaultKind.CRASH, C, None), None):
+        assert _last_claim(limits.RunResult(events=HONEST[:8], fault=fault)) is None
+    assert _last_claim(limits.RunResult(events=HONEST[:9], fault=limits.Fault(FaultKind.CRASH, None, None))) is None

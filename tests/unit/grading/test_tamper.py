@@ -131,3 +131,64 @@ def test_the_reporters_state_is_a_tripwire(forge):
     assert tamper.state_changed(reporter, before, frozenset({"count"})) == []
     forge(reporter)
     assert tamper.state_changed(reporter, before, frozenset({"count"}))
+
+
+# Issue 42: the libraries the checks call are watched too, and pytest's plugin manager.
+
+
+LIBRARY_FUNCTIONS = ["jax.jit", "jax.make_jaxpr", "jax.vmap", "jax.debug_key_reuse", "flax.linen.Dense", "optax.sgd"]
+
+
+def test_a_library_function_a_check_calls_replaced_at_import_is_found():
+    import importlib
+
+    for extra in ("orbax.checkpoint", "jaxlib"):
+        importlib.import_module(extra)
+    before = tamper.snapshot()
+    for name in LIBRARY_FUNCTIONS:
+        module_name, attr = name.rsplit(".", 1)
+        module = importlib.import_module(module_name)
+        saved = getattr(module, attr)
+        setattr(module, attr, lambda *args, **kwargs: None)
+        try:
+            assert name in tamper.changed(before)
+        finally:
+            setattr(module, attr, saved)
+    assert tamper.changed(before) == []
+
+
+class HonestPlugin:
+    @pytest.hookimpl(trylast=True)
+    def pytest_runtest_logreport(self, report):
+        pass
+
+
+class ForgingPlugin:
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_logreport(self, report):
+        report.outcome = "passed"
+
+
+@pytest.mark.parametrize(
+    "register",
+    [
+        lambda pm: pm.register(ForgingPlugin()),
+        lambda pm: pm.register(ForgingPlugin(), name="a-name-of-its-own"),
+        lambda pm: pm.unregister(name="honest"),  # a plugin of the kit's taken off
+        lambda pm: pm.hook.pytest_runtest_logreport._hookimpls.pop(),  # the hook's list edited in place
+        lambda pm: pm.set_blocked("honest"),
+    ],
+    ids=["registered", "registered with a name", "unregistered", "hook list edited", "blocked"],
+)
+def test_a_plugin_registered_or_removed_by_any_route_is_found(register):
+    import pluggy
+    from _pytest.config import PytestPluginManager
+
+    pm = PytestPluginManager()
+    assert isinstance(pm, pluggy.PluginManager)
+    pm.register(HonestPlugin(), name="honest")
+    before = tamper.hooks_of(pm)
+    assert tamper.hooks_changed(pm, before) == []
+    register(pm)
+    found = tamper.hooks_changed(pm, before)
+    assert found and set(found) <= {"pytest plugins", "pytest hook pytest_runtest_logreport"}, found
