@@ -602,8 +602,15 @@ def restore_givens(module: ModuleType, course_file: Path, graded: set[str] | fro
     if names:
         course = given_definitions(course_source, graded)
         nodes = list(dict.fromkeys(course[name] for name in names))
-        code = compile(ast.Module(body=nodes, type_ignores=[]), str(course_file), "exec")
-        exec(code, module.__dict__)  # noqa: S102 - the course's own code, in the student's module namespace
+        # the course's own imports first (``nn``, ``jnp``: the names its given code was written with), in a copy of
+        # the student's namespace, so that their own names stay as they wrote them
+        imports = [n for n in ast.parse(course_source).body if isinstance(n, (ast.Import, ast.ImportFrom))]
+        namespace = dict(module.__dict__)
+        code = compile(ast.Module(body=[*imports, *nodes], type_ignores=[]), str(course_file), "exec")
+        exec(code, namespace)  # noqa: S102 - the course's own code, beside the student's module
+        for name in names:
+            if name in namespace:
+                setattr(module, name, namespace[name])
     return names
 
 

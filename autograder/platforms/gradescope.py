@@ -261,7 +261,8 @@ def results(course: Course, modules: tuple[str, ...], result, seconds: float) ->
             later["max_score"] = 0.0
             later["output"] = (
                 f"These {len(hidden)} of {fn.qualname}'s {len(checks)} checks count toward its "
-                f"{points_text(fn.points, None)} points (points x passed checks / all checks).\n\n" + later["output"]
+                f"{points_text(fn.points, None)} points (its points are shared out over all its checks).\n\n"
+                + later["output"]
             )
             tests.append(later)
     score = round(sum(s.points for s in result.scores if s.module in modules), 2)

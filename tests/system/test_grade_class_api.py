@@ -9,7 +9,7 @@ import threading
 from support import ROOT, reference_source
 
 from autograder.core.course import load_course
-from autograder.grading import ClassGrades, grade_class
+from autograder.grading import ClassGrades, grade_class, preflight
 from autograder.grading.api import IsolationInForce, Resuming
 from autograder.grading.options import Options
 
@@ -54,7 +54,7 @@ def test_grade_class_returns_results_and_says_nothing(tmp_path, capsys, monkeypa
         on_notice=notices.append,
         log=log,
     )
-    assert "AUTOGRADER_PREFLIGHT_CACHE" in log.getvalue()  # the pre-flight line goes where the caller said
+    assert preflight.REUSED in log.getvalue()  # the pre-flight line goes where the caller said
     assert again.kept == ["ada", "bob"] and again.graded == [] and again.fingerprint == grades.fingerprint
     assert [r.scores for r in again.results] == [r.scores for r in grades.results]
     assert isinstance(notices[-1], Resuming) and notices[-1].kept == 2

@@ -173,7 +173,12 @@ def test_tampering_from_one_module_costs_only_that_module_and_is_reported(tamper
     for name, (expect, pattern) in tampering.expected[student].items():
         test = tests[name]
         assert float(tampering.rows[student][name]) == test["score"]
-        if expect == FULL:
+        if expect == FULL and tampering.rows[student].get("needs_review"):
+            # its module stops its own zygote with os.kill (issue 42's screen flags it): the values the trusted side
+            # confirmed keep their points, the checks witnessed in that module's process are withheld for review
+            assert 0 < test["score"] <= test["max_score"], f"{student}: {name}: {test['output']}"
+            assert test["score"] == test["max_score"] or "needs review" in test["output"], test["output"]
+        elif expect == FULL:
             assert test["score"] == test["max_score"], f"{student}: {name} lost points: {test['output']}"
         else:
             assert test["score"] == 0, f"{student}: {name} should earn nothing: {test}"

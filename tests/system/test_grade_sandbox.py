@@ -193,7 +193,12 @@ def test_each_student_earns_what_their_own_code_earns(graded, student):
     for fn, (expect, pattern) in graded.expected[student].items():
         test = tests[fn]
         assert float(graded.rows[student][f"{MODULE}.{fn}"]) == test["score"]
-        if expect == FULL:
+        if expect == FULL and graded.rows[student].get("needs_review"):
+            # flagged by the screen or the audit hook (issue 42: an attacker reaches into its process): the values
+            # the trusted side confirmed keep their points, the checks witnessed in its process are withheld
+            assert 0 < test["score"] <= test["max_score"], f"{student}.{fn}: {test['output']}"
+            assert test["score"] == test["max_score"] or "needs review" in test["output"], test["output"]
+        elif expect == FULL:
             assert test["score"] == test["max_score"], f"{student}.{fn}: {test['output']}"
         else:
             assert test["score"] == 0, f"{student}.{fn} should earn nothing: {test}"

@@ -138,7 +138,15 @@ def setup(tmp_path_factory):
 def _everyone_full(rows: dict[str, dict], students: list[str]) -> None:
     assert sorted(rows) == students
     for student in students:
-        assert rows[student]["score"] == rows[student]["max_score"], (student, rows[student])
+        row = rows[student]
+        if row.get("needs_review"):
+            # these probes reach into their process (os beyond a path: issue 42's screen), so the checks witnessed
+            # there are withheld for review; every function still earns what the trusted side confirmed: had a probe
+            # found a classmate's mark, it would have raised, and that function would earn nothing
+            functions = [k for k in row if "." in k]
+            assert functions and all(float(row[k]) > 0 for k in functions), (student, row)
+        else:
+            assert row["score"] == row["max_score"], (student, row)
 
 
 def test_a_student_never_finds_what_a_classmate_left(setup):
