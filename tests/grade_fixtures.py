@@ -226,7 +226,7 @@ def build_class(dest: Path, module: str, *, out: Path, course: Path) -> dict[str
         expected[student] = {**everyone_ok, **expect}
 
     add("correct", ref, {})
-    add("correct_printing", wrap(ref, fns[1], "print('x' * 3_000_000)") + "\nprint('y' * 5_000_000)\n", {})
+    add("correct_printing", wrap(ref, fns[1], "print('x' * 300_000)") + "\nprint('y' * 5_000_000)\n", {})
     n_lines = len(ref.splitlines())
     add(
         "syntax_error",

@@ -18,4 +18,4 @@ class Options:
     run_as: str | None = None  # start untrusted processes as this unprivileged user (grader runs as root)
     prove_again: bool = False  # `grade --preflight`: prove the environment now, not from a kept proof
     # each student's sandbox folder is a file system of this size (a disk quota; where the grader may mount one)
-    disk_mb: int = 1024  # as much as the old per-file limit; pytest captures a noisy check's output in a file there
+    disk_mb: int = 256  # tmpfs pages count against the memory limit too: well under it
