@@ -122,3 +122,33 @@ def gallery(rows, width: int | None = None) -> list:
     duplicates = sorted({i for i in ids if ids.count(i) > 1})
     assert not duplicates, f"two gallery rows say the same: {duplicates}"
     return params
+
+
+# A minimal course of one module and one function: course.toml tests (unit and system tiers) edit it.
+def make_course(
+    tmp_path: Path,
+    toml: str,
+    exercise: str = "def f(x):\n    raise NotImplementedError\n",
+    solution: str = "def f(x):\n    return x\n",
+) -> Path:
+    (tmp_path / "exercises").mkdir()
+    (tmp_path / "solutions").mkdir()
+    (tmp_path / "exercises" / "m.py").write_text(exercise)
+    (tmp_path / "solutions" / "m.py").write_text(solution)
+    (tmp_path / "exercises" / "test_m.py").write_text("def test_f(student):\n    pass\n")
+    (tmp_path / "course.toml").write_text(textwrap.dedent(toml))
+    return tmp_path
+
+
+GOOD = """
+format = 1
+title = "T"
+welcome = "hello"
+[[modules]]
+name = "m"
+topic = "t"
+  [[modules.functions]]
+  name = "f"
+  points = 1
+  hint = "h"
+"""

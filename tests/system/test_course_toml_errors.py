@@ -2,31 +2,7 @@
 
 Starts pytest in a fresh interpreter: the system tier (the unit tier starts none)."""
 
-import textwrap
-from pathlib import Path
-
-GOOD = """
-format = 1
-title = "T"
-welcome = "hello"
-[[modules]]
-name = "m"
-topic = "t"
-  [[modules.functions]]
-  name = "f"
-  points = 1
-  hint = "h"
-"""
-
-
-def make_course(tmp_path: Path, toml: str) -> Path:
-    (tmp_path / "exercises").mkdir()
-    (tmp_path / "solutions").mkdir()
-    (tmp_path / "exercises" / "m.py").write_text("def f(x):\n    raise NotImplementedError\n")
-    (tmp_path / "solutions" / "m.py").write_text("def f(x):\n    return x\n")
-    (tmp_path / "exercises" / "test_m.py").write_text("def test_f(student):\n    pass\n")
-    (tmp_path / "course.toml").write_text(textwrap.dedent(toml))
-    return tmp_path
+from support import GOOD, make_course
 
 
 def test_a_malformed_course_toml_is_one_line_in_pytest_and_check_course(tmp_path):

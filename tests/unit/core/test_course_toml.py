@@ -6,6 +6,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from support import GOOD, make_course
 
 from autograder.authoring.check import check_course
 from autograder.core.course import CourseError, load_course
@@ -22,35 +23,6 @@ def test_the_course_passes_every_static_rule_of_check_course():
 
 def test_the_course_starts_with_at_updates():
     assert load_course(ROOT).modules[0].name == "at_updates"
-
-
-def make_course(
-    tmp_path: Path,
-    toml: str,
-    exercise: str = "def f(x):\n    raise NotImplementedError\n",
-    solution: str = "def f(x):\n    return x\n",
-) -> Path:
-    (tmp_path / "exercises").mkdir()
-    (tmp_path / "solutions").mkdir()
-    (tmp_path / "exercises" / "m.py").write_text(exercise)
-    (tmp_path / "solutions" / "m.py").write_text(solution)
-    (tmp_path / "exercises" / "test_m.py").write_text("def test_f(student):\n    pass\n")
-    (tmp_path / "course.toml").write_text(textwrap.dedent(toml))
-    return tmp_path
-
-
-GOOD = """
-format = 1
-title = "T"
-welcome = "hello"
-[[modules]]
-name = "m"
-topic = "t"
-  [[modules.functions]]
-  name = "f"
-  points = 1
-  hint = "h"
-"""
 
 
 def test_a_minimal_course_loads(tmp_path):
