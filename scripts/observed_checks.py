@@ -24,16 +24,17 @@ ROOT = Path(__file__).resolve().parents[1]
 
 class Collect:
     def __init__(self) -> None:
-        self.items: list[tuple[str, str, str, bool]] = []
+        self.items: list[tuple[str, str, str, str]] = []
 
     def pytest_collection_modifyitems(self, session, config, items) -> None:
+        from autograder.pytest_plugin.decided import decided_where
         from autograder.pytest_plugin.session import CourseSession
 
         for item in items:
             fn = CourseSession.function_of(item)
             if fn is not None:
                 name = item.name.split("[", 1)[0]
-                self.items.append((fn.module, fn.name, name, item.get_closest_marker("correctness") is not None))
+                self.items.append((fn.module, fn.name, name, decided_where(item)))
 
 
 def main() -> None:
@@ -52,10 +53,13 @@ def main() -> None:
     total = sum(points.values())
     counts: dict = defaultdict(int)
     observed: dict = defaultdict(lambda: defaultdict(int))
-    for module, fn, name, correctness in collect.items:
+    decided: dict = defaultdict(lambda: defaultdict(int))  # (module, function) -> where -> checks
+    for module, fn, name, where in collect.items:
         counts[(module, fn)] += 1
-        if not correctness or observed_in_the_students_process(f"{module}::{name}"):
+        if where == "observed" or observed_in_the_students_process(f"{module}::{name}"):
+            where = "observed"
             observed[(module, fn)][name] += 1
+        decided[(module, fn)][where] += 1
     print("\n| function | checks observed in the student's process (tamper-evident) | points |")
     print("|---|---|---|")
     share = 0.0
@@ -65,16 +69,20 @@ def main() -> None:
         names = ", ".join(f"`{n}`" + (f" ×{c}" if c > 1 else "") for n, c in observed[key].items())
         print(f"| `{key[0]}.{key[1]}` | {names} | {value:.2f} of {points[key]:g} |")
     print(f"\nIn all {share:.2f} of the course's {total:g} points ({100 * share / total:.1f} %).")
-    # Where each kind of verdict is decided (issue 42): the trusted side from recorded values (the correctness checks
-    # the verifier replays against the reference), the trusted side from the program the student's function traces
-    # to (none yet), and the student's own grading process, observed there and tamper-evident.
-    values = total - share
+    # Where each kind of verdict is decided (issue 42, autograder.pytest_plugin.decided): the trusted side from
+    # recorded values (the correctness checks and the checks marked decided("values"), replayed against the
+    # reference), the trusted side from the program the student's function traces to (decided("program")), and
+    # the student's own grading process, observed there and tamper-evident.
+    by_kind: dict = defaultdict(float)
+    for key, kinds in decided.items():
+        for where, n in kinds.items():
+            by_kind[where] += points[key] * n / counts[key]
     print("\n| where the verdict is decided | points | share |")
     print("|---|---|---|")
     for kind, points_of_kind in (
-        ("trusted side, from recorded values", values),
-        ("trusted side, from the program", 0.0),
-        ("observed in the student's process, tamper-evident", share),
+        ("trusted side, from recorded values", by_kind["values"]),
+        ("trusted side, from the program", by_kind["program"]),
+        ("observed in the student's process, tamper-evident", by_kind["observed"]),
     ):
         print(f"| {kind} | {points_of_kind:.2f} | {100 * points_of_kind / total:.1f} % |")
 

@@ -387,8 +387,9 @@ class SubmissionPipeline:
         return StudentResult(submission.student, score_functions(self.course, outcomes), outcomes, timings, review)
 
     def confirmed(self, verdicts: Verdicts, transcripts: dict) -> Verdicts:
-        """The verdicts the trusted side changes: of each claimed pass of a correctness check, confirmed or not."""
-        claims = [c.id for c in self.plan if c.correctness and verdicts[c.id][0] == Status.PASSED]
+        """The verdicts the trusted side changes: of each claimed pass of a check it decides (a correctness check, or
+        one marked ``decided``), confirmed or not."""
+        claims = [c.id for c in self.plan if c.confirmed and verdicts[c.id][0] == Status.PASSED]
         if not claims:
             return {}
         try:
@@ -500,12 +501,13 @@ def reviewed(run: RunResult, module: str) -> list[str]:
 
 
 def withheld(module: str, checks: list[PlannedCheck], verdicts: Verdicts, review: list[str]) -> Verdicts:
-    """A module that needs review keeps what the trusted side confirms (its correctness checks), and earns
+    """A module that needs review keeps what the trusted side confirms (its correctness checks and the checks
+    decided there), and earns
     nothing from the checks witnessed in its own grading process: each of those fails, saying why."""
     shown = "; ".join(review[:3]) + (f"; and {len(review) - 3} more" if len(review) > 3 else "")
     changed: Verdicts = {}
     for check in checks:
-        if check.correctness or verdicts.get(check.id, (Status.FAILED, ""))[0] != Status.PASSED:
+        if check.confirmed or verdicts.get(check.id, (Status.FAILED, ""))[0] != Status.PASSED:
             continue
         changed[check.id] = (
             Status.FAILED,

@@ -145,6 +145,9 @@ class PlannedCheck:
     module: str
     function: str
     correctness: bool
+    # where its verdict is decided (autograder.pytest_plugin.decided): "values" or "program" (the trusted side
+    # replays a claimed pass) or "observed" (the grading process's verdict, tamper-evident)
+    decided: str = "observed"
     # its module is judged on the trusted side only (autograder.grading.trusted.trusted_only): the
     # grading process holds no reference, and the verifier's verdict is the check's
     trusted_only: bool = False
@@ -168,6 +171,7 @@ class PlannedCheck:
             "module": self.module,
             "function": self.function,
             "correctness": self.correctness,
+            "decided": self.decided,
             "trusted_only": self.trusted_only,
             "takes_reference": self.takes_reference,
             "givens": self.givens,
@@ -180,10 +184,25 @@ class PlannedCheck:
             data["module"],
             data["function"],
             bool(data["correctness"]),
+            _decided(data.get("decided"), bool(data["correctness"])),
             bool(data.get("trusted_only")),
             bool(data.get("takes_reference", True)),
             bool(data.get("givens")),
         )
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "decided", _decided(self.decided, self.correctness))  # a correctness check: values
+
+    @property
+    def confirmed(self) -> bool:
+        """The trusted side replays a claimed pass of this check (a correctness check, or one decided there)."""
+        return self.correctness or self.decided != "observed"
+
+
+def _decided(value: object, correctness: bool) -> str:
+    if correctness:
+        return "values"
+    return str(value) if value in ("values", "program") else "observed"
 
 
 class Replay(StrEnum):

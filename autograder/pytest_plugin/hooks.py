@@ -46,6 +46,7 @@ from autograder.core.status import Status
 from autograder.core.submission import SubmissionImportError, not_started
 from autograder.pytest_plugin import garbage, parallel, profiles, report
 from autograder.pytest_plugin.compile_time import CompileClock, is_slow, slow_compile_lines
+from autograder.pytest_plugin.decided import MARKER_HELP
 from autograder.pytest_plugin.session import (
     COMPILE_SECONDS_KEY,
     SESSION_KEY,
@@ -122,6 +123,7 @@ def pytest_configure(config: pytest.Config) -> None:
     for line in config.stash.get(_FIRST_LINES, []):
         print(line, file=sys.stderr, flush=True)
     config.addinivalue_line("markers", "correctness: a values check; while it fails the function earns nothing")
+    config.addinivalue_line("markers", MARKER_HELP)
     root = course_root_of(config.invocation_params.dir, config.args)
     if root is None:
         return

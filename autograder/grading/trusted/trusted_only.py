@@ -35,7 +35,7 @@ REFERENCE = "reference"
 
 
 def modules_judged_on_the_trusted_side(items: Iterable[tuple[pytest.Item, str, bool]]) -> set[str]:
-    """The modules of ``items`` ((item, module, is a correctness check)) that qualify (see the module)."""
+    """The modules of ``items`` ((item, module, decided on the trusted side)) that qualify (see the module)."""
     seen: set[str] = set()
     disqualified: set[str] = set()
     for item, module, correctness in items:
@@ -57,9 +57,11 @@ def modules_with_givens(items: Iterable[tuple[pytest.Item, str, bool]], modules:
     return found
 
 
-def _needs_the_reference_here(item: pytest.Item, correctness: bool) -> bool:
-    # The check function's own arguments: pytest's FuncFixtureInfo (stable since 3.x) has no public accessor.
-    return not correctness and REFERENCE in item._fixtureinfo.argnames  # type: ignore[attr-defined]
+def _needs_the_reference_here(item: pytest.Item, confirmed: bool) -> bool:
+    # A check the trusted side decides compares with the reference there; any other that takes the reference
+    # needs it in the grading process. The check function's own arguments: pytest's FuncFixtureInfo (stable
+    # since 3.x) has no public accessor.
+    return not confirmed and REFERENCE in item._fixtureinfo.argnames  # type: ignore[attr-defined]
 
 
 # Correctness checks whose verdict the trusted side cannot confirm from recorded values (their results are

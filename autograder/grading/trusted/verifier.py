@@ -44,6 +44,7 @@ from autograder.core.failures import CheckFailure
 from autograder.core.outcomes import CheckId
 from autograder.grading.trusted.trusted_only import modules_judged_on_the_trusted_side, modules_with_givens
 from autograder.grading.wire import PlannedCheck, Replay, Verdict, VerifierRequest, pytest_args
+from autograder.pytest_plugin.decided import OBSERVED, decided_where
 
 if TYPE_CHECKING:
     from autograder.core.course import Function
@@ -207,17 +208,19 @@ class Verifier:
                 continue
             cid = str(CheckId(fn.module, item.name))
             correctness = item.get_closest_marker("correctness") is not None
+            where = decided_where(item)
             self.plan.append(
                 PlannedCheck(
                     cid,
                     fn.module,
                     fn.name,
                     correctness,
+                    where,
                     takes_reference="reference" in getattr(item, "fixturenames", ()),
                 )
             )
-            collected.append((item, fn.module, correctness))
-            if self.mode == "verify" and cid in self.claims and correctness:
+            collected.append((item, fn.module, where != OBSERVED))
+            if self.mode == "verify" and cid in self.claims and where != OBSERVED:
                 keep.append(item)
                 self.ids[item.nodeid] = (cid, fn)
         if self.mode == "plan":

@@ -55,6 +55,7 @@ import pytest
 
 from autograder.grading.untrusted import audit, tamper
 from autograder.grading.wire import CLAIMABLE, ChildRequest, Claim, Event, pytest_args
+from autograder.pytest_plugin.decided import decided_on_the_trusted_side
 from autograder.runtime import compile_cache
 
 if TYPE_CHECKING:  # types only: a grading process imports them when it needs them
@@ -161,7 +162,7 @@ class ChildReporter:
     def pytest_pyfunc_call(self, pyfuncitem):
         entry = self.ids.get(pyfuncitem.nodeid)
         student = pyfuncitem.funcargs.get("student")
-        if not (self.record and entry and student is not None and pyfuncitem.get_closest_marker("correctness")):
+        if not (self.record and entry and student is not None and decided_on_the_trusted_side(pyfuncitem)):
             return (yield)
         cid, fn = entry
         original = getattr(student, fn.name, None)

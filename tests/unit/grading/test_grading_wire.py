@@ -63,6 +63,11 @@ def test_verdicts_and_the_plan_decode_what_the_verifier_wrote():
     assert check.test == "test_f_y[1]" and check.qualname == "m.f"
     old = {"check": "m::test_f", "module": "m", "function": "f", "correctness": False}  # a plan without the flags
     assert PlannedCheck.from_wire(old) == PlannedCheck("m::test_f", "m", "f", False)
+    assert not PlannedCheck.from_wire(old).confirmed and check.confirmed and check.decided == "values"
+    program = PlannedCheck("m::test_f_works_under_jit", "m", "f", False, "program")
+    assert PlannedCheck.from_wire(program.to_wire()) == program and program.confirmed
+    forged = {**old, "decided": "by me"}  # an unknown place is the student's process
+    assert PlannedCheck.from_wire(forged).decided == "observed"
 
 
 def _imports(path: Path, package: str) -> set[str]:
