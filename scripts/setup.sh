@@ -18,8 +18,18 @@ if ! command -v bwrap >/dev/null; then
 fi
 
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
-# torch first, pinned, its CPU build (PyTorch's CPU index; the default index's build pulls CUDA).
-.venv/bin/pip install "${PIP[@]}" torch==2.13.0 --extra-index-url https://download.pytorch.org/whl/cpu
+# torch first, pinned, its CPU build (PyTorch's CPU index; the default index's build pulls CUDA). Where that index
+# cannot be reached (a mirror-only network), pip would retry it for every package (minutes): it is asked once, in
+# 5 s, and left out when it does not answer (pip then takes a local file or pip.conf's index).
+TORCH_INDEX=https://download.pytorch.org/whl/cpu
+if ! .venv/bin/python -c "import torch, sys; sys.exit(torch.__version__.split('+')[0] != '2.13.0')" 2>/dev/null; then
+    if .venv/bin/python -c "import urllib.request as u; u.urlopen('$TORCH_INDEX/torch/', timeout=5)" 2>/dev/null; then
+        .venv/bin/pip install "${PIP[@]}" torch==2.13.0 --extra-index-url "$TORCH_INDEX"
+    else
+        echo "setup.sh: PyTorch's CPU index ($TORCH_INDEX) does not answer; torch 2.13.0 from the configured index" >&2
+        .venv/bin/pip install "${PIP[@]}" torch==2.13.0
+    fi
+fi
 .venv/bin/pip install "${PIP[@]}" -e .
 
 # Prove the environment: the checks' plugin is registered and every module's checks are collected.
