@@ -2,6 +2,7 @@
 each mutant, is in ``tests/system/test_mutate_runs.py``; the real run is ``benchmarks/mutation.py``)."""
 
 import ast
+import itertools
 
 from autograder.authoring.mutants import mutants_of
 
@@ -80,19 +81,19 @@ def test_the_mutants_are_cosmic_rays_own_and_the_kits_operators_only_what_it_lac
     assert set(operators()) == set(library_operators()) | set(KIT_OPERATORS)
     assert all(name.startswith("kit/") for name in KIT_OPERATORS)
     mutants = mutants_of(SOURCE, "mod", ["graded"])
-    assert sum(m.operator.startswith("core/") for m in mutants) > 3 * sum(m.operator.startswith("kit/") for m in mutants)
+    assert sum(m.operator.startswith("core/") for m in mutants) > 3 * sum(
+        m.operator.startswith("kit/") for m in mutants
+    )
+    written: dict[str, set[str]] = {}  # operator -> every module cosmic-ray writes with it
     for mutant in mutants:
         assert mutant.operator in operators(), mutant.id
         if mutant.operator.startswith("kit/"):
             continue
-        operator = cosmic_ray.plugins.get_operator(mutant.operator)()
-        written = set()
-        for occurrence in range(100):
-            text = mutate_code(SOURCE, operator, occurrence)
-            if text is None:
-                break
-            written.add(text)
-        assert mutant.source in written, mutant.id
+        if mutant.operator not in written:
+            operator = cosmic_ray.plugins.get_operator(mutant.operator)()
+            texts = (mutate_code(SOURCE, operator, occurrence) for occurrence in range(100))
+            written[mutant.operator] = set(itertools.takewhile(lambda text: text is not None, texts))
+        assert mutant.source in written[mutant.operator], mutant.id
     # the kit's own operators change what the library's cannot: a keyword or argument dropped, @ for *
     lacking = mutants_of("def f(x, W):\n    return jnp.sum(x @ W, 0, axis=1)\n", "mod", ["f"])
     assert {m.operator for m in lacking if "@" in m.before and "*" in m.after} == {"kit/ReplaceMatMultWithMul"}
@@ -102,3 +103,19 @@ def test_the_mutants_are_cosmic_rays_own_and_the_kits_operators_only_what_it_lac
 def test_an_id_does_not_depend_on_the_line():
     moved = SOURCE.replace("def given(x):", "def given(x):\n    z = 3\n")
     assert {m.id for m in mutants_of(SOURCE, "mod", ["graded"])} == {m.id for m in mutants_of(moved, "mod", ["graded"])}
+
+
+def test_the_kits_own_operators_run_in_cosmic_rays_machinery():
+    """The kit's four are cosmic-ray ``Operator``s: the library's ``mutate_code`` applies them as it applies its
+    own, and each does what its examples say."""
+    from cosmic_ray.mutating import mutate_code
+    from cosmic_ray.operators.operator import Operator
+
+    from autograder.authoring.mutants import KIT_OPERATORS
+
+    for name, operator in KIT_OPERATORS.items():
+        assert issubclass(operator, Operator), name
+        for example in operator.examples():
+            assert mutate_code(example.pre_mutation_code, operator(), example.occurrence) == (
+                example.post_mutation_code
+            ), (name, example)
