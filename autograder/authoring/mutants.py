@@ -44,7 +44,6 @@ import ast
 import copy
 from collections.abc import Iterator
 from dataclasses import dataclass
-from functools import cache
 
 import parso
 import parso.python.tree as pt
@@ -203,7 +202,6 @@ KIT_OPERATORS: dict[str, type[Operator]] = {
 }
 
 
-@cache
 def library_operators() -> dict[str, type[Operator]]:
     """cosmic-ray's core operators that take no argument, by ``provider/name``, in cosmic-ray's order."""
     operators = {}
