@@ -23,7 +23,7 @@ if [ ${#missing[@]} -gt 0 ]; then
         echo "test.sh: ${missing[*]} missing and cannot be installed here (no apt-get as root); the tests that need them are skipped" >&2
     fi
 fi
-.venv/bin/python -c "import playwright, check_jsonschema" 2>/dev/null && [ -x .venv/bin/ruff ] && [ -x .venv/bin/mypy ] \
+.venv/bin/python -c "import playwright, check_jsonschema, cosmic_ray" 2>/dev/null && [ -x .venv/bin/ruff ] && [ -x .venv/bin/mypy ] \
     || .venv/bin/pip install --quiet --disable-pip-version-check -e '.[test]'
 # Lint, format and types first (pyproject.toml's [tool.ruff] and [tool.mypy]; .pre-commit-config.yaml runs the
 # same on each commit): seconds (mypy keeps its cache in .mypy_cache/), and a failure names the file and line.

@@ -1,63 +1,69 @@
-"""Mutation operators for the references: one small change at a time, on the AST.
+"""Mutants of the references, made by a maintained mutation library's operators: cosmic-ray's.
 
-Why our own operators rather than mutmut or cosmic-ray: both mutate a package in place and
-run a test command per mutant from the project's layout, while a mutant of the course must be
-*the student's file* of one module (the checks load it with ``--submission DIR``), and must
-leave the reference (``solutions/``), which the checks compare against, untouched. Neither is
-installed in the kit's environment. The operators below are the classic ones of those tools,
-restricted to what the course's mistakes look like:
+Every mutant is one change in one graded function of ``solutions/<module>.py``, made by one
+operator at one site, as cosmic-ray itself makes it: the operator classes come from
+``cosmic_ray.plugins`` (the ``core`` provider: 211 operators, every one that takes no argument)
+and applied as ``cosmic_ray.mutating.mutate_code`` applies them (the operator's ``mutate`` on the
+parso node of one site; the module written back with its comments and layout). What the kit does not take from cosmic-ray
+is its runner (a test command per mutant over a package mutated in place): a mutant of the
+course is *the student's file* of one module, graded by the module's checks with the reference
+left untouched (:mod:`autograder.authoring.mutate`).
 
-- ``arith``: ``+ <-> -``, ``* <-> /``, ``// -> /``, ``** -> *``, ``@ -> *``, ``% -> //``;
-- ``compare``: ``< <-> <=``, ``> <-> >=``, ``== <-> !=``, ``is <-> is not``, ``in <-> not in``;
-- ``constant``: an integer ``n -> n + 1`` (``0 -> 1``, ``-1 -> 0``: axes included), a float ``c -> 2c``
-  (``0.0 -> 1.0``), ``True <-> False``;
-- ``negate``: ``-x -> x``, ``not x -> x``;
-- ``boolop``: ``and <-> or``;
-- ``none-test``: ``x is None -> not x`` and ``x is not None -> x`` (``if x:`` for ``if x is None:``);
-- ``drop-keyword``: a call without one of its keyword arguments (``axis=``, ``keepdims=``, ``dtype=``);
-- ``drop-argument``: a call of two or more positional arguments without its last one.
+The core operators: every binary operator for every other (``+ - * / // % ** << >> | & ^``),
+every comparison for every other (``== != < <= > >= is is not``; ``is None`` only to ``is not
+None``), unary ``+ - ~ not`` replaced or deleted, ``not`` added to a condition, ``True <-> False``,
+``and <-> or``, a number ``n -> n + 1`` and ``n -> n - 1``, ``break <-> continue``, a loop over
+``[]``, a decorator removed, an ``except`` that no longer catches. Left out: ``VariableReplacer``
+and ``VariableInserter``, which need a variable named per run and insert random numbers (an id
+would not be stable).
 
-Only the bodies of the functions (and classes) the course grades are mutated, never given
-code, docstrings, strings or decorators' targets. Every mutant has a stable id
-(``module.function | operator | before -> after | n``): the n-th site of that change in that
-function, so an id survives edits elsewhere in the file.
+The kit keeps four operators of its own (provider ``kit``), for the course's mistakes the library
+has no operator for:
+
+- ``kit/DropKeyword``: a call without one of its keyword arguments (``axis=``, ``keepdims=``,
+  ``train=``, ``rngs=``, ``static_argnames=``): the commonest mistake of a JAX/Flax exercise, and
+  half the kills of the kit's old operators;
+- ``kit/DropArgument``: a call of two or more positional arguments without its last one
+  (``jax.random.split(key)`` for ``split(key, n)``);
+- ``kit/ReplaceMatMultWithMul``: ``x @ W -> x * W`` (cosmic-ray's binary operators have no ``@``;
+  elementwise for matrix product is the linear layer's classic mistake);
+- ``kit/ReplaceNoneTestWithFalsy``: ``x is None -> not x``, ``x is not None -> x`` (``if not step:`` for
+  ``if step is None:``: step 0 is falsy; cosmic-ray only turns ``is`` into ``is not``).
+
+Only the graded functions (and classes) are mutated: their bodies, decorators and defaults, never
+given code, docstrings, annotations or f-strings. Mutants that do not compile, change nothing
+(the same syntax tree) or repeat an earlier mutant's tree are left out. Every mutant has a stable,
+readable id (``module.function | operator | before -> after | n``): the operator's
+``provider/name``, the changed expression before and after (as ``ast.unparse`` writes it), and the
+n-th site of that change in that function, so an id survives edits elsewhere in the file.
 """
 
 from __future__ import annotations
 
 import ast
+import copy
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-_ARITH: dict[type[ast.operator], list[type[ast.operator]]] = {
-    ast.Add: [ast.Sub],
-    ast.Sub: [ast.Add],
-    ast.Mult: [ast.Div],
-    ast.Div: [ast.Mult],
-    ast.FloorDiv: [ast.Div],
-    ast.Pow: [ast.Mult],
-    ast.MatMult: [ast.Mult],
-    ast.Mod: [ast.FloorDiv],
-}
-_COMPARE: dict[type[ast.cmpop], type[ast.cmpop]] = {
-    ast.Lt: ast.LtE,
-    ast.LtE: ast.Lt,
-    ast.Gt: ast.GtE,
-    ast.GtE: ast.Gt,
-    ast.Eq: ast.NotEq,
-    ast.NotEq: ast.Eq,
-    ast.Is: ast.IsNot,
-    ast.IsNot: ast.Is,
-    ast.In: ast.NotIn,
-    ast.NotIn: ast.In,
-}
+import parso
+import parso.python.tree as pt
+
+try:
+    import cosmic_ray.plugins
+    from cosmic_ray.ast import ast_nodes, get_ast
+    from cosmic_ray.operators.operator import Example, Operator
+except ImportError as error:  # the `authoring` extra
+    raise ImportError(
+        "autograder mutate makes its mutants with cosmic-ray, which is not installed: "
+        "pip install 'jax-course-autograder[authoring]' (or cosmic-ray==8.7.0)"
+    ) from error
 
 
 @dataclass(frozen=True)
 class Mutant:
     module: str
     function: str
-    operator: str
+    operator: str  # provider/name: core/... (cosmic-ray's) or kit/... (the kit's own)
     before: str  # the changed expression, as source
     after: str
     occurrence: int  # the n-th site of this (function, operator, before, after)
@@ -69,139 +75,338 @@ class Mutant:
         return f"{self.module}.{self.function} | {self.operator} | {self.before} -> {self.after} | {self.occurrence}"
 
 
-def _is_docstring(node: ast.AST, parent: ast.AST | None) -> bool:
-    return isinstance(parent, ast.Expr) and isinstance(node, ast.Constant) and isinstance(node.value, str)
+# -- the kit's own operators (cosmic-ray's Operator interface, applied as the library's are) ---------
 
 
-def _sites(node: ast.AST) -> Iterator[tuple[ast.expr, str, list[ast.expr]]]:
-    """``(node, operator, replacements)`` for every node of ``node``'s subtree that an operator changes.
+def _is(leaf: object, value: str) -> bool:
+    return isinstance(leaf, pt.Leaf) and leaf.value == value
 
-    A replacement is a new node that takes the place of the site."""
-    for child in ast.walk(node):
-        if isinstance(child, ast.BinOp) and type(child.op) in _ARITH:
-            for new_op in _ARITH[type(child.op)]:
-                yield child, "arith", [ast.BinOp(child.left, new_op(), child.right)]
-        elif isinstance(child, ast.Compare):
-            for i, op in enumerate(child.ops):
-                ops = list(child.ops)
-                ops[i] = _COMPARE[type(op)]()
-                yield child, "compare", [ast.Compare(child.left, ops, child.comparators)]
-                if isinstance(op, (ast.Is, ast.IsNot)) and len(child.ops) == 1 and _is_none(child.comparators[0]):
-                    test = ast.UnaryOp(ast.Not(), child.left) if isinstance(op, ast.Is) else child.left
-                    yield child, "none-test", [test]
-        elif (
-            isinstance(child, ast.Constant)
-            and not isinstance(child.value, (str, bytes))
-            and child.value is not Ellipsis
+
+def _call_arguments(trailer) -> list:
+    """The arguments of a call's ``( ... )`` trailer (parso), commas left out."""
+    if trailer.type != "trailer" or not _is(trailer.children[0], "(") or len(trailer.children) != 3:
+        return []
+    inner = trailer.children[1]
+    if inner.type == "arglist":
+        return [c for c in inner.children if not _is(c, ",")]
+    return [inner]
+
+
+def _is_keyword(argument) -> bool:
+    return argument.type == "argument" and len(argument.children) == 3 and _is(argument.children[1], "=")
+
+
+def _is_positional(argument) -> bool:
+    if argument.type != "argument":
+        return True
+    return not (_is(argument.children[0], "*") or _is(argument.children[0], "**") or _is_keyword(argument))
+
+
+def _drop(trailer, argument) -> None:
+    """Remove ``argument`` (and a comma next to it) from the call's trailer."""
+    inner = trailer.children[1]
+    if inner is argument:
+        trailer.children = [trailer.children[0], trailer.children[2]]
+        return
+    children = inner.children
+    i = children.index(argument)
+    if i + 1 < len(children) and _is(children[i + 1], ","):
+        del children[i : i + 2]
+        if i < len(children):  # the next argument takes the removed one's place (and its spacing)
+            children[i].get_first_leaf().prefix = argument.get_first_leaf().prefix
+    else:
+        del children[i - 1 : i + 1]
+
+
+class DropKeyword(Operator):
+    """A call without one of its keyword arguments."""
+
+    def mutation_positions(self, node):
+        for argument in _call_arguments(node):
+            if _is_keyword(argument):
+                yield (argument.start_pos, argument.end_pos)
+
+    def mutate(self, node, index):
+        _drop(node, [a for a in _call_arguments(node) if _is_keyword(a)][index])
+        return node
+
+    @classmethod
+    def examples(cls):
+        return (
+            Example("f(x, axis=0)", "f(x)"),
+            Example("f(x, axis=0, keepdims=True)", "f(x, axis=0)", occurrence=1),
+        )
+
+
+class DropArgument(Operator):
+    """A call of two or more positional arguments without its last one."""
+
+    def mutation_positions(self, node):
+        positional = [a for a in _call_arguments(node) if _is_positional(a)]
+        if len(positional) >= 2:
+            yield (positional[-1].start_pos, positional[-1].end_pos)
+
+    def mutate(self, node, index):
+        _drop(node, [a for a in _call_arguments(node) if _is_positional(a)][-1])
+        return node
+
+    @classmethod
+    def examples(cls):
+        return (Example("f(x, y, axis=0)", "f(x, axis=0)"),)
+
+
+class ReplaceMatMultWithMul(Operator):
+    """``a @ b -> a * b``."""
+
+    def mutation_positions(self, node):
+        if _is(node, "@") and node.parent.type == "term":
+            yield (node.start_pos, node.end_pos)
+
+    def mutate(self, node, index):
+        node.value = "*"
+        return node
+
+    @classmethod
+    def examples(cls):
+        return (Example("x @ W", "x * W"),)
+
+
+class ReplaceNoneTestWithFalsy(Operator):
+    """``x is None -> not x``, ``x is not None -> x``."""
+
+    def mutation_positions(self, node):
+        if (
+            node.type == "comparison"
+            and len(node.children) == 3
+            and node.children[1].get_code().strip() in ("is", "is not")
+            and _is(node.children[2], "None")
         ):
-            value = child.value
-            if isinstance(value, bool):
-                yield child, "constant", [ast.Constant(not value)]
-            elif isinstance(value, int):
-                yield child, "constant", [ast.Constant(value + 1)]
-            elif isinstance(value, float):
-                yield child, "constant", [ast.Constant(value * 2 if value else 1.0)]
-        elif isinstance(child, ast.UnaryOp) and isinstance(child.op, ast.USub):
-            if (
-                isinstance(child.operand, ast.Constant)
-                and isinstance(child.operand.value, int)
-                and not isinstance(child.operand.value, bool)
-            ):
-                yield child, "constant", [ast.Constant(-child.operand.value + 1)]  # axis=-1 -> axis=0
-            yield child, "negate", [child.operand]
-        elif isinstance(child, ast.UnaryOp) and isinstance(child.op, ast.Not):
-            yield child, "negate", [child.operand]
-        elif isinstance(child, ast.BoolOp):
-            other = ast.Or() if isinstance(child.op, ast.And) else ast.And()
-            yield child, "boolop", [ast.BoolOp(other, child.values)]
-        elif isinstance(child, ast.Call):
-            for i in range(len(child.keywords)):
-                if child.keywords[i].arg is None:
-                    continue  # **kwargs
-                yield (
-                    child,
-                    "drop-keyword",
-                    [ast.Call(child.func, child.args, child.keywords[:i] + child.keywords[i + 1 :])],
-                )
-            if len(child.args) >= 2 and not isinstance(child.args[-1], ast.Starred):
-                yield child, "drop-argument", [ast.Call(child.func, child.args[:-1], child.keywords)]
+            yield (node.start_pos, node.end_pos)
+
+    def mutate(self, node, index):
+        left = node.children[0].get_code(include_prefix=False)
+        prefix = node.get_first_leaf().prefix
+        negated = node.children[1].get_code().strip() == "is"
+        return parso.parse(f"{prefix}{'not ' if negated else ''}{left}")
+
+    @classmethod
+    def examples(cls):
+        return (Example("if x is None: pass", "if not x: pass"), Example("y = x is not None", "y = x"))
 
 
-def _is_none(node: ast.AST) -> bool:
-    return isinstance(node, ast.Constant) and node.value is None
+KIT_OPERATORS: dict[str, type[Operator]] = {
+    "kit/DropKeyword": DropKeyword,
+    "kit/DropArgument": DropArgument,
+    "kit/ReplaceMatMultWithMul": ReplaceMatMultWithMul,
+    "kit/ReplaceNoneTestWithFalsy": ReplaceNoneTestWithFalsy,
+}
 
 
-def _skipped(tree: ast.AST) -> set[int]:
-    """Nodes never mutated: docstrings, decorators, annotations, the parts of an f-string."""
-    skipped: set[int] = set()
+def library_operators() -> dict[str, type[Operator]]:
+    """cosmic-ray's core operators that take no argument, by ``provider/name``, in cosmic-ray's order."""
+    operators = {}
+    for name in cosmic_ray.plugins.operator_names():
+        if name.startswith("core/"):
+            operator = cosmic_ray.plugins.get_operator(name)
+            if not operator.arguments():
+                operators[name] = operator
+    return operators
+
+
+def operators() -> dict[str, type[Operator]]:
+    """Every operator ``autograder mutate`` applies: cosmic-ray's, then the kit's own."""
+    return {**library_operators(), **KIT_OPERATORS}
+
+
+# -- where the references may be mutated ------------------------------------------------------------
+
+
+class _Offsets:
+    """Character offsets in ``source`` of parso's (line, column) and the ast's (line, UTF-8 byte) positions."""
+
+    def __init__(self, source: str):
+        self.lines = source.splitlines(keepends=True)
+        self.starts = [0]
+        for line in self.lines:
+            self.starts.append(self.starts[-1] + len(line))
+
+    def parso(self, pos: tuple[int, int]) -> int:
+        return self.starts[pos[0] - 1] + pos[1]
+
+    def ast_pos(self, line: int, col: int | None) -> int:
+        text = self.lines[line - 1] if line - 1 < len(self.lines) else ""
+        return self.starts[line - 1] + len(text.encode("utf-8")[: col or 0].decode("utf-8", "replace"))
+
+    def node(self, node: ast.expr | ast.stmt) -> tuple[int, int]:
+        end = (node.end_lineno, node.end_col_offset) if node.end_lineno is not None else (node.lineno, None)
+        return self.ast_pos(node.lineno, node.col_offset), self.ast_pos(*end)
+
+
+def _regions(tree: ast.Module, functions: list[str], at: _Offsets) -> tuple[list[tuple[int, int, str]], list]:
+    """``(start, end, function)`` of every part of the graded functions that may be mutated, and the
+    ``(start, end)`` inside them that may not (docstrings, annotations, f-strings)."""
+
+    def whole(node) -> tuple[int, int]:  # from its first decorator's line to its end
+        first = min([node.lineno] + [d.lineno for d in node.decorator_list])
+        return at.starts[first - 1], at.node(node)[1]
+
+    allowed: list[tuple[int, int, str]] = []
+    for top in tree.body:
+        if not isinstance(top, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) or top.name not in functions:
+            continue
+        if not isinstance(top, ast.ClassDef):
+            allowed.append((*whole(top), top.name))
+            continue
+        for stmt in top.body:  # a class: its methods, nested classes and attributes; not its bases or decorators
+            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                allowed.append((*whole(stmt), top.name))
+            elif not (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant)):
+                allowed.append((*at.node(stmt), top.name))
+    skipped = []
     for node in ast.walk(tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            for dec in node.decorator_list:
-                if not isinstance(dec, ast.Call):
-                    skipped.update(id(n) for n in ast.walk(dec))
             if node.body and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant):
-                skipped.add(id(node.body[0].value))
-            annotations = (
-                [a.annotation for a in ast.walk(node.args) if isinstance(a, ast.arg)]
-                if not isinstance(node, ast.ClassDef)
-                else []
-            )
-            annotations += [node.returns] if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) else []
-            for ann in annotations:
-                if ann is not None:
-                    skipped.update(id(n) for n in ast.walk(ann))
+                skipped.append(at.node(node.body[0]))
+            if not isinstance(node, ast.ClassDef):
+                skipped += [
+                    at.node(a.annotation) for a in ast.walk(node.args) if isinstance(a, ast.arg) and a.annotation
+                ]
+                if node.returns is not None:
+                    skipped.append(at.node(node.returns))
         elif isinstance(node, ast.AnnAssign):
-            skipped.update(id(n) for n in ast.walk(node.annotation))
+            skipped.append(at.node(node.annotation))
         elif isinstance(node, ast.JoinedStr):
-            skipped.update(id(n) for n in ast.walk(node))
-    return skipped
+            skipped.append(at.node(node))
+    return allowed, skipped
 
 
-class _Replace(ast.NodeTransformer):
-    def __init__(self, target: ast.AST, replacement: ast.AST):
-        self.target, self.replacement = target, replacement
+# -- what a mutant changed, for its id --------------------------------------------------------------
 
-    def visit(self, node):
-        if node is self.target:
-            return self.replacement
-        return self.generic_visit(node)
+# parso nodes that are part of an expression, not one: widened to the node around them.
+_FRAGMENTS = {
+    "operator",
+    "keyword",
+    "comp_op",
+    "arglist",
+    "argument",
+    "trailer",
+    "subscript",
+    "subscriptlist",
+    "sliceop",
+    "testlist_comp",
+    "exprlist",
+}
+
+
+def _changed(original: str, mutated: str) -> tuple[int, int]:
+    """The span of ``original`` that differs from ``mutated`` (empty where text was only inserted)."""
+    n = min(len(original), len(mutated))
+    start = 0
+    while start < n and original[start] == mutated[start]:
+        start += 1
+    end = 0
+    while end < n - start and original[-1 - end] == mutated[-1 - end]:
+        end += 1
+    return start, len(original) - end
+
+
+def _normal(text: str) -> str:
+    """An expression as ``ast.unparse`` writes it (so that an id does not depend on the layout)."""
+    text = text.strip()
+    if not text:
+        return "(nothing)"
+    try:
+        return ast.unparse(ast.parse(f"(\n{text}\n)", mode="eval"))
+    except SyntaxError:
+        return " ".join(text.split())
+
+
+def _shown(tree, at: _Offsets, site: tuple[int, int], original: str, mutated: str) -> tuple[str, str]:
+    """``(before, after)``: the smallest expression around both the operator's site and the changed text."""
+    a, b = _changed(original, mutated)
+    lo, hi = min(a, site[0]), max(b, site[1])
+    node = tree
+    while True:  # down to the smallest node that holds [lo, hi]
+        inner = [
+            c
+            for c in getattr(node, "children", [])
+            if at.parso(c.get_first_leaf().get_start_pos_of_prefix()) <= lo
+            and hi <= at.parso(c.end_pos)
+            and c.type != "endmarker"
+        ]
+        if not inner:
+            break
+        node = inner[0]
+    while node.parent is not None and (
+        node.type in _FRAGMENTS
+        or (node.type in ("name", "number") and node.parent.type == "factor")  # -1, not 1
+        or (node.type == "name" and node.parent.type in ("trailer", "argument"))  # x.shape, not shape
+    ):
+        node = node.parent
+    start, end = min(a, at.parso(node.start_pos)), max(b, at.parso(node.end_pos))
+    delta = len(mutated) - len(original)
+    return _normal(original[start:end]), _normal(mutated[start : end + delta])
+
+
+# -- the mutants ------------------------------------------------------------------------------------
+
+
+def _sites(tree, operator: Operator) -> Iterator[tuple[object, int, tuple[tuple[int, int], tuple[int, int]]]]:
+    """``(node, index, (start, end))`` of every site of ``operator`` in the module, in the order of cosmic-ray's
+    walk (the n-th is the occurrence n of ``cosmic_ray.mutating.mutate_code``)."""
+    for node in ast_nodes(tree):
+        for index, position in enumerate(operator.mutation_positions(node)):
+            yield node, index, position
+
+
+def _apply(source: str, at: _Offsets, node, operator: Operator, index: int) -> str:
+    """What ``cosmic_ray.mutating.mutate_code`` writes for this site, without parsing the module again for each
+    mutant (a tenth of a second each): the operator's ``mutate`` changes a copy of the site's node, and the rest
+    of the module's text is kept (``tests/unit/authoring/test_mutate.py`` proves the two the same)."""
+    parent, node.parent = node.parent, None
+    try:
+        site = copy.deepcopy(node)
+    finally:
+        node.parent = parent
+    site.parent = parent  # an operator may look at the node's parent (a binary operator's), never change it
+    changed = operator.mutate(site, index)
+    start, end = at.parso(node.get_first_leaf().get_start_pos_of_prefix()), at.parso(node.end_pos)
+    return source[:start] + ("" if changed is None else changed.get_code()) + source[end:]
 
 
 def mutants_of(source: str, module: str, functions: list[str]) -> list[Mutant]:
     """Every mutant of ``functions`` (top-level functions or classes of ``source``), in file order."""
-    tree = ast.parse(source)
-    skipped = _skipped(tree)
+    original = ast.parse(source)
+    original_dump = ast.dump(original)
+    at = _Offsets(source)
+    allowed, skipped = _regions(original, functions, at)
+    tree = get_ast(source)
+    candidates = []
+    for name, operator_class in operators().items():
+        operator = operator_class()
+        for node, index, (start, end) in _sites(tree, operator):
+            site = (at.parso(start), at.parso(end))
+            owner = [f for lo, hi, f in allowed if lo <= site[0] and site[1] <= hi]
+            if not owner or any(lo < site[1] and site[0] < hi for lo, hi in skipped):
+                continue
+            candidates.append((site, name, operator, node, index, owner[0]))
+    candidates.sort(key=lambda c: c[0][0])  # file order (stable: cosmic-ray's operator order at one site)
     found: list[Mutant] = []
+    seen_trees = {original_dump}
     seen: dict[tuple, int] = {}
-    for top in tree.body:
-        if not isinstance(top, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) or top.name not in functions:
-            continue
-        body = top.body if isinstance(top, ast.ClassDef) else [top]
-        targets = []
-        for stmt in body:
-            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                targets += (
-                    stmt.body + stmt.decorator_list + stmt.args.defaults + [d for d in stmt.args.kw_defaults if d]
-                )
-            elif isinstance(stmt, ast.ClassDef):
-                targets.append(stmt)
-            elif not isinstance(top, ast.ClassDef) or not (
-                isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant)
-            ):
-                targets.append(stmt)  # class attributes (a dataclass field's default)
-        sites = []
-        for target in targets:
-            sites += [s for s in _sites(target) if id(s[0]) not in skipped]
-        sites.sort(key=lambda s: (s[0].lineno, s[0].col_offset))
-        for node, operator, replacements in sites:
-            for replacement in replacements:
-                mutated = _Replace(node, ast.copy_location(replacement, node)).visit(tree)
-                text = ast.unparse(ast.fix_missing_locations(mutated))
-                _Replace(replacement, node).visit(tree)  # put the original back
-                before, after = ast.unparse(node), ast.unparse(replacement)
-                if before == after:
-                    continue
-                key = (top.name, operator, before, after)
-                seen[key] = seen.get(key, 0) + 1
-                found.append(Mutant(module, top.name, operator, before, after, seen[key], node.lineno, text))
+    for site, name, operator, node, index, function in candidates:
+        text = _apply(source, at, node, operator, index)
+        try:
+            dump = ast.dump(ast.parse(text))
+            compile(text, f"{module}.py", "exec")
+        except (SyntaxError, ValueError):
+            continue  # cosmic-ray's "incompetent" mutants: not a program
+        if dump in seen_trees:
+            continue  # no change, or the same program as an earlier mutant
+        seen_trees.add(dump)
+        before, after = _shown(tree, at, site, source, text)
+        key = (function, name, before, after)
+        seen[key] = seen.get(key, 0) + 1
+        line = source.count("\n", 0, site[0]) + 1
+        found.append(Mutant(module, function, name, before, after, seen[key], line, text))
     return found

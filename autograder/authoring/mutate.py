@@ -1,7 +1,7 @@
 """``autograder mutate``: how many wrong references the checks catch (mutation testing of the checks).
 
 Each mutant (:mod:`autograder.authoring.mutants`: one small change in one graded function of
-``solutions/<module>.py``) is written as a submission's ``<module>.py`` and the module's checks
+``solutions/<module>.py``, made by one of cosmic-ray's mutation operators or one of the kit's four) is written as a submission's ``<module>.py`` and the module's checks
 run on it, exactly as on a student's file (``pytest exercises/test_<module>.py --submission DIR
 --grading -x``): killed when a check fails, survived when every check passes.
 

@@ -24,6 +24,8 @@ topic = "t"
 """
 STUB = 'def sign(x, y=1):\n    """Sign."""\n    # TODO: it\n    raise NotImplementedError\n'
 SOLUTION = "def sign(x, y=1):\n    return x if y > 0 else -x\n"
+GTE = "m.sign | core/ReplaceComparisonOperator_Gt_GtE | y > 0 -> y >= 0 | 1"
+NEGATE = "m.sign | core/ReplaceUnaryOperator_Delete_USub | -x -> x | 1"
 CHECKS = """
 import pytest
 
@@ -52,23 +54,23 @@ def test_the_runner_kills_what_the_checks_see_and_reports_survivors(tmp_path):
     (run,) = mutate_course(course, jobs=1)
     assert not run.problem, run.problem
     outcomes = {r.mutant.id: r.outcome for r in run.results}
+    assert len(outcomes) == 14  # cosmic-ray's operators: 5 comparisons, 4 numbers, 4 unary, 1 added not
     # y is always 1: y > 0 and y >= 0 agree there, the checks never vary y
-    assert outcomes["m.sign | compare | y > 0 -> y >= 0 | 1"] == SURVIVED
-    assert outcomes["m.sign | constant | 0 -> 1 | 1"] == KILLED  # 1 > 1 is False: -x
-    assert outcomes["m.sign | negate | -x -> x | 1"] == SURVIVED  # the else branch never runs
-    assert outcomes["m.sign | constant | 1 -> 2 | 1"] == SURVIVED  # the default is never passed
+    assert outcomes[GTE] == SURVIVED
+    assert outcomes["m.sign | core/NumberReplacer | 0 -> 1 | 1"] == KILLED  # 1 > 1 is False: -x
+    assert outcomes[NEGATE] == SURVIVED  # the else branch never runs
+    assert outcomes["m.sign | core/NumberReplacer | 1 -> 2 | 1"] == SURVIVED  # the default is never passed
+    assert outcomes["m.sign | core/AddNot | y > 0 -> not y > 0 | 1"] == KILLED
     killed = [r for r in run.results if r.outcome == KILLED]
     assert killed and all(
         r.check == "test_sign_matches_reference[2]" or r.check.startswith("test_sign") for r in killed
     )
-    listed = Listed(
-        {"m.sign | negate | -x -> x | 1": "never reached"}, {"m.sign | compare | y > 0 -> y >= 0 | 1": "vary y"}
-    )
+    listed = Listed({NEGATE: "never reached"}, {GTE: "vary y"})
     text = report([run], listed, seconds=1.0, jobs=1)
-    assert "| m | 4 | 1 | 0 | 2 | 1 | 33% |" in text, text
-    assert "`m.sign | compare | y > 0 -> y >= 0 | 1` (line 2): killable: vary y" in text
-    assert "`m.sign | constant | 1 -> 2 | 1` (line 1): NOT CLASSIFIED" in text
-    assert "- `m.sign | negate | -x -> x | 1`: never reached" in text
+    assert "| m | 14 | 6 | 0 | 7 | 1 | 46% |" in text, text
+    assert f"`{GTE}` (line 2): killable: vary y" in text
+    assert "`m.sign | core/NumberReplacer | 1 -> 2 | 1` (line 1): NOT CLASSIFIED" in text
+    assert f"- `{NEGATE}`: never reached" in text
     assert "None: every mutant" not in text
 
 
@@ -78,12 +80,12 @@ def test_the_command_fails_on_an_unclassified_survivor_and_passes_when_all_are_l
     out = io.StringIO()
     assert main_mutate(root, None, jobs=1, listed_path=listed, report_path=None, out=out) == 1
     survivors = [line.split("`")[1] for line in out.getvalue().splitlines() if "NOT CLASSIFIED" in line]
-    assert len(survivors) == 3, out.getvalue()
+    assert len(survivors) == 8, out.getvalue()
     listed.write_text("".join(f'[[equivalent]]\nid = "{s}"\nreason = "toy"\n' for s in survivors))
     report_path = tmp_path / "report.md"
     assert main_mutate(root, None, jobs=1, listed_path=listed, report_path=report_path, out=io.StringIO()) == 0
     text = report_path.read_text()
-    assert "| m | 4 | 1 | 0 | 0 | 3 | 100% |" in text
+    assert "| m | 14 | 6 | 0 | 0 | 8 | 100% |" in text
     assert "## Surviving mutants\n\nNone: every mutant not listed as equivalent was killed.\n" in text, text
 
 
