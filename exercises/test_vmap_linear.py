@@ -19,11 +19,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from autograder.checks import purity, structure, tracing, values
+from autograder.checks import programs, purity, structure, tracing, values
 from autograder.checks.strategies import LINEAR_SHAPES, linear_problems
 from autograder.core.failures import CheckFailure
 
 correctness = pytest.mark.correctness
+program = pytest.mark.decided("program")  # the grader runs and inspects the program the function compiles to
 
 
 def as_arrays(arrays, use_jax):
@@ -54,10 +55,11 @@ def test_linear_matches_reference(student, reference, arrays, use_jax):
     values.assert_matches_reference(student.linear, reference.linear, xs[0], W, b)
 
 
+@program
 @given(arrays=linear_problems())
-def test_linear_works_under_jit(student, arrays):
+def test_linear_works_under_jit(student, reference, arrays):
     xs, W, b, _ = as_arrays(arrays, True)
-    structure.assert_works_under_jit(student.linear, xs[0], W, b)
+    programs.assert_compiles_to_the_reference(student.linear, xs[0], W, b, expected=reference.linear(xs[0], W, b))
 
 
 def test_linear_is_pure(student):
@@ -92,10 +94,13 @@ def test_batched_linear_is_one_vmap_of_linear(student, shape):
     )
 
 
+@program
 @given(arrays=linear_problems())
-def test_batched_linear_works_under_jit(student, arrays):
+def test_batched_linear_works_under_jit(student, reference, arrays):
     xs, W, b, _ = as_arrays(arrays, True)
-    structure.assert_works_under_jit(student.batched_linear, xs, W, b)
+    programs.assert_compiles_to_the_reference(
+        student.batched_linear, xs, W, b, expected=reference.batched_linear(xs, W, b)
+    )
 
 
 def test_batched_linear_is_pure(student):
@@ -171,14 +176,16 @@ def test_per_example_grads_scales_linearly_with_the_batch(student):
     )
 
 
+@program
 @given(arrays=linear_problems())
-def test_per_example_grads_works_under_jit(student, arrays):
+def test_per_example_grads_works_under_jit(student, reference, arrays):
     xs, W, b, ys = as_arrays(arrays, True)
-    structure.assert_works_under_jit(
+    programs.assert_compiles_to_the_reference(
         student.per_example_grads,
         params_of(W, b),
         xs,
         ys,
+        expected=reference.per_example_grads(params_of(W, b), xs, ys),
         atol=1e-5,
     )
 

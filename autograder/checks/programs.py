@@ -100,7 +100,7 @@ def _exporter(
     def transform(fn: Callable) -> Callable:
         if as_is:
             if not hasattr(fn, "trace") or not hasattr(fn, "lower"):
-                raise _NotJitted(function_name(fn))
+                raise _NotJitted(type(fn).__name__)
             target = fn
         else:
             target = jax.jit(
@@ -252,6 +252,11 @@ class Program:
                 "have the reference's structure",
             ) from None
 
+    def keeps(self, leaf: int) -> bool:
+        """Whether the program takes the ``leaf``-th array of the check's (flattened) arguments: an argument the
+        function made static is not one (its value is baked into the program)."""
+        return leaf in self.exported.module_kept_var_idx
+
     def operations(self) -> int:
         """How many operations the program has (nested functions, loop bodies and branches included)."""
         return len(_OPERATION.findall(self.text))
@@ -271,10 +276,6 @@ class Program:
             best = max(best, candidate)
         return best[0], best[2]
 
-    def compiled_text(self) -> str:
-        """The optimised HLO XLA compiles the program to on this process's devices (collectives show there)."""
-        return jax.jit(self.exported.call).lower(*_shapes(self.exported)).compile().as_text()
-
 
 def _dtype_name(mlir: str) -> str:
     """``float32`` for ``f32``, ``int32`` for ``i32``, ``bool`` for ``i1`` (NumPy's names, as the messages of the jaxpr checks)."""
@@ -283,13 +284,6 @@ def _dtype_name(mlir: str) -> str:
     if mlir == "i1" or match is None:
         return "bool" if mlir == "i1" else mlir
     return kinds[match.group(1)] + match.group(2)
-
-
-def _shapes(exported: Any) -> list:
-    args, _ = jax.tree.unflatten(
-        exported.in_tree, [jax.ShapeDtypeStruct(a.shape, a.dtype, weak_type=a.weak_type) for a in exported.in_avals]
-    )
-    return list(args)
 
 
 def program_of(
@@ -330,10 +324,10 @@ def program_of(
         payload = structure.transformed_once(fn, label, transform)(*args, **kwargs)
     except CheckFailure:
         raise
-    except _NotJitted:
+    except _NotJitted as err:
         raise CheckFailure(
             check,
-            f"{name} is not jitted: it is a plain Python function, not the result of jax.jit",
+            f"{name} is not a jax.jit function (it is a {err})",
             advice
             or "decorate it with @jax.jit (with the contract's static arguments), so every call runs "
             "one compiled program",
