@@ -156,11 +156,13 @@ class Program:
         if header["effects"] != 0:
             self._refuse("it has side effects (a print, a callback or an ordered effect)")
         shardings = [header["in_shardings"], header["out_shardings"]]
-        if not all(isinstance(s, list) for s in shardings) or (len(shardings[0]), len(shardings[1])) != (
-            len(in_leaves),
-            len(out_leaves),
-        ):
-            self._refuse("its shardings do not match the grader's arguments and the reference's result")
+        if not all(isinstance(s, list) for s in shardings):
+            self._refuse("its shardings are malformed")
+        for i, count in ((0, len(in_leaves)), (1, len(out_leaves))):
+            if all(s is None for s in shardings[i]):  # none given (one device): whatever the program's own count
+                shardings[i] = [None] * count
+            elif len(shardings[i]) != count:
+                self._refuse("its shardings do not match the grader's arguments and the reference's result")
         try:
             self.exported = jax.export.Exported(
                 fun_name=name,
@@ -299,6 +301,7 @@ def program_of(
     name: str | None = None,
     check: str | None = None,
     advice: str | None = None,
+    explain: bool = True,
     **kwargs: Any,
 ) -> Program:
     """The program ``fn`` compiles to for ``args`` and ``kwargs`` (the check's own), rebuilt from the bytes the
@@ -310,7 +313,8 @@ def program_of(
     ``jax.jit``, or with ``as_is`` the student's (``fn`` must be jitted itself: the check "is jitted").
     ``result_like`` has the structure, shapes and dtypes of the result (the reference's, on these arguments).
     ``form`` (named ``form_label``) makes the function of the arguments from ``fn`` instead (e.g. a ``jax.vmap``
-    of it). A function that cannot be traced fails with what it does wrong (:func:`structure.jit_error_explanation`).
+    of it). A function that cannot be traced fails with what it does wrong (:func:`structure.jit_error_explanation`);
+    with ``explain=False`` its error is the caller's to report.
     """
     name = name or function_name(fn)
     check = check or f"{name} works under jax.jit"
@@ -333,7 +337,7 @@ def program_of(
             "one compiled program",
         ) from None
     except Exception as err:  # noqa: BLE001 - classified below
-        explanation = structure.jit_error_explanation(err)
+        explanation = structure.jit_error_explanation(err) if explain else None
         if explanation is None:
             raise
         what, instead = explanation
