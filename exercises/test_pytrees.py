@@ -428,18 +428,27 @@ def test_param_count_counts_a_python_number_as_one_entry(student):
         )
 
 
+@program
 @pytest.mark.parametrize("label", ["a params dict", "nested layers"])
-def test_param_count_works_as_a_shape_under_jit(student, label):
-    """jax.jit(lambda t: jnp.zeros(param_count(t))): the count must be known while tracing."""
+def test_param_count_works_as_a_shape_under_jit(student, reference, label):
+    """The program of jax.jit(lambda t: jnp.zeros(param_count(t))): the count must be known while tracing, and the
+    program gives the reference's zeros."""
     check = "param_count(tree) is a Python int under jax.jit, usable as a shape: jnp.zeros(param_count(tree))"
     tree = jax.tree.map(lambda shape: np.ones(shape, np.float32), NORM_TREES[label], is_leaf=_is_shape)
-
-    @jax.jit
-    def zeros_of_count(t):
-        return jnp.zeros(student.param_count(t))
-
+    expected = jnp.zeros(reference.param_count(tree))
     try:
-        got = zeros_of_count(tree)
+        compiled = programs.program_of(
+            student.param_count,
+            tree,
+            result_like=expected,
+            form=lambda param_count: lambda t: jnp.zeros(param_count(t)),
+            form_label="zeros-of-count",
+            name="param_count",
+            check=check,
+            explain=False,
+        )
+    except CheckFailure:
+        raise
     except Exception as err:  # noqa: BLE001 - classified below
         explanation = structure.jit_error_explanation(err) or (f"it raised {type(err).__name__}: {err}", "")
         raise CheckFailure(
@@ -447,14 +456,7 @@ def test_param_count_works_as_a_shape_under_jit(student, label):
             f"param_count cannot be used as a shape under jit: {explanation[0]}",
             "compute it from the static shapes with Python integers (math.prod(leaf.shape)), never from jnp values",
         ) from None
-    expected = (student.param_count(tree),)  # its own count without jit (whether that is right is another check's)
-    if got.shape != expected:
-        raise CheckFailure(
-            check,
-            f"jnp.zeros(param_count(tree)) has shape {got.shape} under jit, but param_count(tree) is "
-            f"{expected[0]} without jit",
-            "compute the count from the static shapes, the same way with or without jit",
-        )
+    programs.assert_gives(compiled, tree, expected=expected)
 
 
 def test_param_count_is_pure(student):

@@ -186,7 +186,7 @@ class Program:
                 uses_global_constants=bool(header["global_constants"]),
                 _get_vjp=None,
             )
-            self.text = self.exported.mlir_module()
+            self.text = _without_locations(self.exported.mlir_module())
         except CheckFailure:
             raise
         except Exception:  # noqa: BLE001 - hostile data: whatever it breaks, it is not a program
@@ -229,8 +229,6 @@ class Program:
         foreign = sorted(targets - ALLOWED_CUSTOM_CALLS)
         if foreign:
             self._refuse(f"it calls code outside the program (custom calls {', '.join(foreign)[:200]})")
-        if "callback" in self.text:
-            self._refuse("it calls back into Python (a host callback)")
         for op in _FORBIDDEN_OPS:
             if op in self.text:
                 self._refuse(f"it talks to the host ({op})")
@@ -263,20 +261,43 @@ class Program:
         """How many operations the program has (nested functions, loop bodies and branches included)."""
         return len(_OPERATION.findall(self.text))
 
+    def values(self, computed: bool = False) -> list[tuple[int, tuple[int, ...], str]]:
+        """(elements, shape, NumPy dtype name) of every array type the program names (arguments, results,
+        intermediates, as often as they are named); ``computed``: of the values its operations compute, once each."""
+        text = self.text
+        if computed:
+            results = [
+                line.rsplit("->", 1)[-1] if "->" in line else line.rsplit(" : ", 1)[-1] for line in _assignments(text)
+            ]
+            text = "\n".join(results)
+        found = []
+        for dims, dtype in _TENSOR.findall(text):
+            shape = tuple(int(d) for d in dims.split("x") if d)
+            found.append((int(np.prod(shape, dtype=np.int64)) if shape else 1, shape, _dtype_name(dtype)))
+        return found
+
     def largest_value(self) -> tuple[int, str]:
-        """(elements, type) of the largest array the program names (arguments, results, intermediates); among
-        equals a floating one (the Jacobian itself, not the iota that indexes it)."""
-        best: tuple[int, bool, str] = (0, False, "")
-        for dims, dtype in _TENSOR.findall(self.text):
-            sizes = [int(d) for d in dims.split("x") if d]
-            elements = int(np.prod(sizes, dtype=np.int64)) if sizes else 1
-            candidate = (
-                elements,
-                dtype.startswith(("f", "bf", "complex")),
-                f"{_dtype_name(dtype)}[{','.join(map(str, sizes))}]",
-            )
-            best = max(best, candidate)
-        return best[0], best[2]
+        """(elements, type) of the largest array the program names; among equals a floating one (the Jacobian
+        itself, not the iota that indexes it)."""
+        elements, shape, dtype = _largest(self.values())
+        return elements, f"{dtype}[{','.join(map(str, shape))}]"
+
+
+def _assignments(text: str) -> list[str]:
+    return [line for line in text.splitlines() if re.match(r"\s*%[\w#:]+ = ", line)]
+
+
+def _largest(found: list[tuple[int, tuple[int, ...], str]]) -> tuple[int, tuple[int, ...], str]:
+    return max(found, key=lambda v: (v[0], v[2].startswith(("float", "bfloat", "complex"))), default=(0, (), ""))
+
+
+_LOCATION = re.compile(r'\s*loc\((?:[^()"]|"(?:[^"\\]|\\.)*"|\((?:[^()"]|"(?:[^"\\]|\\.)*")*\))*\)')
+
+
+def _without_locations(text: str) -> str:
+    """The program's text without its source locations (file names, the lines of the code that made it): what it
+    computes, not where it was written."""
+    return "\n".join(_LOCATION.sub("", line) for line in text.splitlines() if not line.startswith("#loc"))
 
 
 def _dtype_name(mlir: str) -> str:
@@ -428,6 +449,33 @@ def assert_program_size_constant(programs: dict[int, Program], what: str, *, nam
             f"{name} compiles to the same program whatever the size of {what}",
             f"the compiled program of {name} grows with the size of {what} ({shown})",
             advice,
+        )
+
+
+def assert_work_linear_in_batch(
+    small: tuple[int, Program], large: tuple[int, Program], *, name: str, contract: str
+) -> None:
+    """No array of the program grows faster than the batch: from the ``small`` to the ``large`` batch (size, program)
+    the largest array and all arrays together grow at most linearly (with slack for constants); a B x B array is
+    what a Jacobian of the vector of all B losses builds."""
+    (n_small, p_small), (n_large, p_large) = small, large
+    found = {n_small: p_small.values(computed=True), n_large: p_large.values(computed=True)}
+    linear = n_large / n_small
+    biggest = {n: _largest(v) for n, v in found.items()}
+    total = {n: sum(e for e, _, _ in v) for n, v in found.items()}
+    largest_growth = biggest[n_large][0] / max(biggest[n_small][0], 1)
+    total_growth = total[n_large] / max(total[n_small], 1)
+    if max(largest_growth, total_growth) > 1.5 * linear:
+        _, shape, dtype = biggest[n_large]
+        raise CheckFailure(
+            f"{name} does work proportional to the batch (one gradient per example)",
+            f"the work of {name} grows quadratically with the batch: from a batch of {n_small} to {n_large} "
+            f"({linear:g} times more examples) the arrays of its compiled program grow {total_growth:.0f} times in "
+            f"total, and its largest one is {shape} ({dtype}), {largest_growth:.0f} times larger. An array of batch x "
+            "batch entries is what a Jacobian of the vector of all B losses builds (jax.jacrev / jax.jacobian, or a "
+            "vjp mapped over the rows of an identity matrix): each example's loss is differentiated against every "
+            "other example, which is B times the work, almost all of it zeros",
+            contract,
         )
 
 
