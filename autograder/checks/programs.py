@@ -380,11 +380,13 @@ def assert_compiles_to_the_reference(
     name: str | None = None,
     check: str | None = None,
     advice: str | None = None,
+    eager: Callable | None = None,
     **kwargs: Any,
 ) -> Program:
     """``fn`` (the student's) compiles under ``jax.jit``, and its program gives, on the check's ``args``, what
     it gives called without jit and the reference's values ``expected``: decided from the program and the
-    recorded values (see the module). Returns the program for further inspection."""
+    recorded values (see the module); ``eager`` (e.g. :func:`structure.eagerly`) stands for ``fn`` called without jit.
+    Returns the program for further inspection."""
     name = name or function_name(fn)
     check = check or f"{name} works under jax.jit"
     program = program_of(
@@ -405,7 +407,7 @@ def assert_compiles_to_the_reference(
     with global_rngs.preserved() as rngs:  # as structure.assert_works_under_jit: one draw of a hidden RNG
         for _, _, seed in rngs.values():
             seed(structure.NOT_THE_TRACES_SEED)
-        without_jit = fn(*fixed, *args, **kwargs)
+        without_jit = (eager or fn)(*fixed, *args, **kwargs)
     assert_trees_close(
         got,
         without_jit,
