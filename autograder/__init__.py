@@ -26,7 +26,7 @@ holds every name ``exercises/test_*.py`` import to this list):
 
 - ``autograder.CheckFailure``, ``autograder.Status``
 - ``autograder.checks.values``, ``.purity``, ``.tracing``, ``.keys``, ``.structure``, ``.loaders``,
-  ``.strategies``, ``.scenario``, ``.calls``, ``.jaxprs``, ``.output``, ``.loops``: each module's public names
+  ``.strategies``, ``.scenario``, ``.calls``, ``.jaxprs``, ``.output``, ``.loops``, ``.programs``: each module's public names
 - ``autograder.core.failures.CheckFailure``, ``autograder.core.oracle.sibling``,
   ``.transformed`` and ``.continue_from``, ``autograder.runtime.devices.COURSE_CPU_DEVICES`` and ``.wrong_device_count_advice``
 

@@ -28,11 +28,12 @@ import pytest
 from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 
-from autograder.checks import output, purity, structure, tracing, values
+from autograder.checks import output, programs, purity, structure, tracing, values
 from autograder.checks.strategies import float32_arrays, floats, integers
 from autograder.core.failures import CheckFailure
 
 correctness = pytest.mark.correctness
+program = pytest.mark.decided("program")  # the grader runs and inspects the program the function compiles to
 
 
 def named(fn, name):
@@ -82,6 +83,39 @@ def make_pad_input(shape, dtype, seed):
     return (rng.normal(size=shape) * 10).astype(dtype)
 
 
+def own_program(
+    fn,
+    *args,
+    name,
+    reference_fn,
+    check=None,
+    advice=None,
+    static_argnums=(),
+    static_argnames=(),
+    explain=True,
+    **kwargs,
+):
+    """The program of the student's own jax.jit function (only a jitted function has one), which must give the
+    reference's values on the check's arguments."""
+    expected = reference_fn(*args, **kwargs)
+    compiled = programs.program_of(
+        fn,
+        *args,
+        as_is=True,
+        static_argnums=static_argnums,
+        static_argnames=static_argnames,
+        explain=explain,
+        result_like=expected,
+        name=name,
+        check=check or f"{name} is compiled with jax.jit",
+        advice=advice
+        or f"decorate it with @jax.jit, or write `{name} = jax.jit(...)` at module level, "
+        "so that it is compiled once and reused on every call",
+        **kwargs,
+    )
+    return compiled, expected
+
+
 def call_pad(student, x, multiple, style):
     if style == "keyword":
         return student.pad_to_multiple(x, multiple=multiple)
@@ -102,33 +136,48 @@ def test_pad_to_multiple_matches_reference(student, reference, x, multiple):
     values.assert_trees_close(got, reference.pad_to_multiple(x, multiple), name="(padded, mask)", check=check)
 
 
-def test_pad_to_multiple_is_jitted(student):
-    tracing.assert_is_jitted(student.pad_to_multiple, "pad_to_multiple")
+@program
+def test_pad_to_multiple_is_jitted(student, reference):
+    x = make_pad_input((5,), np.float32, 1)
+    compiled, expected = own_program(
+        student.pad_to_multiple,
+        x,
+        multiple=3,
+        static_argnames=("multiple",),
+        name="pad_to_multiple",
+        reference_fn=reference.pad_to_multiple,
+    )
+    programs.assert_gives(compiled, x, expected=expected)
 
 
+@program
 @pytest.mark.parametrize("style", ["position", "keyword"])
-def test_pad_to_multiple_takes_multiple_as_static_by_position_and_keyword(student, style):
-    """Both ways of passing ``multiple`` run, and give the same; the values themselves are the correctness check's."""
+def test_pad_to_multiple_takes_multiple_as_static_by_position_and_keyword(student, reference, style):
+    """The student's own jitted function compiles with ``multiple`` passed either way (static: a Python int in the
+    program), and its program gives the reference's values."""
     x = make_pad_input((5,), np.float32, 1)
     call = "pad_to_multiple(x, 3)" if style == "position" else "pad_to_multiple(x, multiple=3)"
     check = f"{call} works: multiple is static when passed by {style}"
+    args, kwargs = ((x, 3), {}) if style == "position" else ((x,), {"multiple": 3})
+    static = {"static_argnums": (1,)} if style == "position" else {"static_argnames": ("multiple",)}
     try:
-        got = call_pad(student, x, 3, style)
+        compiled, expected = own_program(
+            student.pad_to_multiple,
+            *args,
+            **static,
+            **kwargs,
+            name="pad_to_multiple",
+            reference_fn=reference.pad_to_multiple,
+            check=check,
+            advice=STATIC_ADVICE,
+            explain=False,
+        )
+    except CheckFailure:
+        raise
     except Exception as err:  # noqa: BLE001 - any failure here is reported with the error's first line
         first_line = (str(err).strip().splitlines() or [""])[0]
         raise CheckFailure(check, f"{call} raised {type(err).__name__}: {first_line}", STATIC_ADVICE) from None
-    if style == "keyword":
-        try:
-            by_position = call_pad(student, x, 3, "position")
-        except Exception:  # noqa: BLE001 - the check by position reports it
-            return
-        values.assert_trees_close(
-            got,
-            by_position,
-            name="(padded, mask)",
-            check=f"{call} gives what pad_to_multiple(x, 3) gives",
-            source="pad_to_multiple(x, 3)",
-        )
+    programs.assert_gives(compiled, x, expected=expected)
 
 
 def test_pad_to_multiple_does_not_retrace_once_warm(student):
@@ -201,27 +250,37 @@ def test_clip_by_norm_matches_reference(student, reference, x, max_norm):
     values.assert_matches_reference(student.clip_by_norm, reference.clip_by_norm, x, max_norm)
 
 
-def test_clip_by_norm_is_jitted(student):
-    tracing.assert_is_jitted(student.clip_by_norm, "clip_by_norm")
+@program
+def test_clip_by_norm_is_jitted(student, reference):
+    x = np.linspace(-2.0, 2.0, 6, dtype=np.float32).reshape(2, 3)
+    compiled, expected = own_program(
+        student.clip_by_norm, x, jnp.float32(1.0), name="clip_by_norm", reference_fn=reference.clip_by_norm
+    )
+    programs.assert_gives(compiled, x, jnp.float32(1.0), expected=expected)
 
 
+@program
 @pytest.mark.parametrize("kind", ["python-float", "0-d-array"])
-def test_clip_by_norm_max_norm_is_traced(student, kind):
+def test_clip_by_norm_max_norm_is_traced(student, reference, kind):
+    """One program of the student's own jitted function, made for the first max_norm, takes max_norm as an
+    argument and gives the reference's values for every other one: a new max_norm needs no new program."""
     x = np.linspace(-2.0, 2.0, 6, dtype=np.float32).reshape(2, 3)
     make = float if kind == "python-float" else jnp.float32
     norms = [make(m) for m in (1.0, 2.5, 0.75, 3.25, 1.5)]
-    jax.block_until_ready(student.clip_by_norm(x, norms[0]))
+    check = "clip_by_norm does not trace again for a new max_norm"
+    compiled, _ = own_program(
+        student.clip_by_norm, x, norms[0], name="clip_by_norm", reference_fn=reference.clip_by_norm, check=check
+    )
+    if not compiled.keeps(1):
+        raise CheckFailure(
+            check,
+            f"the program of clip_by_norm for max_norm={float(norms[0])} (a {type(norms[0]).__name__}) does not take "
+            "max_norm as an argument: max_norm is a static argument, so every new value compiles a new program",
+            "max_norm is only used in arithmetic, so it can stay a traced value: remove it from "
+            "static_argnums/static_argnames",
+        )
     for max_norm in norms[1:]:
-        with tracing.TraceCounter() as counter:
-            jax.block_until_ready(student.clip_by_norm(x, max_norm))
-        if counter.traces:
-            raise CheckFailure(
-                "clip_by_norm does not trace again for a new max_norm",
-                f"clip_by_norm traced again for max_norm={float(max_norm)} (a {type(max_norm).__name__}): "
-                "max_norm is a static argument, so every new value compiles a new program",
-                "max_norm is only used in arithmetic, so it can stay a traced value: remove it from "
-                "static_argnums/static_argnames",
-            )
+        programs.assert_gives(compiled, x, max_norm, expected=reference.clip_by_norm(x, max_norm))
 
 
 def grad_of_sum(clip):
@@ -301,13 +360,26 @@ def test_newton_sqrt_is_jitted_with_static_n_steps(student):
     tracing.assert_no_retrace(fn, lambda i: (a + np.float32(i + 1), 5), name="newton_sqrt")
 
 
-def test_newton_sqrt_program_does_not_grow_with_n_steps(student):
+@program
+def test_newton_sqrt_program_does_not_grow_with_n_steps(student, reference):
     a = np.linspace(1.0, 2.0, NEWTON_SIZE, dtype=np.float32)
-    structure.assert_jaxpr_size_constant(
-        student.newton_sqrt,
-        {n: (a, n) for n in (3, 30)},
-        what="n_steps",
-        static_argnums=(1,),
+    compiled = {}
+    for n in (3, 30):
+        expected = reference.newton_sqrt(a, n)
+        compiled[n] = programs.program_of(
+            student.newton_sqrt,
+            a,
+            n,
+            static_argnums=(1,),
+            result_like=expected,
+            name="newton_sqrt",
+            check="newton_sqrt compiles to the same program whatever the size of n_steps",
+        )
+        programs.assert_gives(compiled[n], a, expected=expected)
+    programs.assert_program_size_constant(
+        compiled,
+        "n_steps",
+        name="newton_sqrt",
         advice="a Python for loop under jit is unrolled: n_steps copies of the step in the program, compiled "
         "for every n_steps. jax.lax.scan (or jax.lax.fori_loop writing into an array) keeps one copy of the step",
     )

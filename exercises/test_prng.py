@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 from hypothesis import example, given
 
-from autograder.checks import keys, purity, structure, values
+from autograder.checks import keys, programs, purity, structure, values
 from autograder.checks.strategies import (
     DROPOUT_SHAPES,
     MLP_SIZES,
@@ -34,6 +34,7 @@ from autograder.checks.strategies import (
 from autograder.checks.strategies import keys as any_keys
 
 correctness = pytest.mark.correctness
+program = pytest.mark.decided("program")  # the grader runs and inspects the program the function compiles to
 
 # No zeros, so a dropped entry is visible; a shape of DROPOUT_SHAPES, so it compiles nothing new.
 DROPOUT_INPUT = jnp.linspace(1.0, 2.0, 6, dtype=jnp.float32).reshape(2, 3)
@@ -81,9 +82,10 @@ def test_two_normals_uses_each_key_once(student):
     keys.assert_no_key_reuse(student.two_normals, typed_key())
 
 
+@program
 @given(key=any_keys())
-def test_two_normals_works_under_jit(student, key):
-    structure.assert_works_under_jit(student.two_normals, key)
+def test_two_normals_works_under_jit(student, reference, key):
+    programs.assert_compiles_to_the_reference(student.two_normals, key, expected=reference.two_normals(key))
 
 
 def test_two_normals_randomness_comes_from_the_key(student):
@@ -104,9 +106,12 @@ def test_init_mlp_uses_each_key_once(student, sizes):
     keys.assert_no_key_reuse(student.init_mlp, typed_key(), sizes)
 
 
+@program
 @given(key=any_keys(), sizes=mlp_sizes())
-def test_init_mlp_works_under_jit_with_static_sizes(student, key, sizes):
-    structure.assert_works_under_jit(student.init_mlp, key, sizes, static_argnums=(1,))
+def test_init_mlp_works_under_jit_with_static_sizes(student, reference, key, sizes):
+    programs.assert_compiles_to_the_reference(
+        student.init_mlp, key, sizes, static_argnums=(1,), expected=jitted(reference.init_mlp, 1)(key, sizes)
+    )
 
 
 def test_init_mlp_randomness_comes_from_the_key(student):
@@ -145,9 +150,13 @@ def test_dropout_uses_each_key_once(student, rate):
     keys.assert_no_key_reuse(student.dropout, typed_key(), DROPOUT_INPUT, rate)
 
 
+@program
 @given(key=any_keys(), x=float32_arrays(DROPOUT_SHAPES), rate=dropout_rates())
-def test_dropout_works_under_jit_with_static_rate(student, key, x, rate):
-    structure.assert_works_under_jit(student.dropout, key, jnp.asarray(x), rate, static_argnums=(2,))
+def test_dropout_works_under_jit_with_static_rate(student, reference, key, x, rate):
+    args = (key, jnp.asarray(x), rate)
+    programs.assert_compiles_to_the_reference(
+        student.dropout, *args, static_argnums=(2,), expected=jitted(reference.dropout, 2)(*args)
+    )
 
 
 def test_dropout_randomness_comes_from_the_key(student):
@@ -168,10 +177,16 @@ def test_random_walk_uses_each_key_once(student, n_steps):
     keys.assert_no_key_reuse(structure.eagerly(student.random_walk), typed_key(), n_steps)
 
 
+@program
 @given(key=any_keys(), n_steps=walk_lengths())
-def test_random_walk_works_under_jit_with_static_n_steps(student, key, n_steps):
-    structure.assert_works_under_jit(
-        student.random_walk, key, n_steps, static_argnums=(1,), eager=structure.eagerly(student.random_walk)
+def test_random_walk_works_under_jit_with_static_n_steps(student, reference, key, n_steps):
+    programs.assert_compiles_to_the_reference(
+        student.random_walk,
+        key,
+        n_steps,
+        static_argnums=(1,),
+        expected=jitted(reference.random_walk, 1)(key, n_steps),
+        eager=structure.eagerly(student.random_walk),
     )
 
 

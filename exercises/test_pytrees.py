@@ -18,12 +18,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from autograder.checks import loops, purity, structure, tracing, values
+from autograder.checks import loops, programs, purity, structure, values
 from autograder.checks.scenario import drawn_key, drawn_seed
 from autograder.checks.strategies import drawn_constant, drawn_from_seed, float32s, floats, integers, linear_problems
 from autograder.core.failures import CheckFailure
 
 correctness = pytest.mark.correctness
+program = pytest.mark.decided("program")  # the grader runs and inspects the program the function compiles to
 
 LEARNING_RATES = (0.05, 0.3)
 
@@ -63,9 +64,10 @@ def test_mse_matches_reference(student, reference, problem):
     values.assert_trees_close(got, reference.mse(params, x, y), check=MSE_CHECK)
 
 
+@program
 @given(problem=regression_problems())
-def test_mse_works_under_jit(student, problem):
-    structure.assert_works_under_jit(student.mse, *problem, jitted=structure.jit_once(student.mse))
+def test_mse_works_under_jit(student, reference, problem):
+    programs.assert_compiles_to_the_reference(student.mse, *problem, expected=reference.mse(*problem))
 
 
 @settings(max_examples=3)
@@ -94,8 +96,25 @@ def regression():
     return params, x, y
 
 
-def test_sgd_update_is_jitted(student):
-    tracing.assert_is_jitted(student.sgd_update, "sgd_update")
+@program
+def test_sgd_update_is_jitted(student, reference, regression):
+    """The program of the student's own jax.jit function (only a jitted function has one), run against the reference."""
+    params, x, y = regression
+    expected = reference.sgd_update(params, 0.1, x, y)
+    compiled = programs.program_of(
+        student.sgd_update,
+        params,
+        0.1,
+        x,
+        y,
+        as_is=True,
+        result_like=expected,
+        name="sgd_update",
+        check="sgd_update is compiled with jax.jit",
+        advice="decorate it with @jax.jit, or write `sgd_update = jax.jit(...)` at module level, "
+        "so that it is compiled once and reused on every call",
+    )
+    programs.assert_gives(compiled, params, 0.1, x, y, expected=expected)
 
 
 @correctness
@@ -335,14 +354,11 @@ def test_global_norm_matches_reference(student, reference, case):
         values.assert_trees_close(got, reference.global_norm(tree), check=check)
 
 
+@program
 @given(case=trees_of(NORM_TREES))
-def test_global_norm_works_under_jit(student, case):
+def test_global_norm_works_under_jit(student, reference, case):
     _, tree = case
-    structure.assert_works_under_jit(
-        student.global_norm,
-        tree,
-        jitted=structure.jit_once(student.global_norm),
-    )
+    programs.assert_compiles_to_the_reference(student.global_norm, tree, expected=reference.global_norm(tree))
 
 
 @settings(max_examples=3)
@@ -412,18 +428,27 @@ def test_param_count_counts_a_python_number_as_one_entry(student):
         )
 
 
+@program
 @pytest.mark.parametrize("label", ["a params dict", "nested layers"])
-def test_param_count_works_as_a_shape_under_jit(student, label):
-    """jax.jit(lambda t: jnp.zeros(param_count(t))): the count must be known while tracing."""
+def test_param_count_works_as_a_shape_under_jit(student, reference, label):
+    """The program of jax.jit(lambda t: jnp.zeros(param_count(t))): the count must be known while tracing, and the
+    program gives the reference's zeros."""
     check = "param_count(tree) is a Python int under jax.jit, usable as a shape: jnp.zeros(param_count(tree))"
     tree = jax.tree.map(lambda shape: np.ones(shape, np.float32), NORM_TREES[label], is_leaf=_is_shape)
-
-    @jax.jit
-    def zeros_of_count(t):
-        return jnp.zeros(student.param_count(t))
-
+    expected = jnp.zeros(reference.param_count(tree))
     try:
-        got = zeros_of_count(tree)
+        compiled = programs.program_of(
+            student.param_count,
+            tree,
+            result_like=expected,
+            form=lambda param_count: lambda t: jnp.zeros(param_count(t)),
+            form_label="zeros-of-count",
+            name="param_count",
+            check=check,
+            explain=False,
+        )
+    except CheckFailure:
+        raise
     except Exception as err:  # noqa: BLE001 - classified below
         explanation = structure.jit_error_explanation(err) or (f"it raised {type(err).__name__}: {err}", "")
         raise CheckFailure(
@@ -431,14 +456,7 @@ def test_param_count_works_as_a_shape_under_jit(student, label):
             f"param_count cannot be used as a shape under jit: {explanation[0]}",
             "compute it from the static shapes with Python integers (math.prod(leaf.shape)), never from jnp values",
         ) from None
-    expected = (student.param_count(tree),)  # its own count without jit (whether that is right is another check's)
-    if got.shape != expected:
-        raise CheckFailure(
-            check,
-            f"jnp.zeros(param_count(tree)) has shape {got.shape} under jit, but param_count(tree) is "
-            f"{expected[0]} without jit",
-            "compute the count from the static shapes, the same way with or without jit",
-        )
+    programs.assert_gives(compiled, tree, expected=expected)
 
 
 def test_param_count_is_pure(student):

@@ -19,11 +19,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from autograder.checks import purity, structure, tracing, values
+from autograder.checks import programs, purity, structure, tracing, values
 from autograder.checks.strategies import LINEAR_SHAPES, linear_problems
 from autograder.core.failures import CheckFailure
 
 correctness = pytest.mark.correctness
+program = pytest.mark.decided("program")  # the grader runs and inspects the program the function compiles to
 
 
 def as_arrays(arrays, use_jax):
@@ -54,10 +55,11 @@ def test_linear_matches_reference(student, reference, arrays, use_jax):
     values.assert_matches_reference(student.linear, reference.linear, xs[0], W, b)
 
 
+@program
 @given(arrays=linear_problems())
-def test_linear_works_under_jit(student, arrays):
+def test_linear_works_under_jit(student, reference, arrays):
     xs, W, b, _ = as_arrays(arrays, True)
-    structure.assert_works_under_jit(student.linear, xs[0], W, b)
+    programs.assert_compiles_to_the_reference(student.linear, xs[0], W, b, expected=reference.linear(xs[0], W, b))
 
 
 def test_linear_is_pure(student):
@@ -92,10 +94,13 @@ def test_batched_linear_is_one_vmap_of_linear(student, shape):
     )
 
 
+@program
 @given(arrays=linear_problems())
-def test_batched_linear_works_under_jit(student, arrays):
+def test_batched_linear_works_under_jit(student, reference, arrays):
     xs, W, b, _ = as_arrays(arrays, True)
-    structure.assert_works_under_jit(student.batched_linear, xs, W, b)
+    programs.assert_compiles_to_the_reference(
+        student.batched_linear, xs, W, b, expected=reference.batched_linear(xs, W, b)
+    )
 
 
 def test_batched_linear_is_pure(student):
@@ -157,28 +162,44 @@ VMAP_OF_GRAD = (
 )
 
 
-def test_per_example_grads_scales_linearly_with_the_batch(student):
-    """One gradient per example, as vmap of grad computes it: the work grows like B and the program not at all."""
-    by_size = {}
-    for batch in (1, 4, 8, 32):
+@program
+def test_per_example_grads_scales_linearly_with_the_batch(student, reference):
+    """One gradient per example, as vmap of grad computes it: the work grows like B and the program not at all
+    (decided from the compiled programs, each run against the reference)."""
+    compiled = {}
+    for batch in (4, 8, 32):  # (a batch of 1 compiles to a few broadcasts fewer)
         xs, W, b, ys = problem((batch, 3, 2))
-        by_size[batch] = (params_of(W, b), xs, ys)
-    structure.assert_work_linear_in_batch(
-        student.per_example_grads, (8, by_size[8]), (32, by_size[32]), contract=VMAP_OF_GRAD
+        args = (params_of(W, b), xs, ys)
+        expected = reference.per_example_grads(*args)
+        compiled[batch] = programs.program_of(
+            student.per_example_grads,
+            *args,
+            result_like=expected,
+            check="per_example_grads does work proportional to the batch (one gradient per example)",
+        )
+        programs.assert_gives(compiled[batch], *args, expected=expected, atol=1e-5)
+    programs.assert_work_linear_in_batch(
+        (8, compiled[8]), (32, compiled[32]), name="per_example_grads", contract=VMAP_OF_GRAD
     )
-    structure.assert_jaxpr_size_constant(
-        student.per_example_grads, {n: by_size[n] for n in (1, 4, 8)}, what="the batch"
+    programs.assert_program_size_constant(
+        compiled,
+        "the batch",
+        name="per_example_grads",
+        advice="a Python loop over the elements is unrolled into one copy of the body per element; "
+        "use jax.vmap (or a jax.lax loop) so the program stays the same size",
     )
 
 
+@program
 @given(arrays=linear_problems())
-def test_per_example_grads_works_under_jit(student, arrays):
+def test_per_example_grads_works_under_jit(student, reference, arrays):
     xs, W, b, ys = as_arrays(arrays, True)
-    structure.assert_works_under_jit(
+    programs.assert_compiles_to_the_reference(
         student.per_example_grads,
         params_of(W, b),
         xs,
         ys,
+        expected=reference.per_example_grads(params_of(W, b), xs, ys),
         atol=1e-5,
     )
 

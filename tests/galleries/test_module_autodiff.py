@@ -210,7 +210,7 @@ WRONG = [
             _, pullback = jax.vjp(f, x)
             return jnp.stack([pullback(c)[0] for c in cotangents])
      """,
-        r"grows with the size of cotangents \(k rows\) \(2: \d+ equations, 5: \d+ equations\)",
+        r"grows with the size of cotangents \(k rows\) \(2: \d+ operations, 5: \d+ operations\)",
         "vjp_rows and does_not_grow",
         id="python-loop-over-one-pullback",
     ),

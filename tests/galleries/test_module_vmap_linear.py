@@ -238,7 +238,7 @@ WRONG = [
             grads = [jax.grad(_loss)(params, x, y) for x, y in zip(xs, ys)]
             return jax.tree_util.tree_map(lambda *g: jnp.stack(g), *grads)
      """,
-        r"traced program of per_example_grads grows with the size of the batch \(1: \d+ equations, 4: \d+",
+        r"compiled program of per_example_grads grows with the size of the batch \(4: \d+ operations, 8: \d+",
         "per_example_grads and scales_linearly",
     ),
     # the Jacobian of the vector of B losses: B x B work (issue 10)

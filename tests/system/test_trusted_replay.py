@@ -88,7 +88,8 @@ def test_a_pass_claimed_with_wrong_answers_is_not_confirmed(graded_reference):
 
 
 def _nudge(encoded) -> None:
-    """Add 1 to the first element of the first non-empty float array of a recorded result."""
+    """Add 1 to the first element of the first non-empty float array of a recorded result; a recorded program
+    (a uint8 array, ``checks.programs``) loses its second half."""
     import base64
 
     import numpy as np
@@ -98,6 +99,10 @@ def _nudge(encoded) -> None:
         if arr.dtype.kind == "f" and arr.size:
             arr.flat[0] += 1.0
             packed["b"] = base64.b64encode(arr.tobytes()).decode("ascii")
+            return
+        if arr.dtype == np.uint8 and arr.ndim == 1 and arr.size > 64:
+            half = arr[: arr.size // 2]
+            packed["b"], packed["shape"] = base64.b64encode(half.tobytes()).decode("ascii"), [half.size]
             return
 
 
