@@ -499,24 +499,31 @@ def _as_left_tree(tree: Any) -> Any:
 
 
 def called_twice(fn: Callable) -> Callable:
-    """The form of ``fn`` that :func:`assert_pure_by_values` records: called on the arguments with the global
-    random generators seeded, then on a fresh copy of them with the generators seeded differently; it returns
-    ``(first result, second result, the arguments as the first call left them)``.
+    """The form of ``fn`` that :func:`assert_pure_by_values` records: called on the arguments with every global
+    random generator seeded alike, then again on fresh copies of them, seeded alike again, and once more for each
+    generator with that one alone seeded differently. It returns ``(first result, second result, the arguments as
+    the first call left them, {generator: the result with only that generator seeded differently})``.
 
-    A pure function gives the same result twice and leaves its arguments as they were, so the reference's
-    form gives ``(r, r, arguments)``."""
+    A pure function gives the same result every time and leaves its arguments as they were."""
 
     def twice(*args: Any) -> tuple:
         originals = fresh_copy(args)
         with global_rngs.preserved() as rngs:
-            for _, _, seed in rngs.values():
-                seed(_FIRST_SEED)
+
+            def seed_all(differently: str | None = None) -> None:
+                for name, (_, _, seed) in rngs.items():
+                    seed(_SECOND_SEED if name == differently else _FIRST_SEED)
+
+            seed_all()
             first = fn(*args)
             left = _as_left(args)
-            for _, _, seed in rngs.values():
-                seed(_SECOND_SEED)
-            second = fn(*originals)
-        return first, second, left
+            seed_all()
+            second = fn(*fresh_copy(originals))
+            reseeded = {}
+            for name in rngs:
+                seed_all(differently=name)
+                reseeded[name] = fn(*fresh_copy(originals))
+        return first, second, left, reseeded
 
     return twice
 
@@ -531,8 +538,16 @@ def _names_of(fn: Callable, args: tuple) -> list[str]:
 
 
 def _argument_left_as_it_was(name: str, given: Any, left: Any) -> str | None:
-    """Where the argument ``name`` differs after the call from what it was given, or None."""
+    """Where the argument ``name`` differs after the call from what it was given, or None: as
+    :func:`assert_arguments_unchanged` says it for NumPy arrays, lists, tuples and dicts, then leaf by leaf."""
     from autograder.checks.values import _flatten
+
+    try:
+        found = _changes(given, left, name)
+    except Exception:  # noqa: BLE001 - a recorded value of another shape: read leaf by leaf below
+        found = None
+    if found:
+        return found
 
     try:
         given_leaves, given_def = _flatten(given)
@@ -577,7 +592,7 @@ def _called_twice_of(
     if first is not None:
         label, form = f"{first[0]}, {CALLED_TWICE}", lambda f: called_twice(first[1](f))
     got = transformed_once(fn, label, form)(*args)
-    if not (isinstance(got, tuple) and len(got) == 3):
+    if not (isinstance(got, tuple) and len(got) == 4 and isinstance(got[3], dict)):
         raise CheckFailure(
             f"{shown} gives its results as data",
             f"{shown}'s results could not be recorded as data (arrays, numbers, containers)",
@@ -616,19 +631,27 @@ def assert_pure_by_values(
     (observed). ``first``, ``(label, form)``, judges ``form(fn)`` (``("eagerly", structure.eagerly)``). Mark the
     check ``@pytest.mark.decided("values")``."""
     got, shown, given = _called_twice_of(fn, args, first)
-    result, second, left = got
+    result, second, left, reseeded = got
     _assert_arguments_left(fn, shown, given, left)
     try:
         assert_trees_close(second, result, rtol=0, atol=0, name="second result", source="the first result")
     except CheckFailure as failure:
         raise CheckFailure(
             f"{shown} gives the same result when called twice with the same arguments",
-            f"{shown} returned something different the second time it was called with the same arguments "
-            "(NumPy's, Python's and torch's global random generators were seeded differently before the second call)",
-            f"{failure.problem}\nthe result must depend only on the arguments: no hidden state between calls "
-            "(a global, a counter, a cache) and no global random generator (np.random, random, torch); JAX "
-            "randomness is explicit, from a key argument",
+            f"{shown} returned something different the second time it was called with the same arguments",
+            f"{failure.problem}\nthe function keeps hidden state between calls (a global, a counter, a cache "
+            "or a random generator); make the result depend only on the arguments",
         ) from None
+    for name, again in reseeded.items():
+        try:
+            assert_trees_close(again, result, rtol=0, atol=0)
+        except CheckFailure:
+            raise CheckFailure(
+                f"{shown} does not depend on hidden random state",
+                f"the result of {shown} changed when only {name} was re-seeded",
+                "JAX randomness is explicit: take a key argument and draw with jax.random; "
+                "never use np.random, random or torch's generator inside the function",
+            ) from None
 
 
 def assert_arguments_unchanged_by_values(fn: Callable, *args: Any) -> Any:
