@@ -123,7 +123,7 @@ def test_a_module_that_does_not_import_costs_its_functions_with_one_clear_line(p
         path.read_text().replace("def scatter_add(x, indices, updates):", "def scatter_add(x, indices, updates)")
     )
     result = run(pytester, course_copy, "-k", "set_diagonal", "--setup-show")
-    result.assert_outcomes(failed=3)  # failed checks, not errors of the grader
+    result.assert_outcomes(failed=4)  # failed checks (set_diagonal has 4), not errors of the grader
     result.stdout.fnmatch_lines(["your module could not be imported: SyntaxError line 40: expected ':'", "total: 0/2"])
     # ... each before its fixtures (a training scenario costs seconds, for nothing)
     assert "SETUP" not in result.stdout.str()
