@@ -191,15 +191,6 @@ def _second_call_differs(value):
     return value
 
 
-def _batch_popped(value):
-    """A :func:`purity.called_twice` record of a collate that took the first sample out of its batch (the other
-    calls recorded are numpy_collate's own, on parts of the batch)."""
-    if isinstance(value, tuple) and len(value) == 4 and isinstance(value[3], dict):
-        first, second, (batch,), reseeded = value
-        return first, second, (batch[1:],), reseeded
-    return value
-
-
 def _as_jax(value):
     import jax
     import jax.numpy as jnp
@@ -233,9 +224,6 @@ FORGERS = {
     "test_random_walk_randomness_comes_from_the_key": lambda i, v: _second_call_differs(v),
     "test_value_and_gradient_is_pure": lambda i, v: _second_call_differs(v),
     "test_directional_derivative_returns_only_the_tangent": lambda i, v: (v, v),
-    "test_numpy_collate_works_in_a_dataloader": lambda i, v: _as_jax(v),
-    # the batch as the call left it: its first sample taken out (a collate that pops from the batch)
-    "test_numpy_collate_leaves_the_batch_unchanged": lambda i, v: _batch_popped(v),
     "test_XORDataset_default_std_is_0_1": _data_shifted,
     "test_XORDataset_items_are_data_label_pairs": lambda i, v: (*v[:2], [(b, a) for a, b in v[2]], v[3]),
     "test_XORDataset_items_are_numpy": lambda i, v: (*v[:2], _as_jax(v[2]), v[3]),
