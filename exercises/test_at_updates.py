@@ -15,6 +15,9 @@ from autograder.checks.strategies import float32_arrays, float32s, ordered_pairs
 
 correctness = pytest.mark.correctness
 program = pytest.mark.decided("program")  # the grader runs and inspects the program the function compiles to
+# Decided on the trusted side from recorded values (issue 42); what values cannot show (module state, a leaked
+# tracer) is a check of its own, observed in the student's process.
+values_decided = pytest.mark.decided("values")
 
 
 @st.composite
@@ -47,9 +50,15 @@ def test_set_diagonal_works_under_jit(student, reference, x, value):
     programs.assert_compiles_to_the_reference(student.set_diagonal, *args, expected=reference.set_diagonal(*args))
 
 
+@values_decided
 @given(x=square_matrices(), value=float32s())
 def test_set_diagonal_is_pure(student, x, value):
-    purity.assert_pure(student.set_diagonal, jnp.asarray(x), value, module=student)
+    purity.assert_pure_by_values(student.set_diagonal, jnp.asarray(x), value)
+
+
+@given(x=square_matrices(), value=float32s())
+def test_set_diagonal_keeps_no_module_state_and_leaks_no_tracer(student, x, value):
+    purity.assert_module_state_unchanged(student, student.set_diagonal, jnp.asarray(x), value)
     purity.assert_no_leaked_tracers(student.set_diagonal, jnp.asarray(x), value, module=student)
 
 
@@ -71,10 +80,16 @@ def test_scatter_add_works_under_jit(student, reference, inputs):
     programs.assert_compiles_to_the_reference(student.scatter_add, *args, expected=reference.scatter_add(*args))
 
 
+@values_decided
 @given(inputs=scatter_inputs())
 def test_scatter_add_is_pure(student, inputs):
+    purity.assert_pure_by_values(student.scatter_add, *map(jnp.asarray, inputs))
+
+
+@given(inputs=scatter_inputs())
+def test_scatter_add_keeps_no_module_state_and_leaks_no_tracer(student, inputs):
     args = tuple(map(jnp.asarray, inputs))
-    purity.assert_pure(student.scatter_add, *args, module=student)
+    purity.assert_module_state_unchanged(student, student.scatter_add, *args)
     purity.assert_no_leaked_tracers(student.scatter_add, *args, module=student)
 
 
@@ -97,11 +112,18 @@ def test_clamp_at_works_under_jit(student, reference, inputs):
     programs.assert_compiles_to_the_reference(student.clamp_at, *args, expected=reference.clamp_at(*args))
 
 
+@values_decided
 @given(inputs=clamp_inputs())
 def test_clamp_at_is_pure(student, inputs):
     x, indices, lo, hi = inputs
+    purity.assert_pure_by_values(student.clamp_at, jnp.asarray(x), jnp.asarray(indices), lo, hi)
+
+
+@given(inputs=clamp_inputs())
+def test_clamp_at_keeps_no_module_state_and_leaks_no_tracer(student, inputs):
+    x, indices, lo, hi = inputs
     args = (jnp.asarray(x), jnp.asarray(indices), lo, hi)
-    purity.assert_pure(student.clamp_at, *args, module=student)
+    purity.assert_module_state_unchanged(student, student.clamp_at, *args)
     purity.assert_no_leaked_tracers(student.clamp_at, *args, module=student)
 
 
@@ -125,7 +147,13 @@ def test_replace_negatives_works_under_jit(student, reference, x, value):
     )
 
 
+@values_decided
 @given(x=float32_arrays(), value=float32s())
 def test_replace_negatives_is_pure(student, x, value):
-    purity.assert_pure(student.replace_negatives, jnp.asarray(x), value, module=student)
+    purity.assert_pure_by_values(student.replace_negatives, jnp.asarray(x), value)
+
+
+@given(x=float32_arrays(), value=float32s())
+def test_replace_negatives_keeps_no_module_state_and_leaks_no_tracer(student, x, value):
+    purity.assert_module_state_unchanged(student, student.replace_negatives, jnp.asarray(x), value)
     purity.assert_no_leaked_tracers(student.replace_negatives, jnp.asarray(x), value, module=student)

@@ -17,6 +17,9 @@ from autograder.checks.loaders import SampleDataset, indexed_samples
 from autograder.checks.strategies import collate_batches, integers
 
 correctness = pytest.mark.correctness
+# Decided on the trusted side from recorded values (issue 42): the check reads what a form of the student's function
+# returned (structure.transformed_once), and the trusted side runs the same reading on the recorded values.
+values_decided = pytest.mark.decided("values")
 
 # A fixed batch source for the DataLoader checks: nested tuples, dicts and
 # lists of arrays of several dtypes, NumPy scalars and Python numbers.
@@ -102,6 +105,7 @@ def test_XORDataset_matches_reference(student, reference, size, seed, std):
     values.assert_trees_close(len(ds), len(expected), name="len(ds)", check=check)
 
 
+@values_decided
 @given(size=sizes, seed=seeds)
 def test_XORDataset_default_std_is_0_1(student, size, seed):
     expected = student.XORDataset(size, seed, 0.1)
@@ -117,28 +121,45 @@ def test_XORDataset_default_std_is_0_1(student, size, seed):
     )
 
 
+def items_of(XORDataset):
+    """``XORDataset`` as data: what it is unless a torch Dataset, and at three indices its items ``ds[i]`` and the pairs
+    ``(ds.data[i], ds.label[i])`` (the trusted side reads them as the student's process does)."""
+
+    def items(size, seed, std):
+        ds = XORDataset(size, seed, std)
+        indices = sorted({0, size // 2, size - 1})
+        not_dataset = loaders.not_a_dataset(ds)
+        if not_dataset is not None:
+            return not_dataset, indices, [], []
+        return None, indices, [ds[i] for i in indices], [(ds.data[i], ds.label[i]) for i in indices]
+
+    return items
+
+
+@values_decided
 @given(size=st.sampled_from([1, 7, 64]), seed=seeds, std=stds)
 def test_XORDataset_items_are_data_label_pairs(student, size, seed, std):
     """A torch Dataset whose ``ds[i]`` is ``(ds.data[i], ds.label[i])`` of its own arrays, so that a batch of items
     keeps their dtypes (whether data and label are right is the correctness check's)."""
-    ds = student.XORDataset(size, seed, std)
-    loaders.assert_is_dataset(ds, "XORDataset")
-    indices = sorted({0, size // 2, size - 1})
+    not_dataset, indices, items, pairs = structure.transformed_once(student.XORDataset, "items", items_of)(
+        size, seed, std
+    )
+    loaders.assert_kind_is_dataset(not_dataset, "XORDataset")
     check = "XORDataset's ds[i] is the pair (data[i], label[i])"
-    for i in indices:
+    for i, item, pair in zip(indices, items, pairs):
         values.assert_trees_close(
-            ds[i],
-            (ds.data[i], ds.label[i]),
+            item,
+            pair,
             rtol=0,
             atol=0,
             name=f"ds[{i}]",
             check=check,
             source=f"(ds.data[{i}], ds.label[{i}])",
         )
-    stacked = (np.asarray([ds[i][0] for i in indices]), np.asarray([ds[i][1] for i in indices]))
+    stacked = (np.asarray([item[0] for item in items]), np.asarray([item[1] for item in items]))
     values.assert_trees_close(
         stacked,
-        (np.asarray(ds.data)[indices], np.asarray(ds.label)[indices]),
+        (np.asarray([pair[0] for pair in pairs]), np.asarray([pair[1] for pair in pairs])),
         rtol=0,
         atol=0,
         name=f"a batch of ds[i] for i in {indices}",
@@ -147,14 +168,28 @@ def test_XORDataset_items_are_data_label_pairs(student, size, seed, std):
     )
 
 
+@values_decided
 @given(size=st.sampled_from([1, 7, 64]), seed=seeds, std=stds)
 def test_XORDataset_items_are_numpy(student, size, seed, std):
-    """``ds[i]`` is built in DataLoader worker processes: NumPy only, never jax.Array or torch.Tensor."""
-    ds = student.XORDataset(size, seed, std)
-    for i in sorted({0, size // 2, size - 1}):
-        loaders.assert_numpy_sample(ds[i], name=f"ds[{i}]", dataset="XORDataset")
+    """``ds[i]`` is built in DataLoader worker processes: NumPy only, never jax.Array or torch.Tensor (recorded as
+    data, an array keeps its kind: NumPy, NumPy scalar or jax.Array; a torch.Tensor is not data, so not recorded)."""
+    _, indices, items, _ = structure.transformed_once(student.XORDataset, "items", items_of)(size, seed, std)
+    for i, item in zip(indices, items):
+        loaders.assert_numpy_sample(item, name=f"ds[{i}]", dataset="XORDataset")
 
 
+def loaded_by_workers(XORDataset):
+    """``XORDataset(size, seed)`` as data: the uncollated batches a DataLoader with two workers reads from it."""
+
+    def batches(size, seed, batch_size):
+        return loaders.load_batches(
+            XORDataset(size, seed), list, batch_size=batch_size, num_workers=2, fn_name="XORDataset", role="dataset"
+        )
+
+    return batches
+
+
+@values_decided
 @pytest.mark.timeout(120)
 def test_XORDataset_works_in_a_dataloader_with_workers(student):
     """A real DataLoader with two forked worker processes iterates the student's dataset (deadlocks fail, not hang).
@@ -164,13 +199,8 @@ def test_XORDataset_works_in_a_dataloader_with_workers(student):
     correctness check's).
     """
     size, seed, batch_size = 40, 5, 16
-    batches = loaders.load_batches(
-        student.XORDataset(size, seed),
-        list,
-        batch_size=batch_size,
-        num_workers=2,
-        fn_name="XORDataset",
-        role="dataset",
+    batches = structure.transformed_once(student.XORDataset, "loaded by workers", loaded_by_workers)(
+        size, seed, batch_size
     )
     expected = student.XORDataset(size, seed)
     check = "XORDataset works as the dataset of a DataLoader with num_workers=2"
@@ -183,10 +213,11 @@ def test_XORDataset_works_in_a_dataloader_with_workers(student):
         )
 
 
+@values_decided
 @given(size=st.sampled_from([7, 64]), seed=seeds)
 def test_XORDataset_uses_its_own_generator(student, size, seed):
     """``np.random.seed(seed)`` + ``np.random.randint`` reproduces the numbers but changes everyone's RNG."""
-    purity.assert_global_rngs_untouched(student.XORDataset, size, seed, 0.1)
+    purity.assert_global_rngs_untouched_by_values(student.XORDataset, size, seed, 0.1)
 
 
 # make_loader ----------------------------------------------------------------
@@ -207,11 +238,59 @@ def loader_module(student, monkeypatch):
     return student
 
 
+def epoch_form(make_loader):
+    """``make_loader`` on ``n`` indexed samples, as data: the per-batch sample indices of one pass over it."""
+
+    def epoch(n, batch_size, shuffle, **kwargs):
+        loader = make_loader(SampleDataset(indexed_samples(n)), batch_size, shuffle, **kwargs)
+        loaders.assert_is_dataloader(loader, "make_loader")
+        return loaders.epoch(loader, "make_loader")
+
+    return epoch
+
+
 def epoch_of(module, n, batch_size, shuffle, **kwargs):
-    """The per-batch sample indices of one pass over ``make_loader`` on ``n`` indexed samples."""
-    loader = module.make_loader(SampleDataset(indexed_samples(n)), batch_size, shuffle, **kwargs)
-    loaders.assert_is_dataloader(loader, "make_loader")
-    return loaders.epoch(loader, "make_loader")
+    """The per-batch sample indices of one pass over ``make_loader`` on ``n`` indexed samples: recorded as data, so
+    a check reading them is decided on the trusted side (its verdict follows from the recorded orders)."""
+    return structure.transformed_once(module.make_loader, "epoch", epoch_form)(n, batch_size, shuffle, **kwargs)
+
+
+def on_indexed_samples(make_loader):
+    """``make_loader`` given the number ``n`` of indexed samples instead of a dataset of them (arguments as data)."""
+    return lambda n, *args, **kwargs: make_loader(SampleDataset(indexed_samples(n)), *args, **kwargs)
+
+
+def epochs_under_global_seeds_form(make_loader):
+    """Two loaders made with ``seed``, one iterated after ``torch.manual_seed(1)``, the other after ``torch.manual_seed(2)``."""
+
+    def epochs(seed):
+        orders = []
+        for global_seed in (1, 2):
+            loader = make_loader(SampleDataset(indexed_samples(64)), 8, True, seed=seed)
+            loaders.assert_is_dataloader(loader, "make_loader")
+            with torch.random.fork_rng(devices=[]):
+                torch.manual_seed(global_seed)
+                orders.append(loaders.epoch(loader, "make_loader"))
+        return orders
+
+    return epochs
+
+
+def made_together_form(make_loader):
+    """For two seeds: an epoch of a loader made alone with each, and epochs of two loaders made together, interleaved."""
+
+    def made_together(first_seed, second_seed):
+        def make(seed):
+            loader = make_loader(SampleDataset(indexed_samples(64)), 8, True, seed=seed)
+            loaders.assert_is_dataloader(loader, "make_loader")
+            return loader
+
+        seeds = (first_seed, second_seed)
+        alone = [loaders.epoch(make(seed), "make_loader") for seed in seeds]
+        together = loaders.interleaved_epochs([make(seed) for seed in seeds], "make_loader")
+        return alone, together
+
+    return made_together
 
 
 def batches_of(make_loader):
@@ -246,6 +325,7 @@ def test_make_loader_gives_numpy_batches(loader_module, drop_last):
         )
 
 
+@values_decided
 @pytest.mark.parametrize("shuffle", [False, True])
 @pytest.mark.parametrize("drop_last", [False, True])
 def test_make_loader_honours_batch_size_shuffle_and_drop_last(loader_module, shuffle, drop_last):
@@ -256,16 +336,13 @@ def test_make_loader_honours_batch_size_shuffle_and_drop_last(loader_module, shu
         )
 
 
+@values_decided
 @pytest.mark.parametrize("seed", [0, 7])
 def test_make_loader_same_seed_same_order_whatever_the_global_rng(loader_module, seed):
     """The order comes from a generator seeded with ``seed``, not from torch's global RNG."""
-    orders = []
-    for global_seed in (1, 2):
-        loader = loader_module.make_loader(SampleDataset(indexed_samples(64)), 8, True, seed=seed)
-        loaders.assert_is_dataloader(loader, "make_loader")
-        with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(global_seed)
-            orders.append(loaders.epoch(loader, "make_loader"))
+    orders = structure.transformed_once(
+        loader_module.make_loader, "under global seeds", epochs_under_global_seeds_form
+    )(seed)
     loaders.assert_same_order(
         *orders,
         check="make_loader(..., seed) visits the samples in an order fixed by seed alone",
@@ -275,11 +352,13 @@ def test_make_loader_same_seed_same_order_whatever_the_global_rng(loader_module,
     )
 
 
+@values_decided
 def test_make_loader_order_depends_on_seed(loader_module):
     orders = [epoch_of(loader_module, 64, 8, True, seed=seed) for seed in (0, 1, 2)]
     loaders.assert_seed_changes_order(orders, seeds=(0, 1, 2), fn_name="make_loader")
 
 
+@values_decided
 def test_make_loader_default_seed_is_0(loader_module):
     """``seed=0`` is the contract's default: a loader made without a seed visits the samples in seed 0's order."""
     without = epoch_of(loader_module, 64, 8, True)
@@ -294,6 +373,7 @@ def test_make_loader_default_seed_is_0(loader_module):
     )
 
 
+@values_decided
 @pytest.mark.parametrize("shuffle", [False, True])
 def test_make_loader_keeps_the_last_short_batch_by_default(loader_module, shuffle):
     """``drop_last=False`` is the contract's default: without it, 10 samples in batches of 4 are 4, 4 and 2."""
@@ -309,18 +389,12 @@ def test_make_loader_keeps_the_last_short_batch_by_default(loader_module, shuffl
         )
 
 
+@values_decided
 @pytest.mark.parametrize("seeds", [(0, 0), (0, 5)], ids=["same-seed", "other-seeds"])
 def test_make_loader_loaders_made_together_keep_their_own_order(loader_module, seeds):
     """Loaders made before either is iterated, iterated in turn (a training and a validation loader), each give
     the order their seed gives alone: no generator is shared between calls."""
-
-    def make(seed):
-        loader = loader_module.make_loader(SampleDataset(indexed_samples(64)), 8, True, seed=seed)
-        loaders.assert_is_dataloader(loader, "make_loader")
-        return loader
-
-    alone = [loaders.epoch(make(seed), "make_loader") for seed in seeds]
-    together = loaders.interleaved_epochs([make(seed) for seed in seeds], "make_loader")
+    alone, together = structure.transformed_once(loader_module.make_loader, "made together", made_together_form)(*seeds)
     for which, (seed, order, expected) in enumerate(zip(seeds, together, alone)):
         loaders.assert_same_order(
             expected,
@@ -345,6 +419,9 @@ def test_make_loader_keeps_no_module_state(loader_module):
     )
 
 
+@values_decided
 def test_make_loader_leaves_global_rngs_untouched(loader_module):
     """Seeding torch globally (torch.manual_seed) inside make_loader changes everyone's random numbers."""
-    purity.assert_global_rngs_untouched(loader_module.make_loader, SampleDataset(indexed_samples(16)), 4, True, seed=3)
+    purity.assert_global_rngs_untouched_by_values(
+        loader_module.make_loader, 16, 4, True, seed=3, first=("on indexed samples", on_indexed_samples)
+    )

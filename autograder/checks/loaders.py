@@ -338,6 +338,22 @@ def assert_is_dataset(dataset: Any, name: str) -> None:
         )
 
 
+def not_a_dataset(dataset: Any) -> str | None:
+    """None for a ``torch.utils.data.Dataset``; else what ``dataset`` is (as :func:`assert_kind_is_dataset` says it),
+    recorded as data by a check decided on the trusted side."""
+    return None if isinstance(dataset, tud.Dataset) else _kind(dataset)
+
+
+def assert_kind_is_dataset(not_dataset: str | None, name: str) -> None:
+    """:func:`assert_is_dataset` from what :func:`not_a_dataset` recorded."""
+    if not_dataset is not None:
+        raise CheckFailure(
+            f"{name} is a torch.utils.data.Dataset",
+            f"{name}(...) made a {not_dataset}, not a torch.utils.data.Dataset",
+            f"subclass it: class {name}(torch.utils.data.Dataset), and call super().__init__()",
+        )
+
+
 def assert_batch_count(batches: Sequence[Any], expected: int, *, check: str) -> None:
     """A loader gave ``expected`` batches."""
     if len(batches) != expected:

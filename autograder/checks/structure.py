@@ -138,6 +138,32 @@ def assert_gradient_is_the_slope(
     assert_trees_close(got, slope, rtol=rtol, atol=atol, name="gradient", check=check, source="the central differences")
 
 
+def gradient_and_slope(scalar_fn: Callable, x: Any, *, step: float = 1e-2) -> tuple[np.ndarray, np.ndarray]:
+    """``(jax.grad(scalar_fn)(x), the slope of scalar_fn by central differences)``, both float64 arrays: what
+    :func:`assert_gradient_is_the_slope` compares, as data (a check decided on the trusted side records them
+    through ``transformed_once`` and compares them with :func:`assert_gradient_matches_the_slope`)."""
+    point = np.asarray(x, np.float32)
+    got = np.asarray(jax.grad(scalar_fn)(jax.numpy.asarray(point)), np.float64)
+    slope = np.zeros(point.shape, np.float64)
+    for index in np.ndindex(point.shape):
+        up, down = point.copy(), point.copy()
+        up[index] += step
+        down[index] -= step
+        rise = float(scalar_fn(jax.numpy.asarray(up))) - float(scalar_fn(jax.numpy.asarray(down)))
+        slope[index] = rise / (float(up[index]) - float(down[index]))
+    return got, slope
+
+
+def assert_gradient_matches_the_slope(
+    gradient: Any, slope: Any, *, what: str, rtol: float = 1e-2, atol: float = 1e-3
+) -> None:
+    """:func:`assert_gradient_is_the_slope`'s comparison, on what :func:`gradient_and_slope` gave."""
+    check = f"{what} equals the slope of the function itself (central differences)"
+    assert_trees_close(
+        gradient, slope, rtol=rtol, atol=atol, name="gradient", check=check, source="the central differences"
+    )
+
+
 @dataclass(frozen=True)
 class Call:
     """One call of a spied-on function: the kinds and shapes of its positional arguments."""

@@ -144,7 +144,7 @@ WRONG = [
             return jax.value_and_grad(f)(x)
      """,
         r"changed the contents of the module-level variable 'HISTORY'",
-        "value_and_gradient and is_pure",
+        "value_and_gradient and module_state",
         id="global-log",
     ),
     pytest.param(

@@ -157,7 +157,7 @@ WRONG = [
             return x @ W + b
      """,
         r"module-level (variable )?'SEEN'",
-        "linear and pure and not batched",
+        "linear and module_state and not batched",
     ),
     # a Python loop over the examples
     (

@@ -1,14 +1,14 @@
 """Issue 42: verdicts witnessed in the student's grading process are out of the student's reach.
 
 One ``grade`` run of ``at_updates`` over a class built on issue 42's three routes, each with a ``replace_negatives``
-that is right in value but cannot be jitted (the honest control earns 2/3 for it): a library function replaced at
+that is right in value but cannot be jitted (the honest control earns 3/4 of its points: it fails 1 of its 4 checks): a library function replaced at
 import (``jax.jit``, by name, through ``__dict__``, through ``importlib``, and other functions the checks call), a
 pytest plugin of the submission's own (at import, and at call time taking itself off again once it edited the
 report), and claims written straight onto the event channel (at import, at call time, and at call time followed by
 an exit). Each hostile student earns no more than the honest control for any function, is listed as "needs review"
 in ``grades.csv``, ``report.html``, its ``feedback.html`` and ``results.json``, and where the grading process's own
 tripwires or the channel's order caught it, its results say "tampering detected"; the classmates keep their grades
-(the reference at full marks, the control at 2/3 for ``replace_negatives``) with nothing flagged.
+(the reference at full marks, the control at 3/4 for ``replace_negatives``) with nothing flagged.
 """
 
 from __future__ import annotations
@@ -156,7 +156,7 @@ def test_the_classmates_keep_their_grades_with_nothing_flagged(graded):
     out, rows = graded
     assert rows["classmate"]["score"] == rows["classmate"]["max_score"]
     control = functions(rows["honest_control"])
-    assert control.pop(f"{MODULE}.replace_negatives") == 2.0
+    assert control.pop(f"{MODULE}.replace_negatives") == 2.25  # 3 points, 1 of 4 checks failed
     assert control == {k: v for k, v in functions(rows["classmate"]).items() if k in control}
     for student in ("classmate", "honest_control"):
         assert rows[student]["needs_review"] == ""

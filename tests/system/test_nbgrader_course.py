@@ -214,12 +214,15 @@ def expected_points(course) -> dict[str, dict[str, float]]:
     module = course.module(MODULE)
     full = {fn.name: fn.points for fn in module.functions}
     scatter = module.function("scatter_add")
-    assert scatter.hidden == ("test_scatter_add_is_pure",), "the test relies on this hidden check in course.toml"
+    assert scatter.hidden == (
+        "test_scatter_add_is_pure",
+        "test_scatter_add_keeps_no_module_state_and_leaks_no_tracer",
+    ), "the test relies on these hidden checks in course.toml"
     return {
         "full": full,
         "untouched": dict.fromkeys(full, 0.0),
-        # wrong values earn nothing; the impure one fails 1 of its 3 checks (the hidden one)
-        "mixed": {**full, "clamp_at": 0.0, "scatter_add": round(scatter.points * 2 / 3, 2)},
+        # wrong values earn nothing; the impure one fails 1 of its 4 checks (a hidden one: it keeps state)
+        "mixed": {**full, "clamp_at": 0.0, "scatter_add": round(scatter.points * 3 / 4, 2)},
     }
 
 

@@ -45,7 +45,7 @@ def test_fresh_exercises_show_not_started_and_a_zero_score(pytester, course_copy
             "*· set_diagonal*0/2*not started",
             "total: 0/10",
             "Welcome!*",
-            "*12 not started in*",
+            "*16 not started in*",
         ]
     )
     assert "Traceback" not in result.stdout.str() and "FAILURES" not in result.stdout.str()
@@ -54,7 +54,7 @@ def test_fresh_exercises_show_not_started_and_a_zero_score(pytester, course_copy
 def test_copying_the_solution_into_exercises_passes_with_full_marks(pytester, course_copy):
     shutil.copy(course_copy / "solutions" / f"{MODULE}.py", course_copy / "exercises" / f"{MODULE}.py")
     result = run(pytester, course_copy)
-    result.assert_outcomes(passed=12)
+    result.assert_outcomes(passed=16)
     result.stdout.fnmatch_lines(["*✓ clamp_at*3/3*", "total: 10/10"])
     assert "needs review" not in result.stdout.str()  # no false flag of the static screen on the reference
 
@@ -78,7 +78,7 @@ def test_code_the_grader_would_withhold_for_review_is_named_before_submitting(py
 
 def test_solutions_flag_checks_the_reference(pytester, course_copy):
     result = run(pytester, course_copy, "--solutions")
-    result.assert_outcomes(passed=12)
+    result.assert_outcomes(passed=16)
     result.stdout.fnmatch_lines([f"checking: {course_copy / 'solutions'}*"])
 
 
@@ -92,9 +92,8 @@ def test_a_wrong_function_gets_a_teaching_message_not_a_traceback(pytester, cour
     source = (course_copy / "solutions" / f"{MODULE}.py").read_text() + WRONG
     (course_copy / "exercises" / f"{MODULE}.py").write_text(source)
     result = run(pytester, course_copy, "-k", "clamp_at")
-    result.assert_outcomes(
-        failed=1, passed=2
-    )  # wrong values are the correctness check's; under jit it gives what it gives without
+    # wrong values are the correctness check's; under jit it gives what it gives without, and it is pure
+    result.assert_outcomes(failed=1, passed=3)
     result.stdout.fnmatch_lines(
         [
             "at_updates.clamp_at: result differs from the reference at * entries (float32, shape *)",
@@ -104,7 +103,7 @@ def test_a_wrong_function_gets_a_teaching_message_not_a_traceback(pytester, cour
             "    inputs=(*",
             "  hint: Clamping is two bounds*",  # the gentle hint; the direct one only when stuck
             "  still stuck? `autograder hint clamp_at --reveal` shows the direct hint*",
-            "*✗ clamp_at*0/3*2/3 checks pass",
+            "*✗ clamp_at*0/3*3/4 checks pass",
         ]
     )
     text = result.stdout.str()
@@ -124,7 +123,7 @@ def test_a_module_that_does_not_import_costs_its_functions_with_one_clear_line(p
         path.read_text().replace("def scatter_add(x, indices, updates):", "def scatter_add(x, indices, updates)")
     )
     result = run(pytester, course_copy, "-k", "set_diagonal", "--setup-show")
-    result.assert_outcomes(failed=3)  # failed checks, not errors of the grader
+    result.assert_outcomes(failed=4)  # failed checks (set_diagonal has 4), not errors of the grader
     result.stdout.fnmatch_lines(["your module could not be imported: SyntaxError line 40: expected ':'", "total: 0/2"])
     # ... each before its fixtures (a training scenario costs seconds, for nothing)
     assert "SETUP" not in result.stdout.str()

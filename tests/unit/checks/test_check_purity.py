@@ -212,3 +212,53 @@ def test_real_writes_to_demo_objects_and_globals_are_caught(call, pattern):
     module = module_from(DEMO_OBJECTS + "LOG = []\nARR = np.zeros(3)\nTABLE = {'a': 1, 'b': {}}\n" + call)
     with pytest.raises(CheckFailure, match=pattern):
         purity.assert_module_state_unchanged(module, module.f, jnp.ones(1))
+
+
+# Decided on the trusted side from values (issue 42): the same findings, read from what called_twice returns.
+
+
+def test_a_pure_function_passes_the_checks_decided_from_values():
+    x = np.arange(4, dtype=np.float32)
+    purity.assert_pure_by_values(pure, x, 2.0)
+    purity.assert_pure_by_values(lambda f, x: f(x), np.sin, x)  # a function argument is not data: left out
+    assert purity.assert_arguments_unchanged_by_values(pure, x, 2.0).tolist() == [0.0, 2.0, 4.0, 6.0]
+    first, second, left, reseeded = purity.called_twice(pure)(x, 2.0)
+    assert np.array_equal(first, second) and np.array_equal(left[0], x) and left[1] == 2.0
+    assert all(np.array_equal(first, again) for again in reseeded.values())
+
+
+def test_the_values_decided_purity_checks_catch_a_written_argument_a_counter_and_a_global_rng():
+    def scale_in_place(x, scale):
+        x *= scale
+        return x
+
+    with pytest.raises(CheckFailure, match=r"modified its argument: x\[1\] was 1\.0 before the call and is 3\.0"):
+        purity.assert_pure_by_values(scale_in_place, np.arange(4, dtype=np.float32), 3.0)
+    with pytest.raises(CheckFailure, match=r"modified its argument: params\['W'\] was replaced"):
+        purity.assert_arguments_unchanged_by_values(
+            lambda params: params.update(W=jnp.ones(2)) or params, {"W": np.zeros(2, np.float32)}
+        )
+    calls = []
+
+    def counts(x):
+        calls.append(1)
+        return x + len(calls)
+
+    with pytest.raises(CheckFailure, match="returned something different the second time"):
+        purity.assert_pure_by_values(counts, np.zeros(2, np.float32))
+    with pytest.raises(CheckFailure, match=r"changed when only NumPy's global RNG \(np.random\) was re-seeded"):
+        purity.assert_pure_by_values(lambda x: x + np.random.uniform(), np.zeros(2, np.float32))
+
+
+def test_the_values_decided_global_rng_check_reads_the_states_after_the_call():
+    def seeds_numpy(n):
+        np.random.seed(n)
+        return n
+
+    purity.assert_global_rngs_untouched_by_values(lambda n: list(range(n)), 3)
+    with pytest.raises(CheckFailure, match=r"changed the state of NumPy's global RNG"):
+        purity.assert_global_rngs_untouched_by_values(seeds_numpy, 3)
+    with pytest.raises(CheckFailure, match=r"changed the state of Python's random module"):
+        purity.assert_global_rngs_untouched_by_values(lambda n: random.random(), 3)
+    with pytest.raises(CheckFailure, match=r"changed the state of torch's global RNG"):
+        purity.assert_global_rngs_untouched_by_values(lambda n: torch.rand(n), 3)
