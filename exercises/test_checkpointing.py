@@ -12,6 +12,7 @@ on its trusted side: its grading processes hold no reference, and the
 reference's checkpoints reach them as data.)
 """
 
+import contextlib
 from pathlib import Path
 
 import jax
@@ -27,6 +28,7 @@ from autograder.core.failures import CheckFailure
 from autograder.core.oracle import sibling, transformed
 
 correctness = pytest.mark.correctness
+decided_by_values = pytest.mark.decided("values")
 
 STATE_FIELDS = ("step", "params", "opt_state")
 TMP_SUFFIX = ".orbax-checkpoint-tmp"
@@ -172,18 +174,6 @@ def leftovers(root: Path) -> list[str]:
     return sorted(p for p in files.listing(root) if p.endswith(TMP_SUFFIX) or TMP_SUFFIX + "/" in p)
 
 
-def assert_written_only_under(root: Path, before: set[str], allowed: str, *, function: str, check: str) -> None:
-    outside = sorted(p for p in files.listing(root) - before if p != allowed and not p.startswith(allowed + "/"))
-    if outside:
-        shown = ", ".join(outside[:3]) + (f" and {len(outside) - 3} more" if len(outside) > 3 else "")
-        raise CheckFailure(
-            check,
-            f"{function} wrote outside {allowed!r}: {shown}",
-            "write only at the absolute path (or into the directory) you are given: no file beside it, nothing "
-            "in the working directory, no path of your own",
-        )
-
-
 def assert_same_state(got, expected, *, check, name="restored"):
     """Exactly the saved values, field by field (atol 0)."""
     values.assert_fields_close(got, expected, STATE_FIELDS, name=name, rtol=0, atol=0, check=check)
@@ -263,25 +253,56 @@ def to_save(trained, batch):
     return steps_from(trained, batch, 1)
 
 
-def test_save_checkpoint_is_complete_on_return(student, to_save, workdir):
-    path = workdir / "ckpt"
-    check = "save_checkpoint returns only when the checkpoint directory is complete under its final name"
-    returned = student.save_checkpoint(path, to_save)
-    if leftovers(workdir):
+def saved_on_return(save):
+    """``save(path, state)`` at a new path, the working directory ``cwd`` beside it: the files of the whole folder
+    right when it returned (what is still being written included), what it returned, and the state as it is
+    after the call. Recorded as values: the trusted side judges the save's checks from them."""
+
+    def saved(state):
+        with files.new_directory() as directory:
+            (directory / "cwd").mkdir()
+            with contextlib.chdir(directory / "cwd"):
+                returned = save(directory / "ckpt", state)
+                on_return = files.snapshot(directory)
+            return {
+                "files": on_return,
+                "returned": None if returned is None else values.describe(returned)[:120],
+                "state": purity.as_after_the_call(state),
+            }
+
+    return saved
+
+
+def save_on_return(student, state):
+    """The student's save_checkpoint of ``state`` (a copy), as :func:`saved_on_return` records it."""
+    found = structure.transformed_once(student.save_checkpoint, "on return", saved_on_return)(purity.fresh_copy(state))
+    if not (isinstance(found, dict) and {"files", "returned", "state"} <= set(found)):
         raise CheckFailure(
-            check, f"save_checkpoint returned while {leftovers(workdir)[0]} was still being written", NOT_WAITED
+            "save_checkpoint writes a checkpoint", "what save_checkpoint wrote was not recorded as data", NOT_ORBAX
         )
-    if not path.is_dir():
-        found = sorted(files.listing(workdir) - {"cwd"})
+    return found
+
+
+@decided_by_values
+def test_save_checkpoint_is_complete_on_return(student, to_save):
+    """Judged from the folder's files right when save_checkpoint returned (recorded as values)."""
+    check = "save_checkpoint returns only when the checkpoint directory is complete under its final name"
+    found = save_on_return(student, to_save)
+    written = found["files"]
+    unfinished = sorted(p for p in written if p.endswith(TMP_SUFFIX) or TMP_SUFFIX + "/" in p)
+    if unfinished:
+        raise CheckFailure(check, f"save_checkpoint returned while {unfinished[0]} was still being written", NOT_WAITED)
+    if "ckpt" not in written or written["ckpt"] is not None:
+        shown = sorted(p for p in written if p != "cwd")
         raise CheckFailure(
             check,
-            f"after save_checkpoint returned, {path.name!r} is not a directory (found: {found[:4]})",
+            f"after save_checkpoint returned, 'ckpt' is not a directory (found: {shown[:4]})",
             "save with ocp.StandardCheckpointer: a checkpoint is a directory at exactly the path you are given",
         )
-    if returned is not None:
+    if found["returned"] is not None:
         raise CheckFailure(
             "save_checkpoint returns None",
-            f"save_checkpoint returned {values.describe(returned)[:120]}, expected None",
+            f"save_checkpoint returned {found['returned']}, expected None",
             "the contract's save_checkpoint returns nothing (unlike flax.training.checkpoints.save_checkpoint, which "
             "returns the path): end the function without a return value",
         )
@@ -303,22 +324,28 @@ def test_save_checkpoint_is_read_exactly_by_the_reference(student, reference, to
                 values.assert_trees_close(got, expected, rtol=0, atol=0, name="the checkpoint", check=check)
 
 
-def test_save_checkpoint_writes_only_under_path(student, to_save, workdir):
-    before = files.listing(workdir)
-    student.save_checkpoint(workdir / "ckpt", to_save)
-    assert_written_only_under(
-        workdir,
-        before,
-        "ckpt",
-        function="save_checkpoint",
-        check="save_checkpoint writes nothing outside the path it is given",
-    )
+@decided_by_values
+def test_save_checkpoint_writes_only_under_path(student, to_save):
+    """Judged from the folder's files right when save_checkpoint returned (recorded as values): the path it was
+    given, and the working directory beside it."""
+    written = save_on_return(student, to_save)["files"]
+    outside = sorted(p for p in written if p not in ("cwd", "ckpt") and not p.startswith("ckpt/"))
+    if outside:
+        shown = ", ".join(outside[:3]) + (f" and {len(outside) - 3} more" if len(outside) > 3 else "")
+        raise CheckFailure(
+            "save_checkpoint writes nothing outside the path it is given",
+            f"save_checkpoint wrote outside 'ckpt': {shown}",
+            "write only at the absolute path (or into the directory) you are given: no file beside it, nothing "
+            "in the working directory, no path of your own",
+        )
 
 
-def test_save_checkpoint_leaves_state_unchanged(student, to_save, workdir):
-    state = purity.fresh_copy(to_save)
-    purity.assert_pytree_arguments_unchanged(student.save_checkpoint, workdir / "ckpt", state, allow_donation=False)
-    assert_same_state(state, to_save, name="state", check="save_checkpoint leaves its state argument unchanged")
+@decided_by_values
+def test_save_checkpoint_leaves_state_unchanged(student, to_save):
+    """Judged from the state as it is after the call (recorded as values)."""
+    after = save_on_return(student, to_save)["state"]
+    purity.assert_as_before("save_checkpoint", [to_save], [after], names=("state",), allow_donation=False)
+    assert_same_state(after, to_save, name="state", check="save_checkpoint leaves its state argument unchanged")
 
 
 # restore_checkpoint ---------------------------------------------------------

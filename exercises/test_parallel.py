@@ -26,6 +26,7 @@ from autograder.core.failures import CheckFailure
 from autograder.runtime.devices import COURSE_CPU_DEVICES, wrong_device_count_advice
 
 correctness = pytest.mark.correctness
+decided_by_values = pytest.mark.decided("values")
 
 X_DIM, Y_DIM = 3, 2
 ROWS_PER_DEVICE = 2
@@ -143,6 +144,7 @@ def test_shard_batch_matches_reference(student, reference, case):
         ) from None
 
 
+@decided_by_values
 def test_shard_batch_works_on_any_pytree(student):
     """Leaf by leaf: a tree gives what each of its arrays gives alone (the arrays' values are the correctness check's)."""
     rng = np.random.RandomState(3)
@@ -167,10 +169,13 @@ def test_shard_batch_works_on_any_pytree(student):
         )
 
 
+@decided_by_values
 def test_shard_batch_leaves_inputs_unchanged(student):
     rng = np.random.RandomState(5)
     tree = [rng.normal(size=(8, X_DIM)).astype(np.float32), {"labels": np.arange(8, dtype=np.int32)}]
-    purity.assert_pure(student.shard_batch, tree, 4, module=student)
+    """Judged from values: the arguments as they are after the call, and two calls' results."""
+    purity.assert_arguments_unchanged_as_values(student.shard_batch, tree, 4, names=("tree", "n_devices"))
+    purity.assert_deterministic_as_values(student.shard_batch, tree, 4)
 
 
 # all_device_mean ------------------------------------------------------------
