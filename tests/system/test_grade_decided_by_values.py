@@ -3,8 +3,9 @@
 One ``grade`` of ``training`` over three students: the reference (a classmate), an honest control whose values are
 right but whose functions break a property a values check judges (``create_train_state`` with SGD with momentum,
 a ``train_step`` that writes the new params into the state it was given, an ``eval_step`` that converts the
-caller's batch in place), and a liar: the control plus a pytest plugin of its own that turns every report of its
-grading process into a pass. The trusted side replays the liar's claimed passes from the values its process
+caller's batch in place), and a liar: the control with the check file's own helpers swapped for lenient ones
+(they record what they are given, then swallow the failure), so that its grading process claims those checks
+passed. The trusted side replays the liar's claimed passes from the values its process
 recorded (the optimizer as what it is, the arguments as they are after the call) and fails them with its own
 message: the liar earns no more than the control, check for check, and the classmate keeps full marks with every
 values check confirmed.
@@ -16,7 +17,6 @@ import textwrap
 
 import pytest
 from support import ROOT, reference_source, with_function
-from test_grade_tamper_evidence import REGISTERS_PLUGIN
 
 pytestmark = pytest.mark.timeout(1800)
 
@@ -51,6 +51,40 @@ BREAKS_PROPERTIES = textwrap.dedent(
     """
 )
 
+# Appended to the control: the check file's own helpers (its module's ``purity`` and ``values``) swapped for
+# lenient ones, which still record what they are given but swallow every failure, so the grading process claims
+# the checks passed.
+LENIENT_HELPERS = textwrap.dedent(
+    """
+
+    import sys as _sys
+
+
+    class _Lenient:
+        def __init__(self, real):
+            self._real = real
+
+        def __getattr__(self, name):
+            real = getattr(self._real, name)
+            if not name.startswith("assert_"):
+                return real
+
+            def lenient(*args, **kwargs):
+                try:
+                    return real(*args, **kwargs)
+                except Exception:
+                    return None
+
+            return lenient
+
+
+    for _name, _module in list(_sys.modules.items()):
+        if _name.endswith("test_training") and hasattr(_module, "purity"):
+            _module.purity = _Lenient(_module.purity)
+            _module.values = _Lenient(_module.values)
+    """
+)
+
 # The values checks the control fails, each with the trusted side's message.
 FAILED_VALUES_CHECKS = {
     "test_create_train_state_optimizer_is_sgd_with_the_learning_rate": r"optax\.sgd\(",
@@ -66,7 +100,7 @@ def graded(tmp_path_factory):
 
     base = tmp_path_factory.mktemp("decided_by_values")
     control = with_function(MODULE, BREAKS_PROPERTIES)
-    sources = {"classmate": reference_source(MODULE), "control": control, "liar": control + REGISTERS_PLUGIN}
+    sources = {"classmate": reference_source(MODULE), "control": control, "liar": control + LENIENT_HELPERS}
     students = []
     for name, source in sources.items():
         (base / name).mkdir()
