@@ -13,6 +13,9 @@ reference's checkpoints reach them as data.)
 """
 
 import contextlib
+import os
+import tempfile
+import time
 from pathlib import Path
 
 import jax
@@ -255,18 +258,37 @@ def to_save(trained, batch):
     return steps_from(trained, batch, 1)
 
 
+def recorded(found, keys, check):
+    """``found`` (what a transform of the checks recorded, as the trusted side replays it), if it holds ``keys``."""
+    if not (isinstance(found, dict) and set(keys) <= set(found)):
+        raise CheckFailure(check, "what the function did was not recorded as data", NOT_ORBAX)
+    return found
+
+
 def saved_on_return(save):
-    """``save(path, state)`` at a new path, the working directory ``cwd`` beside it: the files of the whole folder
-    right when it returned (what is still being written included), what it returned, and the state as it is
-    after the call. Recorded as values: the trusted side judges the save's checks from them."""
+    """``save(path, state)`` at a new path, the working directory ``cwd`` beside it: the names in the folder right
+    when it returned, and then all of its files (what is still being written included; a save still running in the
+    background may remove some while they are read: then the names only), what it returned, and the state as it
+    is after the call. Recorded as values: the trusted side judges the save's checks from them. A save left running
+    is waited for (a while) before the folder goes, so that the next save of the same checkpointer starts clean."""
 
     def saved(state):
-        with files.new_directory() as directory:
+        with tempfile.TemporaryDirectory(prefix="check-", ignore_cleanup_errors=True) as tmp:
+            directory = Path(tmp).resolve()
             (directory / "cwd").mkdir()
             with contextlib.chdir(directory / "cwd"):
                 returned = save(directory / "ckpt", state)
-                on_return = files.snapshot(directory)
+                names = sorted(os.listdir(directory))
+                try:
+                    on_return = files.snapshot(directory)
+                except (OSError, files.UnsafeFiles):
+                    on_return = None
+            for _ in range(200):  # at most 10 s
+                if not leftovers(directory):
+                    break
+                time.sleep(0.05)
             return {
+                "names": names,
                 "files": on_return,
                 "returned": None if returned is None else values.describe(returned)[:120],
                 "state": purity.as_after_the_call(state),
@@ -278,11 +300,19 @@ def saved_on_return(save):
 def save_on_return(student, state):
     """The student's save_checkpoint of ``state`` (a copy), as :func:`saved_on_return` records it."""
     found = structure.transformed_once(student.save_checkpoint, "on return", saved_on_return)(purity.fresh_copy(state))
-    if not (isinstance(found, dict) and {"files", "returned", "state"} <= set(found)):
+    if not (isinstance(found, dict) and {"names", "files", "returned", "state"} <= set(found)):
         raise CheckFailure(
             "save_checkpoint writes a checkpoint", "what save_checkpoint wrote was not recorded as data", NOT_ORBAX
         )
     return found
+
+
+def written_on_return(found):
+    """The folder's files when the save returned (:func:`saved_on_return`), or its names (as folders) when its
+    files could not all be read."""
+    if isinstance(found["files"], dict):
+        return found["files"]
+    return {name: None for name in found["names"]}
 
 
 @decided_by_values
@@ -290,7 +320,7 @@ def test_save_checkpoint_is_complete_on_return(student, to_save):
     """Judged from the folder's files right when save_checkpoint returned (recorded as values)."""
     check = "save_checkpoint returns only when the checkpoint directory is complete under its final name"
     found = save_on_return(student, to_save)
-    written = found["files"]
+    written = written_on_return(found)
     unfinished = sorted(p for p in written if p.endswith(TMP_SUFFIX) or TMP_SUFFIX + "/" in p)
     if unfinished:
         raise CheckFailure(check, f"save_checkpoint returned while {unfinished[0]} was still being written", NOT_WAITED)
@@ -330,7 +360,7 @@ def test_save_checkpoint_is_read_exactly_by_the_reference(student, reference, to
 def test_save_checkpoint_writes_only_under_path(student, to_save):
     """Judged from the folder's files right when save_checkpoint returned (recorded as values): the path it was
     given, and the working directory beside it."""
-    written = save_on_return(student, to_save)["files"]
+    written = written_on_return(save_on_return(student, to_save))
     outside = sorted(p for p in written if p not in ("cwd", "ckpt") and not p.startswith("ckpt/"))
     if outside:
         shown = ", ".join(outside[:3]) + (f" and {len(outside) - 3} more" if len(outside) > 3 else "")
@@ -441,25 +471,32 @@ def test_make_manager_returns_a_checkpoint_manager(student, workdir):
 
 
 def directory_made_by(make_manager):
-    """Whether ``make_manager(directory, max_to_keep)`` on a directory that does not exist yet has created it when
-    it returns (before anything is saved)."""
+    """``make_manager(directory, max_to_keep)`` on a directory that does not exist yet: the files of the folder
+    around it when it returns (before anything is saved), recorded as values."""
 
     def made(max_to_keep):
         with files.new_directory() as directory:
             manager = make_manager(directory / "run", max_to_keep)
             try:
-                return (directory / "run").is_dir()
+                return {"files": files.snapshot(directory)}
             finally:
                 getattr(manager, "close", lambda: None)()
 
     return made
 
 
+@decided_by_values
 def test_make_manager_creates_its_directory(student):
-    made = structure.transformed_once(student.make_manager, "creates a new directory", directory_made_by)(2)
-    if not made:
+    """Judged from the folder's files when make_manager returned (recorded as values)."""
+    check = "make_manager(directory, max_to_keep) on a directory that does not exist yet creates it"
+    found = recorded(
+        structure.transformed_once(student.make_manager, "creates a new directory", directory_made_by)(2),
+        ("files",),
+        check,
+    )
+    if not (isinstance(found["files"], dict) and "run" in found["files"] and found["files"]["run"] is None):
         raise CheckFailure(
-            "make_manager(directory, max_to_keep) on a directory that does not exist yet creates it",
+            check,
             "after make_manager returned, the directory does not exist",
             "a training run's first manager is made before anything is saved (restore_latest looks in it first): "
             "options=ocp.CheckpointManagerOptions(max_to_keep=max_to_keep, create=True)",
@@ -629,29 +666,52 @@ def test_save_to_manager_saves_state_step_completely_and_keeps_the_newest(studen
             )
 
 
-def test_save_to_manager_returns_false_for_an_older_step(student, trained, workdir):
-    directory = workdir / "run"
-    manager = a_manager(directory, 3)
+def saves_an_older_step(save_to_manager):
+    """A manager (it keeps 3) that saved ``state`` at step 5, then ``save_to_manager`` of it at step 2: what it
+    returned, and the manager's folder before and after that save (recorded as values)."""
+
+    def saves(state):
+        with files.new_directory() as directory:
+            (directory / "cwd").mkdir()
+            manager = a_manager(directory / "run", 3)
+            try:
+                save_into(manager, state.replace(step=5))
+                before = files.snapshot(directory)
+                with contextlib.chdir(directory / "cwd"):
+                    result = save_to_manager(manager, state.replace(step=2))
+                return {
+                    "returned": result if isinstance(result, bool) else repr(result)[:80],
+                    "before": before,
+                    "after": files.snapshot(directory),
+                }
+            finally:
+                manager.close()
+
+    return saves
+
+
+@decided_by_values
+def test_save_to_manager_returns_false_for_an_older_step(student, trained):
+    """Judged from what it returned and the folder's files before and after (recorded as values)."""
     check = "save_to_manager returns False, and writes nothing, for a step older than the newest saved one"
-    try:
-        save_into(manager, trained.replace(step=5))
-        before = files.listing(workdir)
-        result = student.save_to_manager(manager, trained.replace(step=2))
-        if result is not False:
-            raise CheckFailure(
-                check,
-                f"save_to_manager returned {result!r}, expected False",
-                "return the bool manager.save returns: False when Orbax declines an older step",
-            )
-        written = sorted(files.listing(workdir) - before)
-        if written:
-            raise CheckFailure(
-                check,
-                f"save_to_manager wrote {written[0]} for the older step 2",
-                "let manager.save decide: it declines an older step and writes nothing",
-            )
-    finally:
-        manager.close()
+    found = recorded(
+        structure.transformed_once(student.save_to_manager, "an older step", saves_an_older_step)(trained),
+        ("returned", "before", "after"),
+        check,
+    )
+    if found["returned"] is not False:
+        raise CheckFailure(
+            check,
+            f"save_to_manager returned {found['returned']}, expected False",
+            "return the bool manager.save returns: False when Orbax declines an older step",
+        )
+    written = sorted(set(found["after"]) - set(found["before"]))
+    if written:
+        raise CheckFailure(
+            check,
+            f"save_to_manager wrote {written[0]} for the older step 2",
+            "let manager.save decide: it declines an older step and writes nothing",
+        )
 
 
 def same_files(a, b) -> bool:
@@ -661,43 +721,75 @@ def same_files(a, b) -> bool:
     )
 
 
-def test_save_to_manager_returns_false_for_a_step_that_exists(student, trained, workdir):
-    """orbax-checkpoint 0.12.8 declines a step that already exists (False, nothing written), from the same manager
-    and from a new one; only force=True makes it raise StepAlreadyExistsError."""
-    directory = workdir / "run"
-    check = "save_to_manager returns False, and writes nothing, for a step that is already saved"
-    manager = a_manager(directory, 3)
-    try:
-        save_into(manager, trained.replace(step=0))
-        for opened in ("the same manager", "a new manager"):
-            if opened == "a new manager":
-                manager.close()
-                manager = a_manager(directory, 3)
-            before = files.snapshot(directory)
+def saves_a_step_that_exists(save_to_manager):
+    """A manager (it keeps 3) that saved ``state`` at step 0, then ``save_to_manager`` of it at step 0 again, with the
+    same manager and with a new one on the same folder: for each, what it returned (or raised), and the manager's
+    folder before and after (recorded as values)."""
+
+    def saves(state):
+        with files.new_directory() as directory:
+            run = directory / "run"
+            manager = a_manager(run, 3)
+            tries = []
             try:
-                result = student.save_to_manager(manager, trained.replace(step=0))
-            except Exception as err:  # noqa: BLE001 - reported with its type
+                save_into(manager, state.replace(step=0))
+                for opened in ("the same manager", "a new manager"):
+                    if opened == "a new manager":
+                        manager.close()
+                        manager = a_manager(run, 3)
+                    before = files.snapshot(run)
+                    try:
+                        result = save_to_manager(manager, state.replace(step=0))
+                    except Exception as err:  # noqa: BLE001 - reported with its type
+                        tries.append({"opened": opened, "raised": f"{type(err).__name__}: {str(err)[:160]}"})
+                        break
+                    returned = result if isinstance(result, bool) else repr(result)[:80]
+                    tries.append(
+                        {"opened": opened, "returned": returned, "before": before, "after": files.snapshot(run)}
+                    )
+            finally:
+                manager.close()
+            return {"tries": tries}
+
+    return saves
+
+
+@decided_by_values
+def test_save_to_manager_returns_false_for_a_step_that_exists(student, trained):
+    """orbax-checkpoint 0.12.8 declines a step that already exists (False, nothing written), from the same manager
+    and from a new one; only force=True makes it raise StepAlreadyExistsError. Judged from what it returned and the
+    folder's files before and after (recorded as values)."""
+    check = "save_to_manager returns False, and writes nothing, for a step that is already saved"
+    found = recorded(
+        structure.transformed_once(student.save_to_manager, "a step that exists", saves_a_step_that_exists)(trained),
+        ("tries",),
+        check,
+    )
+    tries = found["tries"]
+    if not (isinstance(tries, list) and tries and (len(tries) == 2 or "raised" in tries[-1])):
+        raise CheckFailure(check, "what save_to_manager did was not recorded as data", NOT_ORBAX)
+    for tried in tries:
+        opened = tried["opened"]
+        if "raised" in tried:
+            raise CheckFailure(
+                check,
+                f"saving step 0 again with {opened} raised {tried['raised']}",
+                "call manager.save(step, args=...) without force=True and return its bool: Orbax declines a step "
+                "that exists with False",
+            )
+        with values.located(f"saving step 0 again with {opened}"):
+            if tried["returned"] is not False:
                 raise CheckFailure(
                     check,
-                    f"saving step 0 again with {opened} raised {type(err).__name__}: {str(err)[:160]}",
-                    "call manager.save(step, args=...) without force=True and return its bool: Orbax declines a step "
-                    "that exists with False",
-                ) from None
-            with values.located(f"saving step 0 again with {opened}"):
-                if result is not False:
-                    raise CheckFailure(
-                        check,
-                        f"save_to_manager returned {result!r}, expected False",
-                        "return the bool manager.save returns: False when Orbax declines the step",
-                    )
-                if not same_files(files.snapshot(directory), before):
-                    raise CheckFailure(
-                        check,
-                        "the manager's directory changed",
-                        "let manager.save decide: it declines a step that exists and writes nothing",
-                    )
-    finally:
-        manager.close()
+                    f"save_to_manager returned {tried['returned']}, expected False",
+                    "return the bool manager.save returns: False when Orbax declines the step",
+                )
+            if not same_files(tried["after"], tried["before"]):
+                raise CheckFailure(
+                    check,
+                    "the manager's directory changed",
+                    "let manager.save decide: it declines a step that exists and writes nothing",
+                )
 
 
 # restore_latest -------------------------------------------------------------
@@ -757,39 +849,72 @@ def test_restore_latest_follows_the_targets_dtypes(student, run, trained_more, t
     values.assert_fields_close(result, expected, ("params",), name="restored", rtol=0, atol=0, check=check)
 
 
-def test_restore_latest_restores_a_step_0_checkpoint(student, model, tx, target, workdir):
-    """Step 0 is a step: a run whose only checkpoint is step 0 (a fresh state) restores it, not the target."""
+def restored_after_step_0(restore_latest):
+    """``restore_latest`` with a manager (it keeps 2) whose only checkpoint is ``saved`` at step 0."""
+
+    def restored(saved, target):
+        with files.new_directory() as directory:
+            manager = a_manager(directory / "run", 2)
+            try:
+                save_into(manager, saved)
+                return restore_latest(manager, target)
+            finally:
+                manager.close()
+
+    return restored
+
+
+@decided_by_values
+def test_restore_latest_restores_a_step_0_checkpoint(student, model, tx, target):
+    """Step 0 is a step: a run whose only checkpoint is step 0 (a fresh state) restores it, not the target. Judged
+    from the restored state (recorded as values)."""
     saved = fresh_state(model, tx, seed=TRAINED_SEED)
-    manager = a_manager(workdir / "run", 2)
-    try:
-        save_into(manager, saved)
-        result = student.restore_latest(manager, target)
-    finally:
-        manager.close()
+    result = structure.transformed_once(student.restore_latest, "after step 0", restored_after_step_0)(saved, target)
     check = "restore_latest restores a checkpoint saved at step 0"
-    if result is target:
+    try:
+        values.assert_fields_close(result, target, ("params",), rtol=0, atol=0, check=check)
+        returned_the_target = True
+    except CheckFailure:
+        returned_the_target = False
+    if returned_the_target:
         raise CheckFailure(
             check,
-            "restore_latest returned the target itself although step 0 was saved",
+            "restore_latest returned the target itself although step 0 was saved (the target's params, not the "
+            "saved ones)",
             "latest_step() is 0 here, and 0 is falsy: compare latest_step() with None, not its truth value",
         )
     assert_has_structure_of(result, target, name="restored", check=check)
     assert_same_state(result, saved, check=check)
 
 
-def test_restore_latest_works_from_a_new_manager_on_the_same_directory(student, run, trained, target, workdir):
-    """Resume after a restart: a first manager saves and closes, a new one opens the directory."""
-    directory = files.materialise(run, workdir / "run")
-    manager = a_manager(directory, 3)
-    try:
-        save_into(manager, trained.replace(step=8))
-    finally:
-        manager.close()
-    reopened = a_manager(directory, 3)
-    try:
-        result = student.restore_latest(reopened, target)
-        check = "restore_latest from a new manager on the same directory restores its newest step (8)"
-        assert_has_structure_of(result, target, name="restored", check=check)
-        assert_same_state(result, trained.replace(step=8), check=check)
-    finally:
-        reopened.close()
+def restored_after_a_restart(restore_latest):
+    """A run given as files, where a first manager (it keeps 3) saves ``state`` and closes: ``restore_latest`` with a
+    new manager on the same folder."""
+
+    def restored(run, state, target):
+        with files.new_directory() as directory:
+            folder = files.materialise(run, directory / "run")
+            manager = a_manager(folder, 3)
+            try:
+                save_into(manager, state)
+            finally:
+                manager.close()
+            reopened = a_manager(folder, 3)
+            try:
+                return restore_latest(reopened, target)
+            finally:
+                reopened.close()
+
+    return restored
+
+
+@decided_by_values
+def test_restore_latest_works_from_a_new_manager_on_the_same_directory(student, run, trained, target):
+    """Resume after a restart: a first manager saves and closes, a new one opens the directory. Judged from the
+    restored state (recorded as values)."""
+    saved = trained.replace(step=8)
+    restore = structure.transformed_once(student.restore_latest, "after a restart", restored_after_a_restart)
+    result = restore(run, saved, target)
+    check = "restore_latest from a new manager on the same directory restores its newest step (8)"
+    assert_has_structure_of(result, target, name="restored", check=check)
+    assert_same_state(result, saved, check=check)
