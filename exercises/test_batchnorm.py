@@ -48,6 +48,7 @@ from autograder.core.failures import CheckFailure
 from autograder.core.oracle import continue_from, sibling
 
 correctness = pytest.mark.correctness
+decided_by_values = pytest.mark.decided("values")
 
 HIDDEN, LEARNING_RATE = 6, 0.3
 # A second model size for the value checks: no one model kept at module level matches both, so only
@@ -167,6 +168,7 @@ def test_create_train_state_bn_matches_reference(student, reference, classifier)
             values.assert_fields_close(got, expected, ("params", "batch_stats"), name="state", check=check)
 
 
+@decided_by_values
 def test_create_train_state_bn_returns_a_train_state_of_the_model(student, classifier):
     check = "create_train_state_bn returns a TrainState with batch_stats, at step 0, whose apply_fn is model.apply"
     for case in CREATE_CASES:
@@ -183,6 +185,7 @@ def test_create_train_state_bn_returns_a_train_state_of_the_model(student, class
             )
 
 
+@decided_by_values
 def test_create_train_state_bn_optimizer_is_sgd_with_the_learning_rate(student, classifier):
     """The optimizer is judged by what it does: three steps with the same gradients as optax.sgd(learning_rate)."""
     for case in CREATE_CASES:
@@ -240,6 +243,7 @@ def test_train_step_bn_matches_reference_at_every_step(student, reference, start
             state = continue_from(reference, state, new_state, expected_state)
 
 
+@decided_by_values
 def test_train_step_bn_updates_the_running_averages(student, start, trained, steps):
     """A step in evaluation mode (train=False) leaves batch_stats as they were: from running averages far from
     every batch's statistics, a step in training mode moves every one of them."""
@@ -257,6 +261,7 @@ def test_train_step_bn_updates_the_running_averages(student, start, trained, ste
             )
 
 
+@decided_by_values
 def test_train_step_bn_keeps_the_batch_stats_structure(student, start, steps):
     new_state, _ = run_train_step_bn(student, start, steps[0][1])
     check = "the new state's batch_stats have the structure of the old ones"
@@ -284,6 +289,7 @@ def without_the_bias_before_batchnorm(params):
     return {**params, "Dense_0": {k: v for k, v in params["Dense_0"].items() if k != "bias"}}
 
 
+@decided_by_values
 def test_train_step_bn_takes_gradients_with_respect_to_params(student, start, trained, steps):
     check = "train_step_bn moves every parameter that has a gradient (all but Dense_0's bias, which BatchNorm cancels)"
     for label, state, batch in two_steps(start, trained[1], steps):
@@ -298,10 +304,11 @@ def test_train_step_bn_takes_gradients_with_respect_to_params(student, start, tr
             )
 
 
+@decided_by_values
 def test_train_step_bn_leaves_its_input_state_unchanged(student, start, trained, steps):
     for _, state, batch in two_steps(start, trained[1], steps):
-        purity.assert_pytree_arguments_unchanged(
-            student.train_step_bn, purity.fresh_copy(state), purity.fresh_copy(batch), allow_donation=True
+        purity.assert_arguments_unchanged_as_values(
+            student.train_step_bn, purity.fresh_copy(state), purity.fresh_copy(batch), names=("state", "batch")
         )
 
 
@@ -356,10 +363,15 @@ def test_eval_step_bn_counts_a_logit_of_zero_as_class_0(student, reference, trai
         values.assert_trees_close(got, reference.eval_step_bn(state, batch), name="accuracy", check=check)
 
 
+@decided_by_values
 def test_eval_step_bn_changes_nothing(student, trained, test_batches):
     for _, state, batch in eval_cases(trained, test_batches)[-2:]:
-        purity.assert_pytree_arguments_unchanged(
-            student.eval_step_bn, purity.fresh_copy(state), purity.fresh_copy(batch), allow_donation=False
+        purity.assert_arguments_unchanged_as_values(
+            student.eval_step_bn,
+            purity.fresh_copy(state),
+            purity.fresh_copy(batch),
+            names=("state", "batch"),
+            allow_donation=False,
         )
 
 

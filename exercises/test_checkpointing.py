@@ -12,6 +12,11 @@ on its trusted side: its grading processes hold no reference, and the
 reference's checkpoints reach them as data.)
 """
 
+import contextlib
+import dataclasses
+import os
+import tempfile
+import time
 from pathlib import Path
 
 import jax
@@ -27,6 +32,7 @@ from autograder.core.failures import CheckFailure
 from autograder.core.oracle import sibling, transformed
 
 correctness = pytest.mark.correctness
+decided_by_values = pytest.mark.decided("values")
 
 STATE_FIELDS = ("step", "params", "opt_state")
 TMP_SUFFIX = ".orbax-checkpoint-tmp"
@@ -172,21 +178,49 @@ def leftovers(root: Path) -> list[str]:
     return sorted(p for p in files.listing(root) if p.endswith(TMP_SUFFIX) or TMP_SUFFIX + "/" in p)
 
 
-def assert_written_only_under(root: Path, before: set[str], allowed: str, *, function: str, check: str) -> None:
-    outside = sorted(p for p in files.listing(root) - before if p != allowed and not p.startswith(allowed + "/"))
-    if outside:
-        shown = ", ".join(outside[:3]) + (f" and {len(outside) - 3} more" if len(outside) > 3 else "")
-        raise CheckFailure(
-            check,
-            f"{function} wrote outside {allowed!r}: {shown}",
-            "write only at the absolute path (or into the directory) you are given: no file beside it, nothing "
-            "in the working directory, no path of your own",
-        )
-
-
 def assert_same_state(got, expected, *, check, name="restored"):
     """Exactly the saved values, field by field (atol 0)."""
     values.assert_fields_close(got, expected, STATE_FIELDS, name=name, rtol=0, atol=0, check=check)
+
+
+# A state the trusted side replays has its static fields made from what they are (the model's apply, the optimizer
+# and its learning rate), shared with every state of an equal model and optimizer it saw: they are judged the same
+# by what they are, not only as the same objects.
+
+
+def same_apply(got, want) -> bool:
+    """The same method of an equal model: a model of the same class name and fields (a bound method's model
+    compares by identity in ``==``, and a replayed model's class may be another copy of the course's class)."""
+    if got is want or got == want:
+        return True
+    func, owner, other = getattr(got, "__func__", None), getattr(got, "__self__", None), getattr(want, "__self__", None)
+    if func is None or getattr(func, "__name__", None) != getattr(getattr(want, "__func__", None), "__name__", ""):
+        return False
+    if owner is None or other is None or type(owner).__qualname__ != type(other).__qualname__:
+        return False
+    if not (dataclasses.is_dataclass(owner) and dataclasses.is_dataclass(other)):
+        return owner == other
+    fields = [f.name for f in dataclasses.fields(owner) if f.name not in ("parent", "name")]
+    return fields == [f.name for f in dataclasses.fields(other) if f.name not in ("parent", "name")] and all(
+        getattr(owner, name) == getattr(other, name) for name in fields
+    )
+
+
+def same_optimizer(got, want) -> bool:
+    """The same optimizer object, or one that makes the same updates, bit for bit, from the same gradients."""
+    if got is want or got == want:
+        return True
+    params = {"w": np.linspace(-1.0, 1.0, 6, dtype=np.float32).reshape(2, 3)}
+    try:
+        states = [got.init(params), want.init(params)]
+        for scale in (1.0, -0.5, 2.0):
+            grads = jax.tree.map(lambda p, s=scale: np.cos(p * s).astype(np.float32), params)
+            (a, states[0]), (b, states[1]) = got.update(grads, states[0], params), want.update(grads, states[1], params)
+            if not np.array_equal(np.asarray(a["w"]), np.asarray(b["w"])):
+                return False
+    except Exception:  # noqa: BLE001 - not an optimizer
+        return False
+    return True
 
 
 def assert_has_structure_of(got, target, *, name, check):
@@ -198,13 +232,14 @@ def assert_has_structure_of(got, target, *, name, check):
             "restore against the abstract target, jax.tree.map(ocp.utils.to_shape_dtype_struct, target): without "
             "a target Orbax returns plain dicts",
         )
-    if got.apply_fn is not target.apply_fn or got.tx is not target.tx:
+    if not (same_apply(got.apply_fn, target.apply_fn) and same_optimizer(got.tx, target.tx)):
         raise CheckFailure(
             check,
             f"{name}.apply_fn or {name}.tx is not the target's",
             "apply_fn and tx are not saved: they must come from the target you restore into",
         )
-    if jax.tree.structure(got) != jax.tree.structure(target):
+    # (a state's tree structure holds its static fields, judged above: the target's stand in for them)
+    if jax.tree.structure(got.replace(apply_fn=target.apply_fn, tx=target.tx)) != jax.tree.structure(target):
         raise CheckFailure(
             check,
             f"{name} does not have the target's tree structure",
@@ -263,25 +298,83 @@ def to_save(trained, batch):
     return steps_from(trained, batch, 1)
 
 
-def test_save_checkpoint_is_complete_on_return(student, to_save, workdir):
-    path = workdir / "ckpt"
-    check = "save_checkpoint returns only when the checkpoint directory is complete under its final name"
-    returned = student.save_checkpoint(path, to_save)
-    if leftovers(workdir):
+def recorded(found, keys, check):
+    """``found`` (what a transform of the checks recorded, as the trusted side replays it), if it holds ``keys``."""
+    if not (isinstance(found, dict) and set(keys) <= set(found)):
+        raise CheckFailure(check, "what the function did was not recorded as data", NOT_ORBAX)
+    return found
+
+
+def saved_on_return(save):
+    """``save(path, state)`` at a new path, the working directory ``cwd`` beside it: the names in the folder right
+    when it returned, and then all of its files (what is still being written included; a save still running in the
+    background may remove some while they are read: then the names only), what it returned, and the state as it
+    is after the call. Recorded as values: the trusted side judges the save's checks from them. A save left running
+    is waited for (a while) before the folder goes, so that the next save of the same checkpointer starts clean."""
+
+    def saved(state):
+        with tempfile.TemporaryDirectory(prefix="check-", ignore_cleanup_errors=True) as tmp:
+            directory = Path(tmp).resolve()
+            (directory / "cwd").mkdir()
+            with contextlib.chdir(directory / "cwd"):
+                returned = save(directory / "ckpt", state)
+                names = sorted(os.listdir(directory))
+                try:
+                    on_return = files.snapshot(directory)
+                except (OSError, files.UnsafeFiles):
+                    on_return = None
+            for _ in range(200):  # at most 10 s
+                if not leftovers(directory):
+                    break
+                time.sleep(0.05)
+            return {
+                "names": names,
+                "files": on_return,
+                "returned": None if returned is None else values.describe(returned)[:120],
+                "state": purity.as_after_the_call(state),
+            }
+
+    return saved
+
+
+def save_on_return(student, state):
+    """The student's save_checkpoint of ``state`` (a copy), as :func:`saved_on_return` records it."""
+    found = structure.transformed_once(student.save_checkpoint, "on return", saved_on_return)(purity.fresh_copy(state))
+    if not (isinstance(found, dict) and {"names", "files", "returned", "state"} <= set(found)):
         raise CheckFailure(
-            check, f"save_checkpoint returned while {leftovers(workdir)[0]} was still being written", NOT_WAITED
+            "save_checkpoint writes a checkpoint", "what save_checkpoint wrote was not recorded as data", NOT_ORBAX
         )
-    if not path.is_dir():
-        found = sorted(files.listing(workdir) - {"cwd"})
+    return found
+
+
+def written_on_return(found):
+    """The folder's files when the save returned (:func:`saved_on_return`), or its names (as folders) when its
+    files could not all be read."""
+    if isinstance(found["files"], dict):
+        return found["files"]
+    return {name: None for name in found["names"]}
+
+
+@decided_by_values
+def test_save_checkpoint_is_complete_on_return(student, to_save):
+    """Judged from the folder's files right when save_checkpoint returned (recorded as values)."""
+    check = "save_checkpoint returns only when the checkpoint directory is complete under its final name"
+    found = save_on_return(student, to_save)
+    written = written_on_return(found)
+    unfinished = sorted(p for p in written if p.endswith(TMP_SUFFIX) or TMP_SUFFIX + "/" in p)
+    if unfinished:
+        raise CheckFailure(check, f"save_checkpoint returned while {unfinished[0]} was still being written", NOT_WAITED)
+    if "ckpt" not in written or written["ckpt"] is not None:
+        shown = sorted(p for p in written if p != "cwd")
         raise CheckFailure(
             check,
-            f"after save_checkpoint returned, {path.name!r} is not a directory (found: {found[:4]})",
+            f"after save_checkpoint returned, 'ckpt' is not a directory (found: {shown[:4]})",
             "save with ocp.StandardCheckpointer: a checkpoint is a directory at exactly the path you are given",
         )
-    if returned is not None:
+    if found["returned"] is not None:
         raise CheckFailure(
             "save_checkpoint returns None",
-            f"save_checkpoint returned {values.describe(returned)[:120]}, expected None",
+            f"save_checkpoint returned {found['returned']}, expected None",
             "the contract's save_checkpoint returns nothing (unlike flax.training.checkpoints.save_checkpoint, which "
             "returns the path): end the function without a return value",
         )
@@ -303,22 +396,28 @@ def test_save_checkpoint_is_read_exactly_by_the_reference(student, reference, to
                 values.assert_trees_close(got, expected, rtol=0, atol=0, name="the checkpoint", check=check)
 
 
-def test_save_checkpoint_writes_only_under_path(student, to_save, workdir):
-    before = files.listing(workdir)
-    student.save_checkpoint(workdir / "ckpt", to_save)
-    assert_written_only_under(
-        workdir,
-        before,
-        "ckpt",
-        function="save_checkpoint",
-        check="save_checkpoint writes nothing outside the path it is given",
-    )
+@decided_by_values
+def test_save_checkpoint_writes_only_under_path(student, to_save):
+    """Judged from the folder's files right when save_checkpoint returned (recorded as values): the path it was
+    given, and the working directory beside it."""
+    written = written_on_return(save_on_return(student, to_save))
+    outside = sorted(p for p in written if p not in ("cwd", "ckpt") and not p.startswith("ckpt/"))
+    if outside:
+        shown = ", ".join(outside[:3]) + (f" and {len(outside) - 3} more" if len(outside) > 3 else "")
+        raise CheckFailure(
+            "save_checkpoint writes nothing outside the path it is given",
+            f"save_checkpoint wrote outside 'ckpt': {shown}",
+            "write only at the absolute path (or into the directory) you are given: no file beside it, nothing "
+            "in the working directory, no path of your own",
+        )
 
 
-def test_save_checkpoint_leaves_state_unchanged(student, to_save, workdir):
-    state = purity.fresh_copy(to_save)
-    purity.assert_pytree_arguments_unchanged(student.save_checkpoint, workdir / "ckpt", state, allow_donation=False)
-    assert_same_state(state, to_save, name="state", check="save_checkpoint leaves its state argument unchanged")
+@decided_by_values
+def test_save_checkpoint_leaves_state_unchanged(student, to_save):
+    """Judged from the state as it is after the call (recorded as values)."""
+    after = save_on_return(student, to_save)["state"]
+    purity.assert_as_before("save_checkpoint", [to_save], [after], names=("state",), allow_donation=False)
+    assert_same_state(after, to_save, name="state", check="save_checkpoint leaves its state argument unchanged")
 
 
 # restore_checkpoint ---------------------------------------------------------
@@ -344,8 +443,9 @@ def test_restore_checkpoint_reads_the_reference_checkpoint_exactly(student, refe
     assert_same_state(restored, expected, check=check)
 
 
-def test_restore_checkpoint_has_the_targets_class_and_structure(student, saved_path, target):
-    restored = student.restore_checkpoint(saved_path, target)
+@decided_by_values
+def test_restore_checkpoint_has_the_targets_class_and_structure(student, saved, target):
+    restored = structure.transformed_once(student.restore_checkpoint, "from files", read_with)(saved, target)
     assert_has_structure_of(
         restored,
         target,
@@ -364,15 +464,30 @@ def test_restore_checkpoint_follows_the_targets_dtypes(student, saved_path, trai
     values.assert_fields_close(restored, expected, ("params",), name="restored", rtol=0, atol=0, check=check)
 
 
-def test_restore_checkpoint_leaves_target_unchanged(student, saved_path, target):
+def target_after(restore):
+    """``restore(path, target)`` of a checkpoint given as files: the target as it is after the call."""
+
+    def restored(checkpoint, target):
+        with files.new_directory() as directory:
+            restore(files.materialise(checkpoint, directory / "ckpt"), target)
+            return purity.as_after_the_call(target)
+
+    return restored
+
+
+@decided_by_values
+def test_restore_checkpoint_leaves_target_unchanged(student, saved, target):
+    """Judged from the target as it is after the call (recorded as values)."""
     before = purity.fresh_copy(target)
-    purity.assert_pytree_arguments_unchanged(student.restore_checkpoint, saved_path, target, allow_donation=False)
-    assert_same_state(target, before, name="target", check="restore_checkpoint leaves its target unchanged")
+    after = structure.transformed_once(student.restore_checkpoint, "target after", target_after)(saved, target)
+    purity.assert_as_before("restore_checkpoint", [before], [after], names=("target",), allow_donation=False)
+    assert_same_state(after, before, name="target", check="restore_checkpoint leaves its target unchanged")
 
 
-def test_restore_checkpoint_then_a_training_step_is_bit_identical(student, saved_path, trained, target, batch):
+@decided_by_values
+def test_restore_checkpoint_then_a_training_step_is_bit_identical(student, saved, trained, target, batch):
     """Training resumes exactly: one step from the restored state equals one step from the saved one, bit for bit."""
-    restored = student.restore_checkpoint(saved_path, target)
+    restored = structure.transformed_once(student.restore_checkpoint, "from files", read_with)(saved, target)
     check = "a training step from the restored state equals a training step from the saved state, bit for bit"
     assert_has_structure_of(restored, target, name="restored", check=check)
     with values.located("after one training step"):
@@ -396,25 +511,32 @@ def test_make_manager_returns_a_checkpoint_manager(student, workdir):
 
 
 def directory_made_by(make_manager):
-    """Whether ``make_manager(directory, max_to_keep)`` on a directory that does not exist yet has created it when
-    it returns (before anything is saved)."""
+    """``make_manager(directory, max_to_keep)`` on a directory that does not exist yet: the files of the folder
+    around it when it returns (before anything is saved), recorded as values."""
 
     def made(max_to_keep):
         with files.new_directory() as directory:
             manager = make_manager(directory / "run", max_to_keep)
             try:
-                return (directory / "run").is_dir()
+                return {"files": files.snapshot(directory)}
             finally:
                 getattr(manager, "close", lambda: None)()
 
     return made
 
 
+@decided_by_values
 def test_make_manager_creates_its_directory(student):
-    made = structure.transformed_once(student.make_manager, "creates a new directory", directory_made_by)(2)
-    if not made:
+    """Judged from the folder's files when make_manager returned (recorded as values)."""
+    check = "make_manager(directory, max_to_keep) on a directory that does not exist yet creates it"
+    found = recorded(
+        structure.transformed_once(student.make_manager, "creates a new directory", directory_made_by)(2),
+        ("files",),
+        check,
+    )
+    if not (isinstance(found["files"], dict) and "run" in found["files"] and found["files"]["run"] is None):
         raise CheckFailure(
-            "make_manager(directory, max_to_keep) on a directory that does not exist yet creates it",
+            check,
             "after make_manager returned, the directory does not exist",
             "a training run's first manager is made before anything is saved (restore_latest looks in it first): "
             "options=ocp.CheckpointManagerOptions(max_to_keep=max_to_keep, create=True)",
@@ -584,29 +706,52 @@ def test_save_to_manager_saves_state_step_completely_and_keeps_the_newest(studen
             )
 
 
-def test_save_to_manager_returns_false_for_an_older_step(student, trained, workdir):
-    directory = workdir / "run"
-    manager = a_manager(directory, 3)
+def saves_an_older_step(save_to_manager):
+    """A manager (it keeps 3) that saved ``state`` at step 5, then ``save_to_manager`` of it at step 2: what it
+    returned, and the manager's folder before and after that save (recorded as values)."""
+
+    def saves(state):
+        with files.new_directory() as directory:
+            (directory / "cwd").mkdir()
+            manager = a_manager(directory / "run", 3)
+            try:
+                save_into(manager, state.replace(step=5))
+                before = files.snapshot(directory)
+                with contextlib.chdir(directory / "cwd"):
+                    result = save_to_manager(manager, state.replace(step=2))
+                return {
+                    "returned": result if isinstance(result, bool) else repr(result)[:80],
+                    "before": before,
+                    "after": files.snapshot(directory),
+                }
+            finally:
+                manager.close()
+
+    return saves
+
+
+@decided_by_values
+def test_save_to_manager_returns_false_for_an_older_step(student, trained):
+    """Judged from what it returned and the folder's files before and after (recorded as values)."""
     check = "save_to_manager returns False, and writes nothing, for a step older than the newest saved one"
-    try:
-        save_into(manager, trained.replace(step=5))
-        before = files.listing(workdir)
-        result = student.save_to_manager(manager, trained.replace(step=2))
-        if result is not False:
-            raise CheckFailure(
-                check,
-                f"save_to_manager returned {result!r}, expected False",
-                "return the bool manager.save returns: False when Orbax declines an older step",
-            )
-        written = sorted(files.listing(workdir) - before)
-        if written:
-            raise CheckFailure(
-                check,
-                f"save_to_manager wrote {written[0]} for the older step 2",
-                "let manager.save decide: it declines an older step and writes nothing",
-            )
-    finally:
-        manager.close()
+    found = recorded(
+        structure.transformed_once(student.save_to_manager, "an older step", saves_an_older_step)(trained),
+        ("returned", "before", "after"),
+        check,
+    )
+    if found["returned"] is not False:
+        raise CheckFailure(
+            check,
+            f"save_to_manager returned {found['returned']}, expected False",
+            "return the bool manager.save returns: False when Orbax declines an older step",
+        )
+    written = sorted(set(found["after"]) - set(found["before"]))
+    if written:
+        raise CheckFailure(
+            check,
+            f"save_to_manager wrote {written[0]} for the older step 2",
+            "let manager.save decide: it declines an older step and writes nothing",
+        )
 
 
 def same_files(a, b) -> bool:
@@ -616,43 +761,75 @@ def same_files(a, b) -> bool:
     )
 
 
-def test_save_to_manager_returns_false_for_a_step_that_exists(student, trained, workdir):
-    """orbax-checkpoint 0.12.8 declines a step that already exists (False, nothing written), from the same manager
-    and from a new one; only force=True makes it raise StepAlreadyExistsError."""
-    directory = workdir / "run"
-    check = "save_to_manager returns False, and writes nothing, for a step that is already saved"
-    manager = a_manager(directory, 3)
-    try:
-        save_into(manager, trained.replace(step=0))
-        for opened in ("the same manager", "a new manager"):
-            if opened == "a new manager":
-                manager.close()
-                manager = a_manager(directory, 3)
-            before = files.snapshot(directory)
+def saves_a_step_that_exists(save_to_manager):
+    """A manager (it keeps 3) that saved ``state`` at step 0, then ``save_to_manager`` of it at step 0 again, with the
+    same manager and with a new one on the same folder: for each, what it returned (or raised), and the manager's
+    folder before and after (recorded as values)."""
+
+    def saves(state):
+        with files.new_directory() as directory:
+            run = directory / "run"
+            manager = a_manager(run, 3)
+            tries = []
             try:
-                result = student.save_to_manager(manager, trained.replace(step=0))
-            except Exception as err:  # noqa: BLE001 - reported with its type
+                save_into(manager, state.replace(step=0))
+                for opened in ("the same manager", "a new manager"):
+                    if opened == "a new manager":
+                        manager.close()
+                        manager = a_manager(run, 3)
+                    before = files.snapshot(run)
+                    try:
+                        result = save_to_manager(manager, state.replace(step=0))
+                    except Exception as err:  # noqa: BLE001 - reported with its type
+                        tries.append({"opened": opened, "raised": f"{type(err).__name__}: {str(err)[:160]}"})
+                        break
+                    returned = result if isinstance(result, bool) else repr(result)[:80]
+                    tries.append(
+                        {"opened": opened, "returned": returned, "before": before, "after": files.snapshot(run)}
+                    )
+            finally:
+                manager.close()
+            return {"tries": tries}
+
+    return saves
+
+
+@decided_by_values
+def test_save_to_manager_returns_false_for_a_step_that_exists(student, trained):
+    """orbax-checkpoint 0.12.8 declines a step that already exists (False, nothing written), from the same manager
+    and from a new one; only force=True makes it raise StepAlreadyExistsError. Judged from what it returned and the
+    folder's files before and after (recorded as values)."""
+    check = "save_to_manager returns False, and writes nothing, for a step that is already saved"
+    found = recorded(
+        structure.transformed_once(student.save_to_manager, "a step that exists", saves_a_step_that_exists)(trained),
+        ("tries",),
+        check,
+    )
+    tries = found["tries"]
+    if not (isinstance(tries, list) and tries and (len(tries) == 2 or "raised" in tries[-1])):
+        raise CheckFailure(check, "what save_to_manager did was not recorded as data", NOT_ORBAX)
+    for tried in tries:
+        opened = tried["opened"]
+        if "raised" in tried:
+            raise CheckFailure(
+                check,
+                f"saving step 0 again with {opened} raised {tried['raised']}",
+                "call manager.save(step, args=...) without force=True and return its bool: Orbax declines a step "
+                "that exists with False",
+            )
+        with values.located(f"saving step 0 again with {opened}"):
+            if tried["returned"] is not False:
                 raise CheckFailure(
                     check,
-                    f"saving step 0 again with {opened} raised {type(err).__name__}: {str(err)[:160]}",
-                    "call manager.save(step, args=...) without force=True and return its bool: Orbax declines a step "
-                    "that exists with False",
-                ) from None
-            with values.located(f"saving step 0 again with {opened}"):
-                if result is not False:
-                    raise CheckFailure(
-                        check,
-                        f"save_to_manager returned {result!r}, expected False",
-                        "return the bool manager.save returns: False when Orbax declines the step",
-                    )
-                if not same_files(files.snapshot(directory), before):
-                    raise CheckFailure(
-                        check,
-                        "the manager's directory changed",
-                        "let manager.save decide: it declines a step that exists and writes nothing",
-                    )
-    finally:
-        manager.close()
+                    f"save_to_manager returned {tried['returned']}, expected False",
+                    "return the bool manager.save returns: False when Orbax declines the step",
+                )
+            if not same_files(tried["after"], tried["before"]):
+                raise CheckFailure(
+                    check,
+                    "the manager's directory changed",
+                    "let manager.save decide: it declines a step that exists and writes nothing",
+                )
 
 
 # restore_latest -------------------------------------------------------------
@@ -686,12 +863,9 @@ def test_restore_latest_restores_the_newest_step_exactly(student, reference, run
     assert_same_state(result, expected, check=check)
 
 
-def test_restore_latest_gives_the_targets_structure(student, run, target, workdir):
-    manager = a_manager(files.materialise(run, workdir / "run"), 3)
-    try:
-        result = student.restore_latest(manager, target)
-    finally:
-        manager.close()
+@decided_by_values
+def test_restore_latest_gives_the_targets_structure(student, run, target):
+    result = structure.transformed_once(student.restore_latest, "from a run", restored_from_run)(run, target)
     assert_has_structure_of(
         result,
         target,
@@ -715,39 +889,72 @@ def test_restore_latest_follows_the_targets_dtypes(student, run, trained_more, t
     values.assert_fields_close(result, expected, ("params",), name="restored", rtol=0, atol=0, check=check)
 
 
-def test_restore_latest_restores_a_step_0_checkpoint(student, model, tx, target, workdir):
-    """Step 0 is a step: a run whose only checkpoint is step 0 (a fresh state) restores it, not the target."""
+def restored_after_step_0(restore_latest):
+    """``restore_latest`` with a manager (it keeps 2) whose only checkpoint is ``saved`` at step 0."""
+
+    def restored(saved, target):
+        with files.new_directory() as directory:
+            manager = a_manager(directory / "run", 2)
+            try:
+                save_into(manager, saved)
+                return restore_latest(manager, target)
+            finally:
+                manager.close()
+
+    return restored
+
+
+@decided_by_values
+def test_restore_latest_restores_a_step_0_checkpoint(student, model, tx, target):
+    """Step 0 is a step: a run whose only checkpoint is step 0 (a fresh state) restores it, not the target. Judged
+    from the restored state (recorded as values)."""
     saved = fresh_state(model, tx, seed=TRAINED_SEED)
-    manager = a_manager(workdir / "run", 2)
-    try:
-        save_into(manager, saved)
-        result = student.restore_latest(manager, target)
-    finally:
-        manager.close()
+    result = structure.transformed_once(student.restore_latest, "after step 0", restored_after_step_0)(saved, target)
     check = "restore_latest restores a checkpoint saved at step 0"
-    if result is target:
+    try:
+        values.assert_fields_close(result, target, ("params",), rtol=0, atol=0, check=check)
+        returned_the_target = True
+    except CheckFailure:
+        returned_the_target = False
+    if returned_the_target:
         raise CheckFailure(
             check,
-            "restore_latest returned the target itself although step 0 was saved",
+            "restore_latest returned the target itself although step 0 was saved (the target's params, not the "
+            "saved ones)",
             "latest_step() is 0 here, and 0 is falsy: compare latest_step() with None, not its truth value",
         )
     assert_has_structure_of(result, target, name="restored", check=check)
     assert_same_state(result, saved, check=check)
 
 
-def test_restore_latest_works_from_a_new_manager_on_the_same_directory(student, run, trained, target, workdir):
-    """Resume after a restart: a first manager saves and closes, a new one opens the directory."""
-    directory = files.materialise(run, workdir / "run")
-    manager = a_manager(directory, 3)
-    try:
-        save_into(manager, trained.replace(step=8))
-    finally:
-        manager.close()
-    reopened = a_manager(directory, 3)
-    try:
-        result = student.restore_latest(reopened, target)
-        check = "restore_latest from a new manager on the same directory restores its newest step (8)"
-        assert_has_structure_of(result, target, name="restored", check=check)
-        assert_same_state(result, trained.replace(step=8), check=check)
-    finally:
-        reopened.close()
+def restored_after_a_restart(restore_latest):
+    """A run given as files, where a first manager (it keeps 3) saves ``state`` and closes: ``restore_latest`` with a
+    new manager on the same folder."""
+
+    def restored(run, state, target):
+        with files.new_directory() as directory:
+            folder = files.materialise(run, directory / "run")
+            manager = a_manager(folder, 3)
+            try:
+                save_into(manager, state)
+            finally:
+                manager.close()
+            reopened = a_manager(folder, 3)
+            try:
+                return restore_latest(reopened, target)
+            finally:
+                reopened.close()
+
+    return restored
+
+
+@decided_by_values
+def test_restore_latest_works_from_a_new_manager_on_the_same_directory(student, run, trained, target):
+    """Resume after a restart: a first manager saves and closes, a new one opens the directory. Judged from the
+    restored state (recorded as values)."""
+    saved = trained.replace(step=8)
+    restore = structure.transformed_once(student.restore_latest, "after a restart", restored_after_a_restart)
+    result = restore(run, saved, target)
+    check = "restore_latest from a new manager on the same directory restores its newest step (8)"
+    assert_has_structure_of(result, target, name="restored", check=check)
+    assert_same_state(result, saved, check=check)

@@ -44,6 +44,7 @@ from autograder.core.failures import CheckFailure
 from autograder.core.oracle import continue_from, sibling
 
 correctness = pytest.mark.correctness
+decided_by_values = pytest.mark.decided("values")
 
 HIDDEN, RATE, LEARNING_RATE = 7, 0.4, 0.3
 TRAIN_SIZE, TEST_SIZE, BATCH, EPOCHS = 96, 32, 32, 2  # full batches: one shape, one compilation
@@ -174,6 +175,7 @@ def test_create_train_state_dropout_params_match_reference(student, reference, c
             values.assert_fields_close(got, expected, ("params",), name="state", check=check)
 
 
+@decided_by_values
 def test_create_train_state_dropout_holds_only_the_two_dense_layers(student, classifier):
     check = "state.params holds only the model's parameters: {'Dense_0': ..., 'Dense_1': ...}"
     got, _, _ = _create(student, classifier, CREATE_CASES[1])
@@ -188,6 +190,7 @@ def test_create_train_state_dropout_holds_only_the_two_dense_layers(student, cla
         raise CheckFailure(check, f"state.params is {values.describe(got.params)}", extra)
 
 
+@decided_by_values
 def test_create_train_state_dropout_returns_a_train_state_of_the_model(student, classifier):
     check = "create_train_state_dropout returns a TrainState at step 0 whose apply_fn is model.apply"
     for case in CREATE_CASES:
@@ -204,6 +207,7 @@ def test_create_train_state_dropout_returns_a_train_state_of_the_model(student, 
             )
 
 
+@decided_by_values
 def test_create_train_state_dropout_optimizer_is_sgd_with_the_learning_rate(student, classifier):
     """The optimizer is judged by what it does: three steps with the same gradients as optax.sgd(learning_rate)."""
     for case in CREATE_CASES:
@@ -215,6 +219,7 @@ def test_create_train_state_dropout_optimizer_is_sgd_with_the_learning_rate(stud
         )
 
 
+@decided_by_values
 def test_create_train_state_dropout_gives_the_same_params_for_both_key_kinds(student, classifier):
     check = "create_train_state_dropout gives the same params for jax.random.key(s) and jax.random.PRNGKey(s)"
     case = CREATE_CASES[1]
@@ -298,6 +303,7 @@ def test_train_step_dropout_matches_reference_at_every_step(student, reference, 
         state = continue_from(reference, state, new_state, expected_state)
 
 
+@decided_by_values
 def test_train_step_dropout_gives_the_same_numbers_for_legacy_keys(student, start, trained, steps):
     check = "train_step_dropout gives the same numbers for jax.random.key(s) and jax.random.PRNGKey(s)"
     for label, state, batch in two_steps(start, trained, steps):
@@ -309,6 +315,7 @@ def test_train_step_dropout_gives_the_same_numbers_for_legacy_keys(student, star
             values.assert_fields_close(legacy[0], typed[0], ("params",), rtol=1e-6, check=check, source=same)
 
 
+@decided_by_values
 def test_train_step_dropout_uses_a_new_mask_at_every_step(student, trained, steps):
     """The same params, batch and key at two step numbers: the masks, hence the losses, must differ."""
     batch = steps[1][1]
@@ -365,6 +372,7 @@ def test_train_step_dropout_does_not_retrace_in_a_training_loop(student, start, 
     )
 
 
+@decided_by_values
 def test_train_step_dropout_takes_gradients_with_respect_to_params(student, start, trained, steps):
     """From these states no parameter's gradient is zero, so a step must move every one of them."""
     check = "train_step_dropout moves every parameter (a step of SGD on the loss of params)"
@@ -380,14 +388,15 @@ def test_train_step_dropout_takes_gradients_with_respect_to_params(student, star
             )
 
 
+@decided_by_values
 def test_train_step_dropout_leaves_its_arguments_unchanged(student, start, trained, steps):
     for _, state, batch in two_steps(start, trained, steps):
-        purity.assert_pytree_arguments_unchanged(
+        purity.assert_arguments_unchanged_as_values(
             student.train_step_dropout,
             purity.fresh_copy(state),
             purity.fresh_copy(batch),
             dropout_key(),
-            allow_donation=True,
+            names=("state", "batch", "dropout_key"),
         )
 
 
@@ -427,6 +436,7 @@ def accuracy_of(model, params, x, labels):
     return float(np.mean((logits > 0) == labels))
 
 
+@decided_by_values
 def test_train_step_dropout_trains_the_classifier_of_the_contract(student, contract):
     """DropoutClassifier(16, 1, rate=0.1), lr 0.1, XORDataset(2500, 42) in batches of 128, base key jax.random.key(1);
     the accuracy is the model's own (not the state's apply_fn) on the trained params."""
@@ -487,8 +497,9 @@ def test_eval_step_dropout_equals_the_plain_network_at_rate_0_9(student, referen
                 raise CheckFailure(failure.check, failure.problem, failure.details + "\n" + EVAL_ADVICE) from None
 
 
+@decided_by_values
 def test_eval_step_dropout_is_deterministic(student, trained, test_batches):
-    purity.assert_deterministic(student.eval_step_dropout, trained, test_batches[0])
+    purity.assert_deterministic_as_values(student.eval_step_dropout, trained, test_batches[0])
 
 
 def test_eval_step_dropout_takes_no_key(student):
@@ -523,10 +534,15 @@ def test_eval_step_dropout_does_not_retrace_in_a_training_loop(student, start, t
     )
 
 
+@decided_by_values
 def test_eval_step_dropout_changes_nothing(student, start, trained, test_batches):
     for _, state, batch in eval_cases((start, trained), test_batches)[-2:]:
-        purity.assert_pytree_arguments_unchanged(
-            student.eval_step_dropout, purity.fresh_copy(state), purity.fresh_copy(batch), allow_donation=False
+        purity.assert_arguments_unchanged_as_values(
+            student.eval_step_dropout,
+            purity.fresh_copy(state),
+            purity.fresh_copy(batch),
+            names=("state", "batch"),
+            allow_donation=False,
         )
 
 
@@ -583,10 +599,24 @@ def test_mc_dropout_predict_matches_reference(student, reference, trained, kind,
     values.assert_trees_close(got, expected, name="mean probability", check=check)
 
 
+@decided_by_values
 def test_mc_dropout_predict_depends_only_on_the_key(student, trained):
+    """Judged from values: the jitted function's two results for one key (recorded together), and its results for
+    two keys."""
     fn = jitted(student.mc_dropout_predict)
     for kind in keys.KINDS:
-        keys.assert_same_key_same_result(fn, lambda key: (trained, MC_X, key, MC_SAMPLES), kind)
+        purity.assert_deterministic_as_values(
+            student.mc_dropout_predict,
+            trained,
+            MC_X,
+            keys.make_key(7, kind),
+            MC_SAMPLES,
+            label="called twice, jitted",
+            transform=lambda f: purity.called_twice_on_copies(jitted(f)),
+            check="mc_dropout_predict gives the same result for the same key",
+            problem=f"mc_dropout_predict returned different results for the same key ({kind} key 7)",
+            advice="all randomness must come from the key argument",
+        )
         keys.assert_key_changes_result(fn, lambda key: (trained, MC_X, key, MC_SAMPLES), kind)
 
 

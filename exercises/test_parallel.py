@@ -20,12 +20,13 @@ from hypothesis import strategies as st
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from autograder.checks import loops, purity, tracing, values
+from autograder.checks import loops, purity, structure, tracing, values
 from autograder.checks.strategies import integers
 from autograder.core.failures import CheckFailure
 from autograder.runtime.devices import COURSE_CPU_DEVICES, wrong_device_count_advice
 
 correctness = pytest.mark.correctness
+decided_by_values = pytest.mark.decided("values")
 
 X_DIM, Y_DIM = 3, 2
 ROWS_PER_DEVICE = 2
@@ -143,6 +144,7 @@ def test_shard_batch_matches_reference(student, reference, case):
         ) from None
 
 
+@decided_by_values
 def test_shard_batch_works_on_any_pytree(student):
     """Leaf by leaf: a tree gives what each of its arrays gives alone (the arrays' values are the correctness check's)."""
     rng = np.random.RandomState(3)
@@ -167,10 +169,13 @@ def test_shard_batch_works_on_any_pytree(student):
         )
 
 
+@decided_by_values
 def test_shard_batch_leaves_inputs_unchanged(student):
     rng = np.random.RandomState(5)
     tree = [rng.normal(size=(8, X_DIM)).astype(np.float32), {"labels": np.arange(8, dtype=np.int32)}]
-    purity.assert_pure(student.shard_batch, tree, 4, module=student)
+    """Judged from values: the arguments as they are after the call, and two calls' results."""
+    purity.assert_arguments_unchanged_as_values(student.shard_batch, tree, 4, names=("tree", "n_devices"))
+    purity.assert_deterministic_as_values(student.shard_batch, tree, 4)
 
 
 # all_device_mean ------------------------------------------------------------
@@ -387,42 +392,111 @@ def test_distribute_keeps_values_and_inputs(student, mesh, seed, use_jax):
     )
 
 
+def where_it_lives(leaf):
+    """Where a leaf of distribute's result lives, as values: its kind and shape, and for every shard the device's id
+    and the rows (of axis 0) it holds."""
+    if not isinstance(leaf, jax.Array):
+        return {"kind": type(leaf).__name__, "shape": list(np.shape(leaf)), "shards": [], "spec": ""}
+    rows = leaf.shape[0] if leaf.ndim else 1
+    shards = []
+    for shard in leaf.addressable_shards:
+        index = shard.index[0] if leaf.ndim else slice(None)
+        start, stop, _ = index.indices(rows)
+        shards.append([int(shard.device.id), int(start), int(stop)])
+    spec = str(getattr(leaf.sharding, "spec", type(leaf.sharding).__name__))  # for the message only
+    return {"kind": "jax.Array", "shape": list(leaf.shape), "shards": sorted(shards), "spec": spec}
+
+
+def placements(distribute):
+    """``distribute(params, batch, mesh)``: where each leaf of the params and of the batch it returned lives (recorded
+    as values: the trusted side judges the placements from them), or what it returned instead."""
+
+    def placed(params, batch, mesh):
+        result = distribute(params, batch, mesh)
+        if not (isinstance(result, tuple) and len(result) == 2):
+            return {"returned": values.describe(result)[:120]}
+        return [jax.tree.map(where_it_lives, part) for part in result]
+
+    return placed
+
+
+def placed_by(student, params, batch, mesh):
+    found = structure.transformed_once(student.distribute, "placements", placements)(params, batch, mesh)
+    if isinstance(found, dict) or not isinstance(found, (list, tuple)) or len(found) != 2:
+        shown = found.get("returned", "something that is not data") if isinstance(found, dict) else "no data"
+        raise CheckFailure(
+            "distribute(params, batch, mesh) returns (params, batch)",
+            f"distribute returned {shown}",
+            "return the pair (params, batch), each put on the mesh's devices",
+        )
+    return found
+
+
+def placed_leaves(tree, name):
+    """(where, placement) of every leaf of a tree of :func:`where_it_lives` records."""
+    is_record = lambda x: isinstance(x, dict) and "shards" in x  # noqa: E731
+    found = jax.tree_util.tree_leaves_with_path(tree, is_leaf=is_record)
+    return [(name + jax.tree_util.keystr(path), leaf) for path, leaf in found if is_record(leaf)]
+
+
+def assert_placed_on(placed, mesh, *, where, check, advice):
+    """A JAX array whose shards live on exactly the devices of ``mesh``."""
+    if placed["kind"] != "jax.Array":
+        raise CheckFailure(check, f"{where} is a {placed['kind']}, not a JAX array on the devices", advice)
+    devices = {device for device, _, _ in placed["shards"]}
+    if len(devices) != mesh.size:
+        raise CheckFailure(check, f"{where} lives on {len(devices)} device(s), expected {mesh.size}", advice)
+    if devices != {int(d.id) for d in mesh.devices.flat}:
+        raise CheckFailure(check, f"{where} lives on devices the mesh does not hold", advice)
+
+
+@decided_by_values
 @pytest.mark.parametrize("which", MESHES)
 def test_distribute_replicates_params_on_every_device(student, mesh, half_mesh, which):
+    """Judged from where every leaf lives, recorded as values."""
     mesh = mesh_named(which, mesh, half_mesh)
     params, batch = distribute_inputs(0)
-    got_params, _ = run_distribute(student, params, batch, mesh)
-    assert_replicated(
-        got_params,
-        mesh,
-        name="params",
-        check=f"distribute copies every param leaf whole to all {mesh.size} devices of the mesh",
-        advice="jax.device_put(params, NamedSharding(mesh, P())): an empty PartitionSpec splits no axis, so every "
-        "device holds the whole array. jax.device_put without a sharding puts it on one device only.",
+    got_params, _ = placed_by(student, params, batch, mesh)
+    check = f"distribute copies every param leaf whole to all {mesh.size} devices of the mesh"
+    advice = (
+        "jax.device_put(params, NamedSharding(mesh, P())): an empty PartitionSpec splits no axis, so every "
+        "device holds the whole array. jax.device_put without a sharding puts it on one device only."
     )
+    for where, placed in placed_leaves(got_params, "params"):
+        assert_placed_on(placed, mesh, where=where, check=check, advice=advice)
+        rows = placed["shape"][0] if placed["shape"] else 1
+        pieces = sorted({(start, stop) for _, start, stop in placed["shards"]})
+        if pieces != [(0, rows)]:
+            raise CheckFailure(
+                check,
+                f"{where} is spread over the devices in pieces (rows {pieces}), not copied whole to each",
+                advice,
+            )
 
 
+@decided_by_values
 @pytest.mark.parametrize("which", MESHES)
 def test_distribute_splits_the_batch_rows_over_the_mesh(student, mesh, half_mesh, which):
+    """Judged from where every leaf lives, recorded as values: device i of the mesh holds rows i*b:(i+1)*b."""
     mesh = mesh_named(which, mesh, half_mesh)
     params, batch = distribute_inputs(1)
-    _, got_batch = run_distribute(student, params, batch, mesh)
+    _, got_batch = placed_by(student, params, batch, mesh)
     rows = BATCH_ROWS // mesh.size
     check = f"distribute splits every batch leaf along axis 0 over the mesh axis 'batch': {rows} rows on each device"
     advice = (
         "jax.device_put(batch, NamedSharding(mesh, P('batch'))) splits axis 0 of every leaf over the mesh axis "
         "named 'batch'; P() would copy the whole batch to every device"
     )
-    assert_on_devices(got_batch, mesh.size, name="batch", check=check, advice=advice)
-    wanted = NamedSharding(mesh, P("batch"))
-    for path, leaf in jax.tree_util.tree_leaves_with_path(got_batch):
-        where = "batch" + jax.tree_util.keystr(path)
-        shard_rows = sorted({shard.data.shape[0] for shard in leaf.addressable_shards})
-        if not leaf.sharding.is_equivalent_to(wanted, leaf.ndim) or shard_rows != [rows]:
-            held = "the whole batch" if leaf.sharding.is_fully_replicated else f"{shard_rows} rows"
+    wanted = sorted([int(d.id), i * rows, (i + 1) * rows] for i, d in enumerate(mesh.devices.flat))
+    for where, placed in placed_leaves(got_batch, "batch"):
+        assert_placed_on(placed, mesh, where=where, check=check, advice=advice)
+        if [list(shard) for shard in placed["shards"]] != wanted:
+            held = sorted({stop - start for _, start, stop in placed["shards"]})
+            shown = "the whole batch" if held == [BATCH_ROWS] else f"{held} rows"
             raise CheckFailure(
                 check,
-                f"{where} is sharded as {leaf.sharding.spec}: each device holds {held}, expected {rows} rows",
+                f"{where} is sharded as {placed['spec']}: each device holds {shown}, expected rows "
+                f"i*{rows}:(i+1)*{rows} on device i of the mesh",
                 advice,
             )
 

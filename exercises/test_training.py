@@ -56,6 +56,7 @@ from autograder.core.failures import CheckFailure
 from autograder.core.oracle import continue_from, sibling, transformed
 
 correctness = pytest.mark.correctness
+decided_by_values = pytest.mark.decided("values")
 
 # The scenario: a SimpleClassifier(5, 1) trained with SGD(0.3) on 100 XOR
 # points in batches of 32 (the last batch of every epoch has 4), 3 epochs.
@@ -161,6 +162,7 @@ def test_create_train_state_params_match_reference(student, reference, classifie
             values.assert_fields_close(got, expected, ("params",), name="state", check=check)
 
 
+@decided_by_values
 def test_create_train_state_returns_a_train_state_of_the_model(student, classifier):
     check = "create_train_state returns a TrainState at step 0 whose apply_fn is model.apply"
     for case in CREATE_CASES[:2]:
@@ -174,6 +176,7 @@ def test_create_train_state_returns_a_train_state_of_the_model(student, classifi
             )
 
 
+@decided_by_values
 def test_create_train_state_optimizer_is_sgd_with_the_learning_rate(student, classifier):
     """The optimizer is judged by what it does: three steps with the same gradients as optax.sgd(learning_rate)."""
     for case in CREATE_CASES:
@@ -286,6 +289,7 @@ def test_calculate_loss_acc_counts_a_logit_of_zero_as_class_0(student, reference
         )
 
 
+@decided_by_values
 @settings(max_examples=10)
 @given(inputs=loss_inputs())
 def test_calculate_loss_acc_uses_the_params_argument(student, points, loss_states, inputs):
@@ -384,6 +388,7 @@ def test_train_step_matches_reference_at_every_step(student, reference, start, o
             state = continue_from(reference, state, new_state, expected_state)
 
 
+@decided_by_values
 def test_train_step_takes_gradients_with_respect_to_params(student, start, trained, steps):
     """From these states no parameter's gradient is zero, so a step must move every one of them."""
     check = "train_step moves every parameter (a step of SGD on the loss of params)"
@@ -399,10 +404,11 @@ def test_train_step_takes_gradients_with_respect_to_params(student, start, train
             )
 
 
+@decided_by_values
 def test_train_step_leaves_its_input_state_unchanged(student, start, trained, steps):
     for _, state, batch in two_steps(start, trained[1], steps):
-        purity.assert_pytree_arguments_unchanged(
-            student.train_step, purity.fresh_copy(state), purity.fresh_copy(batch), allow_donation=True
+        purity.assert_arguments_unchanged_as_values(
+            student.train_step, purity.fresh_copy(state), purity.fresh_copy(batch), names=("state", "batch")
         )
 
 
@@ -437,10 +443,15 @@ def test_eval_step_matches_reference(student, reference, trained, other_start, t
             values.assert_trees_close(got, reference.eval_step(state, batch), name="accuracy", check=check)
 
 
+@decided_by_values
 def test_eval_step_changes_nothing(student, trained, test_batches):
     for _, state, batch in eval_cases(trained, test_batches)[-2:]:
-        purity.assert_pytree_arguments_unchanged(
-            student.eval_step, purity.fresh_copy(state), purity.fresh_copy(batch), allow_donation=False
+        purity.assert_arguments_unchanged_as_values(
+            student.eval_step,
+            purity.fresh_copy(state),
+            purity.fresh_copy(batch),
+            names=("state", "batch"),
+            allow_donation=False,
         )
 
 
@@ -528,6 +539,7 @@ def contract(reference, data):
     )
 
 
+@decided_by_values
 def test_train_model_reaches_the_accuracy_of_the_contract(student, contract):
     """The course contract: 95% after 100 epochs, asked here after 10; the accuracy is the model's own (not the
     state's apply_fn) on the trained params."""

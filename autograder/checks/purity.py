@@ -528,6 +528,129 @@ def called_twice(fn: Callable) -> Callable:
     return twice
 
 
+# Arguments unchanged, judged from values (issue 42) ---------------------------------------------------------------
+
+ARGUMENTS_AFTER = "arguments after the call"
+DELETED = "<a donated (deleted) buffer>"  # what a deleted JAX array is recorded as: its value is gone
+
+
+def arguments_after_the_call(fn: Callable) -> Callable:
+    """The transform (for ``structure.transformed_once``, label :data:`ARGUMENTS_AFTER`) that calls ``fn`` and
+    returns its positional arguments as they are after the call, a donated (deleted) buffer as :data:`DELETED`:
+    recorded as values, so that the trusted side judges from them whether the call changed its arguments."""
+
+    def called(*args: Any) -> Any:
+        fn(*args)
+        return as_after_the_call(list(args))
+
+    return called
+
+
+def _after(leaf: Any) -> Any:
+    if isinstance(leaf, jax.Array) and not isinstance(leaf, jax.core.Tracer) and leaf.is_deleted():
+        return DELETED
+    return leaf
+
+
+def _leaf_value(leaf: Any) -> tuple[str, Any]:
+    """(kind, value) of an argument's leaf: what "unchanged" compares."""
+    if isinstance(leaf, str) and leaf == DELETED:
+        return "deleted", None
+    if isinstance(leaf, jax.Array):  # copies: a donated buffer goes, a NumPy array may be written into
+        return "jax.Array", np.array(jax.random.key_data(leaf) if is_key(leaf) else leaf, copy=True)
+    if isinstance(leaf, (np.ndarray, np.generic)):
+        return type(leaf).__name__, np.array(leaf, copy=True)
+    return type(leaf).__name__, leaf
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        a, b = np.asarray(a), np.asarray(b)
+        return a.shape == b.shape and a.dtype == b.dtype and np.array_equal(a, b, equal_nan=a.dtype.kind in "fc")
+    try:
+        return bool(a == b)
+    except Exception:  # noqa: BLE001 - not comparable: not judged
+        return True
+
+
+def assert_arguments_unchanged_as_values(
+    fn: Callable, *args: Any, names: tuple[str, ...], allow_donation: bool = True
+) -> None:
+    """Calling ``fn(*args)`` leaves every argument pytree as it was, judged from values: the arguments as they are
+    after the call are recorded (:func:`arguments_after_the_call`) and compared leaf by leaf with what they were
+    before (the trusted side compares its own inputs with the recorded ones). ``names`` names the arguments.
+
+    Catches writes into the NumPy arrays, dicts and lists inside an argument and leaves swapped for others (a
+    different value, or an array of another kind). With ``allow_donation`` a JAX array the function donated
+    (deleted) counts as unchanged (a promise that the caller will not use it again); without it (an evaluation
+    step must leave the state usable) a deleted buffer fails."""
+    from autograder.checks.structure import transformed_once
+
+    before = fresh_copy(args)
+    after = transformed_once(fn, ARGUMENTS_AFTER, arguments_after_the_call)(*args)
+    assert_as_before(function_name(fn), before, after, names=names, allow_donation=allow_donation)
+
+
+def as_after_the_call(tree: Any) -> Any:
+    """``tree`` (arguments after a call) as values: a donated (deleted) buffer as :data:`DELETED`."""
+    return jax.tree_util.tree_map(_after, tree)
+
+
+def assert_as_before(
+    name: str, before: Any, after: Any, *, names: tuple[str, ...], allow_donation: bool = True
+) -> None:
+    """``after`` (the arguments of the function ``name`` as they are after its call, :func:`as_after_the_call`, as
+    recorded) holds what ``before`` (the same arguments as they were: a copy made before the call) held, leaf by
+    leaf; see :func:`assert_arguments_unchanged_as_values`."""
+    check = f"{name} leaves its arguments unchanged"
+    advice = (
+        "a train or eval step is a pure function: return a new state (state.replace(...), "
+        "state.apply_gradients(...)) and never write into the one you were given"
+    )
+    if not isinstance(after, (list, tuple)) or len(after) != len(before):
+        raise CheckFailure(check, f"the arguments of {name} after the call were not recorded as data", advice)
+    for arg_name, was_value, value in zip(names, before, after):
+        leaves = [
+            (jax.tree_util.keystr(p), _leaf_value(v)) for p, v in jax.tree_util.tree_flatten_with_path(was_value)[0]
+        ]
+        now = [(jax.tree_util.keystr(p), _leaf_value(v)) for p, v in jax.tree_util.tree_flatten_with_path(value)[0]]
+        if [path for path, _ in now] != [path for path, _ in leaves]:
+            raise CheckFailure(
+                check, f"{name} changed the structure of its argument {arg_name}: {describe(value)} now", advice
+            )
+        for (path, (kind, was)), (_, (kind_now, is_now)) in zip(leaves, now):
+            where = f"{arg_name}{path}"
+            if kind_now == "deleted":
+                if not allow_donation:
+                    raise CheckFailure(
+                        check,
+                        f"{name} deleted the buffer of {where}: it donates its argument {arg_name}",
+                        "the caller still needs this argument after the call (evaluating must not consume the "
+                        "training state): remove donate_argnums",
+                    )
+                continue
+            if kind_now != kind or (kind == "jax.Array" and not _same(was, is_now)):
+                raise CheckFailure(check, f"{name} replaced {where} inside its argument", advice)
+            if not _same(was, is_now):
+                found = _changes(was, is_now, where) if isinstance(was, np.ndarray) else None
+                found = found or f"{where} was {was!r} before the call and is {is_now!r} after it"
+                raise CheckFailure(check, f"{name} modified its argument: {found}", advice)
+
+
+CALLED_TWICE_ON_COPIES = "called twice on copies"
+
+
+def called_twice_on_copies(fn: Callable) -> Callable:
+    """The transform (for ``structure.transformed_once``, label :data:`CALLED_TWICE_ON_COPIES`) that calls ``fn`` twice on
+    fresh copies of the same arguments and returns both results: recorded as values, so that the trusted side
+    judges from them whether the same arguments gave the same result."""
+
+    def twice(*args: Any) -> tuple[Any, Any]:
+        return fn(*fresh_copy(args)), fn(*fresh_copy(args))
+
+    return twice
+
+
 def _names_of(fn: Callable, args: tuple) -> list[str]:
     try:
         parameters = list(inspect.signature(fn).parameters.values())
@@ -723,3 +846,33 @@ def assert_global_rngs_untouched_by_values(
                 "use a generator of your own, made from the seed argument "
                 "(np.random.RandomState(seed), torch.Generator().manual_seed(seed)), never the global one",
             )
+
+
+def assert_deterministic_as_values(
+    fn: Callable,
+    *args: Any,
+    label: str = CALLED_TWICE_ON_COPIES,
+    transform: Callable[[Callable], Callable] = called_twice_on_copies,
+    check: str | None = None,
+    problem: str | None = None,
+    advice: str | None = None,
+) -> None:
+    """Two calls with the same arguments give the same result, judged from values: both results are recorded
+    (``transform``, by default :func:`called_twice_on_copies`, under ``label``) and compared. A check that calls ``fn``
+    another way (jitted, say) passes its own ``transform`` and ``label``, and may word its message."""
+    from autograder.checks.structure import transformed_once
+
+    name = function_name(fn)
+    results = transformed_once(fn, label, transform)(*args)
+    check = check or f"{name} gives the same result when called twice with the same arguments"
+    problem = problem or f"{name} returned something different the second time it was called with the same arguments"
+    advice = advice or (
+        "the function keeps hidden state between calls (a global, a counter, a cache or a random generator); make "
+        "the result depend only on the arguments"
+    )
+    if not isinstance(results, (list, tuple)) or len(results) != 2:
+        raise CheckFailure(check, f"the two results of {name} were not recorded as data", advice)
+    try:
+        assert_trees_close(results[1], results[0], rtol=0, atol=0, name="second result", source="the first result")
+    except CheckFailure as failure:
+        raise CheckFailure(check, problem, f"{failure.problem}\n{advice}") from None

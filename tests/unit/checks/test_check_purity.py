@@ -262,3 +262,59 @@ def test_the_values_decided_global_rng_check_reads_the_states_after_the_call():
         purity.assert_global_rngs_untouched_by_values(lambda n: random.random(), 3)
     with pytest.raises(CheckFailure, match=r"changed the state of torch's global RNG"):
         purity.assert_global_rngs_untouched_by_values(lambda n: torch.rand(n), 3)
+
+
+# Judged from values (issue 42): the arguments after the call and two calls' results are what is recorded ----------
+
+
+def test_arguments_after_the_call_are_judged_as_values():
+    import jax
+
+    def writes_into_its_batch(state, batch):
+        batch[0] *= 2
+        return state["w"].sum()
+
+    def swaps_a_leaf(state, batch):
+        state["w"] = jnp.asarray(state["w"]) + 1
+        return state["w"].sum()
+
+    state, batch = {"w": jnp.ones(3)}, [np.arange(3, dtype=np.float32)]
+    purity.assert_arguments_unchanged_as_values(pure, batch[0], 2.0, names=("x", "scale"))
+    with pytest.raises(CheckFailure, match=r"modified its argument: batch\[0\]\[1\] was 1\.0 before the call"):
+        purity.assert_arguments_unchanged_as_values(writes_into_its_batch, state, batch, names=("state", "batch"))
+    with pytest.raises(CheckFailure, match=r"swaps_a_leaf replaced state\['w'\] inside its argument"):
+        purity.assert_arguments_unchanged_as_values(swaps_a_leaf, state, [np.zeros(1)], names=("state", "batch"))
+    donates = jax.jit(lambda state: state["w"] * 2, donate_argnums=0)
+    donates.__name__ = "donates"
+    fresh = {"w": jnp.ones(3)}
+    purity.assert_arguments_unchanged_as_values(donates, purity.fresh_copy(fresh), names=("state",))
+    with pytest.raises(CheckFailure, match=r"donates deleted the buffer of state\['w'\]"):
+        purity.assert_arguments_unchanged_as_values(
+            donates, purity.fresh_copy(fresh), names=("state",), allow_donation=False
+        )
+
+
+def test_recorded_arguments_are_compared_with_the_inputs_whatever_the_process_said():
+    """The trusted side's view: ``after`` is what was recorded, ``before`` its own inputs."""
+    before = [{"w": np.ones(2, np.float32)}, 3]
+    purity.assert_as_before("f", before, [{"w": np.ones(2, np.float32)}, 3], names=("params", "n"))
+    with pytest.raises(CheckFailure, match=r"f changed the structure of its argument params"):
+        purity.assert_as_before("f", before, [{"w": np.ones(2, np.float32), "v": 1}, 3], names=("params", "n"))
+    with pytest.raises(CheckFailure, match=r"f replaced params\['w'\] inside its argument"):
+        purity.assert_as_before("f", before, [{"w": jnp.ones(2)}, 3], names=("params", "n"))
+    with pytest.raises(CheckFailure, match=r"n was 3 before the call and is 4 after it"):
+        purity.assert_as_before("f", before, [{"w": np.ones(2, np.float32)}, 4], names=("params", "n"))
+    with pytest.raises(CheckFailure, match=r"not recorded as data"):
+        purity.assert_as_before("f", before, "<opaque>", names=("params", "n"))
+
+
+def test_two_calls_results_are_judged_as_values():
+    calls = []
+
+    def counts(x):
+        calls.append(1)
+        return x + len(calls)
+
+    purity.assert_deterministic_as_values(pure, np.ones(2, np.float32), 2.0)
+    with pytest.raises(CheckFailure, match=r"counts returned something different the second time"):
+        purity.assert_deterministic_as_values(counts, np.ones(2, np.float32))

@@ -191,3 +191,15 @@ def test_assert_leaves_moved_without_an_expected_update_wants_every_leaf_changed
         check="c",
         advice="a",
     )
+
+
+def test_a_state_whose_optimizer_cannot_run_fails_with_the_checks_message():
+    """On the trusted side an optimizer no recipe describes (SGD with momentum) is recorded as its class only."""
+    from autograder.checks.values import assert_steps_like_optimizer
+    from autograder.recording.plain_data import OpaqueStatic
+
+    params = {"W": jnp.ones((2, 3))}
+    state = train_state.TrainState.create(apply_fn=lambda p, x: x, params=params, tx=optax.sgd(0.1))
+    state = state.replace(tx=OpaqueStatic("GradientTransformationExtraArgs"))
+    with pytest.raises(CheckFailure, match=r"the state's tx is .*not an optimizer that makes the steps asked for"):
+        assert_steps_like_optimizer(state, optax.sgd(0.1), check="sgd", advice="use optax.sgd")
