@@ -43,6 +43,9 @@ class TrustedSide:
         # Without zygotes there are none: each verification is a fresh trusted process (verify).
         self.verifiers = Verifiers(len(self._trusted_zygotes), self._start_verifier, stop)
         self.modules_with_givens = {c.module for c in self.plan if c.givens}
+        # per server: how many of the reference's results it answered from the class's so far (trusted.shared)
+        self._shared: dict[int, tuple[int, int]] = {}
+        self._lock = threading.Lock()
 
     def _answer(self, request: VerifierRequest, timeout: float) -> dict:
         """Run :mod:`autograder.grading.trusted.verifier` (never student code) on a fresh private copy of the course."""
@@ -104,9 +107,26 @@ class TrustedSide:
                 if not server.answer(asked, VERIFY_TIMEOUT) or not out.is_file():
                     self.verifiers.discard(server)
                     raise RuntimeError(f"the trusted grader failed:\n{file_tail(server.stderr)}")
-            return _verdicts(json.loads(out.read_text(encoding="utf-8")))
+                answered = json.loads(out.read_text(encoding="utf-8"))
+                self._count_shared(server, answered.get("shared"))
+            return _verdicts(answered)
         finally:
             self.pool.remove(scratch)
+
+    def _count_shared(self, server: TrustedServer, counts) -> None:
+        """Keep ``server``'s totals so far (it reports its own, from its start)."""
+        if isinstance(counts, dict) and all(isinstance(counts.get(k), int) for k in ("hits", "misses")):
+            with self._lock:
+                self._shared[id(server)] = (counts["hits"], counts["misses"])
+
+    @property
+    def shared_results(self) -> dict[str, int]:
+        """The reference's results the run's verifiers answered from the class's (hits) and computed (misses)."""
+        with self._lock:
+            return {
+                "hits": sum(h for h, _ in self._shared.values()),
+                "misses": sum(m for _, m in self._shared.values()),
+            }
 
     def _start_verifier(self, slot: int) -> TrustedServer:
         """The long-lived verifier of ``slot`` (see :mod:`autograder.grading.trusted.trusted_server`), forked from that
