@@ -71,9 +71,9 @@ def main() -> None:
         one = scratch / "one" / "student"
         one.mkdir(parents=True)
         (one / "at_updates.py").write_bytes((ROOT / "solutions" / "at_updates.py").read_bytes())
-        # the proofs every later call reuses (--jobs is part of a proof's key: one per --jobs used)
+        # the proofs every later call reuses (modules and --jobs are part of a proof's key: one per call made below)
         meter.run(grade_cmd(one.parent, scratch / "prove-1", ["at_updates"], 1), env)
-        meter.run(grade_cmd(one.parent, scratch / "prove-j", ["at_updates"], args.jobs), env)
+        meter.run(grade_cmd(one.parent, scratch / "prove-j", modules, args.jobs), env)
         grades: dict[str, bytes] = {}
         for r in range(args.rounds):
             print(f"round {r + 1}/{args.rounds} (load {load()})", flush=True)
@@ -88,13 +88,15 @@ def main() -> None:
                 order = ("on", "off") if r % 2 == 0 else ("off", "on")
                 for mode in order:
                     out = scratch / f"class-{mode}-{r}"
-                    wall, cpu, _ = meter.run(
+                    wall, cpu, log = meter.run(
                         grade_cmd(klass, out, modules, args.jobs), {**env, SWITCH: "1" if mode == "on" else "0"}
                     )
+                    if REUSED not in log:
+                        print("  (the class's call proved the pre-flight again)", flush=True)
                     samples.setdefault(f"class_{mode}", []).append((wall / n, cpu / n))
                     grades[f"{mode}-{r}"] = (out / "grades.csv").read_bytes()
                     print(f"  class, sharing {mode}: {wall:.0f} s wall, {cpu:.0f} s CPU", flush=True)
-        print_table(samples, args, n, modules, meter, load_before, grades)
+            print_table(samples, args, n, modules, meter, load_before, grades)  # so far
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 

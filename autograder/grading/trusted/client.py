@@ -22,6 +22,7 @@ from autograder.grading.trusted.trusted_server import TrustedServer, Verifiers, 
 from autograder.grading.wire import PlannedCheck, Verdict, VerifierRequest
 
 VERIFY_TIMEOUT = 600.0
+SHARED_COUNTS = ("hits", "misses", "verdicts")
 
 
 class TrustedSide:
@@ -43,8 +44,9 @@ class TrustedSide:
         # Without zygotes there are none: each verification is a fresh trusted process (verify).
         self.verifiers = Verifiers(len(self._trusted_zygotes), self._start_verifier, stop)
         self.modules_with_givens = {c.module for c in self.plan if c.givens}
-        # per server: how many of the reference's results it answered from the class's so far (trusted.shared)
-        self._shared: dict[int, tuple[int, int]] = {}
+        # per server, its totals so far (trusted.shared): the reference's results answered from the class's (hits)
+        # and computed (misses), claimed checks answered with a verdict reached on the same transcript (verdicts)
+        self._shared: dict[int, dict[str, int]] = {}
         self._lock = threading.Lock()
 
     def _answer(self, request: VerifierRequest, timeout: float) -> dict:
@@ -115,18 +117,15 @@ class TrustedSide:
 
     def _count_shared(self, server: TrustedServer, counts) -> None:
         """Keep ``server``'s totals so far (it reports its own, from its start)."""
-        if isinstance(counts, dict) and all(isinstance(counts.get(k), int) for k in ("hits", "misses")):
+        if isinstance(counts, dict) and all(isinstance(counts.get(k), int) for k in SHARED_COUNTS):
             with self._lock:
-                self._shared[id(server)] = (counts["hits"], counts["misses"])
+                self._shared[id(server)] = {k: counts[k] for k in SHARED_COUNTS}
 
     @property
     def shared_results(self) -> dict[str, int]:
-        """The reference's results the run's verifiers answered from the class's (hits) and computed (misses)."""
+        """What the run's verifiers shared between students (see ``__init__``), all servers together."""
         with self._lock:
-            return {
-                "hits": sum(h for h, _ in self._shared.values()),
-                "misses": sum(m for _, m in self._shared.values()),
-            }
+            return {k: sum(counts[k] for counts in self._shared.values()) for k in SHARED_COUNTS}
 
     def _start_verifier(self, slot: int) -> TrustedServer:
         """The long-lived verifier of ``slot`` (see :mod:`autograder.grading.trusted.trusted_server`), forked from that

@@ -47,6 +47,44 @@ class ClassResults:
         self.hits = 0
         self.misses = 0
         self._results: dict[tuple, tuple[Any, list]] = {}  # key -> (treedef, leaves)
+        self.correctness: set[str] = set()  # the course's correctness checks, as the first request collected them
+        self._verdicts: dict[tuple, Any] = {}  # (seed, check, digest of the student's transcript) -> Verdict
+        self.verdicts_reused = 0
+
+    # -- whole checks: the same transcript gets the same verdict ------------------------------------------------
+    def known_verdicts(self, claims: set[str], transcripts: dict) -> dict[str, Any]:
+        """The verdicts already reached for ``claims`` of a correctness check on the same transcript (what the
+        student's process recorded of it, byte for byte): a replay of the same answers on the same inputs."""
+        found = {}
+        for check in sorted(claims):
+            key = self._verdict_key(check, transcripts)
+            if key is not None and key in self._verdicts:
+                found[check] = self._verdicts[key]
+        self.verdicts_reused += len(found)
+        return found
+
+    def learn(self, plan: list, verdicts: dict[str, Any], transcripts: dict) -> None:
+        """Keep the verdicts of this request's replayed correctness checks (``plan``: what it collected)."""
+        self.correctness |= {entry.id for entry in plan if entry.correctness}
+        for check, verdict in verdicts.items():
+            key = self._verdict_key(check, transcripts)
+            if key is not None:
+                self._verdicts[key] = verdict
+
+    def _verdict_key(self, check: str, transcripts: dict) -> tuple | None:
+        import hashlib
+        import json
+
+        if check not in self.correctness:
+            return None
+        calls = transcripts.get(check)
+        try:
+            text = json.dumps(calls if isinstance(calls, dict) else {}, sort_keys=True)
+        except (TypeError, ValueError):
+            return None
+        return (self.seed, check, hashlib.sha256(text.encode()).hexdigest())
+
+    # -- the reference's calls ----------------------------------------------------------------------------------
 
     def shared(self, reference: Any, check: str, statics: Any) -> SharedReference:
         """``reference`` (a module's oracle) as ``check`` sees it, answering from this class's results."""

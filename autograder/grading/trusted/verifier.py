@@ -324,6 +324,8 @@ def answer(request: VerifierRequest, results: ClassResults | None = None) -> boo
     """Run one plan or verify request in this process; whether its answer was written to ``request.out``."""
     course_root = Path(request.course_root)
     verifier = Verifier(request, results)
+    known = results.known_verdicts(verifier.claims, verifier.transcripts) if results is not None else {}
+    verifier.claims -= set(known)  # the class's verdicts on the same transcripts (trusted.shared): not replayed
     args = [str(course_root / "exercises" / f"test_{m}.py") for m in request.modules]
     args += ["--solutions", "--tb=short", *pytest_args(str(course_root), request.seed)]
     if request.mode == "plan":
@@ -332,7 +334,11 @@ def answer(request: VerifierRequest, results: ClassResults | None = None) -> boo
         from autograder.recording.givens import FixturesFromGivens
 
         givens = [FixturesFromGivens()] if verifier.givens else []  # fixtures answered as in the grading process
-        pytest.main(args, plugins=[verifier, *givens])
+        if verifier.claims or request.mode != "verify":
+            pytest.main(args, plugins=[verifier, *givens])
+        if results is not None:
+            results.learn(verifier.plan, verifier.verdicts, verifier.transcripts)
+            verifier.verdicts.update(known)
         if request.mode == "plan" and request.givens and verifier.with_givens:
             record_givens(course_root, sorted(verifier.with_givens), Path(request.givens), request.seed)
         payload = {
@@ -340,7 +346,7 @@ def answer(request: VerifierRequest, results: ClassResults | None = None) -> boo
             "verdicts": {check: verdict.to_wire() for check, verdict in verifier.verdicts.items()},
         }
         if results is not None:  # how many of the reference's results this server answered from the class's
-            payload["shared"] = {"hits": results.hits, "misses": results.misses}
+            payload["shared"] = {"hits": results.hits, "misses": results.misses, "verdicts": results.verdicts_reused}
         Path(request.out).write_text(json.dumps(payload), encoding="utf-8")
     except BaseException:  # noqa: BLE001 - the parent reads the missing file as an error
         return False
