@@ -15,7 +15,8 @@ string; a NumPy array is kept as a copy and handed out as a fresh copy each time
 for every caller. A call that is not data (traced, an object) goes to the reference every time.
 
 ``grade`` turns it off with ``AUTOGRADER_CLASS_SHARING=0`` (for measuring, and for the test that grades a class
-both ways and finds the same bytes).
+both ways and finds the same bytes), and with it the trusted side's compilation cache kept between calls
+(:func:`autograder.grading.preflight.kept_compile_cache`): the trusted side then shares nothing beyond one student.
 """
 
 from __future__ import annotations
