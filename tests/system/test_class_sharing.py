@@ -4,7 +4,8 @@ input once and answers every later student's replay from it (``autograder.gradin
 One small class of ``grade_fixtures.build_class`` (two correct layouts, a memory blow-up in one function, wrong
 values, always-equal results) and one right within the tolerance only, graded twice with two workers, with the sharing on and with it switched off
 (``AUTOGRADER_CLASS_SHARING=0``): the verifier answered the reference's calls and whole checks (a transcript it
-judged before) from the class's only when on, and every file a class's grade writes is byte-identical both ways."""
+judged before) from the class's only when on, and kept its compiled programs for the next call (beside the
+pre-flight's proofs) only when on; every file a class's grade writes is byte-identical both ways."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from support import ROOT, reference_source
 from autograder.core.course import load_course
 from autograder.grading.grader import Grader, Options
 from autograder.grading.outputs import class_files
+from autograder.grading.preflight import REUSE_ENV, TRUSTED_COMPILED
 from autograder.grading.trusted.shared import SWITCH
 
 pytestmark = pytest.mark.timeout(1800)
@@ -26,8 +28,9 @@ MODULE = "at_updates"
 STUDENTS = ("correct", "exercises_layout", "faults_memory", "wrong_values", "hostile_always_equal")
 
 
-def grade(course, students: list[tuple[str, Path]], out: Path) -> dict[str, int]:
-    """Grade ``students`` into ``out`` (every class file); the verifiers' shared results (hits, misses)."""
+def grade(course, students: list[tuple[str, Path]], out: Path) -> tuple[dict[str, int], Path]:
+    """Grade ``students`` into ``out`` (every class file); what the verifiers shared, and the trusted side's
+    compilation cache."""
     options = Options((MODULE,), 15, 4000, 2)
     grader = Grader(course, options, workers=2)
     try:
@@ -36,7 +39,7 @@ def grade(course, students: list[tuple[str, Path]], out: Path) -> dict[str, int]
     finally:
         grader.close()
     class_files.write_all(out, course, options.modules, results)
-    return shared
+    return shared, grader.pool.trusted_cache_dir
 
 
 def files(out: Path) -> dict[str, bytes]:
@@ -59,10 +62,14 @@ def test_a_class_graded_with_and_without_sharing_gets_the_same_bytes(tmp_path: P
     )
     students = [(s, tmp_path / "class" / s) for s in (*STUDENTS, "rounding")]
     course = load_course(ROOT)
+    monkeypatch.setenv(REUSE_ENV, str(tmp_path / "proofs"))
     monkeypatch.setenv(SWITCH, "1")
-    shared = grade(course, students, tmp_path / "on")
+    shared, kept = grade(course, students, tmp_path / "on")
     monkeypatch.setenv(SWITCH, "0")
-    alone = grade(course, students, tmp_path / "off")
+    alone, own = grade(course, students, tmp_path / "off")
+    # the trusted side's compiled programs: kept beside the proofs for the next call when on, the run's own when off
+    assert kept.parent == tmp_path / "proofs" / TRUSTED_COMPILED and any(kept.iterdir())
+    assert own != kept and not own.exists()
     # on: the later students' replays were answered from what the first ones' computed; off: nothing shared
     assert shared["hits"] > 0 and shared["misses"] > 0 and shared["verdicts"] > 0, shared
     assert alone == {"hits": 0, "misses": 0, "verdicts": 0}
