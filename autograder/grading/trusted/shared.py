@@ -48,6 +48,12 @@ class ClassResults:
         self.hits = 0
         self.misses = 0
         self._results: dict[tuple, tuple[Any, list]] = {}  # key -> (treedef, leaves)
+        # the check being replayed (set by the verifier before it runs), read by every reference function's stand-in
+        self.check = ""
+        self.statics: Any = None
+        # one stand-in per reference function for the server's life: a check that jits what it is given
+        # (``jitted(reference.f)``, keyed by the function) compiles it once, not once per access
+        self._stand_ins: dict[str, tuple[Callable, Callable]] = {}
         self.correctness: set[str] = set()  # the course's correctness checks, as the first request collected them
         self._verdicts: dict[tuple, Any] = {}  # (seed, check, digest of the student's transcript) -> Verdict
         self.verdicts_reused = 0
@@ -88,8 +94,23 @@ class ClassResults:
     # -- the reference's calls ----------------------------------------------------------------------------------
 
     def shared(self, reference: Any, check: str, statics: Any) -> SharedReference:
-        """``reference`` (a module's oracle) as ``check`` sees it, answering from this class's results."""
-        return SharedReference(reference, self, check, statics)
+        """``reference`` (a module's oracle) as ``check`` (the one about to run) sees it, answering from this
+        class's results."""
+        self.check, self.statics = check, statics
+        return SharedReference(reference, self)
+
+    def stand_in(self, label: str, function: Callable) -> Callable:
+        """The reference's ``function`` (named ``label``) answering from this class's results for the current check:
+        the same object for the same function every time."""
+        found = self._stand_ins.get(label)
+        if found is None or found[0] != function:
+
+            @functools.wraps(function)
+            def answering(*args, **kwargs):
+                return self.call(label, function, self.check, self.statics, args, kwargs)
+
+            found = self._stand_ins[label] = (function, answering)
+        return found[1]
 
     def call(self, label: str, function: Callable, check: str, statics: Any, args: tuple, kwargs: dict) -> Any:
         """``function(*args, **kwargs)`` (the reference's ``label``), or what it returned before for this check."""
@@ -123,8 +144,8 @@ class ClassResults:
 class SharedReference(Reference):
     """A module's reference whose functions answer from :class:`ClassResults` (classes and constants as they are)."""
 
-    def __init__(self, then: Any, results: ClassResults, check: str, statics: Any) -> None:
-        self.then, self.results, self.check, self.statics = then, results, check, statics
+    def __init__(self, then: Any, results: ClassResults) -> None:
+        self.then, self.results = then, results
         self.module_name = getattr(then, "module_name", "")
         self.knows_only_its_own_path = getattr(then, "knows_only_its_own_path", False)
 
@@ -138,25 +159,17 @@ class SharedReference(Reference):
         value = getattr(self.then, name)
         if not callable(value) or isinstance(value, type):
             return value
-        return self._answering(f"{self.module_name}.{name}", value)
+        return self.results.stand_in(f"{self.module_name}.{name}", value)
 
     def __repr__(self) -> str:
         return repr(self.then)
 
     def sibling(self, module: str) -> SharedReference:
-        return SharedReference(self.then.sibling(module), self.results, self.check, self.statics)
+        return SharedReference(self.then.sibling(module), self.results)
 
     def transformed(self, name: str, label: str, transform: Callable) -> Callable:
-        return self._answering(f"{self.module_name}.{name}|{label}", self.then.transformed(name, label, transform))
-
-    def _answering(self, label: str, function: Callable) -> Callable:
-        results, check, statics = self.results, self.check, self.statics
-
-        @functools.wraps(function)
-        def answering(*args, **kwargs):
-            return results.call(label, function, check, statics, args, kwargs)
-
-        return answering
+        function = self.then.transformed(name, label, transform)
+        return self.results.stand_in(f"{self.module_name}.{name}|{label}", function)
 
 
 def _is_data_leaf(leaf: Any) -> bool:

@@ -68,6 +68,18 @@ def test_a_later_student_gets_the_result_computed_for_an_earlier_one():
     assert ref.calls == ["double"] * 3
 
 
+def test_a_reference_function_is_the_same_object_at_every_access():
+    """A check that jits what it is given (``jitted(reference.f)``, keyed by the function) compiles it once: a new
+    stand-in at every access made it trace and compile again for every input."""
+    ref, results = Ref(), ClassResults(seed=0)
+    assert shared(ref, results).double is shared(ref, results, "m::test_other").double
+    jitted = jax.jit(shared(ref, results).double)
+    for i in range(3):
+        jax.jit(shared(ref, results).double)  # (jit keys its traces by the function)
+        assert jitted(np.arange(3.0) + i).tolist() == (2 * (np.arange(3.0) + i)).tolist()
+    assert ref.calls == ["double"]  # traced once
+
+
 def test_containers_and_numpy_arrays_are_fresh_for_every_caller():
     ref, results = Ref(), ClassResults(seed=0)
     first = shared(ref, results).pair(np.arange(3.0))
