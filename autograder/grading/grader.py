@@ -20,12 +20,14 @@ from pathlib import Path
 from autograder.core.course import Course
 from autograder.core.outcomes import StudentResult
 from autograder.core.submission import read_submission
+from autograder.grading import preflight
 from autograder.grading.executor import LocalThreads
 from autograder.grading.isolation.scratch import Snapshot
 from autograder.grading.options import Options
 from autograder.grading.pipeline import Submission, SubmissionPipeline, failed_result
 from autograder.grading.pool import GradingPool
 from autograder.grading.trusted.client import TrustedSide
+from autograder.grading.trusted.shared import sharing_enabled
 
 
 class Grader:
@@ -44,7 +46,9 @@ class Grader:
         self.course = course
         self.options = options
         self.stop = stop if stop is not None else threading.Event()
-        self.pool = GradingPool(course, options, self.stop, snapshot)
+        # the trusted side's compiled programs kept between calls (AUTOGRADER_CLASS_SHARING=0: this run's own)
+        kept = preflight.kept_compile_cache if sharing_enabled() else None
+        self.pool = GradingPool(course, options, self.stop, snapshot, trusted_cache=kept)
         try:
             workers = min(max(0, workers), options.jobs)
             self.pool.start_spares(workers)  # the first students' sandboxes import the libraries while the plan is made

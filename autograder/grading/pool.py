@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 from autograder.core.course import Course
@@ -32,7 +33,16 @@ class GradingPool:
     """Every process and folder of one grader (module docstring). ``options``: the grader's
     :class:`~autograder.grading.grader.Options`."""
 
-    def __init__(self, course: Course, options, stop: threading.Event, snapshot: Snapshot | None = None):
+    def __init__(
+        self,
+        course: Course,
+        options,
+        stop: threading.Event,
+        snapshot: Snapshot | None = None,
+        trusted_cache: Callable[[object], Path | None] | None = None,
+    ):
+        """``trusted_cache(isolation)``: the trusted side's compilation cache kept between calls, or None (this
+        run's own scratch folder)."""
         self.options = options
         self.stop = stop
         self.lifeline = Lifeline()
@@ -56,8 +66,10 @@ class GradingPool:
             # (each grading process gets its own module's checks only, laid out in its run's folder: pipeline)
             self.snapshot.materialize(self.shared, course=False)
             _readable(self.shared)
-            # The trusted side has its own compilation cache, whose path no student process is given.
-            self.trusted_cache_dir = self.scratch_dir()
+            # The trusted side has its own compilation cache, whose path no student process is given: kept between
+            # calls where the grader's own folder allows it (preflight.kept_compile_cache), else this run's.
+            kept = trusted_cache(self.isolation) if trusted_cache is not None else None
+            self.trusted_cache_dir = kept if kept is not None else self.scratch_dir()
             # ... and its own temporary folder (pytest's tmp_path, the reference's checkpoints), a scratch folder
             # like the others: removed by close() (after Ctrl-C or SIGTERM too), or by the next grader after a kill
             self.trusted_tmp = self.scratch_dir()

@@ -202,6 +202,38 @@ def unsafe_folder(folder: Path, isolation) -> str | None:
     return None
 
 
+TRUSTED_COMPILED = "trusted-compiled"  # beside the proofs: the trusted side's compilation caches
+
+
+def kept_compile_cache(isolation) -> Path | None:
+    """The trusted side's compilation cache kept between ``grade`` calls, or None (a scratch folder of the run then).
+
+    The programs the references and checks compile on the trusted side (the plan's givens, the verifiers, the
+    pre-flight's reference) are the same in every call with the same libraries: a later call, a ``--student``
+    regrade or a Gradescope submission after ``setup.sh`` loads them instead of compiling them again. The folder
+    is beside the proofs (:func:`proof_folder`: the grader's own, which no sandbox shows), one per interpreter,
+    libraries and machine, and used only where a proof could be kept (:func:`unsafe_folder`:
+    no student's process can write there). Only trusted processes are given it; students' caches stay theirs."""
+    from autograder.core import versions
+
+    folder = proof_folder()
+    if unsafe_folder(folder, isolation) is not None:
+        return None
+    # (JAX's own key of each program covers the program, the XLA flags and the compile options)
+    setting = {"python": sys.executable, "version": sys.version, "libraries": versions.installed()}
+    setting["machine"] = machine_seen()
+    name = hashlib.sha256(json.dumps(setting, sort_keys=True, default=str).encode()).hexdigest()[:32]
+    kept = folder / TRUSTED_COMPILED / name
+    try:
+        kept.mkdir(mode=0o700, parents=True, exist_ok=True)
+        st = os.lstat(kept)
+    except OSError:
+        return None
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o077:
+        return None
+    return kept
+
+
 def machine_seen() -> dict[str, object]:
     """What of the machine a proof depends on: the CPUs this process may use and the memory it sees."""
     try:

@@ -291,6 +291,8 @@ class VerifierRequest:
     # plan: record the givens of the modules judged here only into this folder; verify: answer those
     # modules' fixtures from it
     givens: str = ""
+    # serve: share the reference's results between the students it verifies (grading.trusted.shared)
+    share: bool = True
 
     def to_wire(self) -> dict:
         return asdict(self)

@@ -22,6 +22,7 @@ from autograder.grading.trusted.trusted_server import TrustedServer, Verifiers, 
 from autograder.grading.wire import PlannedCheck, Verdict, VerifierRequest
 
 VERIFY_TIMEOUT = 600.0
+SHARED_COUNTS = ("hits", "misses", "verdicts")
 
 
 class TrustedSide:
@@ -43,6 +44,10 @@ class TrustedSide:
         # Without zygotes there are none: each verification is a fresh trusted process (verify).
         self.verifiers = Verifiers(len(self._trusted_zygotes), self._start_verifier, stop)
         self.modules_with_givens = {c.module for c in self.plan if c.givens}
+        # per server, its totals so far (trusted.shared): the reference's results answered from the class's (hits)
+        # and computed (misses), claimed checks answered with a verdict reached on the same transcript (verdicts)
+        self._shared: dict[int, dict[str, int]] = {}
+        self._lock = threading.Lock()
 
     def _answer(self, request: VerifierRequest, timeout: float) -> dict:
         """Run :mod:`autograder.grading.trusted.verifier` (never student code) on a fresh private copy of the course."""
@@ -104,9 +109,23 @@ class TrustedSide:
                 if not server.answer(asked, VERIFY_TIMEOUT) or not out.is_file():
                     self.verifiers.discard(server)
                     raise RuntimeError(f"the trusted grader failed:\n{file_tail(server.stderr)}")
-            return _verdicts(json.loads(out.read_text(encoding="utf-8")))
+                answered = json.loads(out.read_text(encoding="utf-8"))
+                self._count_shared(server, answered.get("shared"))
+            return _verdicts(answered)
         finally:
             self.pool.remove(scratch)
+
+    def _count_shared(self, server: TrustedServer, counts) -> None:
+        """Keep ``server``'s totals so far (it reports its own, from its start)."""
+        if isinstance(counts, dict) and all(isinstance(counts.get(k), int) for k in SHARED_COUNTS):
+            with self._lock:
+                self._shared[id(server)] = {k: counts[k] for k in SHARED_COUNTS}
+
+    @property
+    def shared_results(self) -> dict[str, int]:
+        """What the run's verifiers shared between students (see ``__init__``), all servers together."""
+        with self._lock:
+            return {k: sum(counts[k] for counts in self._shared.values()) for k in SHARED_COUNTS}
 
     def _start_verifier(self, slot: int) -> TrustedServer:
         """The long-lived verifier of ``slot`` (see :mod:`autograder.grading.trusted.trusted_server`), forked from that

@@ -31,6 +31,7 @@ from pathlib import Path
 from autograder.grading.isolation.forkserver import Zygote
 from autograder.grading.isolation.limits import POLL, Interrupted, check
 from autograder.grading.isolation.scratch import Snapshot
+from autograder.grading.trusted.shared import sharing_enabled
 from autograder.grading.wire import VerifierRequest
 
 WORKERS_PER_VERIFIER = 4
@@ -50,7 +51,9 @@ class TrustedServer:
         work.mkdir()
         self.stderr = scratch / "stderr.txt"
         self.stop = zygote.stop
-        cfg = VerifierRequest("serve", course_root=str(course_root), modules=modules, kit=str(kit), seed=seed).to_wire()
+        cfg = VerifierRequest(
+            "serve", course_root=str(course_root), modules=modules, kit=str(kit), seed=seed, share=sharing_enabled()
+        ).to_wire()
         ours, theirs = socket.socketpair()
         try:
             self.handle = zygote.start(work, cfg, theirs.fileno(), self.stderr)

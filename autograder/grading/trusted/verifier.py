@@ -42,6 +42,7 @@ import pytest
 
 from autograder.core.failures import CheckFailure
 from autograder.core.outcomes import CheckId
+from autograder.grading.trusted.shared import ClassResults
 from autograder.grading.trusted.trusted_only import modules_judged_on_the_trusted_side, modules_with_givens
 from autograder.grading.wire import PlannedCheck, Replay, Verdict, VerifierRequest, pytest_args
 from autograder.pytest_plugin.decided import OBSERVED, decided_where
@@ -181,8 +182,9 @@ def _course_classes(session) -> Callable[[str, str], type]:
 class Verifier:
     """pytest plugin: keep the claimed checks, replay the student, record verdicts."""
 
-    def __init__(self, request: VerifierRequest):
+    def __init__(self, request: VerifierRequest, results: ClassResults | None = None):
         self.mode = request.mode
+        self.results = results  # serve: the reference's results, shared by the class's students (trusted.shared)
         self.claims = set(request.checks)
         self.transcripts: dict = request.transcripts
         if request.transcripts_file:
@@ -270,9 +272,14 @@ class Verifier:
         saved = {name: getattr(student, name) for name in stand_ins if hasattr(student, name)}
         for name, stand_in in stand_ins.items():
             setattr(student, name, stand_in)
+        reference = pyfuncitem.funcargs.get("reference")
+        if self.results is not None and reference is not None:
+            pyfuncitem.funcargs["reference"] = self.results.shared(reference, cid, self.statics)
         try:
             return (yield)
         finally:
+            if self.results is not None and reference is not None:
+                pyfuncitem.funcargs["reference"] = reference
             for name in stand_ins:
                 if name in saved:
                     setattr(student, name, saved[name])
@@ -316,10 +323,12 @@ def run(cfg: dict) -> None:
     os._exit(code)
 
 
-def answer(request: VerifierRequest) -> bool:
+def answer(request: VerifierRequest, results: ClassResults | None = None) -> bool:
     """Run one plan or verify request in this process; whether its answer was written to ``request.out``."""
     course_root = Path(request.course_root)
-    verifier = Verifier(request)
+    verifier = Verifier(request, results)
+    known = results.known_verdicts(verifier.claims, verifier.transcripts) if results is not None else {}
+    verifier.claims -= set(known)  # the class's verdicts on the same transcripts (trusted.shared): not replayed
     args = [str(course_root / "exercises" / f"test_{m}.py") for m in request.modules]
     args += ["--solutions", "--tb=short", *pytest_args(str(course_root), request.seed)]
     if request.mode == "plan":
@@ -328,13 +337,19 @@ def answer(request: VerifierRequest) -> bool:
         from autograder.recording.givens import FixturesFromGivens
 
         givens = [FixturesFromGivens()] if verifier.givens else []  # fixtures answered as in the grading process
-        pytest.main(args, plugins=[verifier, *givens])
+        if verifier.claims or request.mode != "verify":
+            pytest.main(args, plugins=[verifier, *givens])
+        if results is not None:
+            results.learn(verifier.plan, verifier.verdicts, verifier.transcripts)
+            verifier.verdicts.update(known)
         if request.mode == "plan" and request.givens and verifier.with_givens:
             record_givens(course_root, sorted(verifier.with_givens), Path(request.givens), request.seed)
         payload = {
             "plan": [c.to_wire() for c in verifier.plan],
             "verdicts": {check: verdict.to_wire() for check, verdict in verifier.verdicts.items()},
         }
+        if results is not None:  # how many of the reference's results this server answered from the class's
+            payload["shared"] = {"hits": results.hits, "misses": results.misses, "verdicts": results.verdicts_reused}
         Path(request.out).write_text(json.dumps(payload), encoding="utf-8")
     except BaseException:  # noqa: BLE001 - the parent reads the missing file as an error
         return False
@@ -365,6 +380,7 @@ def serve(request: VerifierRequest, fd: int) -> None:
     import socket
 
     channel = socket.socket(fileno=fd)
+    results = ClassResults(request.seed) if request.share else None  # the same for every student it verifies
     for line in channel.makefile("rb"):
         asked = VerifierRequest.from_wire(
             dict(
@@ -375,6 +391,6 @@ def serve(request: VerifierRequest, fd: int) -> None:
                 seed=request.seed,
             )
         )
-        answered = answer(asked)
+        answered = answer(asked, results)
         channel.sendall(json.dumps({"answered": answered}).encode() + b"\n")
     os._exit(0)

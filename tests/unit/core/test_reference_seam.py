@@ -14,10 +14,11 @@ from support import ROOT
 
 from autograder.core import oracle
 from autograder.core.oracle import OwnAnswers, Reference, StandIn
+from autograder.grading.trusted.shared import SharedReference
 from autograder.recording.givens import GivensFirst
 from autograder.recording.recorded import RecordedFunction, RecordedOracle, RecordingFunction, RecordingOracle
 
-REFERENCES = (oracle.Oracle, OwnAnswers, GivensFirst, RecordingOracle, RecordedOracle)
+REFERENCES = (oracle.Oracle, OwnAnswers, GivensFirst, RecordingOracle, RecordedOracle, SharedReference)
 STAND_INS = (RecordedFunction, RecordingFunction)
 
 

@@ -1,0 +1,139 @@
+"""A class graded by the work: the whole course's CPU per student with and without sharing, and a second call's cost.
+
+    python benchmarks/class_work.py [--rounds N] [--class-size N] [--modules m1,m2] [--jobs J] [--skip class,again]
+
+Rows, rounds alternated in one run, medians and ratios:
+
+a) the whole course (or ``--modules``) graded for a class of ``--class-size`` (benchmarks/grade_class.py's mix:
+   correct, stub, wrong, broken, then again) at ``--jobs J``, with the class's sharing on (the trusted verifier
+   answers the reference's results it computed for an earlier student: ``autograder.grading.trusted.shared``)
+   and off (``AUTOGRADER_CLASS_SHARING=0``): CPU seconds per student (a cpuacct control group per command, every
+   process it starts, sandboxes included) and wall seconds per student; on/off;
+b) the fixed cost of a ``grade`` call: one correct ``at_updates`` submission graded again with nothing changed
+   (the pre-flight's proof reused), with the sharing on (the trusted side's compiled programs kept from earlier
+   calls: ``autograder.grading.preflight.kept_compile_cache``) and off, beside the stack-import floor
+   (benchmarks/speed.py's FLOOR) measured in the same round; again/floor.
+
+Every ``grade`` here reuses one pre-flight proof, made before the first round and not counted.
+Not a test: the figures depend on the machine and its load. Run as root (the kit sandboxes students as root).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from grade_class import build as build_class  # noqa: E402
+from otter_compare import REUSED, Meter, load  # noqa: E402
+from speed import FLOOR  # noqa: E402
+
+from autograder.core.course import load_course  # noqa: E402
+from autograder.grading.trusted.shared import SWITCH  # noqa: E402
+
+PYTHON = sys.executable
+
+
+def grade_cmd(folder: Path, out: Path, modules: list[str], jobs: int) -> list[str]:
+    cmd = [PYTHON, "-m", "autograder", "grade", str(folder), "--out", str(out), "--jobs", str(jobs)]
+    for module in modules:
+        cmd += ["--only", module]
+    return cmd
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--class-size", type=int, default=6)
+    parser.add_argument("--modules", help="comma-separated modules (default: every module of course.toml)")
+    parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--skip", default="", help="comma-separated rows to skip: class,again")
+    args = parser.parse_args()
+    skip = set(filter(None, args.skip.split(",")))
+    modules = args.modules.split(",") if args.modules else [m.name for m in load_course(ROOT).modules]
+    meter = Meter()
+    scratch = Path(tempfile.mkdtemp(prefix="class-work-"))
+    samples: dict[str, list[tuple[float, float]]] = {}
+    load_before = load()
+    try:
+        proofs = scratch / "proofs"
+        proofs.mkdir()
+        env = {"AUTOGRADER_PREFLIGHT_CACHE": str(proofs)}
+        klass = scratch / "class"
+        n = build_class(klass, 0, modules, args.class_size)
+        one = scratch / "one" / "student"
+        one.mkdir(parents=True)
+        (one / "at_updates.py").write_bytes((ROOT / "solutions" / "at_updates.py").read_bytes())
+        # the proofs every later call reuses (modules and --jobs are part of a proof's key: one per call made below)
+        meter.run(grade_cmd(one.parent, scratch / "prove-1", ["at_updates"], 1), env)
+        meter.run(grade_cmd(one.parent, scratch / "prove-j", modules, args.jobs), env)
+        grades: dict[str, bytes] = {}
+        for r in range(args.rounds):
+            print(f"round {r + 1}/{args.rounds} (load {load()})", flush=True)
+            order = ("on", "off") if r % 2 == 0 else ("off", "on")
+            if "again" not in skip:
+                for mode in order:
+                    samples.setdefault("floor", []).append(meter.run([PYTHON, "-c", FLOOR])[:2])
+                    wall, cpu, log = meter.run(
+                        grade_cmd(one.parent, scratch / f"again-{mode}-{r}", ["at_updates"], 1),
+                        {**env, SWITCH: "1" if mode == "on" else "0"},
+                    )
+                    if REUSED not in log:
+                        print("  (the call proved the pre-flight again)", flush=True)
+                    samples.setdefault(f"again_{mode}", []).append((wall, cpu))
+                    print(f"  a second call, sharing {mode}: {wall:.1f} s wall, {cpu:.1f} s CPU", flush=True)
+                samples.setdefault("floor", []).append(meter.run([PYTHON, "-c", FLOOR])[:2])
+            if "class" not in skip:
+                for mode in order:
+                    out = scratch / f"class-{mode}-{r}"
+                    wall, cpu, log = meter.run(
+                        grade_cmd(klass, out, modules, args.jobs), {**env, SWITCH: "1" if mode == "on" else "0"}
+                    )
+                    if REUSED not in log:
+                        print("  (the class's call proved the pre-flight again)", flush=True)
+                    samples.setdefault(f"class_{mode}", []).append((wall / n, cpu / n))
+                    grades[f"{mode}-{r}"] = (out / "grades.csv").read_bytes()
+                    print(f"  class, sharing {mode}: {wall:.0f} s wall, {cpu:.0f} s CPU", flush=True)
+            print_table(samples, args, n, modules, meter, load_before, grades)  # so far
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def print_table(samples, args, n, modules, meter, load_before, grades) -> None:
+    def med(key: str, i: int) -> float:
+        return statistics.median(s[i] for s in samples[key])
+
+    print()
+    print(f"machine: {os.cpu_count()} cores; load before {load_before}, after {load()}; rounds {args.rounds}")
+    print(f"CPU counted by: {meter.counted}")
+    if "class_on" in samples:
+        label = "whole course" if len(modules) == len(load_course(ROOT).modules) else ",".join(modules)
+        print(f"a) {label}, class of {n}, --jobs {args.jobs} (median per student)")
+        print(f"{'':28s} {'wall s':>8s} {'CPU s':>8s}")
+        for mode in ("off", "on"):
+            print(f"  sharing {mode:19s} {med(f'class_{mode}', 0):8.1f} {med(f'class_{mode}', 1):8.1f}")
+        print(
+            f"  on/off {'':20s} {med('class_on', 0) / med('class_off', 0):8.2f} "
+            f"{med('class_on', 1) / med('class_off', 1):8.2f}"
+        )
+        same = len(set(grades.values())) == 1
+        print(f"  grades.csv byte-identical across every run: {same}")
+    if "again_on" in samples:
+        floor = statistics.median(s[0] for s in samples["floor"])
+        print("b) a second grade call (at_updates, the reference, proof reused) vs the stack-import floor")
+        print(f"  floor {floor:.1f} s (median of {len(samples['floor'])})")
+        for mode in ("off", "on"):
+            wall, cpu = med(f"again_{mode}", 0), med(f"again_{mode}", 1)
+            print(f"  sharing {mode:4s} {wall:6.1f} s wall {cpu:6.1f} s CPU  {wall / floor:5.2f}x the floor")
+
+
+if __name__ == "__main__":
+    main()
