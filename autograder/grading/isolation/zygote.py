@@ -55,9 +55,25 @@ def preload() -> None:
     gc.freeze()
 
 
+def undumpable() -> None:
+    """No other process of this user may read this one's descriptors or memory through ``/proc`` (``prctl``
+    ``PR_SET_DUMPABLE`` 0, kept by every fork): a student's grading process of one module cannot read a sibling's
+    handed checks (``checks_fd``) there, nor the zygote's. The process itself still reads its own."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
+    except (OSError, AttributeError):  # not Linux
+        pass
+
+
+PR_SET_DUMPABLE = 4
+
+
 def boot(run) -> None:
     """How a grading process started directly (not forked from a zygote) begins: read its request from
     stdin, die with the grader, import what every grading process starts with, then ``run(request)``."""
+    undumpable()
     cfg = json.loads(sys.stdin.read())
     sys.stdin.close()
     lifeline.die_with_parent(cfg.get("parent"))
@@ -75,6 +91,7 @@ def _send(sock: socket.socket, message: dict) -> bool:
 
 
 def main() -> None:
+    undumpable()
     cfg = json.loads(sys.stdin.read())
     sys.stdin.close()
     children: set[int] = set()
@@ -112,7 +129,7 @@ def main() -> None:
         if not readable:
             continue
         try:
-            data, fds, _flags, _addr = socket.recv_fds(sock, 1 << 20, 2)
+            data, fds, _flags, _addr = socket.recv_fds(sock, 1 << 20, 3)
         except OSError:
             end_children()
         if not data:
@@ -136,7 +153,8 @@ def main() -> None:
                 os.chdir(request["cwd"])
                 sys.path[0] = request["kit"]
                 target = importlib.import_module(request.get("target", CHILD))
-                target.run(dict(request, fd=fds[0]))
+                # the handed checks' descriptor has this process's number for it now (Zygote.start)
+                target.run(dict(request, fd=fds[0], **({"checks_fd": fds[2]} if len(fds) > 2 else {})))
             finally:
                 os._exit(70)
         for fd in fds:
