@@ -866,7 +866,8 @@ def keep(route, text):
         text = text.decode("utf-8", "replace")
     if text:
         texts.append((route, text))
-checks = [m for m in list(sys.modules.values()) if os.path.basename(getattr(m, "__file__", None) or "").startswith("test_")]
+checks = [m for m in list(sys.modules.values()) if os.path.basename(getattr(m, "__file__", None) or "").startswith("test_")
+          and os.path.basename(os.path.dirname(m.__file__)) == "exercises"]
 hidden = set()
 for m in checks:
     f = m.__file__
@@ -945,6 +946,25 @@ ECHOES_HIDDEN_LINE = """
 line = {line!r}
 half = len(line) // 2
 raise RuntimeError("the hidden check says: " + line[:half] + "\\x1b[0m" + line[half:half + 3] + "\\u200b" + line[half + 3:])
+"""
+
+
+# Issue 41, captured output inside the disk quota: a correct submission that prints 300 MB (more than its 256 MB
+# quota) at its first call; pytest kept a check's output in a file inside the quota ("disk quota").
+PRINTS_PAST_QUOTA = """
+
+_printed = []
+
+
+def _print_past_quota():
+    if not _printed:
+        _printed.append(True)
+        for _ in range(300):
+            print("x" * 1_000_000)
+"""
+PRINTS_WITHOUT_BOUND = """
+while True:
+    print("y" * 1_000_000)
 """
 
 
@@ -1075,6 +1095,14 @@ def build_sandbox_class(
         "u_echoes_hidden_line",
         replace(ref, {fns[0]: ECHOES_HIDDEN_LINE.format(line=hidden_check_lines(module)[0])}),
         {**full, fns[0]: (ZERO, r"quoted the source of one of the course's hidden checks: withheld")},
+    )
+    # What a check prints is discarded, never kept in the quota nor in memory: a correct submission printing more
+    # than its quota keeps full marks; one printing without bound loses that function only, saying why.
+    add("v_prints_past_quota", wrap(ref, fns[1], "_print_past_quota()") + PRINTS_PAST_QUOTA, full)
+    add(
+        "w_prints_without_bound",
+        replace(ref, {fns[1]: PRINTS_WITHOUT_BOUND}),
+        {**full, fns[1]: (ZERO, rf"{module}\.{fns[1]} raised OutputLimit: your code printed more than 1024 MB")},
     )
     # Door 3: a disk quota per student; past it the student loses only their own functions.
     add(

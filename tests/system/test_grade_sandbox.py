@@ -182,6 +182,8 @@ def test_every_student_gets_a_row(graded):
         "s_reads_own_hidden_checks",
         "t_reads_hidden_code",
         "u_echoes_hidden_line",
+        "v_prints_past_quota",
+        "w_prints_without_bound",
         "i_links_exercises",
         "j_links_module",
         "k_hard_links_module",

@@ -42,6 +42,7 @@ the trusted side recorded (:mod:`autograder.recording.givens`).
 from __future__ import annotations
 
 import functools
+import io
 import json
 import os
 import shutil
@@ -368,6 +369,97 @@ def _record(reporter: ChildReporter, calls: dict, key: str | None, args: tuple, 
         return
 
 
+OUTPUT_LIMIT = 1 << 30  # characters a check may print (stdout and stderr together) before print raises
+
+
+class OutputLimit(Exception):
+    """What ``print`` raises in a check that printed more than :data:`OUTPUT_LIMIT` characters."""
+
+
+class Output(io.TextIOBase):
+    """``sys.stdout`` and ``sys.stderr`` of a grading process (pytest's capture is off: ``--capture=no``). Nothing
+    printed is kept: pytest's own capture kept a check's output in a file inside the student's disk quota (a correct
+    submission printing 300 MB in one check lost it: "disk quota") and then read all of it into memory. stdout is
+    discarded (the process's own is ``/dev/null``); the first ``keep`` characters of stderr still reach the run's
+    stderr file (the grader's diagnostics), the rest is dropped. A check that prints more than :data:`OUTPUT_LIMIT`
+    characters gets :class:`OutputLimit` from ``print``: its function fails saying so, no other."""
+
+    def __init__(self, counter: OutputCounter, through=None, keep: int = 0, fileno: int = 1) -> None:
+        self.counter = counter
+        self.through = through
+        self.keep = keep
+        self._fileno = fileno
+
+    def writable(self) -> bool:
+        return True
+
+    def isatty(self) -> bool:
+        return False
+
+    def fileno(self) -> int:
+        return self._fileno
+
+    @property
+    def encoding(self) -> str:  # type: ignore[override]  # a plain attribute of TextIOBase's streams
+        return "utf-8"
+
+    def write(self, text) -> int:
+        size = len(text)
+        self.counter.printed += size
+        if self.counter.printed > OUTPUT_LIMIT and self.counter.active:
+            self.counter.printed = OUTPUT_LIMIT + 1
+            raise OutputLimit(
+                f"your code printed more than {OUTPUT_LIMIT >> 20} MB of text during one check; the grader discards "
+                "what a check prints: print less (or nothing) while grading"
+            )
+        if self.keep > 0 and self.through is not None:
+            part = str(text)[: self.keep]
+            self.keep -= len(part)
+            try:
+                self.through.write(part)
+                self.through.flush()
+            except (OSError, ValueError):
+                self.keep = 0
+        return size
+
+    def flush(self) -> None:
+        pass
+
+
+class OutputCounter:
+    """What the current check printed (:class:`Output`); a plugin: reset as each check starts, and the limit in
+    force only while the check's setup (the student's import), call and teardown run (never while pytest reports)."""
+
+    def __init__(self) -> None:
+        self.printed = 0
+        self.active = False
+
+    def pytest_runtest_logstart(self, nodeid, location) -> None:
+        self.printed = 0
+
+    def _phase(self):
+        self.active = True
+        try:
+            return (yield)
+        finally:
+            self.active = False
+
+    pytest_runtest_setup = pytest.hookimpl(wrapper=True)(_phase)
+    pytest_runtest_call = pytest.hookimpl(wrapper=True)(_phase)
+    pytest_runtest_teardown = pytest.hookimpl(wrapper=True)(_phase)
+
+
+def bounded_output() -> OutputCounter:
+    """``sys.stdout`` and ``sys.stderr`` replaced by :class:`Output` streams; the counter to register with pytest."""
+    counter = OutputCounter()
+    sys.stdout = Output(counter, fileno=1)
+    sys.stderr = Output(counter, sys.__stderr__, keep=STDERR_KEPT, fileno=2)
+    return counter
+
+
+STDERR_KEPT = 1 << 20  # characters of stderr written through to the run's stderr file
+
+
 class HandedChecks:
     """The module's checks, handed to this process compiled (:meth:`~autograder.grading.isolation.scratch.Snapshot.
     hand_checks`) through a descriptor that :func:`run` reads and closes before pytest starts; pytest collects them
@@ -464,6 +556,7 @@ def run(cfg: dict) -> None:
     course_root = Path(request.course_root)
     args = [str(course_root / "exercises" / f"test_{m}.py") for m in request.modules]
     args += ["--submission", request.submission, "--tb=no", *pytest_args(str(course_root), request.seed)]
+    args += ["--capture=no"]  # what checks print is discarded, bounded, never kept in a file (Output)
     emit = reporter.emit  # bound before any student code runs
     if request.own_folder:  # the student's own, never another student's (Grader.own_folder_of)
         os.environ["HOME"] = request.own_folder
@@ -472,8 +565,9 @@ def run(cfg: dict) -> None:
         os.environ["TMPDIR"] = request.tmp
         tempfile.tempdir = None
     handed = HandedChecks.read(request)  # before pytest, long before the student's module is imported
+    plugins = [reporter, bounded_output(), *([handed] if handed else []), *_givens_plugin(request.givens)]
     try:
-        pytest.main(args, plugins=[reporter, *([handed] if handed else []), *_givens_plugin(request.givens)])
+        pytest.main(args, plugins=plugins)
         emit(event=Event.DONE)
     finally:
         sys.stdout.flush()
