@@ -1269,6 +1269,8 @@ def build_gradescope_class(module: str, *, roots: dict[str, Path], leak: Path, m
       (results.json, the process left behind): it keeps exactly what its answers earn.
     - ``forges_reports``: issue 32's forgery on the runner: a jit-breaking ``replace_negatives`` and a wrong
       ``scatter_add`` whose reports (the reporter found through ``gc``, the session's outcomes) say "passed".
+    - ``reads_own_hidden_checks``: every route to the text of the checks that grade it (issue 41, door 4), sent back
+      through a visible function's failure message: it finds none.
     - links to the bundle's reference: ``exercises -> source/solutions``, the module file linked or hard-linked to
       it, the submission folder itself a link to ``source/solutions``."""
     fns = [f.name for f in load_course(ROOT).module(module).functions]
@@ -1301,6 +1303,18 @@ def build_gradescope_class(module: str, *, roots: dict[str, Path], leak: Path, m
         bodies = {"replace_negatives": jit_breaking} if "replace_negatives" in fns else {}
         forger = replace(ref, {**bodies, fns[1]: WRONG}) + FORGES_OUTCOMES + FORGES_REPORTS
         write("forges_reports", forger, {fn: (ZERO, r"tampering detected") for fn in fns})
+    if "reads_own_hidden_checks" in roots:
+        # issue 41, door 4 on the runner: where a failure message is how a hidden check's text would reach a student
+        # before the due date; the routes it takes flag it for review (what its process witnessed is withheld)
+        hidden_names = ",".join(sorted(h for fn in load_course(ROOT).module(module).functions for h in fn.hidden))
+        write(
+            "reads_own_hidden_checks",
+            replace(ref, {fns[0]: READS_OWN_HIDDEN_CHECKS}),
+            {
+                **{fn: (WITHHELD, r"needs review") for fn in fns},
+                fns[0]: (ZERO, rf"hidden checks {hidden_names} found through: nothing\. read: "),
+            },
+        )
     link_messages = {
         "links_exercises": r"exercises is a symbolic link, not a folder",
         "links_module": rf"{module}\.py is a symbolic link, not a regular file",

@@ -160,7 +160,7 @@ def test_f_is_secret(student):
     SECRET_NAME_IN_THE_BODY = student.f(3)
     return SECRET_NAME_IN_THE_BODY
 '''
-COURSE_TOML = b'''title = "t"
+COURSE_TOML = b"""title = "t"
 
 [[modules]]
 name = "m"
@@ -170,7 +170,7 @@ topic = "t"
   name = "f"
   points = 1
   hidden = ["test_f_is_secret"]
-'''
+"""
 
 
 def test_a_modules_checks_are_handed_over_compiled_and_only_a_placeholder_is_on_disk(tmp_path):
@@ -200,7 +200,7 @@ def test_a_message_quoting_a_hidden_checks_line_is_withheld_however_it_is_spaced
     hidden = snapshot.hidden_lines("m")
     assert 'assertstudent.f(2)==3,"amessageofthehiddencheck"' in hidden
     assert "assertstudent.f(1)==2" not in hidden  # a public check's line: not withheld
-    quoted = "look: assert  student.f(2)\u200b == 3, \"a message of the hidden\x07 check\""
+    quoted = 'look: assert  student.f(2)\u200b == 3, "a message of the hidden\x07 check"'
     assert withhold_hidden(quoted, hidden) == WITHHELD
     honest = "m.f raised AssertionError: a message of the hidden check"
     assert withhold_hidden(honest, hidden) == honest
