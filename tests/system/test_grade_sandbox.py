@@ -5,7 +5,9 @@ look for the reference through ``/proc`` (the grader's and the verifier's workin
 scratch folders next to their own and in the instructor's course; who SIGSTOP the zygote that forked them;
 who leave a double-forked process that copies what it can read into a folder of the machine's for 5 minutes;
 who leave marks in every shared place; a fork bomb; a 3 GiB allocation; submissions that are links (the
-folder ``exercises``, the module file, a hard link, the student's folder itself). Each earns nothing for what it
+folder ``exercises``, the module file, a hard link, the student's folder itself); who look for the text of their own
+module's hidden checks (issue 41, door 4) or echo a line of one; who print more than their disk quota, or without
+bound. Each earns nothing for what it
 reads, nothing they started outlives the run, the honest students graded with them and after them keep full
 marks and their files stay private, and every student gets a row.
 """

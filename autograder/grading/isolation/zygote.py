@@ -6,7 +6,10 @@ overhead. The zygote never runs student code: it imports the libraries
 (without starting JAX's backend, so forking is safe; the child imports the
 rest of the kit from its own fresh copy, so a submission that rewrites the
 zygote's copy on disk affects nobody), then waits on a
-``SOCK_SEQPACKET`` socket for requests ``(config, [event fd, stderr fd])``.
+``SOCK_SEQPACKET`` socket for requests ``(config, [event fd, stderr fd(, checks fd)])`` (the checks' descriptor:
+:class:`~autograder.grading.untrusted.child.HandedChecks`; the zygote never reads it, and closes its copy once it
+forked). The zygote is not dumpable (:func:`undumpable`, kept by its children): no process of the student's reads
+another's descriptors or memory through ``/proc``.
 For each it forks; the child starts a new session, points stdout at
 ``/dev/null`` and stderr at the given file, moves into its scratch folder and
 runs ``run(config)`` of the requested module: :mod:`autograder.grading.untrusted.child`

@@ -26,6 +26,10 @@ a line the student's code writes on the channel breaks it, and costs the module.
 A grading process grades one module of a submission (the grader starts one
 per module), so whatever a module changes reaches no other module's checks.
 
+The module's checks are handed over compiled, in a descriptor read and closed before pytest starts
+(:class:`HandedChecks`): their text (a hidden check's body) is nowhere the student's code could read it. What the
+checks print is discarded, never kept in the student's disk quota nor in memory (:class:`Output`).
+
 Nothing here is trusted by the parent: the events are claims. Failures are
 taken as they are (a student gains nothing by failing); passes of
 correctness checks are confirmed by :mod:`autograder.grading.trusted.verifier`.
