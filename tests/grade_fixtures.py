@@ -924,9 +924,14 @@ for folder in ("/proc/self/fd", "/dev/fd", "/proc/self/map_files"):
             pass
         finally:
             os.close(fd)
+try:  # the zygote that forked this process (not dumpable: its descriptors are no other process's to list)
+    zygote = "listed " + str(len(os.listdir("/proc/" + str(os.getppid()) + "/fd")))
+except OSError:
+    zygote = "refused"
 hits = sorted({route for route, text in texts for h in hidden if "def " + h + "(" in text})
 sizes = ", ".join(route + ": " + str(len(text)) for route, text in texts if not route.startswith("doc ") or "def " in text)
-raise RuntimeError("hidden checks " + ",".join(sorted(hidden)) + " found through: " + (", ".join(hits) or "nothing") + ". read: " + sizes[:1500])
+raise RuntimeError("hidden checks " + ",".join(sorted(hidden)) + " found through: " + (", ".join(hits) or "nothing")
+                   + ". the zygote's descriptors: " + zygote + ". read: " + sizes[:1500])
 """
 # ... the residual: the hidden checks' code objects (their names and constants), through __code__: flagged for review.
 READS_HIDDEN_CODE = """
@@ -1084,7 +1089,13 @@ def build_sandbox_class(
     add(
         "s_reads_own_hidden_checks",
         replace(ref, {fns[0]: READS_OWN_HIDDEN_CHECKS}),
-        {**full, fns[0]: (ZERO, rf"hidden checks {hidden_names} found through: nothing\. read: ")},
+        {
+            **full,
+            fns[0]: (
+                ZERO,
+                rf"hidden checks {hidden_names} found through: nothing\. the zygote's descriptors: refused\. read: ",
+            ),
+        },
     )
     add(
         "t_reads_hidden_code",
@@ -1312,7 +1323,7 @@ def build_gradescope_class(module: str, *, roots: dict[str, Path], leak: Path, m
             replace(ref, {fns[0]: READS_OWN_HIDDEN_CHECKS}),
             {
                 **{fn: (WITHHELD, r"needs review") for fn in fns},
-                fns[0]: (ZERO, rf"hidden checks {hidden_names} found through: nothing\. read: "),
+                fns[0]: (ZERO, rf"hidden checks {hidden_names} found through: nothing\. "),
             },
         )
     link_messages = {

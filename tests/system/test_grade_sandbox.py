@@ -31,6 +31,7 @@ from support import ROOT
 from test_grade_command import copy_course
 
 from autograder.core.course import load_course
+from autograder.grading.isolation.scratch import squeeze
 
 MODULE = "at_updates"
 
@@ -240,10 +241,10 @@ def test_no_hidden_check_reaches_a_students_feedback(graded):
     path, linecache, inspect, a loader, /proc/self/fd: ``s_reads_own_hidden_checks`` says "found through: nothing"),
     a message quoting a line of them is withheld (``u_echoes_hidden_line``), and reading their code objects is
     flagged for review (``t_reads_hidden_code``)."""
-    squeezed = ["".join(line.split()) for line in hidden_check_lines(MODULE)]
+    squeezed = [squeeze(line) for line in hidden_check_lines(MODULE)]
     assert squeezed
     for student in graded.expected:
-        feedback = "".join((graded.out / student / "results.json").read_text(encoding="utf-8").split())
+        feedback = squeeze("".join(str(t.get("output", "")) for t in graded.results(student)["tests"]))
         assert not [line for line in squeezed if line in feedback], student
     assert "__code__" in graded.rows["t_reads_hidden_code"]["needs_review"]
     assert "hidden check says" not in (graded.out / "u_echoes_hidden_line" / "results.json").read_text()
