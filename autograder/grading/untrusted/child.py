@@ -407,6 +407,11 @@ class Output(io.TextIOBase):
     def encoding(self) -> str:  # type: ignore[override]  # a plain attribute of TextIOBase's streams
         return "utf-8"
 
+    @property
+    def buffer(self) -> OutputBytes:
+        """The binary side (``sys.stdout.buffer.write(b"...")``), counted and discarded alike."""
+        return OutputBytes(self)
+
     def write(self, text) -> int:
         size = len(text)
         self.counter.printed += size
@@ -428,6 +433,21 @@ class Output(io.TextIOBase):
 
     def flush(self) -> None:
         pass
+
+
+class OutputBytes(io.RawIOBase):
+    """:attr:`Output.buffer`: bytes written are :class:`Output`'s text."""
+
+    def __init__(self, text: Output) -> None:
+        self.text = text
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data) -> int:
+        size = len(memoryview(data).cast("B"))
+        self.text.write(bytes(data).decode("utf-8", "replace"))
+        return size
 
 
 class OutputCounter:

@@ -244,5 +244,6 @@ def test_what_a_check_prints_is_discarded_and_bounded(monkeypatch):
     counter.active = True
     print("0123456789abc", file=err)
     assert kept.getvalue() == "0123456789" and err.fileno() == 2
+    assert out.buffer.write(b"z" * 30) == 30
     with pytest.raises(child.OutputLimit, match="printed more than"):
         print("y" * 200, file=out)
