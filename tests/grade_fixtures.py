@@ -854,6 +854,140 @@ for m in list(sys.modules.values()):
 raise RuntimeError("checks seen: " + ",".join(sorted(seen)) + ". modules in course.toml: " + ",".join(sorted(modules)) + ".")
 """
 
+# Issue 41, door 4 (its own module's hidden checks): every route a student's code has to the text of the checks that
+# grade it (the check file by its path and by a search of its sandbox, linecache, inspect, the check module's loader,
+# docstrings, /proc/self/fd and /dev/fd, a memory file's mapping); says through which routes the body of a hidden check
+# (``def <hidden check>`` and what follows, their names read from course.toml) came back, and how much each gave.
+READS_OWN_HIDDEN_CHECKS = """
+import glob, inspect, linecache, os, stat, sys, tomllib
+texts = []
+def keep(route, text):
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", "replace")
+    if text:
+        texts.append((route, text))
+checks = [m for m in list(sys.modules.values()) if os.path.basename(getattr(m, "__file__", None) or "").startswith("test_")
+          and os.path.basename(os.path.dirname(m.__file__)) == "exercises"]
+hidden = set()
+for m in checks:
+    f = m.__file__
+    try:
+        with open(os.path.join(os.path.dirname(os.path.dirname(f)), "course.toml"), "rb") as t:
+            hidden |= {h for mod in tomllib.load(t)["modules"] for fn in mod["functions"] for h in fn.get("hidden", [])}
+    except Exception:
+        pass
+    for route, read in (("open", lambda: open(f).read()), ("linecache", lambda: "".join(linecache.getlines(f))),
+                        ("inspect module", lambda: inspect.getsource(m)),
+                        ("loader", lambda: m.__loader__.get_source(m.__name__))):
+        try:
+            keep(route, read())
+        except Exception:
+            pass
+    for name in dir(m):
+        fn = getattr(m, name)
+        for route, obj in (("inspect " + name, fn), ("inspect inner " + name, getattr(getattr(fn, "hypothesis", None), "inner_test", None))):
+            try:
+                keep(route, inspect.getsource(obj))
+            except Exception:
+                pass
+        keep("doc " + name, getattr(fn, "__doc__", None) if callable(fn) else None)
+for key, entry in list(linecache.cache.items()):
+    keep("linecache.cache " + str(key), "".join(entry[2]) if len(entry) > 2 else "")
+here = os.getcwd()
+for base in {here, os.path.dirname(here), os.path.dirname(os.path.dirname(here)), "/tmp", os.environ.get("HOME") or "/"}:
+    for path in glob.glob(base + "/**/test_*.py", recursive=True):
+        try:
+            keep("glob " + path, open(path).read())
+        except Exception:
+            pass
+for folder in ("/proc/self/fd", "/dev/fd", "/proc/self/map_files"):
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        continue
+    for n in names:
+        path = os.path.join(folder, n)
+        try:
+            target = os.readlink(path)
+        except OSError:
+            target = ""
+        if folder.endswith("map_files") and "memfd" not in target and "test_" not in target:
+            continue
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+        except OSError:
+            continue
+        try:
+            if stat.S_ISREG(os.fstat(fd).st_mode):
+                keep(path + " (" + target + ")", os.pread(fd, 1 << 20, 0))
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
+try:  # the zygote that forked this process (not dumpable: its descriptors are no other process's to list)
+    zygote = "listed " + str(len(os.listdir("/proc/" + str(os.getppid()) + "/fd")))
+except OSError:
+    zygote = "refused"
+hits = sorted({route for route, text in texts for h in hidden if "def " + h + "(" in text})
+sizes = ", ".join(route + ": " + str(len(text)) for route, text in texts if not route.startswith("doc ") or "def " in text)
+raise RuntimeError("hidden checks " + ",".join(sorted(hidden)) + " found through: " + (", ".join(hits) or "nothing")
+                   + ". the zygote's descriptors: " + zygote + ". read: " + sizes[:1500])
+"""
+# ... the residual: the hidden checks' code objects (their names and constants), through __code__: flagged for review.
+READS_HIDDEN_CODE = """
+import sys
+names = set()
+for m in list(sys.modules.values()):
+    if (getattr(m, "__file__", None) or "").endswith("test_" + __name__ + ".py"):
+        for value in vars(m).values():
+            inner = getattr(getattr(value, "hypothesis", None), "inner_test", None)
+            if inner is not None:
+                names |= set(inner.__code__.co_names)
+raise RuntimeError("code names: " + ",".join(sorted(names)))
+"""
+# ... a line of a hidden check the student had (a classmate's copy, an earlier leak), sent back through its failure
+# message, split by a colour sequence and an invisible character: the grader withholds the message.
+ECHOES_HIDDEN_LINE = """
+line = {line!r}
+half = len(line) // 2
+raise RuntimeError("the hidden check says: " + line[:half] + "\\x1b[0m" + line[half:half + 3] + "\\u200b" + line[half + 3:])
+"""
+
+
+# Issue 41, captured output inside the disk quota: a correct submission that prints 300 MB (more than its 256 MB
+# quota) at its first call; pytest kept a check's output in a file inside the quota ("disk quota").
+PRINTS_PAST_QUOTA = """
+
+_printed = []
+
+
+def _print_past_quota():
+    if not _printed:
+        _printed.append(True)
+        for _ in range(300):
+            print("x" * 1_000_000)
+"""
+PRINTS_WITHOUT_BOUND = """
+while True:
+    print("y" * 1_000_000)
+"""
+
+
+def hidden_check_lines(module: str, root: Path = ROOT) -> list[str]:
+    """The lines of ``module``'s hidden checks (stripped, longest first) that no other part of its check file holds."""
+    hidden = {h for fn in load_course(root).module(module).functions for h in fn.hidden}
+    source = (root / "exercises" / f"test_{module}.py").read_text(encoding="utf-8")
+    lines = source.splitlines()
+    inside: set[int] = set()
+    for node in ast.parse(source).body:
+        if isinstance(node, ast.FunctionDef) and node.name in hidden:
+            first = min([node.lineno] + [d.lineno for d in node.decorator_list])
+            inside.update(range(first - 1, node.end_lineno or node.lineno))
+    public = {line.strip() for k, line in enumerate(lines) if k not in inside}
+    found = {lines[k].strip() for k in inside if len(lines[k].strip()) >= 12 and lines[k].strip() not in public}
+    return sorted(found, key=len, reverse=True)
+
+
 # Issue 41, door 3: writes into its HOME until the disk says no (and keeps the file).
 FILLS_ITS_DISK = """
 import os
@@ -947,6 +1081,39 @@ def build_sandbox_class(
         "r_reads_other_checks",
         replace(ref, {fns[0]: READS_OTHER_CHECKS}),
         {**full, fns[0]: (ZERO, rf"checks seen: test_{module}\.py\. modules in course\.toml: {module}\.")},
+    )
+    # Door 4, its own module: the hidden checks' text is handed to its process in a descriptor read and closed before
+    # its code runs (nothing of it on disk, in linecache, in a loader); a message quoting it is withheld; reading their
+    # code objects is flagged for review.
+    hidden_names = ",".join(sorted(h for fn in load_course(ROOT).module(module).functions for h in fn.hidden))
+    add(
+        "s_reads_own_hidden_checks",
+        replace(ref, {fns[0]: READS_OWN_HIDDEN_CHECKS}),
+        {
+            **full,
+            fns[0]: (
+                ZERO,
+                rf"hidden checks {hidden_names} found through: nothing\. the zygote's descriptors: refused\. read: ",
+            ),
+        },
+    )
+    add(
+        "t_reads_hidden_code",
+        replace(ref, {fns[0]: READS_HIDDEN_CODE.replace("__name__", repr(module))}),
+        {**full, fns[0]: (ZERO, r"code names: ")},
+    )
+    add(
+        "u_echoes_hidden_line",
+        replace(ref, {fns[0]: ECHOES_HIDDEN_LINE.format(line=hidden_check_lines(module)[0])}),
+        {**full, fns[0]: (ZERO, r"quoted the source of one of the course's hidden checks: withheld")},
+    )
+    # What a check prints is discarded, never kept in the quota nor in memory: a correct submission printing more
+    # than its quota keeps full marks; one printing without bound loses that function only, saying why.
+    add("v_prints_past_quota", wrap(ref, fns[1], "_print_past_quota()") + PRINTS_PAST_QUOTA, full)
+    add(
+        "w_prints_without_bound",
+        replace(ref, {fns[1]: PRINTS_WITHOUT_BOUND}),
+        {**full, fns[1]: (ZERO, rf"{module}\.{fns[1]} raised OutputLimit: your code printed more than 1024 MB")},
     )
     # Door 3: a disk quota per student; past it the student loses only their own functions.
     add(
@@ -1113,6 +1280,8 @@ def build_gradescope_class(module: str, *, roots: dict[str, Path], leak: Path, m
       (results.json, the process left behind): it keeps exactly what its answers earn.
     - ``forges_reports``: issue 32's forgery on the runner: a jit-breaking ``replace_negatives`` and a wrong
       ``scatter_add`` whose reports (the reporter found through ``gc``, the session's outcomes) say "passed".
+    - ``reads_own_hidden_checks``: every route to the text of the checks that grade it (issue 41, door 4), sent back
+      through a visible function's failure message: it finds none.
     - links to the bundle's reference: ``exercises -> source/solutions``, the module file linked or hard-linked to
       it, the submission folder itself a link to ``source/solutions``."""
     fns = [f.name for f in load_course(ROOT).module(module).functions]
@@ -1145,6 +1314,18 @@ def build_gradescope_class(module: str, *, roots: dict[str, Path], leak: Path, m
         bodies = {"replace_negatives": jit_breaking} if "replace_negatives" in fns else {}
         forger = replace(ref, {**bodies, fns[1]: WRONG}) + FORGES_OUTCOMES + FORGES_REPORTS
         write("forges_reports", forger, {fn: (ZERO, r"tampering detected") for fn in fns})
+    if "reads_own_hidden_checks" in roots:
+        # issue 41, door 4 on the runner: where a failure message is how a hidden check's text would reach a student
+        # before the due date; the routes it takes flag it for review (what its process witnessed is withheld)
+        hidden_names = ",".join(sorted(h for fn in load_course(ROOT).module(module).functions for h in fn.hidden))
+        write(
+            "reads_own_hidden_checks",
+            replace(ref, {fns[0]: READS_OWN_HIDDEN_CHECKS}),
+            {
+                **{fn: (WITHHELD, r"needs review") for fn in fns},
+                fns[0]: (ZERO, rf"hidden checks {hidden_names} found through: nothing\. "),
+            },
+        )
     link_messages = {
         "links_exercises": r"exercises is a symbolic link, not a folder",
         "links_module": rf"{module}\.py is a symbolic link, not a regular file",

@@ -15,7 +15,10 @@ module's syntax tree (:mod:`ast`: nothing is imported or run, so the grader runs
 - a read of a dunder attribute (``__dict__``, ``__globals__``, ``__class__``, ``__subclasses__``, ``__code__``...)
   or name (``__builtins__``, ``__import__``, ``__loader__``...); defining ``__call__`` or ``__init__`` in a class is
   fine, and so are the harmless ones of :data:`DUNDERS_ALLOWED`;
-- ``exec``, ``eval``, ``compile``, ``__import__``, ``globals``, ``locals``, ``vars``, ``breakpoint``.
+- ``exec``, ``eval``, ``compile``, ``__import__``, ``globals``, ``locals``, ``vars``, ``breakpoint``;
+- an attribute that reaches the interpreter's insides from an allowed module or object (``typing.sys``, a frame's
+  ``f_back``, a code object's ``co_consts``, ``getsource``: :data:`INTERPRETER_ATTRIBUTES`), and a string naming
+  ``/proc`` or ``/dev/fd`` (a process's memory and descriptors: where a grading process's handed checks were).
 
 The policy follows RestrictedPython's (no ``exec``/``eval``/``compile``, no names or attributes that reach the
 interpreter's internals, imports through a guard), checked rather than compiled: RestrictedPython rewrites the
@@ -27,6 +30,7 @@ withheld for review (``needs review: what, file:line``).
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import dataclass
 
 # The top-level modules an answer to this course may import: the course's libraries and the standard library
@@ -52,6 +56,14 @@ DUNDERS_ALLOWED = frozenset(
     | {"__getitem__", "__setitem__", "__contains__", "__repr__", "__str__", "__eq__", "__hash__", "__version__"}
     | {"__array__", "__jax_array__", "__enter__", "__exit__", "__add__", "__mul__", "__neg__", "__truediv__"}
 )
+# Attributes that reach the interpreter's insides from an allowed module or object (``typing.sys.modules``: the
+# checks' module and its code; a frame's ``f_back``; a code object's constants): an honest answer reads none.
+INTERPRETER_ATTRIBUTES = frozenset(
+    {"sys", "f_back", "f_globals", "f_locals", "f_code", "gi_frame", "cr_frame", "ag_frame", "tb_frame", "tb_next"}
+    | {"co_consts", "co_code", "co_names", "co_varnames", "_getframe", "getsource", "getsourcelines", "getlines"}
+)
+# Where a process's memory and descriptors are read by path.
+PROCESS_PATHS = re.compile(r"/proc/|/dev/fd")
 FORBIDDEN_CALLS = frozenset(
     {"exec", "eval", "compile", "__import__", "globals", "locals", "vars", "breakpoint", "memoryview"}
 )
@@ -119,6 +131,8 @@ class _Screen(ast.NodeVisitor):
     def visit_Attribute(self, node: ast.Attribute) -> None:
         if _is_dunder(node.attr) and node.attr not in DUNDERS_ALLOWED:
             self.add(node, f"reads the attribute {node.attr}")
+        elif node.attr in INTERPRETER_ATTRIBUTES:
+            self.add(node, f"reads the attribute {node.attr} (the interpreter's own: its modules, frames or code)")
         if isinstance(node.value, ast.Name) and node.value.id in self.os_names and node.attr not in OS_PATH_NAMES:
             self.add(node, f"uses os.{node.attr} (more of os than a checkpoint's path needs)")
         if isinstance(node.ctx, (ast.Store, ast.Del)) and self._of_a_module(node.value):
@@ -157,6 +171,12 @@ class _Screen(ast.NodeVisitor):
             elif func.id in ("setattr", "delattr") and node.args and self._of_a_module(node.args[0]):
                 self.add(node, f"{func.id} on an imported module ({name.value})")
         self.generic_visit(node)
+
+    def visit_Constant(self, node: ast.Constant) -> None:
+        if isinstance(node.value, (str, bytes)) and PROCESS_PATHS.search(
+            node.value if isinstance(node.value, str) else node.value.decode("latin-1")
+        ):
+            self.add(node, "names /proc or /dev/fd (a process's memory or file descriptors)")
 
     def visit_Global(self, node: ast.Global) -> None:
         for name in node.names:

@@ -36,7 +36,7 @@ from autograder.grading.isolation.bubblewrap import Box
 from autograder.grading.isolation.channel import out_of_order
 from autograder.grading.isolation.limits import WALL_FACTOR, Fault, Interrupted, Limits, RunResult
 from autograder.grading.isolation.limits import check as stop_if_set
-from autograder.grading.isolation.scratch import no_space
+from autograder.grading.isolation.scratch import no_space, withhold_hidden
 from autograder.grading.isolation.supervise import supervise
 from autograder.grading.pool import GradingPool
 from autograder.grading.trusted.client import TrustedSide
@@ -293,7 +293,7 @@ class SubmissionPipeline:
         shared = self.pool.shared
         try:
             try:
-                cfg = self._lay_out(module, source, box, skip, scratch)
+                cfg, handed = self._lay_out(module, source, box, skip, scratch)
             except OSError as err:
                 if no_space(err) and box.quota_mb is not None:  # the student's quota, not the machine's disk
                     raise NoSpace() from None
@@ -311,20 +311,34 @@ class SubmissionPipeline:
                 box.student_ran = True  # a process that imports the student's module runs in the box from now on
                 return handle
 
-            run = supervise(start, scratch / "work", cfg, limits, self.function_of, self.stop, stderr_path)
+            run = supervise(start, scratch / "work", cfg, limits, self.function_of, self.stop, stderr_path, handed)
+            hidden = self.pool.snapshot.hidden_lines(module)
             for event in run.events:
                 if isinstance(event.get("message"), str):
-                    event["message"] = (
-                        event["message"].replace(str(scratch), "<sandbox>").replace(str(shared), "<sandbox>")
+                    event["message"] = withhold_hidden(
+                        strip_ansi(
+                            event["message"].replace(str(scratch), "<sandbox>").replace(str(shared), "<sandbox>")
+                        ),
+                        hidden,
                     )
+                if isinstance(event.get("what"), list):  # hostile too: a forged review or tampering report
+                    event["what"] = [withhold_hidden(w, hidden) if isinstance(w, str) else w for w in event["what"]]
+                elif isinstance(event.get("what"), str):
+                    event["what"] = withhold_hidden(event["what"], hidden)
+            run.stderr_tail = withhold_hidden(run.stderr_tail, hidden)
             return run
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
             stderr_path.unlink(missing_ok=True)
 
-    def _lay_out(self, module: str, source: bytes, box: Box, skip: list[str], scratch: Path) -> dict:
+    def _lay_out(
+        self, module: str, source: bytes, box: Box, skip: list[str], scratch: Path
+    ) -> tuple[dict, bytes | None]:
         """``scratch`` made and laid out for one run (by the grader, in its own folder), then handed to the
-        student's uid; the run's request."""
+        student's uid; the run's request, and the module's checks compiled to hand over through a descriptor
+        (their file on the sandbox's disk a placeholder: no hidden check's text for the student's code to read).
+        Only with a seed: without one, Hypothesis derives each check's inputs from its source text, which the
+        verifier reads, so the file stays (never for grades: ``grade_class`` always draws from a seed)."""
         scratch.mkdir()
         own_answers = module in self.trusted_only_modules
         kit = self.pool.shared / "kit"
@@ -336,6 +350,8 @@ class SubmissionPipeline:
         if own_answers and module in self.modules_with_givens:
             shutil.copytree(self.trusted.givens_dir, scratch / "givens")
             givens = str(scratch / "givens")
+        checks = course_root / "exercises" / f"test_{module}.py"
+        handed = self.pool.snapshot.hand_checks(course_root, module) if self.options.seed is not None else None
         submission = scratch / "submission"
         submission.mkdir()
         (submission / f"{module}.py").write_bytes(source)
@@ -358,7 +374,8 @@ class SubmissionPipeline:
             givens=givens,
             own_folder=str(box.home),
             tmp=str(scratch / "tmp"),
-        ).to_wire()
+            handed_checks=str(checks) if handed is not None else "",
+        ).to_wire(), handed
 
     def finish(self, submission: Submission) -> StudentResult:
         """Confirm ``submission``'s claimed passes on the trusted side and score it (all its modules ran)."""

@@ -262,8 +262,11 @@ class ChildRequest:
     own_folder: str = ""
     # this run's temporary folder (TMPDIR: tempfile, pytest's tmp_path), removed with its scratch folder
     tmp: str = ""
+    # the check file whose compiled code is handed over in ``checks_fd`` (its place on disk holds a placeholder)
+    handed_checks: str = ""
     fd: int = -1  # set by the sandbox: the event channel
     nonce: str = ""  # set by the sandbox: carried by every event
+    checks_fd: int = -1  # set by the sandbox: the handed checks, read and closed before the student's code runs
 
     def to_wire(self) -> dict:
         return asdict(self)

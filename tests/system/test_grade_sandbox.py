@@ -5,7 +5,9 @@ look for the reference through ``/proc`` (the grader's and the verifier's workin
 scratch folders next to their own and in the instructor's course; who SIGSTOP the zygote that forked them;
 who leave a double-forked process that copies what it can read into a folder of the machine's for 5 minutes;
 who leave marks in every shared place; a fork bomb; a 3 GiB allocation; submissions that are links (the
-folder ``exercises``, the module file, a hard link, the student's folder itself). Each earns nothing for what it
+folder ``exercises``, the module file, a hard link, the student's folder itself); who look for the text of their own
+module's hidden checks (issue 41, door 4) or echo a line of one; who print more than their disk quota, or without
+bound. Each earns nothing for what it
 reads, nothing they started outlives the run, the honest students graded with them and after them keep full
 marks and their files stay private, and every student gets a row.
 """
@@ -24,11 +26,12 @@ import sys
 from pathlib import Path
 
 import pytest
-from grade_fixtures import FULL, build_sandbox_class
+from grade_fixtures import FULL, build_sandbox_class, hidden_check_lines
 from support import ROOT
 from test_grade_command import copy_course
 
 from autograder.core.course import load_course
+from autograder.grading.isolation.scratch import squeeze
 
 MODULE = "at_updates"
 
@@ -179,6 +182,11 @@ def test_every_student_gets_a_row(graded):
         "p_fills_its_disk",
         "q_fills_its_disk_and_exits",
         "r_reads_other_checks",
+        "s_reads_own_hidden_checks",
+        "t_reads_hidden_code",
+        "u_echoes_hidden_line",
+        "v_prints_past_quota",
+        "w_prints_without_bound",
         "i_links_exercises",
         "j_links_module",
         "k_hard_links_module",
@@ -225,6 +233,21 @@ def test_no_host_file_is_opened_created_or_quoted_for_a_student(graded):
     for path in graded.out.rglob("*"):
         if path.is_file():
             assert secret.encode() not in path.read_bytes(), path
+
+
+def test_no_hidden_check_reaches_a_students_feedback(graded):
+    """Issue 41, door 4, the module's own hidden checks: handed to its grading process in a descriptor read and
+    closed before the student's code runs, their text reached no student through any route tried (the check file by
+    path, linecache, inspect, a loader, /proc/self/fd: ``s_reads_own_hidden_checks`` says "found through: nothing"),
+    a message quoting a line of them is withheld (``u_echoes_hidden_line``), and reading their code objects is
+    flagged for review (``t_reads_hidden_code``)."""
+    squeezed = [squeeze(line) for line in hidden_check_lines(MODULE)]
+    assert squeezed
+    for student in graded.expected:
+        feedback = squeeze("".join(str(t.get("output", "")) for t in graded.results(student)["tests"]))
+        assert not [line for line in squeezed if line in feedback], student
+    assert "__code__" in graded.rows["t_reads_hidden_code"]["needs_review"]
+    assert "hidden check says" not in (graded.out / "u_echoes_hidden_line" / "results.json").read_text()
 
 
 def test_the_first_line_says_each_student_has_a_disk_quota(graded):

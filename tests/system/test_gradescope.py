@@ -46,7 +46,7 @@ from types import SimpleNamespace
 
 import jsonschema
 import pytest
-from grade_fixtures import SEGFAULT, build_gradescope_class, replace
+from grade_fixtures import SEGFAULT, build_gradescope_class, hidden_check_lines, replace
 from platform_envs import MODULE as CANONICAL_MODULE
 from platform_envs import WRONG_FUNCTION, assert_not_the_kit_venv, base_python, canonical_sources, clean_env, timed
 from support import ROOT, reference_source
@@ -54,6 +54,7 @@ from test_grade_files_forgery import FORGER
 
 from autograder.core.course import load_course
 from autograder.grading import preflight
+from autograder.grading.isolation.scratch import squeeze
 
 MODULE = "at_updates"
 USER = "nobody"
@@ -408,6 +409,7 @@ HOSTILE_STUDENTS = (
     "steals_and_forges",
     "snoops_next_to_answers",
     "forges_reports",
+    "reads_own_hidden_checks",
     "links_exercises",
     "links_module",
     "hard_links_module",
@@ -629,6 +631,18 @@ def test_gradescope_results_json_is_the_graders_and_nothing_outlives_the_run(hos
     assert run.left == set(), f"{student}: processes of run_autograder's control group outlived it"
     if os.path.isdir(PIDS_CGROUP):
         assert run.watched
+
+
+def test_gradescope_no_hidden_check_reaches_a_students_results(hostile):
+    """Issue 41, door 4: no line of a hidden check is in any results.json the runner wrote (a visible test's output is
+    shown at once; ``reads_own_hidden_checks`` tried every route to their text)."""
+    squeezed = [squeeze(line) for line in hidden_check_lines(MODULE)]
+    assert squeezed
+    for student, run in [*hostile.runs.items(), ("fallback", hostile.fallback)]:
+        written = squeeze(
+            run.results.get("output", "") + "".join(str(t.get("output", "")) for t in run.results["tests"])
+        )
+        assert not [line for line in squeezed if line in written], student
 
 
 def test_gradescope_honest_student_after_the_hostile_one_keeps_full_marks(hostile):

@@ -157,9 +157,10 @@ class Zygote:
             self.exits[int(message["exited"])] = int(message["returncode"])
         return message
 
-    def start(self, cwd: Path, cfg: dict, event_fd: int, stderr_path: Path) -> ForkedHandle:
+    def start(self, cwd: Path, cfg: dict, event_fd: int, stderr_path: Path, *extra_fds: int) -> ForkedHandle:
         """Fork a grading child. In a box, the child stops itself at once (``hold``) and is moved into a control
-        group of its own (its memory limit) before it runs on."""
+        group of its own (its memory limit) before it runs on. ``extra_fds`` (at most one: the module's handed
+        checks) reach the child as ``cfg["checks_fd"]``; the zygote closes its copy once it forked."""
         import socket
 
         self.wait_ready()
@@ -168,7 +169,7 @@ class Zygote:
         with self._io:
             with open(stderr_path, "wb") as err:
                 request = json.dumps(dict(cfg, cwd=str(cwd), hold=hold)).encode()
-                socket.send_fds(self.sock, [request], [event_fd, err.fileno()])
+                socket.send_fds(self.sock, [request], [event_fd, err.fileno(), *extra_fds[:1]])
             deadline = time.monotonic() + 60
             inner = None
             stopped_since = None

@@ -174,7 +174,7 @@ def start_direct(
 ):
     """A starter for :func:`supervise`: a fresh interpreter per run (no zygote), in ``box`` when given."""
 
-    def start(cwd: Path, cfg: dict, event_fd: int, stderr_path: Path) -> PopenHandle:
+    def start(cwd: Path, cfg: dict, event_fd: int, stderr_path: Path, *extra_fds: int) -> PopenHandle:
         leaf = box.leaf(box.run_name()) if box is not None else None
         proc = run_python(
             module,
@@ -184,7 +184,7 @@ def start_direct(
             memory_mb=memory_mb,
             env=env,
             stderr_path=stderr_path,
-            pass_fds=(event_fd,),
+            pass_fds=(event_fd, *extra_fds),  # the same numbers in the child (cfg names them)
             lifeline=lifeline,
             run_as=run_as,
             box=box,

@@ -8,12 +8,15 @@ folder can be a size-limited file system of its own (:func:`limit_size`): a disk
 
 from __future__ import annotations
 
+import ast
 import ctypes
 import errno
 import json
+import marshal
 import os
 import shutil
 import tempfile
+import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -63,6 +66,94 @@ class Snapshot:
                 _write(scratch / "course" / rel, data)
         _write(scratch / "course" / "course.toml", course_toml_of(self.course["course.toml"], module))
         return scratch / "course"
+
+    def hand_checks(self, course_root: Path, module: str) -> bytes | None:
+        """``module``'s check file as its grading process runs it, compiled here (``co_filename`` its path under
+        ``course_root``) and marshalled, to be handed over through a descriptor
+        (:class:`~autograder.grading.untrusted.child.HandedChecks`); on the sandbox's disk the file is replaced by a
+        placeholder: nothing of its text (a hidden check's body) is there for the student's code to read. None
+        when the course has no such file."""
+        source = self.course.get(f"exercises/test_{module}.py")
+        if source is None:
+            return None
+        path = course_root / "exercises" / f"test_{module}.py"
+        tree = ast.parse(source, str(path))
+        hidden = self._hidden_names(module)
+        for node in tree.body:  # a hidden check's docstring (a function's __doc__ is one attribute away) dropped
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name in hidden:
+                first = node.body[0]
+                if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
+                    node.body[0] = ast.copy_location(ast.Pass(), first)
+        # dont_inherit: none of this process's future flags; optimize=0: as `python -I` runs it (asserts kept)
+        code = compile(tree, str(path), "exec", dont_inherit=True, optimize=0)
+        _write(path, CHECKS_PLACEHOLDER.format(module=module).encode())
+        return marshal.dumps(code)
+
+    def _hidden_names(self, module: str) -> set[str]:
+        """The checks ``course.toml`` lists as hidden for ``module``'s functions."""
+        import tomllib
+
+        try:
+            data = tomllib.loads(self.course["course.toml"].decode("utf-8"))
+        except (KeyError, ValueError):
+            return set()
+        return {
+            name
+            for mod in data.get("modules", [])
+            if isinstance(mod, dict) and mod.get("name") == module
+            for fn in mod.get("functions", [])
+            if isinstance(fn, dict)
+            for name in fn.get("hidden", [])
+            if isinstance(name, str)
+        }
+
+    def hidden_lines(self, module: str) -> frozenset[str]:
+        """The lines of ``module``'s hidden checks that no other part of its check file holds, squeezed
+        (:func:`squeeze`; at least :data:`HIDDEN_LINE_CHARS` characters left): a message from the student's process
+        quoting one is withheld (:func:`withhold_hidden`)."""
+        source = self.course.get(f"exercises/test_{module}.py")
+        if source is None:
+            return frozenset()
+        try:
+            tree = ast.parse(source)
+        except (ValueError, SyntaxError):
+            return frozenset()
+        hidden = self._hidden_names(module)
+        lines = [squeeze(line) for line in source.decode("utf-8", "replace").splitlines()]
+        inside: set[int] = set()
+        for node in tree.body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name in hidden:
+                first = min([node.lineno] + [d.lineno for d in node.decorator_list])
+                inside.update(k for k in range(first - 1, node.end_lineno or node.lineno) if k < len(lines))
+        public = {line for k, line in enumerate(lines) if k not in inside}
+        return frozenset(lines[k] for k in inside if len(lines[k]) >= HIDDEN_LINE_CHARS and lines[k] not in public)
+
+
+CHECKS_PLACEHOLDER = (
+    '"""The checks of {module}: the grader handed them to this grading process compiled, through a file descriptor '
+    'read and closed before your code ran; nothing of them is on this disk."""\n'
+)
+HIDDEN_LINE_CHARS = 12
+WITHHELD = (
+    "(this message quoted the source of one of the course's hidden checks: withheld; a check's own messages never do)"
+)
+
+
+def squeeze(text: str) -> str:
+    """``text`` without whitespace, control and invisible characters: what is compared of a hidden check's lines
+    (a student's copy may be indented otherwise, or split by a character the feedback drops)."""
+    return "".join(c for c in text if not c.isspace() and unicodedata.category(c)[0] != "C")
+
+
+def withhold_hidden(text: str, hidden: frozenset[str]) -> str:
+    """``text`` (from a student's process), or :data:`WITHHELD` where it quotes a line of a hidden check
+    (:meth:`Snapshot.hidden_lines`): a submission that read them would send them back into its feedback this way
+    (where hidden checks reach students on Gradescope). A second wall: the student's process is never handed
+    their text (:meth:`Snapshot.hand_checks`)."""
+    if not hidden or not text:
+        return text
+    squeezed = squeeze(text)
+    return WITHHELD if any(line in squeezed for line in hidden) else text
 
 
 def _write(path: Path, data: bytes) -> None:

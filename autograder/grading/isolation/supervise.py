@@ -52,23 +52,30 @@ def supervise(
     function_of: dict[str, str],
     stop: threading.Event | None = None,
     stderr_path: Path | None = None,
+    handed: bytes | None = None,
 ) -> RunResult:
     """Start the grading child with ``start(cwd, cfg, event_fd, stderr_path)`` and watch it (module docstring).
 
     ``stderr_path``: where its stderr goes (default: next to ``cwd``); it must be in a folder the child cannot
-    write to, since the grader creates and reads it by name. Raises :class:`Interrupted` (after killing the
-    child) when ``stop`` is set."""
+    write to, since the grader creates and reads it by name. ``handed``: the module's compiled checks
+    (:meth:`~autograder.grading.isolation.scratch.Snapshot.hand_checks`), handed over in a descriptor of their own
+    (``start(..., checks_fd)``, ``cfg["checks_fd"]``) that no path names. Raises :class:`Interrupted` (after killing
+    the child) when ``stop`` is set."""
     nonce = secrets.token_hex(16)
     read_end, write_end = os.pipe()
     cfg = dict(cfg, nonce=nonce)
     stderr_path = stderr_path if stderr_path is not None else cwd.parent / "stderr.txt"
+    extra = () if handed is None else (handed_descriptor(handed),)
     try:
-        proc = start(cwd, dict(cfg, fd=write_end), write_end, stderr_path)
+        cfg = dict(cfg, fd=write_end, **({"checks_fd": extra[0]} if extra else {}))
+        proc = start(cwd, cfg, write_end, stderr_path, *extra)
     except BaseException:
         os.close(read_end)
         raise
     finally:
         os.close(write_end)
+        for fd in extra:
+            os.close(fd)
     result = RunResult()
     selector = selectors.DefaultSelector()
     selector.register(read_end, selectors.EVENT_READ)
@@ -145,6 +152,24 @@ def supervise(
     if result.fault is None and not done:
         result.fault = Fault(FaultKind.CRASH, current and current[0], importing and importing[0], _how_it_ended(result))
     return result
+
+
+def handed_descriptor(data: bytes) -> int:
+    """A descriptor holding ``data`` from its start, readable by whoever is handed it and named by no path (an
+    anonymous memory file; elsewhere an unlinked temporary file of the grader's own)."""
+    memfd_create = getattr(os, "memfd_create", None)
+    if memfd_create is not None:
+        fd = memfd_create("checks", os.MFD_CLOEXEC)
+    else:  # pragma: no cover - not Linux
+        import tempfile
+
+        with tempfile.TemporaryFile() as file:
+            fd = os.dup(file.fileno())
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+    os.lseek(fd, 0, os.SEEK_SET)
+    return fd
 
 
 def _how_it_ended(result: RunResult) -> str:

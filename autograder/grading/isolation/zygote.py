@@ -6,7 +6,10 @@ overhead. The zygote never runs student code: it imports the libraries
 (without starting JAX's backend, so forking is safe; the child imports the
 rest of the kit from its own fresh copy, so a submission that rewrites the
 zygote's copy on disk affects nobody), then waits on a
-``SOCK_SEQPACKET`` socket for requests ``(config, [event fd, stderr fd])``.
+``SOCK_SEQPACKET`` socket for requests ``(config, [event fd, stderr fd(, checks fd)])`` (the checks' descriptor:
+:class:`~autograder.grading.untrusted.child.HandedChecks`; the zygote never reads it, and closes its copy once it
+forked). The zygote is not dumpable (:func:`undumpable`, kept by its children): no process of the student's reads
+another's descriptors or memory through ``/proc``.
 For each it forks; the child starts a new session, points stdout at
 ``/dev/null`` and stderr at the given file, moves into its scratch folder and
 runs ``run(config)`` of the requested module: :mod:`autograder.grading.untrusted.child`
@@ -55,9 +58,25 @@ def preload() -> None:
     gc.freeze()
 
 
+def undumpable() -> None:
+    """No other process of this user may read this one's descriptors or memory through ``/proc`` (``prctl``
+    ``PR_SET_DUMPABLE`` 0, kept by every fork): a student's grading process of one module cannot read a sibling's
+    handed checks (``checks_fd``) there, nor the zygote's. The process itself still reads its own."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
+    except (OSError, AttributeError):  # not Linux
+        pass
+
+
+PR_SET_DUMPABLE = 4
+
+
 def boot(run) -> None:
     """How a grading process started directly (not forked from a zygote) begins: read its request from
     stdin, die with the grader, import what every grading process starts with, then ``run(request)``."""
+    undumpable()
     cfg = json.loads(sys.stdin.read())
     sys.stdin.close()
     lifeline.die_with_parent(cfg.get("parent"))
@@ -75,6 +94,7 @@ def _send(sock: socket.socket, message: dict) -> bool:
 
 
 def main() -> None:
+    undumpable()
     cfg = json.loads(sys.stdin.read())
     sys.stdin.close()
     children: set[int] = set()
@@ -112,7 +132,7 @@ def main() -> None:
         if not readable:
             continue
         try:
-            data, fds, _flags, _addr = socket.recv_fds(sock, 1 << 20, 2)
+            data, fds, _flags, _addr = socket.recv_fds(sock, 1 << 20, 3)
         except OSError:
             end_children()
         if not data:
@@ -136,7 +156,8 @@ def main() -> None:
                 os.chdir(request["cwd"])
                 sys.path[0] = request["kit"]
                 target = importlib.import_module(request.get("target", CHILD))
-                target.run(dict(request, fd=fds[0]))
+                # the handed checks' descriptor has this process's number for it now (Zygote.start)
+                target.run(dict(request, fd=fds[0], **({"checks_fd": fds[2]} if len(fds) > 2 else {})))
             finally:
                 os._exit(70)
         for fd in fds:

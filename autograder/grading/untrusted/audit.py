@@ -15,6 +15,8 @@ tripwires are (:mod:`.tamper`); each report costs the student's module what its 
 
 from __future__ import annotations
 
+import os
+import re
 import sys
 import types
 from collections.abc import Callable
@@ -53,6 +55,9 @@ EVENTS = {
     "socket.bind": "opens a network connection",
 }
 MAX_REPORTS = 20
+# Paths into a process's memory or descriptors (its own ``/proc/self/mem``, ``/proc/self/fd/N``: where a check file
+# handed over in a descriptor would be read, :class:`~autograder.grading.untrusted.child.HandedChecks`).
+PROCESS_INSIDES = re.compile(r"^/proc/[^/]+/(task/[^/]+/)?(mem|fd/|fd$|map_files|environ)|^/dev/fd/")
 
 
 def install(
@@ -65,9 +70,12 @@ def install(
     seen: set[tuple[str, int]] = set()
     busy = [False]  # sys._getframe below raises an event of its own
 
-    def students_line(skip_importlib: bool) -> int | None:
+    def students_line(skip_importlib: bool, anywhere: bool = False) -> int | None:
         frame: types.FrameType | None = sys._getframe(2)
         while skip_importlib and frame is not None and "importlib" in frame.f_code.co_filename:
+            frame = frame.f_back
+        # (a path under /proc opened through a library, pathlib's read_bytes: the student's call below it counts)
+        while anywhere and frame is not None and frame.f_code.co_filename != student_file:
             frame = frame.f_back
         if frame is not None and frame.f_code.co_filename == student_file:
             return frame.f_lineno
@@ -83,9 +91,12 @@ def install(
                 return
             what = f"imports {args[0]} (not one of the course's libraries)"
         elif event == "open":
-            if not args or not isinstance(args[0], int):
+            if args and isinstance(args[0], (str, bytes)) and PROCESS_INSIDES.search(os.fsdecode(args[0])):
+                what = "reads a process's memory or file descriptors (/proc)"
+            elif not args or not isinstance(args[0], int):
                 return
-            what = "opens a file descriptor by number (os.fdopen)"
+            else:
+                what = "opens a file descriptor by number (os.fdopen)"
         elif event in ("object.__setattr__", "object.__delattr__") and _own(args, student_module):
             return
         else:
@@ -94,7 +105,7 @@ def install(
                 return
         busy[0] = True
         try:
-            line = students_line(skip_importlib=event == "import")
+            line = students_line(skip_importlib=event == "import", anywhere=what.startswith("reads a process's"))
         finally:
             busy[0] = False
         if line is None or (what, line) in seen:

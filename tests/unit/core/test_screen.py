@@ -47,6 +47,13 @@ HOSTILE = {
     "getattr of a dunder": "x = getattr(1, '__class__')\n",
     "a relative import": "from . import x\n",
     "hidden in a function": "def f(x):\n    import gc\n    return x\n",
+    # issue 41, door 4: the checks' module and their code, reached through allowed names
+    "sys through another module": "import typing\nchecks = typing.sys.modules\n",
+    "a frame's caller": "def f(frame):\n    return frame.f_back\n",
+    "a code object's constants": "def f(code):\n    return code.co_consts\n",
+    "getsource through a module": "def f(m, g):\n    return m.getsource(g)\n",
+    "a descriptor through /proc": "path = '/proc/self/fd/3'\n",
+    "memory through /proc": "path = b'/proc/self/mem'\n",
 }
 
 

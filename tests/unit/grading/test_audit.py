@@ -53,3 +53,21 @@ def test_the_students_own_reach_is_reported_with_its_line_and_nothing_else(tmp_p
     assert "colorsys" in lines[line_of("outside")] and "code" in lines[line_of("code")]
     module.run()  # once per kind and line
     assert len(reports) == 4
+
+
+def test_opening_a_process_insides_through_a_library_is_reported_with_the_students_line(tmp_path):
+    """Issue 41, door 4: ``/proc/self/fd/N`` and ``/proc/self/mem`` (where handed checks could be read) opened by the
+    student's code, even through ``pathlib``, are reported; the same path opened by this file is not."""
+    path = tmp_path / "probe_proc.py"
+    path.write_text(
+        "import pathlib\n\n\ndef run():\n    with pathlib.Path('/proc/self/mem').open('rb'):\n        return 1\n",
+        encoding="utf-8",
+    )
+    reports: list[tuple[str, int]] = []
+    audit.install(str(path), "probe_proc", lambda what, line: reports.append((what, line)), COURSE_IMPORTS)
+    module = load_module(path, "probe_proc")
+    with open("/proc/self/mem", "rb"):
+        pass
+    assert reports == []
+    assert module.run() == 1
+    assert reports == [("reads a process's memory or file descriptors (/proc)", 5)], reports

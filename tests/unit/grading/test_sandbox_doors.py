@@ -15,7 +15,15 @@ from support import ROOT
 
 from autograder.grading.isolation.bubblewrap import Box, Isolation
 from autograder.grading.isolation.limits import next_uid
-from autograder.grading.isolation.scratch import Snapshot, limit_size, no_space, remove_folder, unmount
+from autograder.grading.isolation.scratch import (
+    WITHHELD,
+    Snapshot,
+    limit_size,
+    no_space,
+    remove_folder,
+    unmount,
+    withhold_hidden,
+)
 from autograder.grading.outputs import run_state
 from autograder.grading.preflight import last_lines, no_terminal_control
 
@@ -137,3 +145,105 @@ def test_the_trusted_sides_temporary_folder_is_a_scratch_folder_of_the_pool(tmp_
     finally:
         pool.close()
     assert not list(tmp_path.iterdir())
+
+
+CHECKS = b'''"""Checks of m."""
+
+
+def test_f_values(student):
+    assert student.f(1) == 2
+
+
+def test_f_is_secret(student):
+    """SECRET-DOCSTRING of a hidden check."""
+    assert student.f(2) == 3, "a message of the hidden check"
+    SECRET_NAME_IN_THE_BODY = student.f(3)
+    return SECRET_NAME_IN_THE_BODY
+'''
+COURSE_TOML = b"""title = "t"
+
+[[modules]]
+name = "m"
+topic = "t"
+
+  [[modules.functions]]
+  name = "f"
+  points = 1
+  hidden = ["test_f_is_secret"]
+"""
+
+
+def test_a_modules_checks_are_handed_over_compiled_and_only_a_placeholder_is_on_disk(tmp_path):
+    """Issue 41, door 4: the check file at its path in the sandbox holds none of the checks' text; what is handed over
+    is their code, compiled with that path (so pytest's locations stay), with a hidden check's docstring dropped."""
+    import marshal
+
+    snapshot = Snapshot({"course.toml": COURSE_TOML, "exercises/test_m.py": CHECKS, "exercises/m.py": b""}, {})
+    course = snapshot.module_course(tmp_path, "m")
+    handed = snapshot.hand_checks(course, "m")
+    assert handed is not None
+    on_disk = (course / "exercises" / "test_m.py").read_bytes()
+    assert b"SECRET" not in on_disk and b"def " not in on_disk and b"handed" in on_disk
+    code = marshal.loads(handed)
+    assert code.co_filename == str(course / "exercises" / "test_m.py")
+    functions = {c.co_name: c for c in code.co_consts if hasattr(c, "co_name")}
+    assert set(functions) == {"test_f_values", "test_f_is_secret"}
+    assert "SECRET_NAME_IN_THE_BODY" in functions["test_f_is_secret"].co_varnames  # the code itself: the residual
+    assert not [c for c in functions["test_f_is_secret"].co_consts if isinstance(c, str) and "SECRET-DOC" in c]
+    namespace: dict = {}
+    exec(code, namespace)
+    assert namespace["test_f_is_secret"].__doc__ is None and namespace["test_f_values"].__name__ == "test_f_values"
+
+
+def test_a_message_quoting_a_hidden_checks_line_is_withheld_however_it_is_spaced():
+    snapshot = Snapshot({"course.toml": COURSE_TOML, "exercises/test_m.py": CHECKS}, {})
+    hidden = snapshot.hidden_lines("m")
+    assert 'assertstudent.f(2)==3,"amessageofthehiddencheck"' in hidden
+    assert "assertstudent.f(1)==2" not in hidden  # a public check's line: not withheld
+    quoted = 'look: assert  student.f(2)\u200b == 3, "a message of the hidden\x07 check"'
+    assert withhold_hidden(quoted, hidden) == WITHHELD
+    honest = "m.f raised AssertionError: a message of the hidden check"
+    assert withhold_hidden(honest, hidden) == honest
+
+
+def test_the_handed_descriptor_is_read_and_closed_before_pytest_and_named_by_no_path():
+    import marshal
+
+    from autograder.grading.isolation.supervise import handed_descriptor
+    from autograder.grading.untrusted.child import HandedChecks
+    from autograder.grading.wire import ChildRequest
+
+    code = compile("X = 1\n", "/x/exercises/test_m.py", "exec")
+    fd = handed_descriptor(marshal.dumps(code))
+    link = os.readlink(f"/proc/self/fd/{fd}")
+    assert link.startswith("/memfd:") and link.endswith("(deleted)"), link
+    request = ChildRequest("/x", "/s", ["m"], [], "/k", handed_checks="/x/exercises/test_m.py", checks_fd=fd)
+    handed = HandedChecks.read(request)
+    assert handed is not None and handed.path == "/x/exercises/test_m.py"
+    with pytest.raises(OSError):
+        os.fstat(fd)  # closed
+    namespace: dict = {}
+    exec(handed.take(), namespace)
+    assert namespace["X"] == 1 and handed.take() is None  # taken once
+
+
+def test_what_a_check_prints_is_discarded_and_bounded(monkeypatch):
+    """Issue 41: what a check prints is never kept (pytest's capture kept it in a file inside the student's disk quota,
+    then in memory); past the limit, while a check runs, ``print`` raises; stderr's first characters go through."""
+    import io
+
+    from autograder.grading.untrusted import child
+
+    monkeypatch.setattr(child, "OUTPUT_LIMIT", 100)
+    counter = child.OutputCounter()
+    kept = io.StringIO()
+    out, err = child.Output(counter), child.Output(counter, kept, keep=10, fileno=2)
+    for _ in range(50):
+        print("x" * 40, file=out)  # outside a check's phases: never refused
+    counter.pytest_runtest_logstart("n", None)
+    counter.active = True
+    print("0123456789abc", file=err)
+    assert kept.getvalue() == "0123456789" and err.fileno() == 2
+    assert out.buffer.write(b"z" * 30) == 30
+    with pytest.raises(child.OutputLimit, match="printed more than"):
+        print("y" * 200, file=out)
