@@ -18,7 +18,8 @@ The tree shows the architecture, one subpackage per concern (lowest layer first:
 - :mod:`autograder.notebooks`      ``autograder nbgrader``: the nbgrader course and its check cells
 - :mod:`autograder.release`        ``autograder release``: the student repository, with a recorded oracle, no solutions
 - :mod:`autograder.authoring`      ``autograder check-course``: every rule the kit relies on; ``autograder mutate``
-- :mod:`autograder.cli`            the ``autograder`` command (argparse only; ``__main__``: ``python -m autograder``)
+- :mod:`autograder.cli`            the ``autograder`` command (argparse only, one module per group of verbs;
+                                   ``__main__``: ``python -m autograder``)
 - :mod:`autograder.plugin`, :mod:`autograder.notebook`   thin entry points (pytest11; imported by generated notebooks)
 
 The public API, what a course's check files may import (``tests/unit/checks/test_public_api.py``
