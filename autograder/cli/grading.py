@@ -153,6 +153,7 @@ def _add_environment(parser: argparse.ArgumentParser) -> None:
 
 def run_grade(args: argparse.Namespace) -> int:
     from autograder.grading import command
+    from autograder.grading.desk.record import Desk
     from autograder.grading.options import Options
 
     course = course_at(args.course)
@@ -174,7 +175,7 @@ def run_grade(args: argparse.Namespace) -> int:
         run_as=args.run_as,
         prove_again=args.preflight,
     )
-    desk = command.Desk(
+    desk = Desk(
         students=args.student,
         due=args.due,
         late_penalty=args.late_penalty,

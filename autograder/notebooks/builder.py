@@ -26,8 +26,8 @@ written twice:
     checks of ``exercises/test_<module>.py``, with the hidden ones named
     inside ``### BEGIN HIDDEN TESTS``.
 
-A function's grade cell is named :func:`~autograder.grading.outputs.gradebook.grade_id`, as the gradebook
-``grade --gradebook`` writes names it (:mod:`autograder.grading.outputs.gradebook`).
+A function's grade cell is named :func:`~autograder.grading.desk.gradebook.grade_id`, as the gradebook
+``grade --gradebook`` writes names it (:mod:`autograder.grading.desk.gradebook`).
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ from pathlib import Path
 
 from autograder.core.course import Course, CourseError, Function, Module, load_course
 from autograder.core.outcomes import points_text
-from autograder.grading.outputs.gradebook import grade_id
+from autograder.grading.desk.gradebook import grade_id
 from autograder.notebooks.environment import COURSE_COPY, KERNELS, write_environment
 
 SCHEMA_VERSION = 3

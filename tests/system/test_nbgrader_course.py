@@ -29,7 +29,7 @@ import pytest
 from platform_envs import base_python, canonical_sources, clean_env
 
 from autograder.core.course import load_course
-from autograder.grading.outputs.gradebook import grade_id, write_gradebook
+from autograder.grading.desk.gradebook import grade_id, write_gradebook
 from autograder.notebooks import environment
 from autograder.notebooks.builder import NBGRADER_AUTOGRADE, PREFLIGHT, build_course, solution_id
 

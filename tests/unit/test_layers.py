@@ -41,7 +41,7 @@ GRADING_LAYERS: tuple[tuple[str, ...], ...] = (
     ("wire", "transcript", "options"),
     ("isolation",),
     ("pool",),
-    ("untrusted", "trusted", "outputs", "preflight"),
+    ("untrusted", "trusted", "outputs", "desk", "preflight"),
     ("pipeline", "executor", "grader", "cluster", "api", "command", "__init__"),
 )
 

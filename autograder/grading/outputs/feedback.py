@@ -13,9 +13,9 @@ from __future__ import annotations
 from autograder.core.course import Course
 from autograder.core.outcomes import FunctionScore, StudentResult, points_text
 from autograder.core.status import Status
+from autograder.grading.desk.late import Lateness, format_late_by, format_time
 from autograder.grading.outputs.failures import MISSING, NOT_STARTED, failure_kind
 from autograder.grading.outputs.inert import html_text as _e
-from autograder.grading.outputs.late import Lateness, format_late_by, format_time
 
 STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2rem auto; max-width: 52rem; padding: 0 1rem; color: #222; }

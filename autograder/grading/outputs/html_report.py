@@ -26,6 +26,7 @@ import statistics
 
 from autograder.core.course import Course
 from autograder.core.outcomes import FunctionScore, StudentResult, points_text
+from autograder.grading.desk.late import Lateness, format_late_by, format_time
 from autograder.grading.outputs.class_report import function_columns, function_output, student_total
 from autograder.grading.outputs.failures import (
     MISSING,
@@ -35,7 +36,6 @@ from autograder.grading.outputs.failures import (
     submission_warnings,
     submitted_nothing,
 )
-from autograder.grading.outputs.late import Lateness, format_late_by, format_time
 
 SCRIPT = """
 for (const table of document.querySelectorAll("table.sortable")) {
