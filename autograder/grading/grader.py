@@ -23,9 +23,10 @@ from autograder.core.submission import read_submission
 from autograder.grading.executor import LocalThreads
 from autograder.grading.isolation.scratch import Snapshot
 from autograder.grading.options import Options
-from autograder.grading.pipeline import Submission, SubmissionPipeline, failed_result
+from autograder.grading.pipeline import Submission, SubmissionPipeline
 from autograder.grading.pool import GradingPool
 from autograder.grading.trusted.client import TrustedSide
+from autograder.grading.verdicts import failed_result
 
 
 class Grader:

@@ -42,7 +42,7 @@ GRADING_LAYERS: tuple[tuple[str, ...], ...] = (
     ("isolation",),
     ("pool",),
     ("untrusted", "trusted", "outputs", "desk", "preflight"),
-    ("pipeline", "executor", "grader", "cluster", "api", "command", "__init__"),
+    ("verdicts", "runs", "pipeline", "executor", "grader", "cluster", "api", "command", "__init__"),
 )
 
 PACKAGE = ROOT / "autograder"
