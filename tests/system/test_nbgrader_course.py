@@ -31,7 +31,8 @@ from platform_envs import base_python, canonical_sources, clean_env
 from autograder.core.course import load_course
 from autograder.grading.desk.gradebook import grade_id, write_gradebook
 from autograder.notebooks import environment
-from autograder.notebooks.builder import NBGRADER_AUTOGRADE, PREFLIGHT, build_course, solution_id
+from autograder.notebooks.builder import build_course, solution_id
+from autograder.notebooks.config import NBGRADER_AUTOGRADE, PREFLIGHT
 
 ROOT = Path(__file__).resolve().parents[2]
 MODULE = "at_updates"

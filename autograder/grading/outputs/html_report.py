@@ -14,6 +14,9 @@ script is the small one below (sorting, opening a student), which the page's
 Content-Security-Policy allows by its hash: whatever a student names a folder
 or puts in an error message is escaped text, and could not run even if it
 were not. Like the other outputs it is deterministic (no dates, fixed SVG ids).
+
+The page is ``templates/report.html.j2`` (:mod:`.templates`: every value escaped); this module computes what it
+shows.
 """
 
 from __future__ import annotations
