@@ -14,6 +14,7 @@ import contextlib
 import signal
 import sys
 import threading
+from collections.abc import Sequence
 from pathlib import Path
 
 from autograder.core import versions
@@ -92,10 +93,22 @@ def claim_out(out: Path, submissions: Path, force: bool) -> None:
     print(f"--force: cleared {out} (it held the grades of {whose})")
 
 
-def class_of(submissions: Path, course: Course, out: Path) -> list[tuple[str, Path]]:
+def class_of(submissions: Path, course: Course, out: Path, regrade: Sequence[str] = ()) -> list[tuple[str, Path]]:
     """The students of ``submissions``: its sub-folders, or the folder itself when it is one submission
     (it holds ``<module>.py`` files of the course itself, or in ``exercises/``). Raises SystemExit with a
-    clear message when there is no student at all, never grading nobody."""
+    clear message when there is no student at all, never grading nobody, or when a student of ``regrade``
+    (``--student``) has no folder."""
+    students = _students_of(submissions, course, out)
+    names = [name for name, _ in students]
+    unknown = [s for s in regrade if s not in names]
+    if unknown:
+        raise SystemExit(
+            f"autograder grade: --student {', '.join(map(repr, unknown))}: no such folder in {submissions}"
+        )
+    return students
+
+
+def _students_of(submissions: Path, course: Course, out: Path) -> list[tuple[str, Path]]:
     modules = tuple(m.name for m in course.modules)
     own_files, _ = read_submission(submissions, modules)
     students = find_students(submissions)
@@ -134,30 +147,21 @@ def grade(
         raise SystemExit(f"autograder grade: {submissions} is not a folder")
     say_environment()
     out = out.resolve()
-    record: dict = {}
     if desk.force and (resume or desk.students):
         raise SystemExit("autograder grade: --force starts OUT afresh; it cannot go with --resume or --student")
+    record: dict = {}
     if resume or desk.students:
         options, record = reuse_recorded(out, submissions, options, desk, "--resume" if resume else "--student")
     modules = options.modules
-    students = class_of(submissions, course, out)
-    names = [name for name, _ in students]
-    unknown = [s for s in desk.students if s not in names]
-    if unknown:
-        raise SystemExit(
-            f"autograder grade: --student {', '.join(map(repr, unknown))}: no such folder in {submissions}"
-        )
+    students = class_of(submissions, course, out, desk.students)
     times, late = late_work(course, desk, students, modules, record)
     try:
-        roster = desk_exports.checked_roster(desk, names)
+        roster = desk_exports.checked_roster(desk, [name for name, _ in students])
     except lms.ExportError as err:
         raise SystemExit(f"autograder grade: {err}") from None
     if not (resume or desk.students):
         claim_out(out, submissions, desk.force)
-    for name, folder in students:
-        if not desk.students or name in desk.students:
-            for why in dict.fromkeys(w for w in read_submission(folder, modules)[1].values() if ": found " in w):
-                print(f"autograder grade: warning: {name}: {why}", file=sys.stderr)
+    warn_misnamed(students, desk.students, modules)
     stop = threading.Event()
     progress = Progress()
     with stop_on_signals(stop) as caught:
@@ -185,6 +189,14 @@ def grade(
         signum = caught[0] if caught else signal.SIGINT
         return interrupted(out, course, modules, grades.results, grades.total, signum, late)
     return write_class(course, out, modules, students, grades, desk, roster, late, gradebook, resume)
+
+
+def warn_misnamed(students: list[tuple[str, Path]], regrade: list[str], modules: tuple[str, ...]) -> None:
+    """A warning on stderr per student graded now whose module file has a look-alike name (found, not graded)."""
+    for name, folder in students:
+        if not regrade or name in regrade:
+            for why in dict.fromkeys(w for w in read_submission(folder, modules)[1].values() if ": found " in w):
+                print(f"autograder grade: warning: {name}: {why}", file=sys.stderr)
 
 
 def reuse_recorded(out: Path, submissions: Path, options: Options, desk: Desk, how: str) -> tuple[Options, dict]:
