@@ -80,8 +80,11 @@ def test_the_reading_counts_files_methods_nested_functions_and_decorators(tmp_pa
     (package / "room").mkdir(parents=True)
     body = "".join(f"    x{i} = {i}\n" for i in range(59))
     (package / "room" / "a.py").write_text(
-        f"@decorated\ndef long():\n{body}\n\nclass C:\n    def method(self):\n" + body.replace("    ", "        ")
-        + "\n\ndef outer():\n    def inner():\n" + body.replace("    ", "        ") + "    return inner\n"
+        f"@decorated\ndef long():\n{body}\n\nclass C:\n    def method(self):\n"
+        + body.replace("    ", "        ")
+        + "\n\ndef outer():\n    def inner():\n"
+        + body.replace("    ", "        ")
+        + "    return inner\n"
     )
     (package / "b.py").write_text("x = 1\n" * 401)
     (package / "c.py").write_text("x = 1\n" * 340 + "def short():\n" + body)  # 400 lines, a function of 60
