@@ -139,10 +139,11 @@ def add_classroom50(subparsers) -> argparse.ArgumentParser:
 
 def run_classroom50(args: argparse.Namespace) -> int:
     from autograder.grading import command
-    from autograder.platforms import classroom50, gradescope
+    from autograder.platforms import classroom50
+    from autograder.shipped import stack
 
     course = course_at(args.course)
-    requirements = gradescope.requirements(gradescope.pyproject_of(course.root))
+    requirements = stack.requirements(stack.pyproject_of(course.root))
     try:
         out = classroom50.build(
             args.release, args.out, args.slug, course, command.select_modules(course, args.only), requirements

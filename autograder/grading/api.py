@@ -253,7 +253,7 @@ def default_seed(snapshot: Snapshot) -> int:
     """The instructor seed ``grade`` draws its inputs from when no ``--seed`` is given: drawn from the references
     (which students never see) as the Gradescope bundle's is, so a release's recorded answers (for the published
     inputs) earn nothing in any mode, and the same course grades the same way every run."""
-    from autograder.release.record import instructor_seed
+    from autograder.shipped.references import instructor_seed
 
     solutions = {Path(rel).name: data for rel, data in snapshot.course.items() if rel.startswith("solutions/")}
     return instructor_seed(solutions)

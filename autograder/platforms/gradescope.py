@@ -38,17 +38,16 @@ import subprocess
 import sys
 import tempfile
 import time
-import tomllib
 import zipfile
 from pathlib import Path
 
 from autograder.core.course import Course, load_course
-from autograder.core.oracle import siblings_named
 from autograder.core.outcomes import points_text
 from autograder.platforms.gradescope_results import FAILED_OUTPUT, check_results, failed_results, results
-from autograder.platforms.stack import CPU_INDEX, TORCH
-from autograder.release.record import instructor_seed
 from autograder.runtime import atomic
+from autograder.shipped import hidden, kit_wheel
+from autograder.shipped.references import instructor_seed, references_needed
+from autograder.shipped.stack import CPU_INDEX, TORCH, pyproject_of, requirements
 
 USER = "student"
 SETTINGS = "gradescope.json"  # in the bundle: {"modules": [...], "seed": N}: what this assignment grades, and its instructor seed
@@ -124,9 +123,6 @@ exit 0
 def bundle_files(course_root: Path, modules: tuple[str, ...]) -> dict[str, bytes]:
     """``{path in the zip: bytes}``: scripts, requirements, the kit's wheel, and the course (``course.toml``,
     checks, stubs and references) of the modules this assignment grades, and of no other."""
-    from autograder.platforms import kit_wheel
-    from autograder.release import hidden
-
     course_root = Path(course_root)
     pyproject = pyproject_of(course_root)
     course_toml = (course_root / "course.toml").read_text(encoding="utf-8")
@@ -157,34 +153,6 @@ def bundle_files(course_root: Path, modules: tuple[str, ...]) -> dict[str, bytes
         for part in (f"solutions/{module}.py", f"exercises/{module}.py"):
             files[part] = (course_root / part).read_bytes()
     return files
-
-
-def references_needed(course_root: Path, modules: tuple[str, ...]) -> set[str]:
-    """The modules whose references grading ``modules`` loads: their own, and every module their checks'
-    scenarios take a reference from (``sibling(reference, "data")``), and so on (checkpointing's scenario
-    needs training's, whose scenario needs data's). A bundle without them gives its reference 0."""
-    needed, todo = set(), list(modules)
-    while todo:
-        module = todo.pop()
-        if module not in needed:
-            needed.add(module)
-            checks = (Path(course_root) / "exercises" / f"test_{module}.py").read_text(encoding="utf-8")
-            todo.extend(siblings_named(checks))
-    return needed
-
-
-def pyproject_of(course_root: Path) -> Path:
-    """The course's ``pyproject.toml``, else the one of the kit's own checkout."""
-    for folder in (course_root, Path(__file__).resolve().parents[2]):
-        if (folder / "pyproject.toml").is_file():
-            return folder / "pyproject.toml"
-    raise FileNotFoundError("no pyproject.toml with the pinned dependencies next to course.toml")
-
-
-def requirements(pyproject: Path) -> str:
-    """The pinned stack, from ``pyproject.toml``'s dependencies (the one list)."""
-    deps = tomllib.loads(pyproject.read_text(encoding="utf-8"))["project"]["dependencies"]
-    return "".join(f"{d}\n" for d in deps)
 
 
 def build_bundle(course_root: Path, out: Path, modules: tuple[str, ...]) -> Path:

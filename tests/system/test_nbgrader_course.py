@@ -692,7 +692,7 @@ def test_the_config_puts_the_preflight_before_nbgrader_s_own_preprocessors(tmp_p
 
 
 def test_setup_sh_installs_cpu_torch_then_the_stack_then_the_kit_and_proves_it(tmp_path):
-    from autograder.platforms.stack import CPU_INDEX, TORCH
+    from autograder.shipped.stack import CPU_INDEX, TORCH
 
     build_course(ROOT, tmp_path / "course", [MODULE])
     text = (tmp_path / "course" / "setup.sh").read_text(encoding="utf-8")

@@ -1,6 +1,6 @@
 """What the kit writes from templates ships with it: every file of the package that is not Python (the templates
 of report.html, feedback.html and nbgrader_config.py) is named by ``pyproject.toml``'s package-data, so a wheel
-setuptools builds holds it, and the platforms' kit wheel (``autograder.platforms.kit_wheel``) holds it too.
+setuptools builds holds it, and the platforms' kit wheel (``autograder.shipped.kit_wheel``) holds it too.
 Read from the files (no build runs)."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import tomllib
 
 from support import ROOT
 
-from autograder.platforms import kit_wheel
+from autograder.shipped import kit_wheel
 
 PACKAGE = ROOT / "autograder"
 PYPROJECT = ROOT / "pyproject.toml"
