@@ -13,12 +13,15 @@ The tree shows the architecture, one subpackage per concern (lowest layer first:
 - :mod:`autograder.recording`      the recorded oracle: the reference's answers as plain data, replayed in a release
 - :mod:`autograder.pytest_plugin`  ``pytest exercises/``: hooks, one session object, profiles, the score table
 - :mod:`autograder.student`        ``autograder watch``, ``status``, ``hint``, ``reset``: the student's loop
+- :mod:`autograder.shipped`        what every shipped environment needs: the kit's wheel, the pinned stack, the
+                                   course cut to some modules, the references and the instructor seed
 - :mod:`autograder.grading`        ``autograder grade`` and ``preflight``: a class, sandboxed, verified by a trusted side
+- :mod:`autograder.authoring`      ``autograder check-course``: every rule the kit relies on; ``autograder mutate``
 - :mod:`autograder.platforms`      ``autograder gradescope``, ``classroom50``, ``actions-report``, ``actions-preflight``
 - :mod:`autograder.notebooks`      ``autograder nbgrader``: the nbgrader course and its check cells
 - :mod:`autograder.release`        ``autograder release``: the student repository, with a recorded oracle, no solutions
-- :mod:`autograder.authoring`      ``autograder check-course``: every rule the kit relies on; ``autograder mutate``
-- :mod:`autograder.cli`            the ``autograder`` command (argparse only; ``__main__``: ``python -m autograder``)
+- :mod:`autograder.cli`            the ``autograder`` command (argparse only, one module per group of verbs;
+                                   ``__main__``: ``python -m autograder``)
 - :mod:`autograder.plugin`, :mod:`autograder.notebook`   thin entry points (pytest11; imported by generated notebooks)
 
 The public API, what a course's check files may import (``tests/unit/checks/test_public_api.py``

@@ -25,7 +25,7 @@ sys.path.insert(0, str(ROOT))
 from autograder.core.course import load_course  # noqa: E402
 from autograder.core.outcomes import FunctionScore, StudentResult  # noqa: E402
 from autograder.core.status import Status  # noqa: E402
-from autograder.grading.outputs import late as late_work  # noqa: E402
+from autograder.grading.desk import late as late_work  # noqa: E402
 
 
 def synthetic_class(course, modules, n: int, seed: int = 0):

@@ -7,9 +7,10 @@ The one library entry is :func:`grade_class` (:mod:`.api`). The folders say whic
 - :mod:`.untrusted`: inside a grading process, next to the student's code
 - :mod:`.trusted`: the trusted verifier's process, and the grader's client of it
 - :mod:`.outputs`: the grader's process, writing what ``grade`` hands out
+- :mod:`.desk`: the grader's process, the instructor's desk: late policy, roster, LMS files, gradebook
 - here: the grader's process orchestrating a run (:mod:`.api`, :mod:`.command`, :mod:`.grader`, :mod:`.pool`,
-  :mod:`.pipeline`, :mod:`.executor`, :mod:`.cluster`, :mod:`.preflight`, :mod:`.options`), and what both sides
-  of a pipe share (:mod:`.wire`, :mod:`.transcript`)
+  :mod:`.pipeline` with :mod:`.runs` and :mod:`.verdicts`, :mod:`.executor`, :mod:`.cluster`, :mod:`.preflight`,
+  :mod:`.options`), and what both sides of a pipe share (:mod:`.wire`, :mod:`.transcript`)
 """
 
 __all__ = ["ClassGrades", "grade_class"]

@@ -122,6 +122,71 @@ def grade_class(
     Raises :class:`~autograder.grading.outputs.run_state.ResumeError` when ``out`` cannot be resumed."""
     stop = stop if stop is not None else threading.Event()
     notify = on_notice or (lambda _notice: None)
+    run = start_run(course, students, options, out, resume, regrade, cluster, prove, desk, notify)
+    kept = [name for name, _ in run.students if name in run.finished]
+    grades = ClassGrades([], len(run.students), run.fingerprint, run.isolation, kept)
+    executor: ClassExecutor | None = None
+    try:
+        pre_started = workers if workers is not None else max(2, len(run.students) - len(run.finished))
+        executor = start_executor(course, run.options, cluster, stop, run.snapshot, pre_started, prove, log)
+        grades.trusted_only_modules = sorted({c.module for c in executor.plan if c.trusted_only})
+        weak = executor.unconfirmable_functions()
+        if weak:
+            notify(Unconfirmed(weak))
+        grades.results = executor.grade_class(
+            run.students, progress, finished=run.finished, on_result=run.keep if run.state is not None else None
+        )
+    except (preflight.PreflightFailed, preflight.GraderError) as err:
+        grades.failure = err
+    except Exception:  # noqa: BLE001 - whatever a stop broke (a killed process) is not an error
+        if not stop.is_set():
+            raise
+    finally:
+        if executor is not None:
+            executor.close()
+    if stop.is_set() or grades.failure is not None:
+        grades.interrupted = stop.is_set()
+        grades.results = grades.results or [run.finished[name] for name, _ in run.students if name in run.finished]
+    return grades
+
+
+@dataclass
+class Run:
+    """A class's run as :func:`start_run` set it up: the options (with the seed drawn), the course's snapshot, the
+    isolation in force, the fingerprint and record of ``out`` (None without one), the students to grade and the
+    ones kept from the record."""
+
+    course: Course
+    out: Path | None
+    options: Options
+    snapshot: Snapshot
+    isolation: str
+    fingerprint: dict[str, str]
+    state: run_state.RunState | None
+    students: list[tuple[str, Path]]
+    finished: dict[str, StudentResult]
+
+    def keep(self, result: StudentResult) -> None:
+        """A student is finished: its results.json now, and the record --resume reads."""
+        assert self.out is not None and self.state is not None  # passed on only with a run record
+        class_files.write_student(self.out, self.course, self.options.modules, result)
+        self.state.record(result)
+
+
+def start_run(
+    course: Course,
+    students: list[tuple[str, Path]],
+    options: Options,
+    out: Path | None,
+    resume: bool,
+    regrade: Sequence[str],
+    cluster: str | None,
+    prove: bool,
+    desk: dict | None,
+    notify: Callable[[Notice], None],
+) -> Run:
+    """What :func:`grade_class` does before any grading: the seed, the isolation said, ``out``'s record started
+    (or continued: the students it keeps, said)."""
     modules = options.modules
     snapshot = Snapshot.take(course.root)
     if options.seed is None and prove:  # grades: never the inputs a student release published answers for
@@ -153,54 +218,42 @@ def grade_class(
         finished = state.finished(students, modules)
         if resume:
             notify(Resuming(out, len(finished), list(state.changed), list(state.new)))
+    return Run(course, out, options, snapshot, isolation, run, state, students, finished)
 
-    def keep(result: StudentResult) -> None:
-        """A student is finished: its results.json now, and the record --resume reads."""
-        assert out is not None and state is not None  # passed on only with a run record
-        class_files.write_student(out, course, modules, result)
-        state.record(result)
 
-    kept = [name for name, _ in students if name in finished]
-    grades = ClassGrades([], len(students), run, isolation, kept)
-    executor: ClassExecutor | None = None
-    try:
-        if cluster:
-            from autograder.grading.cluster import ClusterGrader
+def start_executor(
+    course: Course,
+    options: Options,
+    cluster: str | None,
+    stop: threading.Event,
+    snapshot: Snapshot,
+    pre_started: int,
+    prove: bool,
+    log: TextIO | None,
+) -> ClassExecutor:
+    """The class's executor: on the Dask scheduler at ``cluster`` (each worker proves its environment before its
+    first submission: :mod:`autograder.grading.cluster`), else a local grader with ``pre_started`` sandboxes,
+    proven first with ``prove`` (the reference and the stubs, graded; closed again when that fails)."""
+    if cluster:
+        from autograder.grading.cluster import ClusterGrader
 
-            # each worker proves its environment before its first submission (autograder.grading.cluster)
-            executor = ClusterGrader(course, options, cluster, stop, snapshot=snapshot)
-        else:
-            pre_started = workers if workers is not None else max(2, len(students) - len(finished))
-            grader = start_grader(lambda: Grader(course, options, stop, snapshot=snapshot, workers=pre_started))
-            executor = LocalThreads(grader)
-            if prove:  # before the first student: the reference and the stubs, graded
-                preflight.check(grader, stream=log if log is not None else io.StringIO())
-        grades.trusted_only_modules = sorted({c.module for c in executor.plan if c.trusted_only})
-        weak = executor.unconfirmable_functions()
-        if weak:
-            notify(Unconfirmed(weak))
-        grades.results = executor.grade_class(
-            students, progress, finished=finished, on_result=keep if state is not None else None
-        )
-    except (preflight.PreflightFailed, preflight.GraderError) as err:
-        grades.failure = err
-    except Exception:  # noqa: BLE001 - whatever a stop broke (a killed process) is not an error
-        if not stop.is_set():
-            raise
-    finally:
-        if executor is not None:
+        return ClusterGrader(course, options, cluster, stop, snapshot=snapshot)
+    grader = start_grader(lambda: Grader(course, options, stop, snapshot=snapshot, workers=pre_started))
+    executor = LocalThreads(grader)
+    if prove:  # before the first student
+        try:
+            preflight.check(grader, stream=log if log is not None else io.StringIO())
+        except BaseException:
             executor.close()
-    if stop.is_set() or grades.failure is not None:
-        grades.interrupted = stop.is_set()
-        grades.results = grades.results or [finished[name] for name, _ in students if name in finished]
-    return grades
+            raise
+    return executor
 
 
 def default_seed(snapshot: Snapshot) -> int:
     """The instructor seed ``grade`` draws its inputs from when no ``--seed`` is given: drawn from the references
     (which students never see) as the Gradescope bundle's is, so a release's recorded answers (for the published
     inputs) earn nothing in any mode, and the same course grades the same way every run."""
-    from autograder.release.record import instructor_seed
+    from autograder.shipped.references import instructor_seed
 
     solutions = {Path(rel).name: data for rel, data in snapshot.course.items() if rel.startswith("solutions/")}
     return instructor_seed(solutions)

@@ -43,7 +43,7 @@ from autograder.grading.grader import Grader, Options
 from autograder.grading.isolation.limits import POLL
 from autograder.grading.isolation.processes import child_env
 from autograder.grading.isolation.scratch import Snapshot, scratch_dir
-from autograder.grading.pipeline import failed_result
+from autograder.grading.verdicts import failed_result
 from autograder.grading.wire import PlannedCheck
 from autograder.runtime import stores
 

@@ -11,13 +11,11 @@ incomplete.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import signal
 import sys
 import threading
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from autograder.core import versions
 from autograder.core.course import Course
@@ -25,6 +23,11 @@ from autograder.core.outcomes import points_text
 from autograder.core.submission import read_submission
 from autograder.grading import api
 from autograder.grading import preflight as preflight_check
+from autograder.grading.desk import exports as desk_exports
+from autograder.grading.desk import late as late_policy
+from autograder.grading.desk import lms
+from autograder.grading.desk import record as desk_record_of
+from autograder.grading.desk.record import Desk, desk_record
 from autograder.grading.grader import find_students
 from autograder.grading.options import Options
 from autograder.grading.outputs import class_files, class_report, run_state
@@ -41,113 +44,6 @@ def select_modules(course: Course, only: list[str] | None) -> tuple[str, ...]:
     if unknown:
         raise SystemExit(f"autograder grade: unknown module(s) {unknown}; course.toml has {names}")
     return tuple(m for m in names if not only or m in only)
-
-
-@dataclass
-class Desk:
-    """The instructor's options of ``grade`` beyond grading itself (see ``autograder grade --help``)."""
-
-    students: list[str] = field(default_factory=list)  # --student: regrade only these into an existing OUT
-    due: str | None = None  # --due (else [late] of course.toml)
-    late_penalty: float | None = None  # --late-penalty: percent per started day
-    late_cutoff: float | None = None  # --late-cutoff: days
-    submitted_at: str | None = None  # --submitted-at SOURCE (autograder.grading.outputs.late)
-    roster: Path | None = None  # --roster: student folder -> LMS ids
-    canvas: str | None = None  # --canvas ASSIGNMENT: write OUT/canvas_import.csv
-    canvas_assignment_id: str | None = None
-    moodle: str | None = None  # --moodle ITEM: write OUT/moodle_import.csv
-    force: bool = False  # --force: clear an OUT that holds another class's grades first
-    # the grading options given on the command line (None: not given), which --student and --resume take from
-    # OUT's record instead: modules (--only), timeout_per_function (--timeout), memory_mb (--memory), seed (--seed)
-    given: dict = field(default_factory=dict)
-
-
-# The options a run's record keeps (autograder.grading.outputs.run_state's desk), with their flags.
-DESK_FLAGS = {
-    "due": "--due",
-    "late_penalty": "--late-penalty",
-    "late_cutoff": "--late-cutoff",
-    "submitted_at": "--submitted-at",
-    "roster": "--roster",
-    "canvas": "--canvas",
-    "canvas_assignment_id": "--canvas-assignment-id",
-    "moodle": "--moodle",
-}
-OPTION_FLAGS = {"modules": "--only", "timeout_per_function": "--timeout", "memory_mb": "--memory", "seed": "--seed"}
-
-
-def _desk_value(key: str, value):
-    """A desk option as the record keeps it: paths absolute (a regrade may run from another folder)."""
-    if value is None:
-        return None
-    if key == "roster":
-        return str(Path(value).resolve())
-    if key == "submitted_at" and str(value).startswith("csv:"):
-        return "csv:" + str(Path(str(value)[4:]).resolve())
-    return value
-
-
-def _option_value(key: str, value):
-    return list(value) if key == "modules" and value is not None else value
-
-
-def _shown(flag: str, value) -> str:
-    values = value if isinstance(value, list) else [value]
-    return " ".join(f"{flag} {v}" for v in values)
-
-
-def desk_record(submissions: Path, desk: Desk, times: dict | None = None) -> dict:
-    """What OUT's record keeps beside the fingerprint: the class graded, the export options, the times read."""
-    return {
-        "class": str(submissions.resolve()),
-        **{key: _desk_value(key, getattr(desk, key)) for key in DESK_FLAGS},
-        "times": {name: value.isoformat() for name, value in sorted((times or {}).items())},
-    }
-
-
-def reuse_recorded(out: Path, submissions: Path, options: Options, desk: Desk, how: str) -> tuple[Options, dict]:
-    """``--student``/``--resume``: the options ``out`` was graded with, for every one not given now (said on the
-    console); a given one that differs is refused (SystemExit). Returns the options and the record's desk."""
-    saved = run_state.read_run(out)
-    if saved is None:
-        return options, {}  # nothing to continue: RunState.start says so
-    record: dict[str, Any] = saved["desk"] if isinstance(saved.get("desk"), dict) else {}
-    here = str(submissions.resolve())
-    if record.get("class") not in (None, here):
-        raise SystemExit(
-            f"autograder grade: {how}: {out} holds the grades of another class ({record['class']}), not of "
-            f"{here}; regrade into the OUT of {here}'s class, or grade {here} into a new folder"
-        )
-    conflicts, reused = [], []
-    for key, flag in DESK_FLAGS.items():
-        given, old = _desk_value(key, getattr(desk, key)), record.get(key)
-        if given is None and old is not None:
-            setattr(desk, key, Path(old) if key == "roster" else old)
-            reused.append(_shown(flag, old))
-        elif given is not None and given != old:
-            conflicts.append(f"{_shown(flag, given)} (graded with {_shown(flag, old) if old is not None else 'none'})")
-    recorded = run_state.recorded_options(saved)
-    for key, flag in OPTION_FLAGS.items():
-        if key not in recorded:
-            continue
-        given, old = _option_value(key, desk.given.get(key)), recorded[key]
-        if given is None:
-            if old != _option_value(key, getattr(options, key)):
-                reused.append(_shown(flag, old))
-            changed: dict[str, Any] = {key: tuple(old) if key == "modules" else old}
-            options = dataclasses.replace(options, **changed)
-        elif given != old:
-            conflicts.append(f"{_shown(flag, given)} (graded with {_shown(flag, old) if old is not None else 'none'})")
-    if conflicts:
-        verb = "resume" if how == "--resume" else "regrade a student"
-        raise SystemExit(
-            f"autograder grade: cannot {verb} into {out} with other options than it was graded with: "
-            f"{'; '.join(conflicts)}; leave them out to reuse them, or grade the whole class again "
-            "(without --student or --resume) to change them"
-        )
-    if reused:
-        print(f"{how}: reusing the options {out} was graded with: {' '.join(reused)}")
-    return options, record
 
 
 def given_code_notes(
@@ -197,10 +93,22 @@ def claim_out(out: Path, submissions: Path, force: bool) -> None:
     print(f"--force: cleared {out} (it held the grades of {whose})")
 
 
-def class_of(submissions: Path, course: Course, out: Path) -> list[tuple[str, Path]]:
+def class_of(submissions: Path, course: Course, out: Path, regrade: Sequence[str] = ()) -> list[tuple[str, Path]]:
     """The students of ``submissions``: its sub-folders, or the folder itself when it is one submission
     (it holds ``<module>.py`` files of the course itself, or in ``exercises/``). Raises SystemExit with a
-    clear message when there is no student at all, never grading nobody."""
+    clear message when there is no student at all, never grading nobody, or when a student of ``regrade``
+    (``--student``) has no folder."""
+    students = _students_of(submissions, course, out)
+    names = [name for name, _ in students]
+    unknown = [s for s in regrade if s not in names]
+    if unknown:
+        raise SystemExit(
+            f"autograder grade: --student {', '.join(map(repr, unknown))}: no such folder in {submissions}"
+        )
+    return students
+
+
+def _students_of(submissions: Path, course: Course, out: Path) -> list[tuple[str, Path]]:
     modules = tuple(m.name for m in course.modules)
     own_files, _ = read_submission(submissions, modules)
     students = find_students(submissions)
@@ -234,95 +142,26 @@ def grade(
     """Grade every student folder of ``submissions`` and write ``out/grades.csv``, ``out/<student>/results.json``
     and ``out/summary.md`` (and the gradebook, when given), locally or on the Dask scheduler at ``cluster``.
     Returns the exit status (128 + signal when stopped)."""
-    from autograder.grading.outputs import late as late_work
-    from autograder.grading.outputs import lms
-
     desk = desk or Desk()
     if not submissions.is_dir():
         raise SystemExit(f"autograder grade: {submissions} is not a folder")
     say_environment()
     out = out.resolve()
-    record: dict = {}
     if desk.force and (resume or desk.students):
         raise SystemExit("autograder grade: --force starts OUT afresh; it cannot go with --resume or --student")
+    record: dict = {}
     if resume or desk.students:
         options, record = reuse_recorded(out, submissions, options, desk, "--resume" if resume else "--student")
     modules = options.modules
-    students = class_of(submissions, course, out)
-    names = [name for name, _ in students]
-    unknown = [s for s in desk.students if s not in names]
-    if unknown:
-        raise SystemExit(
-            f"autograder grade: --student {', '.join(map(repr, unknown))}: no such folder in {submissions}"
-        )
+    students = class_of(submissions, course, out, desk.students)
+    times, late = late_work(course, desk, students, modules, record)
     try:
-        policy = late_work.policy(course.root, desk.due, desk.late_penalty, desk.late_cutoff)
-        if policy.active and not desk.submitted_at:
-            raise late_work.LateError(
-                f"a due date needs the submission times: add --submitted-at SOURCE ({', '.join(late_work.SOURCES)})"
-            )
-        times, no_time = (
-            late_work.submission_times(desk.submitted_at, students, modules) if desk.submitted_at else ({}, [])
-        )
-    except late_work.LateError as err:
+        roster = desk_exports.checked_roster(desk, [name for name, _ in students])
+    except lms.ExportError as err:
         raise SystemExit(f"autograder grade: {err}") from None
-    if desk.students and record.get("times"):  # the others keep the times their recorded grades were judged with
-        for name, text in record["times"].items():
-            if name not in desk.students and name in names:
-                times[name] = late_work.parse_time(text, "the run's record")
-        no_time = [name for name in no_time if name not in times]
-    if no_time:
-        print(
-            f"autograder grade: warning: no submission time ({desk.submitted_at}) for {', '.join(no_time)}: no late penalty for them",
-            file=sys.stderr,
-        )
-    late = {name: late_work.judge(policy, times.get(name)) for name in names} if desk.submitted_at else None
-    roster = None
-    if desk.canvas or desk.moodle:
-        if desk.roster is None:
-            raise SystemExit("autograder grade: --canvas and --moodle need --roster FILE (student folder -> LMS ids)")
-        try:
-            roster = lms.read_roster(desk.roster)
-            if desk.canvas:
-                lms.check_canvas(roster, names)
-            if desk.moodle:
-                lms.moodle_identifier(roster, names)
-        except lms.ExportError as err:
-            raise SystemExit(f"autograder grade: {err}") from None
     if not (resume or desk.students):
         claim_out(out, submissions, desk.force)
-    for name, folder in students:
-        if not desk.students or name in desk.students:
-            for why in dict.fromkeys(w for w in read_submission(folder, modules)[1].values() if ": found " in w):
-                print(f"autograder grade: warning: {name}: {why}", file=sys.stderr)
-
-    def say(notice: api.Notice) -> None:
-        if isinstance(notice, api.IsolationInForce):
-            if not notice.cluster:
-                print(f"autograder grade: isolation: {notice.description}", flush=True)
-        elif isinstance(notice, api.Regrading):
-            print(
-                f"regrading {', '.join(notice.students)} into {notice.out}; {notice.kept} other students keep their grades"
-            )
-            if notice.left_out:
-                print(
-                    f"autograder grade: warning: {', '.join(notice.left_out)} have no grades in {notice.out} and are left out "
-                    "(add them with --student, or grade the rest with --resume)",
-                    file=sys.stderr,
-                )
-        elif isinstance(notice, api.Resuming):
-            print(
-                f"resuming {notice.out}: {notice.kept} already graded and unchanged; to grade: "
-                f"{len(notice.changed)} changed since graded ({', '.join(notice.changed) or 'none'}), "
-                f"{len(notice.new)} not graded before ({', '.join(notice.new) or 'none'})"
-            )
-        elif isinstance(notice, api.Unconfirmed):
-            print(
-                f"autograder grade: warning: {', '.join(notice.functions)} have no @pytest.mark.correctness check; "
-                "their passes are taken from the student's process without confirmation",
-                file=sys.stderr,
-            )
-
+    warn_misnamed(students, desk.students, modules)
     stop = threading.Event()
     progress = Progress()
     with stop_on_signals(stop) as caught:
@@ -337,40 +176,109 @@ def grade(
                 cluster=cluster,
                 stop=stop,
                 progress=progress,
-                on_notice=say,
+                on_notice=say_notice,
                 log=sys.stderr,
                 desk=desk_record(submissions, desk, times),
             )
         except run_state.ResumeError as err:
             raise SystemExit(f"autograder grade: {err}") from None
         progress.finish()
-    results, finished = grades.results, set(grades.kept)
     if grades.failure is not None and not caught:
-        return grader_failed(grades.failure, len(results))
+        return grader_failed(grades.failure, len(grades.results))
     if stop.is_set():
-        return interrupted(out, course, modules, results, grades.total, caught[0] if caught else signal.SIGINT, late)
+        signum = caught[0] if caught else signal.SIGINT
+        return interrupted(out, course, modules, grades.results, grades.total, signum, late)
+    return write_class(course, out, modules, students, grades, desk, roster, late, gradebook, resume)
+
+
+def warn_misnamed(students: list[tuple[str, Path]], regrade: list[str], modules: tuple[str, ...]) -> None:
+    """A warning on stderr per student graded now whose module file has a look-alike name (found, not graded)."""
+    for name, folder in students:
+        if not regrade or name in regrade:
+            for why in dict.fromkeys(w for w in read_submission(folder, modules)[1].values() if ": found " in w):
+                print(f"autograder grade: warning: {name}: {why}", file=sys.stderr)
+
+
+def reuse_recorded(out: Path, submissions: Path, options: Options, desk: Desk, how: str) -> tuple[Options, dict]:
+    """``--student``/``--resume``: the options ``out`` was graded with, for every one not given now (said on the
+    console); a given one that differs is refused (SystemExit). Returns the options and the record's desk."""
+    try:
+        found = desk_record_of.reuse_recorded(out, submissions, options, desk, how)
+    except desk_record_of.DeskError as err:
+        raise SystemExit(f"autograder grade: {err}") from None
+    if found.reused:
+        print(f"{how}: reusing the options {out} was graded with: {' '.join(found.reused)}")
+    return found.options, found.record
+
+
+def late_work(
+    course: Course, desk: Desk, students: list[tuple[str, Path]], modules: tuple[str, ...], record: dict
+) -> tuple[dict, dict | None]:
+    """Each student's submission time and lateness (None without ``--submitted-at``); a student whose time cannot
+    be read is named on stderr (no late penalty)."""
+    try:
+        policy, times, no_time = desk_exports.submission_times(course.root, desk, students, modules)
+    except late_policy.LateError as err:
+        raise SystemExit(f"autograder grade: {err}") from None
+    names = [name for name, _ in students]
+    no_time = desk_exports.keep_recorded_times(desk, record, names, times, no_time)
+    if no_time:
+        print(
+            f"autograder grade: warning: no submission time ({desk.submitted_at}) for {', '.join(no_time)}: no late penalty for them",
+            file=sys.stderr,
+        )
+    return times, desk_exports.judge_class(policy, desk, names, times)
+
+
+def say_notice(notice: api.Notice) -> None:
+    """What the grading says on the way: the isolation in force, who is regraded or resumed, unconfirmed passes."""
+    if isinstance(notice, api.IsolationInForce):
+        if not notice.cluster:
+            print(f"autograder grade: isolation: {notice.description}", flush=True)
+    elif isinstance(notice, api.Regrading):
+        print(
+            f"regrading {', '.join(notice.students)} into {notice.out}; {notice.kept} other students keep their grades"
+        )
+        if notice.left_out:
+            print(
+                f"autograder grade: warning: {', '.join(notice.left_out)} have no grades in {notice.out} and are left out "
+                "(add them with --student, or grade the rest with --resume)",
+                file=sys.stderr,
+            )
+    elif isinstance(notice, api.Resuming):
+        print(
+            f"resuming {notice.out}: {notice.kept} already graded and unchanged; to grade: "
+            f"{len(notice.changed)} changed since graded ({', '.join(notice.changed) or 'none'}), "
+            f"{len(notice.new)} not graded before ({', '.join(notice.new) or 'none'})"
+        )
+    elif isinstance(notice, api.Unconfirmed):
+        print(
+            f"autograder grade: warning: {', '.join(notice.functions)} have no @pytest.mark.correctness check; "
+            "their passes are taken from the student's process without confirmation",
+            file=sys.stderr,
+        )
+
+
+def write_class(
+    course: Course,
+    out: Path,
+    modules: tuple[str, ...],
+    students: list[tuple[str, Path]],
+    grades: api.ClassGrades,
+    desk: Desk,
+    roster: dict | None,
+    late: dict | None,
+    gradebook: str | None,
+    resume: bool,
+) -> int:
+    """A finished run: the LMS files, the class files (stale ones of an earlier run removed), the gradebook; what
+    was written, said on the console. Exit status 0."""
+    results, finished = grades.results, set(grades.kept)
     total = sum(fn.points for fn in course.functions if fn.module in modules)
     exports = {}
     if roster is not None:
-        columns = class_report.function_columns(course, modules)
-        finals = {
-            r.student: (late[r.student].final if late else float)(class_report.student_total(r, columns))
-            for r in results
-        }
-        # a roster entry with no folder submitted nothing: 0 in the imports (a blank cell changes nothing there)
-        absent = lms.unmatched(roster, [r.student for r in results])
         try:
-            if desk.canvas:
-                ids = [s for s in absent if roster[s].get("canvas_id") or roster[s].get("sis_user_id")]
-                exports["canvas_import.csv"] = lms.canvas_csv(
-                    roster, {**finals, **dict.fromkeys(ids, 0.0)}, total, desk.canvas, desk.canvas_assignment_id
-                )
-            if desk.moodle:
-                key, _ = lms.moodle_identifier(roster, list(finals))
-                ids = [s for s in absent if roster[s].get(key)]
-                exports["moodle_import.csv"] = lms.moodle_csv(
-                    roster, {**finals, **dict.fromkeys(ids, 0.0)}, desk.moodle
-                )
+            exports = desk_exports.lms_files(desk, roster, course, modules, results, late, total)
         except lms.ExportError as err:
             raise SystemExit(f"autograder grade: {err}; no class file was rewritten") from None
     if not (resume or desk.students):
@@ -382,18 +290,9 @@ def grade(
         for line in lines:
             print(f"autograder grade: note: {name}: {line}", file=sys.stderr)
     class_files.write_all(out, course, modules, results, late=late, exports=exports, notes=notes)
-    for name in exports:
-        where = "Canvas: Grades > Import" if name.startswith("canvas") else "Moodle: Grades > Import > CSV file"
-        print(f"wrote {out / name} ({where})")
-    if roster is not None:
-        missing = lms.unmatched(roster, [r.student for r in results])
-        if missing:
-            print(
-                f"autograder grade: roster entries with no folder (no submission: 0 in the imports): {', '.join(missing)}",
-                file=sys.stderr,
-            )
+    say_exports(out, exports, roster, results)
     if gradebook:
-        from autograder.grading.outputs.gradebook import write_gradebook
+        from autograder.grading.desk.gradebook import write_gradebook
 
         written = write_gradebook(class_report.points_by_student(results), gradebook, course)
         print(f"wrote {written} grades into the gradebook {gradebook}")
@@ -404,6 +303,20 @@ def grade(
         f"graded {len(results)} students ({', '.join(modules)}; max {points_text(total, None)} points): {out / 'grades.csv'}"
     )
     return 0
+
+
+def say_exports(out: Path, exports: dict[str, str], roster: dict | None, results: list) -> None:
+    """Where each LMS file goes, and the roster's entries that had no folder."""
+    for name in exports:
+        where = "Canvas: Grades > Import" if name.startswith("canvas") else "Moodle: Grades > Import > CSV file"
+        print(f"wrote {out / name} ({where})")
+    if roster is not None:
+        missing = lms.unmatched(roster, [r.student for r in results])
+        if missing:
+            print(
+                f"autograder grade: roster entries with no folder (no submission: 0 in the imports): {', '.join(missing)}",
+                file=sys.stderr,
+            )
 
 
 def preflight(course: Course, options: Options) -> int:

@@ -24,10 +24,11 @@ from autograder.grading import preflight
 from autograder.grading.executor import LocalThreads
 from autograder.grading.isolation.scratch import Snapshot
 from autograder.grading.options import Options
-from autograder.grading.pipeline import Submission, SubmissionPipeline, failed_result
+from autograder.grading.pipeline import Submission, SubmissionPipeline
 from autograder.grading.pool import GradingPool
 from autograder.grading.trusted.client import TrustedSide
 from autograder.grading.trusted.shared import sharing_enabled
+from autograder.grading.verdicts import failed_result
 
 
 class Grader:

@@ -5,14 +5,14 @@
 - ``course/``: the course files the check cells read (``JAX_COURSE_ROOT`` points here): ``course.toml``
   cut to the modules that have a source notebook, their checks, stubs and references, and the reference
   and stub of every module their checks' scenarios take a reference from
-  (:func:`autograder.platforms.gradescope.references_needed`). The course directory is the instructor's
+  (:func:`autograder.shipped.references.references_needed`). The course directory is the instructor's
   private folder; its source notebooks hold the references anyway.
-- ``kit/<wheel>``: the kit as a wheel (:mod:`autograder.platforms.kit_wheel`): ``autograder``, which the
+- ``kit/<wheel>``: the kit as a wheel (:mod:`autograder.shipped.kit_wheel`): ``autograder``, which the
   check cells import, and the checks' pytest plugin;
 - ``requirements.txt``: the pinned stack, nbgrader included (the kit's ``pyproject.toml``, the one list), and
   ipykernel, the kernel;
 - ``setup.sh``: builds ``.venv`` from a system Python 3.11: torch's CPU build first (PyTorch's CPU index,
-  :mod:`autograder.platforms.stack`), the requirements, the kit's wheel (``--no-deps``), and ends by proving
+  :mod:`autograder.shipped.stack`), the requirements, the kit's wheel (``--no-deps``), and ends by proving
   the environment (:mod:`autograder.notebooks.preflight`), failing if it cannot grade;
 - ``jupyter/kernels/python3/kernel.json``: the kernel nbgrader starts, ``.venv/bin/python`` itself
   (``nbgrader_config.py`` puts this folder first on ``JUPYTER_PATH``, so no other ``python3`` kernelspec of
@@ -26,10 +26,10 @@ import shutil
 from pathlib import Path
 
 from autograder.core.course import Course
-from autograder.platforms import kit_wheel
-from autograder.platforms.gradescope import pyproject_of, references_needed, requirements
-from autograder.platforms.stack import CPU_INDEX, TORCH
-from autograder.release.hidden import keep_modules
+from autograder.shipped import kit_wheel
+from autograder.shipped.hidden import keep_modules
+from autograder.shipped.references import references_needed
+from autograder.shipped.stack import CPU_INDEX, TORCH, pyproject_of, requirements
 
 COURSE_COPY = "course"  # the course files the check cells read
 KIT_DIR = "kit"  # the kit's wheel

@@ -189,6 +189,28 @@ def grading() -> bool:
     return bool(os.environ.get("NBGRADER_EXECUTION") or os.environ.get("CI"))
 
 
+def _pytest_args(checks: Path, folder: Path, out: Path, root: Path) -> list[str]:
+    """pytest's arguments for one function's checks on the submission in ``folder``, results into ``out``."""
+    args = [
+        str(checks),
+        "--submission",
+        str(folder),
+        "--results-json",
+        str(out),
+        "--rootdir",
+        str(root),
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "-p",
+        "no:randomly",
+        *_plugin_args(),
+    ]
+    if grading():
+        args.append("--grading")
+    return args
+
+
 def run_checks(
     module: str,
     function: str,
@@ -216,23 +238,7 @@ def run_checks(
     try:
         write_submission(folder, module, function, ns)
         out = folder / "results.json"
-        args = [
-            str(course.checks_path(module)),
-            "--submission",
-            str(folder),
-            "--results-json",
-            str(out),
-            "--rootdir",
-            str(root),
-            "-q",
-            "-p",
-            "no:cacheprovider",
-            "-p",
-            "no:randomly",
-            *_plugin_args(),
-        ]
-        if grading():
-            args.append("--grading")
+        args = _pytest_args(course.checks_path(module), folder, out, root)
         log = io.StringIO()
         with (
             contextlib.redirect_stdout(log),

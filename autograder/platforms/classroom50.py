@@ -39,8 +39,8 @@ from pathlib import Path
 
 from autograder.core.course import Course
 from autograder.core.outcomes import points_text
-from autograder.platforms import kit_wheel
-from autograder.platforms.stack import CPU_INDEX, TORCH
+from autograder.shipped import kit_wheel
+from autograder.shipped.stack import CPU_INDEX, TORCH
 
 SCHEMA = "classroom50/result/v1"
 MAX_BUNDLE_BYTES = 10 * 2**20

@@ -38,27 +38,21 @@ import subprocess
 import sys
 import tempfile
 import time
-import tomllib
 import zipfile
 from pathlib import Path
 
 from autograder.core.course import Course, load_course
-from autograder.core.oracle import siblings_named
-from autograder.core.outcomes import CheckOutcome, FunctionScore, points_text, score_checks
-from autograder.core.status import Status
-from autograder.platforms.stack import CPU_INDEX, TORCH
-from autograder.release.record import instructor_seed
+from autograder.core.outcomes import points_text
+from autograder.platforms.gradescope_results import FAILED_OUTPUT, check_results, failed_results, results
 from autograder.runtime import atomic
+from autograder.shipped import hidden, kit_wheel
+from autograder.shipped.references import instructor_seed, references_needed
+from autograder.shipped.stack import CPU_INDEX, TORCH, pyproject_of, requirements
 
 USER = "student"
 SETTINGS = "gradescope.json"  # in the bundle: {"modules": [...], "seed": N}: what this assignment grades, and its instructor seed
 KIT_DIR = "kit"  # in the bundle: the kit's wheel
 UV = "uv==0.13.8"
-FAILED_OUTPUT = (
-    "The autograder could not grade this submission: the failure is on the grader's side, not a verdict on your code. "
-    "Your instructor sees the log and can regrade it."
-)
-
 SETUP_SH = f"""#!/usr/bin/env bash
 # Gradescope runs this once, as root, when it builds the autograder image.
 # Python 3.11, the pinned stack and the kit (its wheel: the `autograder` command
@@ -125,19 +119,10 @@ exit 0
 """
 
 
-GATED = (
-    "no points: a check of this function's values failed (its other test says which), "
-    "and a function earns nothing while its values are wrong"
-)
-
-
 # -- the bundle -----------------------------------------------------------
 def bundle_files(course_root: Path, modules: tuple[str, ...]) -> dict[str, bytes]:
     """``{path in the zip: bytes}``: scripts, requirements, the kit's wheel, and the course (``course.toml``,
     checks, stubs and references) of the modules this assignment grades, and of no other."""
-    from autograder.platforms import kit_wheel
-    from autograder.release import hidden
-
     course_root = Path(course_root)
     pyproject = pyproject_of(course_root)
     course_toml = (course_root / "course.toml").read_text(encoding="utf-8")
@@ -170,34 +155,6 @@ def bundle_files(course_root: Path, modules: tuple[str, ...]) -> dict[str, bytes
     return files
 
 
-def references_needed(course_root: Path, modules: tuple[str, ...]) -> set[str]:
-    """The modules whose references grading ``modules`` loads: their own, and every module their checks'
-    scenarios take a reference from (``sibling(reference, "data")``), and so on (checkpointing's scenario
-    needs training's, whose scenario needs data's). A bundle without them gives its reference 0."""
-    needed, todo = set(), list(modules)
-    while todo:
-        module = todo.pop()
-        if module not in needed:
-            needed.add(module)
-            checks = (Path(course_root) / "exercises" / f"test_{module}.py").read_text(encoding="utf-8")
-            todo.extend(siblings_named(checks))
-    return needed
-
-
-def pyproject_of(course_root: Path) -> Path:
-    """The course's ``pyproject.toml``, else the one of the kit's own checkout."""
-    for folder in (course_root, Path(__file__).resolve().parents[2]):
-        if (folder / "pyproject.toml").is_file():
-            return folder / "pyproject.toml"
-    raise FileNotFoundError("no pyproject.toml with the pinned dependencies next to course.toml")
-
-
-def requirements(pyproject: Path) -> str:
-    """The pinned stack, from ``pyproject.toml``'s dependencies (the one list)."""
-    deps = tomllib.loads(pyproject.read_text(encoding="utf-8"))["project"]["dependencies"]
-    return "".join(f"{d}\n" for d in deps)
-
-
 def build_bundle(course_root: Path, out: Path, modules: tuple[str, ...]) -> Path:
     """Write the Gradescope ``autograder.zip`` grading ``modules`` (byte-identical for the same inputs)."""
     out = Path(out)
@@ -210,110 +167,6 @@ def build_bundle(course_root: Path, out: Path, modules: tuple[str, ...]) -> Path
             info.compress_type = zipfile.ZIP_DEFLATED
             zf.writestr(info, data)
     return out
-
-
-# -- results.json ---------------------------------------------------------
-def _part(fn, outcomes: list[CheckOutcome], total: int, gate_failed: bool) -> FunctionScore:
-    """A part of ``fn``'s checks, scored by the one rule (:func:`~autograder.core.outcomes.score_checks`)."""
-    part = score_checks(fn, outcomes, of=total, gate_failed=gate_failed)
-    if gate_failed and part.status == Status.PASSED:  # these checks pass, but they earn nothing: not "passed"
-        part.status = Status.FAILED
-        part.messages.insert(0, GATED)
-    return part
-
-
-def _test(name: str, part: FunctionScore, visibility: str) -> dict:
-    from autograder.grading.outputs.class_report import function_output
-
-    return {
-        "name": name,
-        "score": part.points,
-        "max_score": part.max_points,
-        "status": "passed" if part.status == Status.PASSED else "failed",
-        "output": function_output(part),
-        "visibility": visibility,
-    }
-
-
-def results(course: Course, modules: tuple[str, ...], result, seconds: float) -> dict:
-    """Gradescope's ``results.json`` for one graded submission (a :class:`StudentResult`)."""
-    tests = []
-    for fn in course.functions:
-        if fn.module not in modules:
-            continue
-        checks = [o for o in result.outcomes if (o.module, o.function) == (fn.module, fn.name)]
-        if not checks:
-            continue
-        gate_failed = any(o.correctness and o.status != Status.PASSED for o in checks)
-        hidden = [o for o in checks if o.check.split("[", 1)[0] in fn.hidden]
-        shown = [o for o in checks if o not in hidden]
-        visible = _test(fn.qualname, _part(fn, shown, len(checks), gate_failed), "visible")
-        visible["max_score"] = fn.points  # the function's points as the course counts them, never a fraction
-        tests.append(visible)
-        if hidden:
-            # their points are part of the function's (points x passed checks / all its checks): this test adds
-            # what they earned to the total and adds no maximum of its own
-            later = _test(
-                f"{fn.qualname} (checks shown after the due date)",
-                _part(fn, hidden, len(checks), gate_failed),
-                "after_due_date",
-            )
-            later["max_score"] = 0.0
-            later["output"] = (
-                f"These {len(hidden)} of {fn.qualname}'s {len(checks)} checks count toward its "
-                f"{points_text(fn.points, None)} points (its points are shared out over all its checks).\n\n"
-                + later["output"]
-            )
-            tests.append(later)
-    score = round(sum(s.points for s in result.scores if s.module in modules), 2)
-    maximum = sum(fn.points for fn in course.functions if fn.module in modules)
-    return {
-        "score": score,
-        "execution_time": int(round(seconds)),
-        "output": f"{course.title}: {points_text(score, None)}/{points_text(maximum, None)} points",
-        "visibility": "visible",
-        "stdout_visibility": "hidden",
-        "tests": tests,
-    }
-
-
-def failed_results(course: Course, modules: tuple[str, ...], seconds: float, detail: str) -> dict:
-    """Valid results when grading itself failed: every function 0, and why."""
-    tests = [
-        {
-            "name": fn.qualname,
-            "score": 0.0,
-            "max_score": fn.points,
-            "status": "failed",
-            "output": FAILED_OUTPUT,
-            "visibility": "visible",
-        }
-        for fn in course.functions
-        if fn.module in modules
-    ]
-    print(f"grading failed: {detail}", file=sys.stderr)
-    return {
-        "score": 0.0,
-        "execution_time": int(round(seconds)),
-        "output": FAILED_OUTPUT,
-        "visibility": "visible",
-        "stdout_visibility": "hidden",
-        "tests": tests,
-    }
-
-
-def check_results(path: Path) -> bool:
-    """The written ``results.json`` is there and has Gradescope's required shape (a score, tests)."""
-    try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return False
-    return (
-        isinstance(data, dict)
-        and type(data.get("score")) in (int, float)
-        and isinstance(data.get("tests", []), list)
-        and all(isinstance(t, dict) and type(t.get("score")) in (int, float) for t in data.get("tests", []))
-    )
 
 
 def _solutions(course_root: Path) -> dict[str, bytes]:

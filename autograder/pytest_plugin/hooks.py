@@ -10,7 +10,7 @@ outside a folder with a ``course.toml``. It
   (:mod:`autograder.core.attribution`);
 - fails an untouched stub at once as "not started";
 - replaces JAX tracebacks with the student-facing message and hint;
-- prints a score table, and writes JSON results with ``--results-json``;
+- prints a score table, and writes JSON results with ``--results-json`` (:mod:`.summary`);
 - says which checks waited long for JAX to compile (``compile_time``);
 - keeps Python's garbage collector off the heap the imports left (``garbage``);
 - in a student's own run on ``exercises/`` (not the grading profile), keeps
@@ -28,7 +28,6 @@ The run's state lives in one :class:`~autograder.pytest_plugin.session.CourseSes
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import sys
 from pathlib import Path
@@ -40,12 +39,11 @@ from autograder.core import progress as local_progress
 from autograder.core.attribution import AttributionError
 from autograder.core.course import CourseError, find_root, load_course
 from autograder.core.failures import status_of
-from autograder.core.outcomes import CheckOutcome, results_payload, score_functions
-from autograder.core.screen import needs_review
+from autograder.core.outcomes import CheckOutcome
 from autograder.core.status import Status
 from autograder.core.submission import SubmissionImportError, not_started
 from autograder.pytest_plugin import garbage, parallel, profiles, report
-from autograder.pytest_plugin.compile_time import CompileClock, is_slow, slow_compile_lines
+from autograder.pytest_plugin.compile_time import CompileClock, is_slow
 from autograder.pytest_plugin.decided import MARKER_HELP
 from autograder.pytest_plugin.session import (
     COMPILE_SECONDS_KEY,
@@ -352,70 +350,6 @@ def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config):
     return None
 
 
-def _needs_review(course_session, modules: set[str]) -> list[str]:
-    """The static screen's findings (:mod:`autograder.core.screen`) in the files of ``modules`` that were checked:
-    the student is warned before submitting, as ``grade`` will list them."""
-    found = []
-    for module in sorted(modules, key=lambda m: [x.name for x in course_session.course.modules].index(m)):
-        try:
-            source = course_session.student_file(module).read_bytes()
-        except (OSError, ValueError):
-            continue
-        found += needs_review(module, source)
-    return found
-
-
-def pytest_report_header(config: pytest.Config) -> list[str] | None:
-    course_session = session_of(config)
-    if course_session is None:
-        return None
-    course, settings = course_session.course, course_session.settings
-    lines = [
-        f"course: {course.title} ({len(course.modules)} modules)",
-        f"checking: {settings.source} (hypothesis profile: {settings.profile})",
-    ]
-    if parallel.is_controller(config):
-        lines.append("the modules are checked side by side, one process per core (-n 0: in this one process)")
-    return lines
-
-
-def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
-    course_session = session_of(config)
-    if course_session is None or parallel.is_worker(config):  # a worker's reports are summed up where they arrive
-        return
-    course, outcomes = course_session.course, course_session.outcomes_in_course_order()
-    scores = score_functions(course, outcomes)
-    table = report.score_table(course, scores)
-    if table:
-        terminalreporter.write_sep("=", "score")
-        terminalreporter.write_line(table)
-        if all(score.status == Status.NOT_STARTED for score in scores):
-            terminalreporter.write_line("")
-            terminalreporter.write_line(course.welcome.strip())
-    for line in slow_compile_lines(course_session.slow_compiles):
-        terminalreporter.write_line(f"slow: {line}")
-    for line in course_session.given_notes(list(dict.fromkeys(score.module for score in scores))):
-        terminalreporter.write_line(line)
-    review = _needs_review(course_session, {o.module for o in outcomes})
-    if review:
-        terminalreporter.write_sep("=", "needs review")
-        for line in review:
-            terminalreporter.write_line(f"needs review: {line}")
-        terminalreporter.write_line(
-            "`autograder grade` withholds the points of the checks decided in your own grading process for a module "
-            "that does this, until your instructor has looked at it: an answer to this course never needs it."
-        )
-    for name, count in sorted(course_session.partly_judged.items()):
-        terminalreporter.write_line(
-            f"partly judged: {name} passed, but {count} of its generated inputs have no recorded answer in this release"
-        )
-    if course_session.progress is not None and scores:
-        local_progress.record_run(course.root, scores, profile="student", count_failures=True)
-    path = course_session.settings.results_json
-    if path:
-        payload = {
-            **results_payload(scores, outcomes),
-            "slow_compiles": course_session.slow_compiles,
-            "skipped": course_session.skipped,
-        }
-        path.write_text(json.dumps(payload, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+# the run's header and summary are hooks of their own module; found here by pytest (autograder.plugin re-exports
+# this module's names)
+from autograder.pytest_plugin.summary import pytest_report_header, pytest_terminal_summary  # noqa: E402,F401

@@ -27,8 +27,8 @@ from pathlib import Path
 import autograder
 from autograder.core.course import Course, load_course
 from autograder.platforms import github_actions
-from autograder.release import hidden
 from autograder.release.student_readme import student_readme
+from autograder.shipped import hidden
 
 KIT = Path(autograder.__file__).resolve().parent
 NO_BYTECODE = shutil.ignore_patterns("__pycache__", "*.pyc", "*.pyo")

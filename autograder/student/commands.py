@@ -1,4 +1,4 @@
-"""What ``autograder watch | status | reset | hint`` do once their arguments are parsed (see ``cli.py``)."""
+"""What ``autograder watch | status | reset | hint`` do once their arguments are parsed (see :mod:`autograder.cli.student`)."""
 
 from __future__ import annotations
 

@@ -243,7 +243,7 @@ def check_gradebook_matches_csv(gradebook: str, grades_csv: Path) -> None:
     """``grade --gradebook`` wrote every function's points as the grade cell's auto score."""
     from nbgrader.api import Gradebook
 
-    from autograder.grading.outputs.gradebook import grade_id
+    from autograder.grading.desk.gradebook import grade_id
 
     with open(grades_csv, newline="", encoding="utf-8") as f:
         rows = list(csv.DictReader(f))

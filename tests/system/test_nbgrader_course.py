@@ -29,9 +29,10 @@ import pytest
 from platform_envs import base_python, canonical_sources, clean_env
 
 from autograder.core.course import load_course
-from autograder.grading.outputs.gradebook import grade_id, write_gradebook
+from autograder.grading.desk.gradebook import grade_id, write_gradebook
 from autograder.notebooks import environment
-from autograder.notebooks.builder import NBGRADER_AUTOGRADE, PREFLIGHT, build_course, solution_id
+from autograder.notebooks.builder import build_course, solution_id
+from autograder.notebooks.config import NBGRADER_AUTOGRADE, PREFLIGHT
 
 ROOT = Path(__file__).resolve().parents[2]
 MODULE = "at_updates"
@@ -694,7 +695,7 @@ def test_the_config_puts_the_preflight_before_nbgrader_s_own_preprocessors(tmp_p
 
 
 def test_setup_sh_installs_cpu_torch_then_the_stack_then_the_kit_and_proves_it(tmp_path):
-    from autograder.platforms.stack import CPU_INDEX, TORCH
+    from autograder.shipped.stack import CPU_INDEX, TORCH
 
     build_course(ROOT, tmp_path / "course", [MODULE])
     text = (tmp_path / "course" / "setup.sh").read_text(encoding="utf-8")

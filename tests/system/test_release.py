@@ -256,7 +256,7 @@ def test_recorded_and_live_reference_agree_on_gallery_variants(release):
 
 
 def test_a_release_of_part_of_the_course_lists_only_those_modules():
-    from autograder.release import hidden
+    from autograder.shipped import hidden
 
     text = (ROOT / "course.toml").read_text()
     kept = hidden.keep_modules(text, {"prng", "checkpointing"})

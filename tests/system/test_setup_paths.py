@@ -22,7 +22,7 @@ from support import ROOT
 from autograder.core.course import load_course
 from autograder.notebooks import environment as nbgrader_course
 from autograder.platforms import classroom50, github_actions, gradescope
-from autograder.platforms.stack import CPU_INDEX, TORCH
+from autograder.shipped.stack import CPU_INDEX, TORCH
 
 SETUP_SH = (ROOT / "scripts" / "setup.sh").read_text(encoding="utf-8")
 TEST_SH = (ROOT / "scripts" / "test.sh").read_text(encoding="utf-8")

@@ -28,8 +28,14 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("pytest_plugin", "plugin"),
     # the student's commands, which run pytest with the plugin
     ("student",),
-    # the instructor's wing: grading (every room of it), platforms, nbgrader, releases, course authoring
-    ("grading", "platforms", "notebooks", "notebook", "release", "authoring"),
+    # the instructor's wing, in layers of its own: what every shipped environment needs (the kit's wheel, the pinned
+    # stack, the course cut to some modules, the references and the instructor seed); grading (every room of it)
+    # and course authoring; the platforms' bundles and runners, and nbgrader; the student release, which writes
+    # the GitHub Actions workflow a platform module keeps
+    ("shipped",),
+    ("grading", "authoring"),
+    ("platforms", "notebooks", "notebook"),
+    ("release",),
     # the command line
     ("cli", "__main__"),
 )
@@ -41,8 +47,8 @@ GRADING_LAYERS: tuple[tuple[str, ...], ...] = (
     ("wire", "transcript", "options"),
     ("isolation",),
     ("pool",),
-    ("untrusted", "trusted", "outputs", "preflight"),
-    ("pipeline", "executor", "grader", "cluster", "api", "command", "__init__"),
+    ("untrusted", "trusted", "outputs", "desk", "preflight"),
+    ("verdicts", "runs", "pipeline", "executor", "grader", "cluster", "api", "command", "__init__"),
 )
 
 PACKAGE = ROOT / "autograder"

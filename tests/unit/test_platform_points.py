@@ -10,7 +10,7 @@ from support import ROOT
 from autograder.core.course import load_course
 from autograder.core.outcomes import CheckOutcome, StudentResult, score_functions
 from autograder.core.status import Status
-from autograder.platforms import gradescope
+from autograder.platforms import gradescope_results
 
 
 def test_a_function_with_hidden_checks_keeps_its_points_whole():
@@ -22,7 +22,7 @@ def test_a_function_with_hidden_checks_keeps_its_points_whole():
         CheckOutcome(fn.module, fn.name, fn.hidden[0], Status.PASSED),
     ]
     result = StudentResult("s", score_functions(course, outcomes), outcomes)
-    out = gradescope.results(course, ("at_updates",), result, 1.0)
+    out = gradescope_results.results(course, ("at_updates",), result, 1.0)
     tests = {t["name"]: t for t in out["tests"]}
     visible, later = tests[fn.qualname], tests[f"{fn.qualname} (checks shown after the due date)"]
     assert visible["max_score"] == fn.points and later["max_score"] == 0

@@ -12,10 +12,10 @@ from pathlib import Path
 
 from autograder.core.course import Course
 from autograder.core.outcomes import StudentResult
+from autograder.grading.desk.late import Lateness
 from autograder.grading.outputs.class_report import grades_csv, results_json, summary_md
 from autograder.grading.outputs.feedback import feedback_html
 from autograder.grading.outputs.html_report import report_html
-from autograder.grading.outputs.late import Lateness
 from autograder.runtime import atomic
 
 EXPORTS = ("canvas_import.csv", "moodle_import.csv")

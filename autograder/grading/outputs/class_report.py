@@ -20,6 +20,7 @@ from typing import Any
 from autograder.core.course import Course
 from autograder.core.outcomes import FunctionScore, StudentResult, points_text
 from autograder.core.status import Status
+from autograder.grading.desk.late import Lateness, format_late_by, format_time
 from autograder.grading.outputs.failures import (  # noqa: F401 - submitted_nothing is also read as class_report.*
     MISSING,
     MISTAKE,
@@ -29,7 +30,6 @@ from autograder.grading.outputs.failures import (  # noqa: F401 - submitted_noth
     submitted_nothing,
 )
 from autograder.grading.outputs.inert import csv_text, md_text
-from autograder.grading.outputs.late import Lateness, format_late_by, format_time
 
 
 def function_columns(course: Course, modules: tuple[str, ...]) -> list[str]:

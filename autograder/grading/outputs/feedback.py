@@ -5,28 +5,19 @@ checks' student-facing messages, which end with the function's hint from ``cours
 function in course order, with the points, the total and, when a due date was given, the
 submission time and late penalty. One self-contained page: no script at all (its
 Content-Security-Policy forbids any), every piece of student text escaped, no date of writing
-(grading twice gives the same bytes).
+(grading twice gives the same bytes). The page is ``templates/feedback.html.j2`` (:mod:`.templates`).
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 from autograder.core.course import Course
 from autograder.core.outcomes import FunctionScore, StudentResult, points_text
 from autograder.core.status import Status
+from autograder.grading.desk.late import Lateness, format_late_by, format_time
+from autograder.grading.outputs import templates
 from autograder.grading.outputs.failures import MISSING, NOT_STARTED, failure_kind
-from autograder.grading.outputs.inert import html_text as _e
-from autograder.grading.outputs.late import Lateness, format_late_by, format_time
-
-STYLE = """
-body { font-family: system-ui, sans-serif; margin: 2rem auto; max-width: 52rem; padding: 0 1rem; color: #222; }
-h1 { font-size: 1.4rem; } h2 { font-size: 1.15rem; margin-top: 1.6rem; }
-.fn { border: 1px solid #ddd; border-left: .4rem solid #bbb; border-radius: 4px; padding: .4rem .8rem; margin: .6rem 0; }
-.fn.passed { border-left-color: #228833; } .fn.failed { border-left-color: #cc3311; } .fn.not-started, .fn.missing { border-left-color: #999; }
-.fn h3 { font-size: 1rem; margin: .2rem 0; display: flex; justify-content: space-between; }
-pre { white-space: pre-wrap; background: #f6f6f6; padding: .5rem; border-radius: 3px; font-size: .85rem; }
-.hint { background: #fff7d6; padding: .4rem .6rem; border-radius: 3px; }
-.late { color: #a33; }
-"""
 
 
 def _state(score: FunctionScore) -> tuple[str, str]:
@@ -40,9 +31,22 @@ def _state(score: FunctionScore) -> tuple[str, str]:
     return "failed", f"{score.passed}/{score.total} checks pass"
 
 
-def _review_lines(result: StudentResult) -> str:
-    """What the grader withheld for review, said to the student (empty when nothing was)."""
-    return "".join(f'<p class="review">needs review: {_e(line)}</p>\n' for line in result.review)
+def _function_part(fn, score: FunctionScore) -> dict[str, Any]:
+    """One function's section: its state, its messages (each once), and its hint when it failed without one."""
+    css, state = _state(score)
+    messages = list(dict.fromkeys(m.strip() for m in score.messages if m.strip()))
+    hint = fn.hint.strip() if css == "failed" and not any("hint:" in m for m in messages) else None
+    return {
+        "heading": False,
+        "css": css,
+        "qualname": fn.qualname,
+        "name": fn.name,
+        "points": points_text(score.points),
+        "max_points": points_text(fn.points),
+        "state": state,
+        "messages": messages,
+        "hint": hint,
+    }
 
 
 def feedback_html(
@@ -55,51 +59,34 @@ def feedback_html(
     by_name = {s.qualname: s for s in result.scores}
     total = sum(s.points for s in result.scores if s.module in modules)
     max_total = sum(fn.points for fn in course.functions if fn.module in modules)
-    body = []
+    body: list[dict[str, Any]] = []
     for module in course.modules:
         if module.name not in modules:
             continue
-        body.append(f"<h2>{_e(module.name)} — {_e(module.topic)}</h2>")
+        body.append({"heading": True, "module": module.name, "topic": module.topic})
         for fn in module.functions:
             score = by_name.get(fn.qualname) or FunctionScore(
                 fn.module, fn.name, 0.0, fn.points, Status.FAILED, 0, 0, ["not graded"]
             )
-            css, state = _state(score)
-            parts = [
-                f"<h3><span>{_e(fn.name)}</span><span>{points_text(score.points)}/{points_text(fn.points)}</span></h3><p>{_e(state)}</p>"
-            ]
-            messages = list(dict.fromkeys(m.strip() for m in score.messages if m.strip()))
-            parts += [f"<pre>{_e(m)}</pre>" for m in messages]
-            if css == "failed" and not any("hint:" in m for m in messages):
-                parts.append(f'<p class="hint">hint: {_e(fn.hint.strip())}</p>')
-            body.append(f'<section class="fn {css}" id="{_e(fn.qualname)}">{"".join(parts)}</section>')
-    late_line = ""
+            body.append(_function_part(fn, score))
     final = late.final(total) if late is not None else total
-    headline = f"Score: <strong>{points_text(final)}/{points_text(max_total)}</strong>"
-    if late is not None and late.late_by is not None:
-        headline = (
-            f"Final score: <strong>{points_text(final)}/{points_text(max_total)}</strong> "
-            f"(your checks earned {points_text(total)}/{points_text(max_total)}; "
-            f"{points_text(100 * late.penalty)}% off by {_e(late.rule or 'the late policy')})"
-        )
-    if late is not None and late.submitted_at is not None:
-        late_line = f"<p>Submitted {_e(format_time(late.submitted_at))}"
-        if late.late_by is not None:
-            late_line += f' <span class="late">({_e(format_late_by(late.late_by))} late)</span>'
-        late_line += "</p>"
-    return f"""<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'">
-<title>{_e(course.title)}: feedback for {_e(result.student)}</title>
-<style>{STYLE}</style>
-</head>
-<body>
-<h1>{_e(course.title)}: feedback for {_e(result.student)}</h1>
-<p id="total">{headline}</p>{late_line}{"".join(f'<p class="note">{_e(n)}</p>' for n in notes)}
-{_review_lines(result)}<p>Each function below shows the messages your checks gave, with the hint; run <code>pytest exercises/</code> to see them again on your own machine.</p>
-{chr(10).join(body)}
-</body>
-</html>
-"""
+    score_line = {
+        "penalised": late is not None and late.late_by is not None,
+        "final": points_text(final),
+        "total": points_text(total),
+        "max_total": points_text(max_total),
+        "percent": points_text(100 * late.penalty) if late is not None else "",
+        "rule": (late.rule or "the late policy") if late is not None else "",
+    }
+    submitted = late is not None and late.submitted_at is not None
+    return templates.render(
+        "feedback.html.j2",
+        title=course.title,
+        student=result.student,
+        score=score_line,
+        submitted=format_time(late.submitted_at) if late is not None and submitted else None,
+        late_by=format_late_by(late.late_by) if late is not None and submitted and late.late_by is not None else None,
+        notes=list(notes),
+        review=list(result.review),
+        body=body,
+    )

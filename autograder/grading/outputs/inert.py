@@ -6,7 +6,8 @@
   penalty, say) are written as they are.
 - Markdown: :func:`md_text` puts a message on one line in a code span (nothing inside one is markup, and it
   reads raw as it was written), its ``|`` escaped for the table cell.
-- HTML: :func:`html.escape` (quotes too) wherever student text is written.
+- HTML: :func:`html_text` (:func:`html.escape`, quotes too), which the pages' templates apply to every value
+  they write (:mod:`autograder.grading.outputs.templates`).
 """
 
 from __future__ import annotations

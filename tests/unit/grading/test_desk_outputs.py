@@ -17,8 +17,9 @@ from support import ROOT
 from autograder.core.course import load_course
 from autograder.core.outcomes import FunctionScore, StudentResult
 from autograder.core.status import Status
-from autograder.grading.outputs import class_report, lms
-from autograder.grading.outputs import late as late_work
+from autograder.grading.desk import late as late_work
+from autograder.grading.desk import lms
+from autograder.grading.outputs import class_report
 from autograder.grading.outputs.feedback import feedback_html
 from autograder.grading.outputs.inert import csv_text, md_text
 

@@ -185,13 +185,13 @@ def test_a_claim_the_students_code_writes_on_the_channel_breaks_the_order():
 def test_a_claim_followed_at_once_by_the_process_ending_is_not_taken():
     """A student's code that writes the running check's ``end`` and exits at once leaves a run in order: the
     grader takes no claim that was a process's last word before it ended on its own, no check running."""
-    from autograder.grading.pipeline import _last_claim
+    from autograder.grading.verdicts import last_claim
     from autograder.grading.wire import FaultKind
 
     run = limits.RunResult(events=HONEST[:8], fault=limits.Fault(FaultKind.CRASH, None, None))
-    assert _last_claim(run) == B
+    assert last_claim(run) == B
     run.events.append(ev("review", what="opens a file descriptor by number (os.fdopen)", line=3))
-    assert _last_claim(run) == B
+    assert last_claim(run) == B
     for fault in (limits.Fault(FaultKind.TIMEOUT, None, None), limits.Fault(FaultKind.CRASH, C, None), None):
-        assert _last_claim(limits.RunResult(events=HONEST[:8], fault=fault)) is None
-    assert _last_claim(limits.RunResult(events=HONEST[:9], fault=limits.Fault(FaultKind.CRASH, None, None))) is None
+        assert last_claim(limits.RunResult(events=HONEST[:8], fault=fault)) is None
+    assert last_claim(limits.RunResult(events=HONEST[:9], fault=limits.Fault(FaultKind.CRASH, None, None))) is None

@@ -9,7 +9,7 @@ from support import ROOT
 from autograder.core.course import load_course
 from autograder.core.outcomes import CheckOutcome, points_text, score_checks, score_functions
 from autograder.core.status import Status
-from autograder.platforms import gradescope
+from autograder.platforms import gradescope_results
 from autograder.runtime import atomic
 
 
@@ -49,7 +49,7 @@ def _agree(course, fn, real):
                 assert score_functions(course, checks) == [whole]
             gate = any(c.correctness and c.status != Status.PASSED for c in checks)
             shown, hidden = checks[:3], checks[3:]
-            parts = [gradescope._part(fn, part, len(checks), gate) for part in (shown, hidden)]
+            parts = [gradescope_results._part(fn, part, len(checks), gate) for part in (shown, hidden)]
             assert round(sum(p.points for p in parts), 2) == whole.points, (statuses, correctness)
             assert [p.total for p in parts] == [3, 2]
             if gate:

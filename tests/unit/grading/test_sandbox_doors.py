@@ -115,7 +115,7 @@ def test_the_seed_a_run_drew_from_is_read_back_for_resume_and_student(tmp_path):
 def test_grade_without_a_seed_draws_the_instructor_seed_of_the_references():
     """As the Gradescope bundle does (``instructor_seed`` of the references): never None, never the published."""
     from autograder.grading.api import default_seed
-    from autograder.release.record import instructor_seed
+    from autograder.shipped.references import instructor_seed
 
     snapshot = Snapshot.take(ROOT)
     references = {p.name: p.read_bytes() for p in sorted((ROOT / "solutions").glob("*.py"))}

@@ -55,6 +55,7 @@ def wheel_files(package: Path, pyproject: Path) -> dict[str, bytes]:
     ]
     files[f"{dist}.dist-info/METADATA"] = ("\n".join(metadata) + "\n").encode()
     files[f"{dist}.dist-info/WHEEL"] = (
+        # the generator keeps the name it had in autograder.platforms: the wheel (and every bundle) byte for byte as before
         b"Wheel-Version: 1.0\nGenerator: autograder.platforms.kit_wheel\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
     )
     entry_points = []
