@@ -20,13 +20,21 @@ MAX_FUNCTION_LINES = 60
 # path relative to autograder/ (a file) or "path:function" -> its lines when listed
 ALLOWED: dict[str, int] = {
     # checks/, recording/, grading/trusted|untrusted|isolation/ (being changed when the rest was split)
-    "checks/purity.py": 466,
-    "checks/structure.py": 430,
-    "checks/values.py": 452,
+    # grown by the same day's merge of issue 42's checks decided on the trusted side and issue 41's handed checks
+    # (written beside the split, not after it): the next to split
+    "checks/purity.py": 878,
+    "checks/structure.py": 458,
+    "checks/values.py": 461,
+    "checks/loaders.py": 415,
+    "checks/programs.py": 488,
+    "checks/programs.py:__init__": 63,
+    "grading/preflight.py": 410,
+    "grading/untrusted/child.py": 599,
+    "authoring/mutants.py": 412,
     "recording/recorded.py": 546,
     "checks/structure.py:assert_built_with_vmap": 63,
-    "grading/isolation/supervise.py:supervise": 101,
-    "grading/isolation/zygote.py:main": 70,
+    "grading/isolation/supervise.py:supervise": 108,
+    "grading/isolation/zygote.py:main": 72,
     "grading/trusted/verifier.py:_replayed": 68,
     "recording/plain_data.py:encode": 70,
     # authoring/ (the mutation work of issue 45 rewrites mutate.py), core/submission.py (issue 45's one Submission
