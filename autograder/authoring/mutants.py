@@ -28,7 +28,7 @@ has no operator for:
 - ``kit/ReplaceMatMultWithMul``: ``x @ W -> x * W`` (cosmic-ray's binary operators have no ``@``;
   elementwise for matrix product is the linear layer's classic mistake);
 - ``kit/ReplaceNoneTestWithFalsy``: ``x is None -> not x``, ``x is not None -> x`` (``if not step:`` for
-  ``if step is None:``: step 0 is falsy; cosmic-ray only turns ``is`` into ``is not``).
+  a test of ``x is None`` on a step: step 0 is falsy; cosmic-ray only turns ``is`` into ``is not``).
 
 Only the graded functions (and classes) are mutated: their bodies, decorators and defaults, never
 given code, docstrings, annotations or f-strings. Mutants that do not compile, change nothing

@@ -164,7 +164,7 @@ class Program:
             elif len(shardings[i]) != count:
                 self._refuse("its shardings do not match the grader's arguments and the reference's result")
         try:
-            self.exported = jax.export.Exported(
+            self.exported = _exported(
                 fun_name=name,
                 in_tree=in_tree,
                 in_avals=tuple(aval(x) for x in in_leaves),
@@ -292,6 +292,15 @@ def _largest(found: list[tuple[int, tuple[int, ...], str]]) -> tuple[int, tuple[
 
 
 _LOCATION = re.compile(r'\s*loc\((?:[^()"]|"(?:[^"\\]|\\.)*"|\((?:[^()"]|"(?:[^"\\]|\\.)*")*\))*\)')
+
+
+def _exported(**fields: Any) -> Any:
+    """``jax.export.Exported(**fields)``, given only the fields this JAX's class has (``_has_named_shardings`` is
+    gone in JAX 0.11): what ``jax.export``'s own deserializer builds, whatever the version."""
+    import dataclasses
+
+    known = {f.name for f in dataclasses.fields(jax.export.Exported)}
+    return jax.export.Exported(**{name: value for name, value in fields.items() if name in known})
 
 
 def _without_locations(text: str) -> str:

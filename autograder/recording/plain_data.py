@@ -331,18 +331,12 @@ def function_identity(fn: Any) -> list | None:
     finds the answer recorded for it in the release. ``None`` for a callable
     that is not plain Python source (a builtin, a jitted function).
     """
-    import inspect
-    import textwrap
 
     seen = 0
     while hasattr(fn, "__wrapped__") and seen < 8:
         fn, seen = fn.__wrapped__, seen + 1
     code = getattr(fn, "__code__", None)
     if code is None:
-        return None
-    try:
-        source = textwrap.dedent(inspect.getsource(fn))
-    except (OSError, TypeError):
         return None
     cells = []
     for cell in getattr(fn, "__closure__", None) or ():
@@ -352,8 +346,11 @@ def function_identity(fn: Any) -> list | None:
             contents = None
         cells.append(encode(contents, None, Statics(no_course_classes)))
     constants = [c.co_name if hasattr(c, "co_name") else repr(c) for c in code.co_consts]  # two lambdas on a line
+    # Its compiled code, not its source text: a grading process is handed its checks' code with no source to read
+    # (issue 41's door 4), and the verifier, which reads the file, must name the same function the same way.
     text = json.dumps(
-        [source, constants, list(code.co_names), cells, repr(getattr(fn, "__defaults__", None))], sort_keys=True
+        [_code_identity(code), constants, list(code.co_names), cells, repr(getattr(fn, "__defaults__", None))],
+        sort_keys=True,
     )
     return ["function", fn.__qualname__, hashlib.sha256(text.encode()).hexdigest()]
 
@@ -391,3 +388,10 @@ def digest(name: str, args: tuple, kwargs: dict, statics: Statics) -> str:
 def hash_tree(tree: Any) -> str:
     """The digest of a call already encoded (``encode(..., None, statics)``)."""
     return hashlib.sha256(json.dumps(tree, sort_keys=True).encode()).hexdigest()
+
+
+def _code_identity(code: Any) -> list:
+    """A code object as data: its bytecode, names and constants, nested code objects (lambdas, inner functions)
+    alike; never its file name or line numbers, which differ between the grader's copy and the check file."""
+    consts = [_code_identity(c) if hasattr(c, "co_code") else repr(c) for c in code.co_consts]
+    return [code.co_code.hex(), list(code.co_names), list(code.co_varnames), consts]
