@@ -425,13 +425,15 @@ def assert_compiles_to_the_reference(
         source=f"{name} without jit",
         check=f"jax.jit({name}) gives what {name} gives without jit",
     )
-    assert_trees_close(
-        got,
-        expected,
-        rtol=rtol,
-        atol=atol,
-        check=f"jax.jit({name}) gives the reference's values",
-    )
+    try:
+        assert_trees_close(got, expected, rtol=rtol, atol=atol, check=f"jax.jit({name}) gives the reference's values")
+    except CheckFailure as wrong:  # jit is not the mistake: the values are (the program is the certificate)
+        raise CheckFailure(
+            wrong.check,
+            f"{name} works under jax.jit (it gives what it gives without jit), but not the reference's values: "
+            f"fix the values first (the correctness check of {name} shows where); this check passes with them",
+            f"{wrong.problem}\n{wrong.details}",
+        ) from None
     return program
 
 

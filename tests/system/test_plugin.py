@@ -92,8 +92,10 @@ def test_a_wrong_function_gets_a_teaching_message_not_a_traceback(pytester, cour
     source = (course_copy / "solutions" / f"{MODULE}.py").read_text() + WRONG
     (course_copy / "exercises" / f"{MODULE}.py").write_text(source)
     result = run(pytester, course_copy, "-k", "clamp_at")
-    # wrong values are the correctness check's; under jit it gives what it gives without, and it is pure
-    result.assert_outcomes(failed=1, passed=3)
+    # wrong values are the correctness check's; it is pure. The jit check is decided by the compiled program
+    # giving the reference's values (a forged program must be a correct one), so it fails too, but says that
+    # jit is not the mistake and points at the values
+    result.assert_outcomes(failed=2, passed=2)
     result.stdout.fnmatch_lines(
         [
             "at_updates.clamp_at: result differs from the reference at * entries (float32, shape *)",
@@ -103,7 +105,8 @@ def test_a_wrong_function_gets_a_teaching_message_not_a_traceback(pytester, cour
             "    inputs=(*",
             "  hint: Clamping is two bounds*",  # the gentle hint; the direct one only when stuck
             "  still stuck? `autograder hint clamp_at --reveal` shows the direct hint*",
-            "*✗ clamp_at*0/3*3/4 checks pass",
+            "*clamp_at works under jax.jit (it gives what it gives without jit), but not the reference's values: *",
+            "*✗ clamp_at*0/3*2/4 checks pass",
         ]
     )
     text = result.stdout.str()

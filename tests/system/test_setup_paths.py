@@ -11,6 +11,7 @@ pulls 16 ``nvidia-*``/``cuda-*`` packages and triton), before anything that depe
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import zipfile
@@ -46,12 +47,25 @@ ORDER = {
 @pytest.mark.parametrize("path", sorted(PATHS))
 def test_every_setup_path_installs_torch_first_from_the_cpu_index(path):
     text = PATHS[path]
-    pinned = [line for line in text.splitlines() if "torch==" in line]
+    lines = text.splitlines()
+    pinned = [n for n, line in enumerate(lines) if "torch==" in line]
     assert pinned, f"{path}: torch is not installed pinned"
-    for line in pinned:
-        assert CPU_INDEX in line and ("--extra-index-url" in line or "--index-url" in line), f"{path}: {line}"
+    for n in pinned:
+        line = _with_shell_variables(lines[n], text)
+        if CPU_INDEX in line:
+            assert "--extra-index-url" in line or "--index-url" in line, f"{path}: {line}"
+        else:  # only as the fallback of a probe that found the CPU index unreachable (a mirror-only network)
+            assert lines[n - 2].strip() == "else" or lines[n - 1].strip() == "else", f"{path}: {line}"
+            assert re.search(r"urlopen\('\$TORCH_INDEX", text), f"{path}: a fallback without probing the index"
     first, then = ORDER[path]
     assert text.index(first) < text.index(then), f"{path}: {then!r} is installed before torch's CPU build"
+
+
+def _with_shell_variables(line: str, text: str) -> str:
+    """``line`` with the ``$NAME``/``"${NAME}"`` of the script's plain ``NAME=value`` assignments written out."""
+    for name, value in re.findall(r"^([A-Z_]+)=(\S+)$", text, flags=re.M):
+        line = line.replace(f"${{{name}}}", value).replace(f"${name}", value)
+    return line
 
 
 def test_the_release_workflow_sets_up_with_the_release_setup_only():
