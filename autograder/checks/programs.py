@@ -473,23 +473,7 @@ def assert_work_linear_in_batch(
     what a Jacobian of the vector of all B losses builds."""
     (n_small, p_small), (n_large, p_large) = small, large
     found = {n_small: p_small.values(computed=True), n_large: p_large.values(computed=True)}
-    linear = n_large / n_small
-    biggest = {n: _largest(v) for n, v in found.items()}
-    total = {n: sum(e for e, _, _ in v) for n, v in found.items()}
-    largest_growth = biggest[n_large][0] / max(biggest[n_small][0], 1)
-    total_growth = total[n_large] / max(total[n_small], 1)
-    if max(largest_growth, total_growth) > 1.5 * linear:
-        _, shape, dtype = biggest[n_large]
-        raise CheckFailure(
-            f"{name} does work proportional to the batch (one gradient per example)",
-            f"the work of {name} grows quadratically with the batch: from a batch of {n_small} to {n_large} "
-            f"({linear:g} times more examples) the arrays of its compiled program grow {total_growth:.0f} times in "
-            f"total, and its largest one is {shape} ({dtype}), {largest_growth:.0f} times larger. An array of batch x "
-            "batch entries is what a Jacobian of the vector of all B losses builds (jax.jacrev / jax.jacobian, or a "
-            "vjp mapped over the rows of an identity matrix): each example's loss is differentiated against every "
-            "other example, which is B times the work, almost all of it zeros",
-            contract,
-        )
+    structure.assert_growth_linear(found, name=name, values="the arrays of its compiled program", contract=contract)
 
 
 def assert_no_value_of_size(program: Program, limit: int, *, check: str, problem: str, advice: str) -> None:
