@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from autograder.core.course import find_root
+from autograder.cli.common import course_option, module_option, root_at
 
 
 def add_check_course(subparsers) -> argparse.ArgumentParser:
@@ -16,10 +16,8 @@ def add_check_course(subparsers) -> argparse.ArgumentParser:
         "hidden checks, then run every check on solutions/. Each problem says how to fix it; the exit status "
         "is 1 when there is any.",
     )
-    parser.add_argument("--course", type=Path, metavar="DIR", help="the course folder (default: found from here)")
-    parser.add_argument(
-        "--module", action="append", dest="modules", metavar="MODULE", help="only this module (repeatable)"
-    )
+    course_option(parser)
+    module_option(parser)
     parser.add_argument(
         "--skip-references", action="store_true", help="only the static rules (fast): do not run the references"
     )
@@ -35,9 +33,7 @@ def add_check_course(subparsers) -> argparse.ArgumentParser:
 def run_check_course(args: argparse.Namespace) -> int:
     from autograder.authoring.check import check_course
 
-    root = find_root(args.course or Path.cwd())
-    if root is None:
-        raise SystemExit("autograder: no course.toml here or above; run it in the course folder or pass --course")
+    root = root_at(args.course)
     return check_course(root, args.modules, references=not args.skip_references, table=args.coverage_table)
 
 
@@ -49,10 +45,8 @@ def add_mutate(subparsers) -> argparse.ArgumentParser:
         "checks on each mutant as a submission. Prints the mutation score per module and every surviving mutant; "
         "the exit status is 1 when a survivor is neither listed as equivalent nor as killable in the list.",
     )
-    parser.add_argument("--course", type=Path, metavar="DIR", help="the course folder (default: found from here)")
-    parser.add_argument(
-        "--module", action="append", dest="modules", metavar="MODULE", help="only this module (repeatable)"
-    )
+    course_option(parser)
+    module_option(parser)
     parser.add_argument("--jobs", type=int, default=2, help="modules mutated side by side (default 2)")
     parser.add_argument(
         "--equivalent",
@@ -75,9 +69,7 @@ def add_mutate(subparsers) -> argparse.ArgumentParser:
 def run_mutate(args: argparse.Namespace) -> int:
     from autograder.authoring.mutate import main_mutate
 
-    root = find_root(args.course or Path.cwd())
-    if root is None:
-        raise SystemExit("autograder: no course.toml here or above; run it in the course folder or pass --course")
+    root = root_at(args.course)
     listed = args.equivalent or root / "benchmarks" / "mutation-equivalent.toml"
     return main_mutate(
         root,

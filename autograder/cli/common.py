@@ -8,10 +8,16 @@ from pathlib import Path
 from autograder.core.course import Course, CourseError, find_root, load_course
 
 
-def course_at(folder: Path | None, verify_files: bool = True) -> Course:
+def root_at(folder: Path | None) -> Path:
+    """The course's root: ``folder`` (``--course``) or the folder above here that holds ``course.toml``."""
     root = find_root(folder or Path.cwd())
     if root is None:
         raise SystemExit("autograder: no course.toml here or above; run it in the course folder or pass --course")
+    return root
+
+
+def course_at(folder: Path | None, verify_files: bool = True) -> Course:
+    root = root_at(folder)
     try:
         return load_course(root, verify_files=verify_files)
     except CourseError as err:
@@ -20,6 +26,12 @@ def course_at(folder: Path | None, verify_files: bool = True) -> Course:
 
 def course_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--course", type=Path, metavar="DIR", help="the course folder (default: found from here)")
+
+
+def module_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--module", action="append", dest="modules", metavar="MODULE", help="only this module (repeatable)"
+    )
 
 
 def student_verb(subparsers, name: str, help: str, description: str, run, *arguments: tuple) -> argparse.ArgumentParser:

@@ -7,7 +7,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from autograder.cli.common import course_at, course_option
+from autograder.cli.common import course_at, course_option, module_option
 
 
 def add_nbgrader(subparsers) -> argparse.ArgumentParser:
@@ -26,7 +26,7 @@ def add_nbgrader(subparsers) -> argparse.ArgumentParser:
     )
     parser.add_argument("course_dir", metavar="COURSE_DIR", help="the nbgrader course directory to build or update")
     parser.add_argument("--kit", default=None, help="the kit folder with course.toml (default: found from here)")
-    parser.add_argument("--module", action="append", dest="modules", help="only this module (repeatable)")
+    module_option(parser)
     parser.set_defaults(handler=run_nbgrader)
     return parser
 
