@@ -2,8 +2,10 @@
 
 import jax
 import jax.numpy as jnp
+import pytest
 
 from autograder.checks import output
+from autograder.core.failures import CheckFailure
 
 
 @jax.jit
@@ -38,3 +40,18 @@ def test_effects_pending_from_before_the_block_are_not_captured():
     with output.captured_stdout() as out:
         pass
     assert out.lines == []
+
+
+def test_a_function_that_prints_without_bound_fails_with_what_it_kept_bounded():
+    line = "x" * 1000 + "\n"
+    with pytest.raises(CheckFailure, match=r"printed more than 1 MB within one check \(\d+ characters past it\)"):
+        with output.captured_stdout() as out:
+            for _ in range(3000):  # 3 MB
+                print(line, end="")
+    assert len(out.text) == output.LIMIT_CHARS
+
+
+def test_printing_up_to_the_limit_is_kept_whole():
+    with output.captured_stdout() as out:
+        print("y" * (output.LIMIT_CHARS - 1))
+    assert len(out.text) == output.LIMIT_CHARS
