@@ -1282,6 +1282,7 @@ def build_gradescope_class(module: str, *, roots: dict[str, Path], leak: Path, m
       ``scatter_add`` whose reports (the reporter found through ``gc``, the session's outcomes) say "passed".
     - ``reads_own_hidden_checks``: every route to the text of the checks that grade it (issue 41, door 4), sent back
       through a visible function's failure message: it finds none.
+    - ``stops_zygote_and_crashes`` (door 1) and ``fills_its_disk`` (door 3): as in the sandbox class.
     - links to the bundle's reference: ``exercises -> source/solutions``, the module file linked or hard-linked to
       it, the submission folder itself a link to ``source/solutions``."""
     fns = [f.name for f in load_course(ROOT).module(module).functions]
@@ -1324,6 +1325,32 @@ def build_gradescope_class(module: str, *, roots: dict[str, Path], leak: Path, m
             {
                 **{fn: (WITHHELD, r"needs review") for fn in fns},
                 fns[0]: (ZERO, rf"hidden checks {hidden_names} found through: nothing\. "),
+            },
+        )
+    if "stops_zygote_and_crashes" in roots:
+        # issue 41, door 1 on the runner: its box is replaced once, then what is left earns nothing, saying why, and
+        # results.json is written all the same
+        write(
+            "stops_zygote_and_crashes",
+            replace(ref, {fns[0]: OS_EXIT, fns[1]: OS_EXIT}) + STOPS_PARENT,
+            {
+                **{fn: (ZERO, r"stopped while checking this function") for fn in fns[:2]},
+                **{
+                    fn: (ZERO, r"your code stopped or broke the process that starts your grading processes")
+                    for fn in fns[2:]
+                },
+            },
+        )
+    if "fills_its_disk" in roots:
+        # door 3 on the runner: the container's disk holds results.json; past its quota the student loses that
+        # function only (what it does to fill it, files and the environment, withholds for review the checks its
+        # own process witnessed, as the screen does for every module that reaches that far)
+        write(
+            "fills_its_disk",
+            replace(ref, {fns[0]: FILLS_ITS_DISK}),
+            {
+                **{fn: (WITHHELD, r"needs review") for fn in fns},
+                fns[0]: (ZERO, r"No space left on device[\s\S]*disk quota: your sandbox may hold at most \d+ MB"),
             },
         )
     link_messages = {

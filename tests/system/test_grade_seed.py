@@ -156,25 +156,49 @@ def test_the_reference_in_memory_is_out_of_reach(thieves, student):
 FROM_FIXTURES = ("training", "batchnorm", "dropout_rngs")
 
 
-@pytest.fixture(scope="module", params=FROM_FIXTURES)
-def release_thief(request, tmp_path_factory):
-    """``(with seed, published)`` scores of the correct student and the release-oracle thief of one module."""
-    module = request.param
-    base = tmp_path_factory.mktemp(f"seed_{module}")
+STUDENTS = ("correct", "steals_from_release_oracle")
+
+
+def module_scores(out: Path, module: str) -> dict[str, tuple[float, float]]:
+    """``{student: (points, max)}`` of ``module``'s functions, from each student's results.json in ``out``."""
+    found = {}
+    for student in STUDENTS:
+        functions = json.loads((out / student / "results.json").read_text(encoding="utf-8"))["functions"]
+        mine = [f for f in functions if f["module"] == module]
+        assert mine, f"{student}: no function of {module} graded"
+        found[student] = (sum(f["points"] for f in mine), sum(f["max_points"] for f in mine))
+    return found
+
+
+@pytest.fixture(scope="module")
+def release_thieves(tmp_path_factory):
+    """``{module: (with seed, published, default)}``: the scores in each module of FROM_FIXTURES of the correct
+    student and the release-oracle thief, graded as one class of the three modules (one run per setting)."""
+    base = tmp_path_factory.mktemp("seed_from_fixtures")
     course = copy_course(base / "course")
-    oracle = base / "release_oracle"
-    record_release_oracle(course, oracle, module)
-    build_thieves(base / "all", module, release_oracle=oracle)
-    for student in ("correct", "steals_from_release_oracle"):
-        shutil.copytree(base / "all" / student, base / "class" / student)
+    for module in FROM_FIXTURES:
+        oracle = base / f"release_oracle_{module}"
+        record_release_oracle(course, oracle, module)
+        build_thieves(base / "all" / module, module, release_oracle=oracle)
+        for student in STUDENTS:
+            shutil.copytree(base / "all" / module / student, base / "class" / student, dirs_exist_ok=True)
     with_seed, default = base / "out_seed", base / "out_default"
-    run_grade(base / "class", with_seed, course, "--jobs", "2", "--seed", str(SEED), modules=(module,))
-    run_grade(base / "class", default, course, "--jobs", "2", modules=(module,))
-    published = {
-        student: plugin_score(course, base / "class" / student, module)
-        for student in ("correct", "steals_from_release_oracle")
+    run_grade(base / "class", with_seed, course, "--jobs", "2", "--seed", str(SEED), modules=FROM_FIXTURES)
+    run_grade(base / "class", default, course, "--jobs", "2", modules=FROM_FIXTURES)
+    return {
+        module: (
+            module_scores(with_seed, module),
+            {student: plugin_score(course, base / "all" / module / student, module) for student in STUDENTS},
+            module_scores(default, module),
+        )
+        for module in FROM_FIXTURES
     }
-    return scores(with_seed), published, scores(default)
+
+
+@pytest.fixture(params=FROM_FIXTURES)
+def release_thief(request, release_thieves):
+    """``(with seed, published, default)`` scores of the correct student and the release-oracle thief of one module."""
+    return release_thieves[request.param]
 
 
 def test_a_release_oracle_answers_the_published_scenario(release_thief):

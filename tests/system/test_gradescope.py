@@ -410,6 +410,8 @@ HOSTILE_STUDENTS = (
     "snoops_next_to_answers",
     "forges_reports",
     "reads_own_hidden_checks",
+    "stops_zygote_and_crashes",
+    "fills_its_disk",
     "links_exercises",
     "links_module",
     "hard_links_module",
