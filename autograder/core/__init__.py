@@ -10,4 +10,5 @@
 - :mod:`~autograder.core.progress`     the student's local progress (``.autograder/progress.json``)
 - :mod:`~autograder.core.hints`        the hints it paces
 - :mod:`~autograder.core.versions`     the library versions this kit was tested with, and the installed ones
+- :mod:`~autograder.core.syntax`       parsing and compiling syntax trees, one thread at a time (a CPython 3.11 race)
 """

@@ -13,6 +13,8 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from autograder.core import syntax
+
 FORMAT_VERSION = 1
 
 _TOP_KEYS = {
@@ -123,7 +125,7 @@ def find_root(start: Path) -> Path | None:
 
 def top_level_names(path: Path) -> set[str]:
     """Names a Python file defines at top level (def, class, assignment)."""
-    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    tree = syntax.parse(path.read_text(encoding="utf-8"), filename=str(path))
     names: set[str] = set()
     for node in tree.body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):

@@ -14,6 +14,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, Protocol, runtime_checkable
 
+from autograder.core import syntax
 from autograder.core.submission import load_module
 from autograder.runtime import global_rngs, stores
 
@@ -213,7 +214,7 @@ def siblings_named(checks_source: str) -> set[str]:
     """The course modules a check file's scenarios take references from: every ``sibling(..., "<module>")``
     it spells (what a bundle of that module alone must ship beside its own reference)."""
     found = set()
-    for node in ast.walk(ast.parse(checks_source)):
+    for node in ast.walk(syntax.parse(checks_source)):
         if isinstance(node, ast.Call) and len(node.args) == 2 and isinstance(node.args[1], ast.Constant):
             called = node.func.id if isinstance(node.func, ast.Name) else getattr(node.func, "attr", None)
             if called == "sibling" and isinstance(node.args[1].value, str):

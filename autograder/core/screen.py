@@ -33,6 +33,8 @@ import ast
 import re
 from dataclasses import dataclass
 
+from autograder.core import syntax
+
 # The top-level modules an answer to this course may import: the course's libraries and the standard library
 # its answers use (galleries' correct and wrong answers included: an honest mistake is not a finding).
 COURSE_IMPORTS = frozenset(
@@ -199,7 +201,7 @@ def screen(source: str | bytes) -> list[Finding]:
     """What the screen finds in ``source`` (module docstring), in line order, at most :data:`MAX_FINDINGS`. A
     source that does not parse has no findings (its import fails, and says why); one too deep to walk is one."""
     try:
-        tree = ast.parse(source)
+        tree = syntax.parse(source)
     except (SyntaxError, ValueError):
         return []
     except (RecursionError, MemoryError):

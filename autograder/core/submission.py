@@ -14,6 +14,7 @@ import traceback
 from pathlib import Path
 from types import ModuleType
 
+from autograder.core import syntax
 from autograder.core.failures import NotStarted
 
 
@@ -503,7 +504,7 @@ def stub_functions(path: Path) -> set[str]:
 
 def stubs_in_source(source: str) -> set[str]:
     """:func:`stub_functions` of Python source text (raises ``SyntaxError`` if it does not parse)."""
-    tree = ast.parse(source)
+    tree = syntax.parse(source)
     stubs = set()
     for node in tree.body:
         if isinstance(node, ast.FunctionDef) and _is_stub_body(node.body):
@@ -552,7 +553,7 @@ def given_definitions(source: str, graded: set[str] | frozenset[str]) -> dict[st
     """The given code of a module's source: each top-level definition that is not a graded function (imports and
     dunder names aside), by name, in source order. Raises SyntaxError when it does not parse."""
     found: dict[str, ast.stmt] = {}
-    for node in ast.parse(source).body:
+    for node in syntax.parse(source).body:
         for name in _defined_names(node):
             if name not in graded and not name.startswith("__"):
                 found[name] = node
@@ -604,9 +605,9 @@ def restore_givens(module: ModuleType, course_file: Path, graded: set[str] | fro
         nodes = list(dict.fromkeys(course[name] for name in names))
         # the course's own imports first (``nn``, ``jnp``: the names its given code was written with), in a copy of
         # the student's namespace, so that their own names stay as they wrote them
-        imports = [n for n in ast.parse(course_source).body if isinstance(n, (ast.Import, ast.ImportFrom))]
+        imports = [n for n in syntax.parse(course_source).body if isinstance(n, (ast.Import, ast.ImportFrom))]
         namespace = dict(module.__dict__)
-        code = compile(ast.Module(body=[*imports, *nodes], type_ignores=[]), str(course_file), "exec")
+        code = syntax.compile_tree(ast.Module(body=[*imports, *nodes], type_ignores=[]), str(course_file), "exec")
         exec(code, namespace)  # noqa: S102 - the course's own code, beside the student's module
         for name in names:
             if name in namespace:

@@ -52,6 +52,7 @@ import tempfile
 import textwrap
 from pathlib import Path
 
+from autograder.core import syntax
 from autograder.core.attribution import AttributionError, attribute
 from autograder.core.course import Course, Function, find_root, load_course
 from autograder.core.outcomes import FunctionScore, points_text
@@ -125,7 +126,7 @@ def function_source(obj, name: str) -> str | None:
     import ast
 
     try:
-        tree = ast.parse(source)
+        tree = syntax.parse(source)
     except SyntaxError:
         return None
     if len(tree.body) != 1:

@@ -8,6 +8,7 @@ import inspect
 import re
 import textwrap
 
+from autograder.core import syntax
 from autograder.core.course import Course, CourseError, Function, Module
 
 
@@ -82,8 +83,8 @@ class ModuleSources:
         self.exercise = course.exercise_path(module.name).read_text(encoding="utf-8")
         self.solution = course.solution_path(module.name).read_text(encoding="utf-8")
         self.checks = course.checks_path(module.name).read_text(encoding="utf-8")
-        self.exercise_tree = ast.parse(self.exercise)
-        self.solution_tree = ast.parse(self.solution)
+        self.exercise_tree = syntax.parse(self.exercise)
+        self.solution_tree = syntax.parse(self.solution)
         self.stubs = _definitions(self.exercise_tree)
         self.references = _definitions(self.solution_tree)
         self.course_names = {fn.name for fn in module.functions}
@@ -217,7 +218,7 @@ class ModuleSources:
         """Test function names of the checks file."""
         return {
             node.name
-            for node in ast.parse(self.checks).body
+            for node in syntax.parse(self.checks).body
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name.startswith("test")
         }
 

@@ -21,6 +21,7 @@ import subprocess
 import time
 from pathlib import Path
 
+from autograder.core import syntax
 from autograder.core.course import Course
 from autograder.core.progress import FOLDER
 from autograder.core.submission import stub_functions, stubs_in_source
@@ -97,10 +98,10 @@ def released_source(course: Course, module: str, names: set[str]) -> tuple[str, 
 
 def _with_definition(current: str, released: str, name: str) -> str:
     """``current`` with its top-level ``name`` replaced by the released one (appended if missing)."""
-    new_node = _defined(ast.parse(released))[name]
+    new_node = _defined(syntax.parse(released))[name]
     new_lines = released.splitlines()[_first_line(new_node) - 1 : new_node.end_lineno]
     lines = current.splitlines()
-    old = _defined(ast.parse(current)).get(name)
+    old = _defined(syntax.parse(current)).get(name)
     if old is None:
         return current.rstrip("\n") + "\n\n\n" + "\n".join(new_lines) + "\n"
     lines[_first_line(old) - 1 : old.end_lineno] = new_lines

@@ -20,6 +20,7 @@ import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 
+from autograder.core import syntax
 from autograder.grading.isolation.limits import alive
 
 
@@ -77,7 +78,7 @@ class Snapshot:
         if source is None:
             return None
         path = course_root / "exercises" / f"test_{module}.py"
-        tree = ast.parse(source, str(path))
+        tree = syntax.parse(source, str(path))
         hidden = self._hidden_names(module)
         for node in tree.body:  # a hidden check's docstring (a function's __doc__ is one attribute away) dropped
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name in hidden:
@@ -85,7 +86,7 @@ class Snapshot:
                 if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
                     node.body[0] = ast.copy_location(ast.Pass(), first)
         # dont_inherit: none of this process's future flags; optimize=0: as `python -I` runs it (asserts kept)
-        code = compile(tree, str(path), "exec", dont_inherit=True, optimize=0)
+        code = syntax.compile_tree(tree, str(path), "exec", dont_inherit=True, optimize=0)
         _write(path, CHECKS_PLACEHOLDER.format(module=module).encode())
         return marshal.dumps(code)
 
@@ -115,7 +116,7 @@ class Snapshot:
         if source is None:
             return frozenset()
         try:
-            tree = ast.parse(source)
+            tree = syntax.parse(source)
         except (ValueError, SyntaxError):
             return frozenset()
         hidden = self._hidden_names(module)
