@@ -39,7 +39,6 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from autograder.core import syntax
 from autograder.core.attribution import AttributionError, attribute, matches
 from autograder.core.course import Course, CourseError, Module, load_course, top_level_names
 from autograder.core.submission import stub_functions
@@ -74,7 +73,7 @@ def _decorator_names(node: ast.FunctionDef | ast.AsyncFunctionDef) -> list[str]:
 
 def check_defs(path: Path) -> list[CheckDef]:
     """The checks a ``test_<module>.py`` defines: top-level ``test_*`` functions that are not fixtures."""
-    tree = syntax.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
     module_marks = _module_marks(tree)
     checks = []
     for node in tree.body:
@@ -223,7 +222,7 @@ def _rel(course: Course, path: Path) -> str:
 def stub_problems(course: Course, module: Module) -> Iterator[Problem]:
     path = course.exercise_path(module.name)
     source = path.read_text(encoding="utf-8")
-    tree = syntax.parse(source)
+    tree = ast.parse(source)
     stubs = stub_functions(path)
     nodes = {n.name: n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
     lines = source.splitlines()

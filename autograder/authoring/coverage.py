@@ -41,8 +41,6 @@ from typing import Any
 
 import pytest
 
-from autograder.core import syntax
-
 _CAP = 20  # distinct fingerprints kept per argument
 _ADDRESS = re.compile(r"0x[0-9a-fA-F]+")
 _COMPARISONS = {
@@ -394,7 +392,7 @@ def merge(path: Path) -> dict[str, dict]:
 def _results_in_source(check_source: str):
     """For each check function of the file: the names bound to a call's result (``out = student.f(...)``,
     ``a, b = f(...)``: ``{name: (f, "return" or "return[i]")}``) and the function's nodes."""
-    tree = syntax.parse(check_source)
+    tree = ast.parse(check_source)
     for fn in ast.walk(tree):
         if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
             continue

@@ -48,8 +48,6 @@ from dataclasses import dataclass
 import parso
 import parso.python.tree as pt
 
-from autograder.core import syntax
-
 try:
     import cosmic_ray.plugins
     from cosmic_ray.ast import ast_nodes, get_ast
@@ -318,7 +316,7 @@ def _normal(text: str) -> str:
     if not text:
         return "(nothing)"
     try:
-        return ast.unparse(syntax.parse(f"(\n{text}\n)", mode="eval"))
+        return ast.unparse(ast.parse(f"(\n{text}\n)", mode="eval"))
     except SyntaxError:
         return " ".join(text.split())
 
@@ -378,7 +376,7 @@ def _apply(source: str, at: _Offsets, node, operator: Operator, index: int) -> s
 
 def mutants_of(source: str, module: str, functions: list[str]) -> list[Mutant]:
     """Every mutant of ``functions`` (top-level functions or classes of ``source``), in file order."""
-    original = syntax.parse(source)
+    original = ast.parse(source)
     original_dump = ast.dump(original)
     at = _Offsets(source)
     allowed, skipped = _regions(original, functions, at)
@@ -399,7 +397,7 @@ def mutants_of(source: str, module: str, functions: list[str]) -> list[Mutant]:
     for site, name, operator, node, index, function in candidates:
         text = _apply(source, at, node, operator, index)
         try:
-            dump = ast.dump(syntax.parse(text))
+            dump = ast.dump(ast.parse(text))
             compile(text, f"{module}.py", "exec")
         except (SyntaxError, ValueError):
             continue  # cosmic-ray's "incompetent" mutants: not a program

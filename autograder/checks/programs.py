@@ -30,7 +30,7 @@ from typing import Any
 import jax
 import numpy as np
 
-from autograder.checks import structure
+from autograder.checks import growth, structure
 from autograder.checks.values import assert_trees_close, function_name
 from autograder.core.failures import CheckFailure
 from autograder.runtime import global_rngs
@@ -473,7 +473,7 @@ def assert_work_linear_in_batch(
     what a Jacobian of the vector of all B losses builds."""
     (n_small, p_small), (n_large, p_large) = small, large
     found = {n_small: p_small.values(computed=True), n_large: p_large.values(computed=True)}
-    structure.assert_growth_linear(found, name=name, values="the arrays of its compiled program", contract=contract)
+    growth.assert_growth_linear(found, name=name, values="the arrays of its compiled program", contract=contract)
 
 
 def assert_no_value_of_size(program: Program, limit: int, *, check: str, problem: str, advice: str) -> None:

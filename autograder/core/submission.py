@@ -504,9 +504,8 @@ def stub_functions(path: Path) -> set[str]:
 
 def stubs_in_source(source: str) -> set[str]:
     """:func:`stub_functions` of Python source text (raises ``SyntaxError`` if it does not parse)."""
-    tree = syntax.parse(source)
     stubs = set()
-    for node in tree.body:
+    for node in syntax.parse(source).body:
         if isinstance(node, ast.FunctionDef) and _is_stub_body(node.body):
             stubs.add(node.name)
         elif isinstance(node, ast.ClassDef):
