@@ -163,10 +163,10 @@ def module_scores(out: Path, module: str) -> dict[str, tuple[float, float]]:
     """``{student: (points, max)}`` of ``module``'s functions, from each student's results.json in ``out``."""
     found = {}
     for student in STUDENTS:
-        functions = json.loads((out / student / "results.json").read_text(encoding="utf-8"))["functions"]
-        mine = [f for f in functions if f["module"] == module]
+        tests = json.loads((out / student / "results.json").read_text(encoding="utf-8"))["tests"]
+        mine = [t for t in tests if t["name"].split(".", 1)[0] == module]
         assert mine, f"{student}: no function of {module} graded"
-        found[student] = (sum(f["points"] for f in mine), sum(f["max_points"] for f in mine))
+        found[student] = (sum(t["score"] for t in mine), sum(t["max_score"] for t in mine))
     return found
 
 
