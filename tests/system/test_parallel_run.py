@@ -142,8 +142,10 @@ def course_run(*args: str, cwd: Path, cache: Path) -> subprocess.CompletedProces
 
 
 def from_failures_on(text: str) -> str:
-    """What follows the progress lines (failures, score, summary), without the run's duration."""
-    return re.sub(r" in [\d.]+s", "", text[text.index("= FAILURES =") :])
+    """What follows the progress lines (failures, score, summary), without the run's duration (nor the width of the
+    ``=`` padding pytest centres the last line with: a duration of another number of digits changes it)."""
+    without_duration = re.sub(r" in [\d.]+s(?: \([\d:]+\))?", "", text[text.index("= FAILURES =") :])
+    return re.sub(r"={2,}", "==", without_duration)
 
 
 @pytest.fixture(scope="module")
