@@ -33,7 +33,6 @@ import numpy as np
 from autograder.checks import growth, structure
 from autograder.checks.values import assert_trees_close, function_name
 from autograder.core.failures import CheckFailure
-from autograder.runtime import global_rngs
 
 # A lowered course function is a few kilobytes to a few hundred; a program over this is refused unread.
 MAX_PROGRAM_BYTES = 4_000_000
@@ -413,18 +412,7 @@ def assert_compiles_to_the_reference(
     )
     dynamic_args, dynamic_kwargs = _dynamic(args, kwargs, static_argnums, static_argnames)
     got = program(*dynamic_args, **dynamic_kwargs)
-    with global_rngs.preserved() as rngs:  # as structure.assert_works_under_jit: one draw of a hidden RNG
-        for _, _, seed in rngs.values():
-            seed(structure.NOT_THE_TRACES_SEED)
-        without_jit = (eager or fn)(*fixed, *args, **kwargs)
-    assert_trees_close(
-        got,
-        without_jit,
-        rtol=rtol,
-        atol=atol,
-        source=f"{name} without jit",
-        check=f"jax.jit({name}) gives what {name} gives without jit",
-    )
+    structure.assert_same_as_without_jit(got, eager or fn, *fixed, *args, name=name, rtol=rtol, atol=atol, **kwargs)
     try:
         assert_trees_close(got, expected, rtol=rtol, atol=atol, check=f"jax.jit({name}) gives the reference's values")
     except CheckFailure as wrong:  # jit is not the mistake: the values are (the program is the certificate)

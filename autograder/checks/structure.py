@@ -67,8 +67,6 @@ def jit_error_explanation(err: BaseException) -> tuple[str, str] | None:
 # re-seeds the generators for every example, so a function traced by an earlier check at an example's
 # first draw matched): a verdict that changed with the order of the checks. With this seed, never.
 _NOT_THE_TRACES_SEED = 20_261_122
-# programs.assert_compiles_to_the_reference seeds its call without jit so too
-NOT_THE_TRACES_SEED = _NOT_THE_TRACES_SEED
 
 
 def assert_works_under_jit(
@@ -99,10 +97,19 @@ def assert_works_under_jit(
             raise
         what, instead = explanation
         raise CheckFailure(check, f"{name} cannot be compiled with jax.jit: {what}", instead) from None
-    with global_rngs.preserved() as rngs:  # see _NOT_THE_TRACES_SEED
+    assert_same_as_without_jit(got, eager or fn, *args, name=name, rtol=rtol, atol=atol)
+    return got
+
+
+def assert_same_as_without_jit(
+    got: Any, eager: Callable, *args: Any, name: str, rtol: float = 1e-5, atol: float = 1e-6, **kwargs: Any
+) -> None:
+    """``got`` (what the compiled ``name`` gave) is what ``eager(*args, **kwargs)`` gives, the function called
+    without jit, its hidden global generators seeded as for the traces (see ``_NOT_THE_TRACES_SEED``)."""
+    with global_rngs.preserved() as rngs:
         for _, _, seed in rngs.values():
             seed(_NOT_THE_TRACES_SEED)
-        without_jit = (eager or fn)(*args)
+        without_jit = eager(*args, **kwargs)
     assert_trees_close(
         got,
         without_jit,
@@ -111,7 +118,6 @@ def assert_works_under_jit(
         source=f"{name} without jit",
         check=f"jax.jit({name}) gives what {name} gives without jit",
     )
-    return got
 
 
 def assert_gradient_is_the_slope(
