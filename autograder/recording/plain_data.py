@@ -199,11 +199,7 @@ class Statics:
 
 def float_hints(args: Any) -> list[float]:
     """The Python floats among a call's arguments (candidate learning rates)."""
-    out: list[float] = []
-    for a in args if isinstance(args, (list, tuple)) else [args]:
-        if isinstance(a, float):
-            out.append(a)
-    return out
+    return [a for a in (args if isinstance(args, (list, tuple)) else [args]) if isinstance(a, float)]
 
 
 def encode(
@@ -250,18 +246,7 @@ def encode(
         if is_flax_module(v):
             return ["flax_module", class_ref(type(v)), enc(module_fields(v))]
         if is_struct(v):
-            data, static = struct_fields(v)
-            recipes = {}
-            for name, s in static.items():
-                recipe = statics.recipe(s, hints)
-                if recipe is None and arrays is not None and opaque_statics:
-                    recipe = ["opaque", type(s).__qualname__]
-                if recipe is None:
-                    if arrays is not None:
-                        raise Unencodable(f"the static field {name} of a {type(v).__qualname__}")
-                    recipe = ["unknown", type(s).__qualname__, id(s)]  # never equal to a recorded digest
-                recipes[name] = recipe
-            return ["struct", class_ref(type(v)), enc(data), recipes]
+            return _struct(v, enc, arrays, statics, hints, opaque_statics)
         encoded = getattr(v, "plain_data", None)
         if callable(encoded):
             return encoded(enc)
@@ -276,6 +261,22 @@ def encode(
         return ["unknown", type(v).__qualname__, id(v)]
 
     return enc(value)
+
+
+def _struct(v: Any, enc: Callable, arrays: list | None, statics: Statics, hints: Sequence[float], opaque: bool) -> list:
+    """A ``flax.struct`` dataclass as :func:`encode` stores it: its data fields encoded, its static ones as recipes."""
+    data, static = struct_fields(v)
+    recipes = {}
+    for name, s in static.items():
+        recipe = statics.recipe(s, hints)
+        if recipe is None and arrays is not None and opaque:
+            recipe = ["opaque", type(s).__qualname__]
+        if recipe is None:
+            if arrays is not None:
+                raise Unencodable(f"the static field {name} of a {type(v).__qualname__}")
+            recipe = ["unknown", type(s).__qualname__, id(s)]  # never equal to a recorded digest
+        recipes[name] = recipe
+    return ["struct", class_ref(type(v)), enc(data), recipes]
 
 
 def decode(tree: Any, arrays: list, statics: Statics, objects: Callable[[list, Callable], Any] | None = None) -> Any:

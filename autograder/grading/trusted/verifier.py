@@ -40,8 +40,8 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from autograder.core.failures import CheckFailure
 from autograder.core.outcomes import CheckId
+from autograder.grading.trusted.replays import ReplayState, other_function, replayed
 from autograder.grading.trusted.shared import ClassResults
 from autograder.grading.trusted.trusted_only import modules_judged_on_the_trusted_side, modules_with_givens
 from autograder.grading.wire import PlannedCheck, Replay, Verdict, VerifierRequest, pytest_args
@@ -50,115 +50,6 @@ from autograder.pytest_plugin.decided import OBSERVED, decided_where
 if TYPE_CHECKING:
     from autograder.core.course import Function
     from autograder.recording.plain_data import Statics
-
-
-class Unverifiable(Exception):
-    """The check touches something that cannot be replayed from plain data."""
-
-
-class _State:
-    def __init__(self) -> None:
-        self.unverifiable = False
-        self.missing = False  # an input had no recorded answer
-        self.other_missing = False  # the check called another function of the module with no recorded answer
-
-
-def _other_function(name: str, calls: dict, state: _State, statics):
-    """Another of the student's functions, called by a replayed check: it answers what the student's
-    process recorded of it (a module judged on the trusted side only records them: ``fit`` is judged
-    with the student's own ``sgd_update``). A call with no recorded answer raises :class:`Unverifiable`;
-    if the check does not get past it, the check cannot be replayed."""
-    from autograder.grading import transcript
-
-    def other(*args, **kwargs):
-        try:
-            key = transcript.digest(name, args, kwargs, statics)
-        except Exception:  # noqa: BLE001 - arguments that are not data: not replayed
-            key = None
-        if key is None or key not in calls:
-            state.other_missing = True
-            raise Unverifiable(name)
-        try:
-            out = transcript.decode(calls[key], statics)
-        except ValueError:
-            out = transcript.Opaque("malformed")
-        if isinstance(out, transcript.Opaque):
-            state.other_missing = True
-            raise Unverifiable(name)
-        return out
-
-    other.__name__ = other.__qualname__ = name
-    return other
-
-
-def _replayed(
-    name: str,
-    calls: dict,
-    oracle,
-    state: _State,
-    statics,
-    label: str | None = None,
-    form: Callable[[Callable], Callable] | None = None,
-):
-    """The student's ``name`` answering from ``calls`` (recorded under ``label``, by default ``name``).
-    Checks that jit or transform it (``structure.jit_once``, ``structure.transformed_once``) get the replay
-    of that form, which the student's process recorded under ``name|jit[...]`` or ``name|<label>`` with
-    concrete arguments; ``form`` makes the reference's function the same form."""
-    from autograder.grading import transcript
-
-    label = label or name
-
-    def replayed(*args, **kwargs):
-        key = transcript.digest(label, args, kwargs, statics)
-        if key is None:
-            state.unverifiable = True
-            raise Unverifiable(name)
-        if key not in calls:
-            state.missing = True
-            raise CheckFailure(
-                f"{name} was called on the grader's inputs",
-                f"the grader re-ran this check and your process reported no result of {name} for one of its inputs",
-                "the check ran differently in your process than on the grader's side; "
-                "make sure your module does not change the grader, NumPy or pytest",
-            )
-        try:
-            out = transcript.decode(calls[key], statics)
-        except ValueError:
-            raise CheckFailure(f"{name} returned plain data", f"the result recorded for {name} was malformed") from None
-        if isinstance(out, transcript.Opaque):
-            reference = getattr(oracle, name)
-            if form is not None:
-                reference = form(reference)
-            if transcript.is_opaque(transcript.encode(reference(*args, **kwargs), statics)):
-                state.unverifiable = True  # neither result is plain data: the check compares objects
-                raise Unverifiable(name)
-        return out
-
-    def jit_stand_in(static: tuple):
-        from autograder.checks.structure import jit_once
-
-        return _replayed(
-            name, calls, oracle, state, statics, f"{name}|jit{list(static)}", lambda f: jit_once(f, static)
-        )
-
-    def transform_stand_in(transform_label: str, transform: Callable):
-        from autograder.checks.structure import transformed_once
-
-        return _replayed(
-            name,
-            calls,
-            oracle,
-            state,
-            statics,
-            f"{name}|{transform_label}",
-            lambda f: transformed_once(f, transform_label, transform),
-        )
-
-    replayed.__name__ = name
-    replayed.__qualname__ = name
-    replayed.jit_stand_in = jit_stand_in  # type: ignore[attr-defined]  # read by structure.jit_once
-    replayed.transform_stand_in = transform_stand_in  # type: ignore[attr-defined]
-    return replayed
 
 
 def _course_classes(session) -> Callable[[str, str], type]:
@@ -193,7 +84,7 @@ class Verifier:
         self.plan: list[PlannedCheck] = []
         self.with_givens: set[str] = set()  # plan: modules judged here only whose fixtures use the reference
         self.verdicts: dict[str, Verdict] = {}
-        self.states: dict[str, _State] = {}
+        self.states: dict[str, ReplayState] = {}
         self.statics: Statics | None = None  # the recipes of states' static fields, shared by every replayed check
         # verify: the givens the grading processes answered their fixtures from; fixtures here answer from
         # them too, so both sides build the checks' inputs from the same data
@@ -259,7 +150,7 @@ class Verifier:
         if entry is None or student is None:
             return (yield)
         cid, fn = entry
-        state = self.states.setdefault(cid, _State())
+        state = self.states.setdefault(cid, ReplayState())
         session = course_session_of(pyfuncitem.config)
         if self.statics is None:
             self.statics = transcript.statics(_course_classes(session))
@@ -267,8 +158,8 @@ class Verifier:
         calls = self.transcripts.get(cid)
         calls = calls if isinstance(calls, dict) else {}
         functions = session.course.module(fn.module).functions
-        stand_ins = {other.name: _other_function(other.name, calls, state, self.statics) for other in functions}
-        stand_ins[fn.name] = _replayed(fn.name, calls, session.reference(fn.module), state, self.statics)
+        stand_ins = {other.name: other_function(other.name, calls, state, self.statics) for other in functions}
+        stand_ins[fn.name] = replayed(fn.name, calls, session.reference(fn.module), state, self.statics)
         saved = {name: getattr(student, name) for name in stand_ins if hasattr(student, name)}
         for name, stand_in in stand_ins.items():
             setattr(student, name, stand_in)

@@ -17,7 +17,7 @@ def test_the_trusted_cache_is_kept_beside_the_proofs_private_and_the_same_for_th
     assert kept is not None and kept.parent == tmp_path / "proofs" / preflight.TRUSTED_COMPILED
     assert kept.is_dir() and kept.stat().st_mode & 0o077 == 0
     assert preflight.kept_compile_cache(SANDBOXED) == kept
-    monkeypatch.setattr(preflight, "machine_seen", lambda: {"cpus": 999, "memory_bytes": 1})
+    monkeypatch.setattr(preflight.proofs, "machine_seen", lambda: {"cpus": 999, "memory_bytes": 1})
     assert preflight.kept_compile_cache(SANDBOXED) not in (None, kept)  # another machine: another folder
 
 

@@ -1,0 +1,160 @@
+"""A pre-flight pass kept as a proof and reused: where proofs are kept (:func:`proof_folder`, only where no
+student's process can write: :func:`unsafe_folder`), the setting a proof vouches for (:func:`proven_setting`),
+reading one back (:func:`read_proof`), and the trusted side's compilation cache kept beside them
+(:func:`kept_compile_cache`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import stat
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from autograder.core.outcomes import points_text
+
+
+@dataclass(frozen=True)
+class Passed:
+    seconds: float
+    points: float
+    functions: int
+
+    def line(self) -> str:
+        return (
+            f"pre-flight passed in {self.seconds:.1f} s: the course's reference got full marks "
+            f"({points_text(self.points, None)} points) and its stubs nothing, in this grader's sandbox and limits"
+        )
+
+
+REUSE_ENV = "AUTOGRADER_PREFLIGHT_CACHE"  # where the grader keeps its proofs (default: its user's cache folder)
+REUSED = "reused: --preflight proves again"  # the end of the line a reused proof prints
+
+
+def proof_folder() -> Path:
+    """Where proofs are kept: ``AUTOGRADER_PREFLIGHT_CACHE``, else ``$XDG_CACHE_HOME/autograder/preflight``
+    (``~/.cache/autograder/preflight``), the grader's own user's folder, which no sandbox shows."""
+    if os.environ.get(REUSE_ENV):
+        return Path(os.environ[REUSE_ENV])
+    cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(cache) / "autograder" / "preflight"
+
+
+def unsafe_folder(folder: Path, isolation) -> str | None:
+    """Why proofs in ``folder`` cannot be trusted, or None. A proof is reused only where no student's process
+    can have written it: the folder is a real folder (no link) of the grader's own uid that nobody else may
+    write, and the students' processes do not run as the grader without a sandbox (``isolation``, an
+    :class:`~autograder.grading.isolation.bubblewrap.Isolation`, whose "none" means they do)."""
+    if getattr(isolation, "sandbox", None) == "none":
+        return "students' processes run as the grader here (no sandbox), so a proof could be a student's"
+    try:
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        st = os.lstat(folder)
+    except OSError as err:
+        return f"{folder} cannot be used ({err.strerror})"
+    if not stat.S_ISDIR(st.st_mode):
+        return f"{folder} is not a folder (a link?)"
+    if st.st_uid != os.geteuid() or st.st_mode & 0o022:
+        return f"{folder} is not the grader's alone (owner uid {st.st_uid}, mode {stat.S_IMODE(st.st_mode):o})"
+    return None
+
+
+TRUSTED_COMPILED = "trusted-compiled"  # beside the proofs: the trusted side's compilation caches
+
+
+def kept_compile_cache(isolation) -> Path | None:
+    """The trusted side's compilation cache kept between ``grade`` calls, or None (a scratch folder of the run then).
+
+    The programs the references and checks compile on the trusted side (the plan's givens, the verifiers, the
+    pre-flight's reference) are the same in every call with the same libraries: a later call, a ``--student``
+    regrade or a Gradescope submission after ``setup.sh`` loads them instead of compiling them again. The folder
+    is beside the proofs (:func:`proof_folder`: the grader's own, which no sandbox shows), one per interpreter,
+    libraries and machine, and used only where a proof could be kept (:func:`unsafe_folder`:
+    no student's process can write there). Only trusted processes are given it; students' caches stay theirs."""
+    from autograder.core import versions
+
+    folder = proof_folder()
+    if unsafe_folder(folder, isolation) is not None:
+        return None
+    # (JAX's own key of each program covers the program, the XLA flags and the compile options)
+    setting = {"python": sys.executable, "version": sys.version, "libraries": versions.installed()}
+    setting["machine"] = machine_seen()
+    name = hashlib.sha256(json.dumps(setting, sort_keys=True, default=str).encode()).hexdigest()[:32]
+    kept = folder / TRUSTED_COMPILED / name
+    try:
+        kept.mkdir(mode=0o700, parents=True, exist_ok=True)
+        st = os.lstat(kept)
+    except OSError:
+        return None
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o077:
+        return None
+    return kept
+
+
+def machine_seen() -> dict[str, object]:
+    """What of the machine a proof depends on: the CPUs this process may use and the memory it sees."""
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cpus = os.cpu_count() or 0
+    try:
+        memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError):
+        memory = 0
+    return {"cpus": cpus, "memory_bytes": memory}
+
+
+def proven_setting(grader) -> str:
+    """A digest of everything a pre-flight pass vouches for: the course and kit (every byte the grading
+    processes get), the options and limits, the isolation in force, this interpreter and its libraries, the
+    grading processes' environment (the XLA flags as probed, the backend), the CPUs and memory seen. A pass is
+    reused only for the very same setting; a failure is never kept."""
+    from autograder.core import versions
+    from autograder.grading.isolation.processes import child_env
+
+    digest = hashlib.sha256()
+    for files in (grader.snapshot.course, grader.snapshot.kit):
+        for name in sorted(files):
+            digest.update(name.encode() + b"\0" + hashlib.sha256(files[name]).digest())
+    options = grader.options
+    env = child_env()
+    setting = {
+        "modules": list(options.modules),
+        "timeout": options.timeout_per_function,
+        "memory": options.memory_mb,
+        "jobs": options.jobs,
+        "seed": getattr(options, "seed", None),
+        "run_as": getattr(options, "run_as", None),
+        "isolation": repr(getattr(grader, "isolation", None)),
+        "python": sys.executable,
+        "version": sys.version,
+        "libraries": versions.installed(),
+        "xla_flags": os.environ.get("XLA_FLAGS", ""),
+        "grading_env": {k: env.get(k, "") for k in ("XLA_FLAGS", "JAX_PLATFORMS", "OMP_NUM_THREADS")},
+        "machine": machine_seen(),
+    }
+    digest.update(json.dumps(setting, sort_keys=True, default=str).encode())
+    return digest.hexdigest()
+
+
+def read_proof(path: Path) -> Passed | None:
+    """The proof at ``path``, when it is a plain file of the grader's own that nobody else may write."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o022 or st.st_size > 4096:
+            return None
+        with os.fdopen(fd, "rb", closefd=False) as f:
+            data = json.loads(f.read().decode("utf-8"))
+        passed = Passed(float(data["seconds"]), float(data["points"]), int(data["functions"]))
+    except (OSError, ValueError, TypeError, KeyError):
+        return None
+    finally:
+        os.close(fd)
+    return passed
