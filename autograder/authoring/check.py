@@ -32,27 +32,19 @@ from __future__ import annotations
 
 import ast
 import os
-import re
 import subprocess
 import sys
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from autograder.authoring.contract import contract_path, contract_problems, parse_contract_signatures
+from autograder.authoring.coverage_read import merge
+from autograder.authoring.gaps import coverage_gaps, coverage_table, deliberate_gaps, gap_problems
+from autograder.authoring.problems import Problem, relative
 from autograder.core.attribution import AttributionError, attribute, matches
-from autograder.core.course import Course, CourseError, Module, load_course, top_level_names
+from autograder.core.course import Course, CourseError, Module, load_course
 from autograder.core.submission import stub_functions
-
-
-@dataclass(frozen=True)
-class Problem:
-    where: str
-    what: str
-    fix: str
-
-    def __str__(self) -> str:
-        return f"{self.where}: {self.what}\n  fix: {self.fix}"
-
 
 # -- the checks files, parsed ---------------------------------------------------
 
@@ -106,118 +98,6 @@ def _module_marks(tree: ast.Module) -> str:
 
 # -- the rules ------------------------------------------------------------------
 
-CONTRACT_ROW = re.compile(r"^\|\s*`([A-Za-z_][A-Za-z0-9_]*)[(`]")
-CONTRACT_SIGNATURE = re.compile(r"^\|\s*`([A-Za-z_][A-Za-z0-9_]*)\(([^`]*)\)`")
-CONTRACT_RETURNS = re.compile(r"[Rr]eturns (?:the tuple |the pair )?`\(([^`]*)\)`")
-CONTRACT_MODULE = re.compile(r"^##\s+\d+\.\s+`([A-Za-z_][A-Za-z0-9_]*)`")
-
-
-def contract_path(course: Course) -> Path | None:
-    """``shared/curriculum.md`` beside the course folder (or beside one of its parents), if there is one."""
-    for folder in course.root.parents:
-        path = folder / "shared" / "curriculum.md"
-        if path.is_file():
-            return path
-    return None
-
-
-def parse_contract(text: str) -> dict[str, list[str]]:
-    """``{module: [names]}`` from the contract's ``## N. `module``` sections and their ``| function |`` tables."""
-    modules: dict[str, list[str]] = {}
-    current = None
-    for line in text.splitlines():
-        heading = CONTRACT_MODULE.match(line)
-        if heading:
-            current = modules.setdefault(heading.group(1), [])
-            continue
-        if line.startswith("#"):
-            current = None
-        row = CONTRACT_ROW.match(line)
-        if row and current is not None and row.group(1) not in current:
-            current.append(row.group(1))
-    return modules
-
-
-def _top_level_split(text: str) -> list[str]:
-    parts, depth, current = [], 0, ""
-    for char in text:
-        if char in "([{":
-            depth += 1
-        elif char in ")]}":
-            depth -= 1
-        if char == "," and depth == 0:
-            parts.append(current.strip())
-            current = ""
-        else:
-            current += char
-    if current.strip():
-        parts.append(current.strip())
-    return parts
-
-
-def parse_contract_signatures(text: str) -> dict[str, dict[str, tuple[list[str], list[str]]]]:
-    """``{module: {function: (argument names, output names)}}`` from the contract's tables: the
-    arguments of ``name(args)``, the outputs of "returns `(a, b)`" (empty when not a tuple)."""
-    found: dict[str, dict[str, tuple[list[str], list[str]]]] = {}
-    current = None
-    for line in text.splitlines():
-        heading = CONTRACT_MODULE.match(line)
-        if heading:
-            current = found.setdefault(heading.group(1), {})
-            continue
-        if line.startswith("#"):
-            current = None
-        row = CONTRACT_SIGNATURE.match(line)
-        if row and current is not None:
-            args = [a.split("=")[0].strip().lstrip("*") for a in _top_level_split(row.group(2))]
-            returns = CONTRACT_RETURNS.search(line)
-            outputs = _top_level_split(returns.group(1)) if returns else []
-            current[row.group(1)] = ([a for a in args if a], outputs)
-    return found
-
-
-def contract_problems(course: Course, path: Path | None) -> Iterator[Problem]:
-    if path is None:
-        return
-    contract = parse_contract(path.read_text(encoding="utf-8"))
-    for module in course.modules:
-        if module.name not in contract:
-            yield Problem(
-                "course.toml",
-                f"module {module.name!r} is not in the contract {path}",
-                f"use the module name the contract gives (one of {sorted(contract)}), or add the module to the contract",
-            )
-            continue
-        names = contract[module.name]
-        for fn in module.functions:
-            if fn.name not in names:
-                yield Problem(
-                    "course.toml",
-                    f"function {fn.qualname} is not in the contract's table of {module.name}",
-                    f"use the contract's name (one of {names}), or add it to the contract",
-                )
-        for kind, file in (
-            ("exercise", course.exercise_path(module.name)),
-            ("solution", course.solution_path(module.name)),
-        ):
-            if not file.is_file():
-                continue
-            defined = top_level_names(file)
-            for name in names:
-                if name not in defined:
-                    yield Problem(
-                        _rel(course, file),
-                        f"does not define {name}, which the contract lists for {module.name}",
-                        f"define {name} in the {kind} file with the contract's signature",
-                    )
-
-
-def _rel(course: Course, path: Path) -> str:
-    try:
-        return str(path.relative_to(course.root))
-    except ValueError:
-        return str(path)
-
 
 def stub_problems(course: Course, module: Module) -> Iterator[Problem]:
     path = course.exercise_path(module.name)
@@ -232,14 +112,14 @@ def stub_problems(course: Course, module: Module) -> Iterator[Problem]:
             continue  # course.toml's own check reports it
         if fn.name not in stubs:
             yield Problem(
-                _rel(course, path),
+                relative(course, path),
                 f"{fn.name} is not a stub, so a fresh checkout is not reported 'not started'",
                 "make its body only a docstring, `# TODO: ...` comments and `raise NotImplementedError`",
             )
         body = "\n".join(lines[node.lineno - 1 : node.end_lineno])
         if "# TODO" not in body:
             yield Problem(
-                _rel(course, path),
+                relative(course, path),
                 f"{fn.name} has no `# TODO` comment",
                 "add `# TODO: <what to write>` above its `raise NotImplementedError`",
             )
@@ -247,7 +127,7 @@ def stub_problems(course: Course, module: Module) -> Iterator[Problem]:
 
 def check_problems(course: Course, module: Module) -> Iterator[Problem]:
     path = course.checks_path(module.name)
-    where = _rel(course, path)
+    where = relative(course, path)
     checks = check_defs(path)
     owners: dict[str, list[CheckDef]] = {fn.name: [] for fn in module.functions}
     for check in checks:
@@ -341,135 +221,6 @@ def reference_problems(
     ]
 
 
-# -- what the checks vary and compare -------------------------------------------
-
-
-@dataclass(frozen=True)
-class Gap:
-    function: str  # module.function
-    item: str  # an argument's name, "return", "return[i]", or "calls"
-    what: str
-
-    def action(self) -> str:
-        if self.item == "calls":
-            return "calls it"
-        if self.item.startswith("return"):
-            return f"compares its {self.item} with the reference's"
-        return f"gives {self.item} several values (sizes of 1, non-divisible sizes, extremes, zero where allowed)"
-
-    def problem(self) -> Problem:
-        return Problem(
-            "exercises/test_" + self.function.split(".")[0] + ".py",
-            f"{self.function}: {self.what}",
-            f"add a check that {self.action()} (or list it in course.toml as [[deliberate_gaps]] "
-            f'function = {self.function!r}, item = {self.item!r}, reason = "...")',
-        )
-
-
-def deliberate_gaps(course: Course) -> dict[tuple[str, str], str]:
-    """``{(module.function, item): reason}`` from course.toml's ``[[deliberate_gaps]]``."""
-    import tomllib
-
-    data = tomllib.loads((course.root / "course.toml").read_text(encoding="utf-8"))
-    return {(g["function"], g["item"]): g["reason"] for g in data.get("deliberate_gaps", [])}
-
-
-def coverage_gaps(
-    course: Course, record: dict, contract: dict | None, modules: Iterable[str] | None = None
-) -> list[Gap]:
-    """Every contract argument a ``--solutions`` run (``record``, see :func:`coverage.merge`) never varied,
-    every output it never compared, every graded function it never called."""
-    from autograder.authoring.coverage import compared_in_source, used_in_source
-
-    gaps = []
-    for module in course.modules:
-        if modules is not None and module.name not in modules:
-            continue
-        checks = course.checks_path(module.name)
-        source = checks.read_text(encoding="utf-8") if checks.is_file() else ""
-        in_source, used = compared_in_source(source), used_in_source(source)
-        signatures = (contract or {}).get(module.name, {})
-        for fn in module.functions:
-            entry = record.get(fn.qualname)
-            arguments, outputs = signatures.get(fn.name, (None, []))
-            if arguments is None:  # not in the contract's tables with a signature: the solution's own
-                arguments = list((entry or {}).get("args", {}))
-            if entry is None or entry["calls"] == 0:
-                if arguments:
-                    gaps.append(
-                        Gap(fn.qualname, "calls", "no check calls it with arguments of its own (no call was recorded)")
-                    )
-                continue
-            for name in arguments:
-                seen = entry["args"].get(name)
-                if seen is None:
-                    continue  # a keyword-only extra the reference does not take
-                if len(seen) < 2:
-                    kinds = ", ".join(entry["kinds"].get(name, [])) or "one value"
-                    gaps.append(
-                        Gap(
-                            fn.qualname,
-                            name,
-                            f"argument {name!r} is never varied: every call gets the same value ({kinds})",
-                        )
-                    )
-            parts = entry["outputs"]
-            for part, out in sorted(parts.items()):
-                if out["compared"] or (fn.name, part) in in_source or (fn.name, "return") in in_source:
-                    continue
-                if out.get("object") and not out["none"] and ((fn.name, part) in used or (fn.name, "return") in used):
-                    continue  # an object (a manager): the check uses it, and looks at what it does
-                label = part
-                if part.startswith("return[") and len(outputs) == len(parts):
-                    label = f"{part} ({outputs[int(part[7:-1])]})"
-                what = (
-                    "is None on every call and never compared with None"
-                    if out["none"]
-                    else "is never compared with the reference's"
-                )
-                gaps.append(Gap(fn.qualname, part, f"output {label} {what}"))
-    return gaps
-
-
-def gap_problems(
-    course: Course, gaps: list[Gap], listed: dict[tuple[str, str], str]
-) -> tuple[list[Problem], list[str]]:
-    """The unlisted gaps as problems, and notes: listed gaps found, listed gaps no longer found."""
-    problems, notes = [], []
-    found = {(g.function, g.item) for g in gaps}
-    for gap in gaps:
-        if (gap.function, gap.item) in listed:
-            notes.append(f"deliberate gap: {gap.function} {gap.item}: {listed[(gap.function, gap.item)]}")
-        else:
-            problems.append(gap.problem())
-    for key in sorted(set(listed) - found):
-        notes.append(
-            f"note: course.toml lists {key[0]} {key[1]} as a deliberate gap, but the checks cover it now: remove it"
-        )
-    return problems, notes
-
-
-def coverage_table(course: Course, record: dict, modules: Iterable[str] | None = None) -> list[str]:
-    """One line per argument and output of every graded function: how many values it took (and of what
-    kinds: shapes and dtypes), whether it was compared. What the checks' authors read to widen inputs."""
-    lines = []
-    for module in course.modules:
-        if modules is not None and module.name not in modules:
-            continue
-        for fn in module.functions:
-            entry = record.get(fn.qualname)
-            if not entry or not entry["calls"]:
-                lines.append(f"{fn.qualname}: no call recorded")
-                continue
-            lines.append(f"{fn.qualname}: {entry['calls']} call(s)")
-            for name, seen in entry["args"].items():
-                count = f"{len(seen)}+" if len(seen) >= 20 else str(len(seen))
-                lines.append(f"  {name}: {count} value(s): {', '.join(entry['kinds'].get(name, []))}")
-            for part, outcome in sorted(entry["outputs"].items()):
-                lines.append(f"  {part}: {'compared' if outcome['compared'] else 'not compared by a helper'}")
-    return lines
-
-
 def check_course(
     root: Path, modules: list[str] | None = None, *, references: bool = True, out=None, table: bool = False
 ) -> int:
@@ -492,8 +243,6 @@ def check_course(
     notes: list[str] = []
     if references and not problems:  # a static problem usually breaks the run of the references too
         import tempfile
-
-        from autograder.authoring.coverage import merge
 
         with tempfile.TemporaryDirectory(prefix="check-course-") as tmp:
             record = Path(tmp) / "coverage"

@@ -14,7 +14,8 @@ file) is wrapped so that each call a check makes records:
   asserts, ``np.allclose``/``np.array_equal`` (and JAX's). A returned object without array or
   number leaves (a manager) counts as compared once the check hands it to a graded function or a
   comparison. Plain Python comparisons (``assert student.f(...) is None``, ``==``, or on a name
-  assigned from the call) are found in the check file's source (:func:`compared_in_source`).
+  assigned from the call) are found in the check file's source
+(:func:`autograder.authoring.coverage_read.compared_in_source`).
 
 Only the outermost call of a graded function is recorded (the reference's own calls to its
 helpers are not the check's). Wrapping keeps the object's behaviour: a plain function stays a
@@ -23,13 +24,12 @@ forwards every attribute and reports the original's class, so ``is_jitted`` and 
 keep working; a class has its ``__init__`` recorded.
 
 Each process writes its record to ``FILE.<pid>.json`` (pytest-xdist workers each write
-theirs); :func:`merge` reads them back. Effects (files written, printed lines) are not seen
+theirs); :func:`autograder.authoring.coverage_read.merge` reads them back. Effects (files written, printed lines) are not seen
 here.
 """
 
 from __future__ import annotations
 
-import ast
 import functools
 import hashlib
 import inspect
@@ -362,99 +362,3 @@ class Recorder:
             setattr(owner, name, original)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         Path(f"{self.path}.{os.getpid()}.json").write_text(json.dumps(self.functions), encoding="utf-8")
-
-
-# -- reading records back ---------------------------------------------------------------------
-
-
-def merge(path: Path) -> dict[str, dict]:
-    """Every process's record of ``path`` (see :class:`Recorder`), as one."""
-    merged: dict[str, dict] = {}
-    for file in sorted(path.parent.glob(f"{path.name}.*.json")):
-        for qualname, entry in json.loads(file.read_text(encoding="utf-8")).items():
-            into = merged.setdefault(qualname, {"calls": 0, "args": {}, "kinds": {}, "outputs": {}})
-            into["calls"] += entry["calls"]
-            for name, fps in entry["args"].items():
-                seen = into["args"].setdefault(name, [])
-                seen += [fp for fp in fps if fp not in seen]
-            for name, kinds in entry["kinds"].items():
-                have = into["kinds"].setdefault(name, [])
-                have += [k for k in kinds if k not in have]
-            for part, out in entry["outputs"].items():
-                have = into["outputs"].setdefault(part, {"calls": 0, "compared": False, "none": True, "object": False})
-                have["calls"] += out["calls"]
-                have["object"] = have["object"] or out.get("object", False)
-                have["compared"] = have["compared"] or out["compared"]
-                have["none"] = have["none"] and out["none"]
-    return merged
-
-
-def _results_in_source(check_source: str):
-    """For each check function of the file: the names bound to a call's result (``out = student.f(...)``,
-    ``a, b = f(...)``: ``{name: (f, "return" or "return[i]")}``) and the function's nodes."""
-    tree = ast.parse(check_source)
-    for fn in ast.walk(tree):
-        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            continue
-        names: dict[str, tuple[str, str]] = {}
-        for node in ast.walk(fn):
-            if not (isinstance(node, ast.Assign) and len(node.targets) == 1 and _called(node.value)):
-                continue
-            target, name = node.targets[0], _called(node.value)
-            assert name is not None  # tested above
-            if isinstance(target, ast.Name):
-                names[target.id] = (name, "return")
-            elif isinstance(target, (ast.Tuple, ast.List)):
-                for i, element in enumerate(target.elts):
-                    if isinstance(element, ast.Name):
-                        names[element.id] = (name, f"return[{i}]")
-        yield names, list(ast.walk(fn))
-
-
-def _called(node) -> str | None:
-    """``f`` of a call ``student.f(...)`` or ``f(...)``."""
-    if isinstance(node, ast.Call):
-        if isinstance(node.func, ast.Attribute):
-            return node.func.attr
-        if isinstance(node.func, ast.Name):
-            return node.func.id
-    return None
-
-
-def compared_in_source(check_source: str) -> set[tuple[str, str]]:
-    """``(function, output)`` pairs a check file compares with plain Python (``assert student.f(...) is None``,
-    ``assert student.f(3) == reference.f(3)``, or a name assigned from the call, or unpacked from it, as an
-    operand of a comparison in the same check): the comparisons no wrapped helper sees. ``output`` is
-    ``"return"`` or ``"return[i]"``."""
-    found: set[tuple[str, str]] = set()
-    for names, nodes in _results_in_source(check_source):
-        for node in nodes:
-            if not isinstance(node, ast.Compare):
-                continue
-            for operand in (node.left, *node.comparators):
-                if isinstance(operand, ast.Call) and isinstance(operand.func, ast.Attribute):
-                    found.add((operand.func.attr, "return"))
-                elif isinstance(operand, ast.Name) and operand.id in names:
-                    found.add(names[operand.id])
-    return found
-
-
-def used_in_source(check_source: str) -> set[tuple[str, str]]:
-    """``(function, output)`` pairs whose result (a name assigned from the call) a check then uses: calls a
-    method of it (other than ``close``) or hands it to a call. For an output without array leaves (a
-    manager, a loader), its behaviour is what a check can look at."""
-    found: set[tuple[str, str]] = set()
-    for names, nodes in _results_in_source(check_source):
-        for node in nodes:
-            if (
-                isinstance(node, ast.Attribute)
-                and isinstance(node.value, ast.Name)
-                and node.value.id in names
-                and node.attr != "close"
-            ):
-                found.add(names[node.value.id])
-            elif isinstance(node, ast.Call):
-                for arg in (*node.args, *(k.value for k in node.keywords)):
-                    if isinstance(arg, ast.Name) and arg.id in names:
-                        found.add(names[arg.id])
-    return found

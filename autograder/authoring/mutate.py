@@ -31,51 +31,28 @@ import sys
 import tempfile
 import threading
 import time
-import tomllib
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 
 from autograder.authoring.mutants import Mutant, mutants_of
+from autograder.authoring.mutation_report import report
+from autograder.authoring.mutation_results import (
+    ERROR,
+    KILLED,
+    SURVIVED,
+    TIMEOUT,
+    Listed,
+    ModuleRun,
+    Result,
+    runs_from_json,
+    runs_to_json,
+    unclassified,
+)
 from autograder.core.attribution import matches
 from autograder.core.course import Course, load_course
 
 KIT = Path(__file__).resolve().parents[2]
-KILLED, SURVIVED, TIMEOUT, ERROR = "killed", "survived", "timeout", "error"
-
-
-@dataclass
-class Result:
-    mutant: Mutant
-    outcome: str  # killed, survived, timeout, error
-    seconds: float
-    check: str = ""  # the first failed check (killed)
-
-
-@dataclass
-class ModuleRun:
-    module: str
-    results: list[Result] = field(default_factory=list)
-    seconds: float = 0.0
-    baseline_seconds: float = 0.0
-    problem: str = ""  # the reference fails its own checks, or the worker could not start
-
-
-@dataclass(frozen=True)
-class Listed:
-    equivalent: dict[str, str]  # id -> reason
-    killable: dict[str, str]  # id -> the check that would kill it
-
-    @classmethod
-    def load(cls, path: Path | None) -> Listed:
-        if path is None or not path.is_file():
-            return cls({}, {})
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-        return cls(
-            {e["id"]: e["reason"] for e in data.get("equivalent", [])},
-            {e["id"]: e["check"] for e in data.get("killable", [])},
-        )
 
 
 def pytest_args(course: Course, module: str, folder: Path) -> list[str]:
@@ -177,16 +154,7 @@ def run_module(course: Course, module: str, mutants: list[Mutant], scratch: Path
     """Every mutant of ``module`` through its checks (see the module's docstring)."""
     run = ModuleRun(module)
     started = time.monotonic()
-    folders: list[tuple[int, str, str | None]] = []
-    reference = scratch / "reference"
-    reference.mkdir(parents=True)
-    (reference / f"{module}.py").write_bytes(course.solution_path(module).read_bytes())
-    folders.append((-1, str(reference), None))
-    for i, mutant in enumerate(mutants):
-        folder = scratch / f"m{i:04d}"
-        folder.mkdir()
-        (folder / f"{module}.py").write_text(mutant.source, encoding="utf-8")
-        folders.append((i, str(folder), mutant.function))
+    folders = _folders(course, module, mutants, scratch)
     done: dict[int, dict] = {}
     limit = 600.0  # the unmutated run's first limit; then 3x its time + 60 s
     attempt = 0
@@ -195,14 +163,7 @@ def run_module(course: Course, module: str, mutants: list[Mutant], scratch: Path
         todo = [f for f in folders if f[0] not in done]
         plan, results = scratch / f"plan{attempt}.json", scratch / f"results{attempt}.jsonl"
         plan.write_text(json.dumps(todo))
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "autograder.authoring.mutate", str(course.root), module, str(plan), str(results)],
-            cwd=course.root,
-            env=_env(),
-            stdout=subprocess.DEVNULL,
-            stderr=open(scratch / f"worker{attempt}.log", "w"),
-            start_new_session=True,
-        )
+        proc = _start_worker(course, module, plan, results, scratch / f"worker{attempt}.log")
         current, since = None, time.monotonic()
         while True:
             exited = proc.poll() is not None
@@ -227,12 +188,7 @@ def run_module(course: Course, module: str, mutants: list[Mutant], scratch: Path
                         log(f"{module}: {len(done) - 1}/{len(mutants)}")
             if exited:
                 if current is not None and current not in done:  # the mutant took its process down
-                    done[current] = {
-                        "index": current,
-                        "code": -9,
-                        "seconds": time.monotonic() - since,
-                        "check": "(process died)",
-                    }
+                    done[current] = _ended(current, -9, since, "(process died)")
                 elif len([f for f in folders if f[0] not in done]) and current is None:
                     log_text = (scratch / f"worker{attempt}.log").read_text()[-1500:]
                     run.problem = f"the worker did not start:\n{log_text}"
@@ -242,22 +198,52 @@ def run_module(course: Course, module: str, mutants: list[Mutant], scratch: Path
             if current is not None and current not in done and time.monotonic() - since > limit:
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait()
-                done[current] = {
-                    "index": current,
-                    "code": -1,
-                    "seconds": time.monotonic() - since,
-                    "check": "(timeout)",
-                }
+                done[current] = _ended(current, -1, since, "(timeout)")
                 break
             time.sleep(0.2)
-    for i, mutant in enumerate(mutants):
-        line = done[i]
-        code = line["code"]
-        outcome = {0: SURVIVED, 1: KILLED, -1: TIMEOUT, -9: KILLED}.get(code, ERROR)
-        check = line.get("check", "") or (line.get("tail", "")[-300:] if outcome == ERROR else "")
-        run.results.append(Result(mutant, outcome, line["seconds"], check))
+    run.results += [_result(mutant, done[i]) for i, mutant in enumerate(mutants)]
     run.seconds = time.monotonic() - started
     return run
+
+
+def _folders(course: Course, module: str, mutants: list[Mutant], scratch: Path) -> list[tuple[int, str, str | None]]:
+    """The worker's plan: ``(index, folder, mutated function)``, the reference's folder (index -1) first, then one
+    folder per mutant, each holding its ``<module>.py``."""
+    folders: list[tuple[int, str, str | None]] = []
+    reference = scratch / "reference"
+    reference.mkdir(parents=True)
+    (reference / f"{module}.py").write_bytes(course.solution_path(module).read_bytes())
+    folders.append((-1, str(reference), None))
+    for i, mutant in enumerate(mutants):
+        folder = scratch / f"m{i:04d}"
+        folder.mkdir()
+        (folder / f"{module}.py").write_text(mutant.source, encoding="utf-8")
+        folders.append((i, str(folder), mutant.function))
+    return folders
+
+
+def _start_worker(course: Course, module: str, plan: Path, results: Path, log: Path) -> subprocess.Popen:
+    """A worker process (:func:`worker`) running ``plan``'s folders, in a session of its own (killed as a group)."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "autograder.authoring.mutate", str(course.root), module, str(plan), str(results)],
+        cwd=course.root,
+        env=_env(),
+        stdout=subprocess.DEVNULL,
+        stderr=open(log, "w"),
+        start_new_session=True,
+    )
+
+
+def _ended(index: int, code: int, since: float, why: str) -> dict:
+    """The line the worker could not write for mutant ``index``: its process died (-9) or was killed (-1)."""
+    return {"index": index, "code": code, "seconds": time.monotonic() - since, "check": why}
+
+
+def _result(mutant: Mutant, line: dict) -> Result:
+    """A mutant's :class:`Result` from its worker's line (exit code 0: survived; 1 or a dead process: killed)."""
+    outcome = {0: SURVIVED, 1: KILLED, -1: TIMEOUT, -9: KILLED}.get(line["code"], ERROR)
+    check = line.get("check", "") or (line.get("tail", "")[-300:] if outcome == ERROR else "")
+    return Result(mutant, outcome, line["seconds"], check)
 
 
 def module_mutants(course: Course, module: str) -> list[Mutant]:
@@ -292,133 +278,6 @@ def mutate_course(course: Course, modules: list[str] | None = None, *, jobs: int
         for t in threads:
             t.join()
     return [runs[n] for n in names]
-
-
-# -- the report -------------------------------------------------------------------------------
-
-
-def score(run: ModuleRun, listed: Listed) -> tuple[int, int, int, int]:
-    """``(killed, survivors not listed equivalent, equivalent, scored total)``; errors count as survivors."""
-    killed = sum(r.outcome in (KILLED, TIMEOUT) for r in run.results)
-    equivalent = sum(r.outcome not in (KILLED, TIMEOUT) and r.mutant.id in listed.equivalent for r in run.results)
-    total = len(run.results) - equivalent
-    return killed, total - killed, equivalent, total
-
-
-def report(
-    runs: list[ModuleRun], listed: Listed, *, seconds: float, jobs: int, title: str = "Mutation testing of the checks"
-) -> str:
-    lines = [
-        f"# {title}",
-        "",
-        "`autograder mutate` (or `python benchmarks/mutation.py`): each mutant of a reference function run through its",
-        "module's checks as a submission (`--grading -x`). Score = killed / (mutants - listed equivalent).",
-        "",
-        f"Whole run: {seconds:.0f} s wall clock with {jobs} worker process(es).",
-        "",
-        "| module | mutants | killed | timeout | survived | equivalent | score | seconds |",
-        "|---|---|---|---|---|---|---|---|",
-    ]
-    all_killed = all_total = 0
-    for run in runs:
-        if run.problem:
-            lines.append(f"| {run.module} | - | - | - | - | - | not scored | {run.seconds:.0f} |")
-            continue
-        killed, surv, eq, total = score(run, listed)
-        all_killed, all_total = all_killed + killed, all_total + total
-        timeouts = sum(r.outcome == TIMEOUT for r in run.results)
-        pct = f"{100 * killed / total:.0f}%" if total else "-"
-        lines.append(
-            f"| {run.module} | {len(run.results)} | {killed - timeouts} | {timeouts} | {surv} | {eq} | {pct} | {run.seconds:.0f} |"
-        )
-    if all_total:
-        lines.append(f"| **all** | | | | | | **{100 * all_killed / all_total:.0f}%** | |")
-    problems = [run for run in runs if run.problem]
-    if problems:
-        lines += ["", "## Modules not scored", ""] + [f"- `{run.module}`: {run.problem}" for run in problems]
-    lines += ["", "## Surviving mutants", ""]
-    survivors = [
-        r
-        for run in runs
-        for r in run.results
-        if r.outcome not in (KILLED, TIMEOUT) and r.mutant.id not in listed.equivalent
-    ]
-    if not survivors:
-        lines.append("None: every mutant not listed as equivalent was killed.")
-    for run in runs:
-        for r in run.results:
-            if r.outcome in (KILLED, TIMEOUT) or r.mutant.id in listed.equivalent:
-                continue
-            note = f"killable: {listed.killable[r.mutant.id]}" if r.mutant.id in listed.killable else "NOT CLASSIFIED"
-            if r.outcome == ERROR:
-                note = f"error (counted as survivor): {r.check.strip().splitlines()[-1] if r.check.strip() else ''}"
-            lines.append(f"- `{r.mutant.id}` (line {r.mutant.line}): {note}")
-    lines += ["", "## Listed as equivalent (not scored)", ""]
-    for run in runs:
-        for r in run.results:
-            if r.outcome not in (KILLED, TIMEOUT) and r.mutant.id in listed.equivalent:
-                lines.append(f"- `{r.mutant.id}`: {listed.equivalent[r.mutant.id]}")
-    gone = set(listed.equivalent) - {
-        r.mutant.id for run in runs for r in run.results if r.outcome not in (KILLED, TIMEOUT)
-    }
-    ran = {run.module for run in runs}
-    stale = sorted(i for i in gone if i.split(".")[0] in ran)
-    if stale:
-        lines += ["", "## Listed as equivalent but killed or gone (remove from the list)", ""] + [
-            f"- `{i}`" for i in stale
-        ]
-    return "\n".join(lines) + "\n"
-
-
-def runs_to_json(runs: list[ModuleRun], seconds: float, jobs: int) -> dict:
-    """A run's results as plain JSON (``--json``), so that its report can be written again after the list of
-    equivalent mutants changes (``--from-json``) without running every mutant again."""
-    return {
-        "seconds": seconds,
-        "jobs": jobs,
-        "modules": [
-            {
-                "module": run.module,
-                "seconds": run.seconds,
-                "baseline_seconds": run.baseline_seconds,
-                "problem": run.problem,
-                "results": [
-                    {
-                        "mutant": {k: v for k, v in vars(r.mutant).items() if k != "source"},
-                        "outcome": r.outcome,
-                        "seconds": r.seconds,
-                        "check": r.check,
-                    }
-                    for r in run.results
-                ],
-            }
-            for run in runs
-        ],
-    }
-
-
-def runs_from_json(data: dict) -> list[ModuleRun]:
-    return [
-        ModuleRun(
-            m["module"],
-            [Result(Mutant(**r["mutant"], source=""), r["outcome"], r["seconds"], r["check"]) for r in m["results"]],
-            m["seconds"],
-            m["baseline_seconds"],
-            m["problem"],
-        )
-        for m in data["modules"]
-    ]
-
-
-def unclassified(runs: list[ModuleRun], listed: Listed) -> list[Result]:
-    return [
-        r
-        for run in runs
-        for r in run.results
-        if r.outcome not in (KILLED, TIMEOUT)
-        and r.mutant.id not in listed.equivalent
-        and r.mutant.id not in listed.killable
-    ]
 
 
 def main_mutate(

@@ -26,7 +26,7 @@ _TOP_KEYS = {
     "modules",
     "late",
     "deliberate_gaps",
-}  # [late]: autograder.grading.desk.late; deliberate_gaps: autograder.authoring.check
+}  # [late]: autograder.grading.desk.late; deliberate_gaps: autograder.authoring.gaps
 _GRADING_KEYS = {"timeout_per_function", "memory_limit_mb"}
 _HINTS_KEYS = {"reveal_after_failed_runs"}
 _MODULE_KEYS = {"name", "topic", "functions"}

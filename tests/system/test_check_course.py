@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 from support import ROOT
 
-from autograder.authoring.check import check_course, parse_contract, parse_contract_signatures
+from autograder.authoring.check import check_course
+from autograder.authoring.contract import parse_contract, parse_contract_signatures
 
 TOML = """
 format = 1
@@ -218,7 +219,7 @@ def test_a_listed_gap_the_checks_cover_is_a_note_to_remove_it(tmp_path):
 
 
 def test_plain_comparisons_in_a_check_file_are_found():
-    from autograder.authoring.coverage import compared_in_source
+    from autograder.authoring.coverage_read import compared_in_source
 
     source = textwrap.dedent("""
         def test_a(student):
@@ -233,7 +234,7 @@ def test_plain_comparisons_in_a_check_file_are_found():
 
 
 def test_objects_a_check_uses_are_found():
-    from autograder.authoring.coverage import used_in_source
+    from autograder.authoring.coverage_read import used_in_source
 
     source = textwrap.dedent("""
         def test_a(student):
