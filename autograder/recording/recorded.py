@@ -12,33 +12,32 @@ input that was not recorded (hypothesis shrinking or exploring) is *not
 judged*: inside a hypothesis test the example is rejected (the shrinker keeps a
 recorded failing example, so a failure still shows input, expected and got);
 elsewhere the check is skipped with :data:`NOT_RECORDED`.
+
+The recording's files are :mod:`.files`, the inputs left unjudged :mod:`.misses`, the datasets and loaders a
+recorder keeps :mod:`.datasets`; the names the plugin, the grader and the release take from here are re-exported
+(``name as name``).
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-import numpy as np
-
 from autograder.core.oracle import Reference, StandIn
 from autograder.core.submission import load_module
 from autograder.recording import plain_data
+from autograder.recording.datasets import RecordedDataset, RecordedLoader, as_dataset, as_loader
+from autograder.recording.files import Recording
+from autograder.recording.files import write_given_modules as write_given_modules
+from autograder.recording.misses import NOT_RECORDED as NOT_RECORDED
+from autograder.recording.misses import NotRecorded, call_text, not_recorded
+from autograder.recording.misses import clear_misses as clear_misses
+from autograder.recording.misses import misses as misses
 from autograder.runtime import stores
 
-FORMAT = 1
 UNRECORDABLE = "unrecordable"  # a call whose output is not plain data: [UNRECORDABLE, why]
-NOT_RECORDED = (
-    "not judged: the course's recorded answers do not cover this input "
-    "(the release recorded the inputs of the student and grading profiles only)"
-)
-
-
-class NotRecorded(Exception):
-    """The recording has no answer for this call."""
 
 
 def _traced(args: tuple, kwargs: dict) -> bool:
@@ -46,218 +45,6 @@ def _traced(args: tuple, kwargs: dict) -> bool:
 
     leaves = jax.tree_util.tree_leaves((args, kwargs), is_leaf=lambda x: isinstance(x, jax.core.Tracer))
     return any(isinstance(x, jax.core.Tracer) for x in leaves)
-
-
-def not_recorded(what: str) -> None:
-    """Leave the current input unjudged (see the module docstring)."""
-    from hypothesis import control, reject
-
-    _MISSES.append(what)
-    if control.currently_in_test_context():
-        reject()
-    import pytest
-
-    pytest.skip(f"{NOT_RECORDED}: {what}")
-
-
-_MISSES: list[str] = stores.register("recording.recorded.misses", [])  # one check's: the plugin clears it before each
-
-
-def misses() -> list[str]:
-    """Inputs left unjudged in this process (the plugin turns a check with no judged example into a skip)."""
-    return _MISSES
-
-
-def clear_misses() -> None:
-    """Forget the inputs left unjudged so far (before each check: the list never holds more than one check's)."""
-    _MISSES.clear()
-
-
-def call_text(args: tuple, kwargs: dict, limit: int = 120) -> str:
-    """The call's arguments in a line (for the reason a check was not judged)."""
-    text = ", ".join([repr(a) for a in args] + [f"{k}={v!r}" for k, v in kwargs.items()])
-    text = " ".join(text.split())
-    return f"({text[:limit]}{'...' if len(text) > limit else ''})"
-
-
-# Objects a recorder adds to plain data: a dataset's items and a loader's batches --------------------
-
-
-class RecordedDataset:
-    """A dataset the reference returned, as data: its attributes, length and items.
-
-    Its ``plain_data`` names it by what it holds, so the same dataset digests
-    alike whether it is the live one (while recording) or the replayed one.
-    """
-
-    def __init__(self, attributes: dict[str, Any], items: list, ref: list[str]):
-        self.__dict__.update(attributes)
-        self._items, self._ref = items, ref
-
-    def __len__(self) -> int:
-        return len(self._items)
-
-    def __getitem__(self, i: int):
-        return self._items[i]
-
-    def plain_data(self, enc: Callable) -> list:
-        attributes = {k: v for k, v in vars(self).items() if not k.startswith("_")}
-        return ["dataset", self._ref, enc(attributes), enc(self._items)]
-
-
-# Modules whose classes are never a course's dataset (containers, arrays, library data classes).
-_NOT_DATASETS = ("builtins", "collections", "numpy", "jax", "jaxlib", "flax", "optax", "torch")
-
-
-def as_dataset(live: Any) -> RecordedDataset | None:
-    """A live ``torch.utils.data.Dataset`` with array attributes, as a :class:`RecordedDataset`; or an object of a
-    course's own class that indexes like one (``__len__``, ``__getitem__``) without subclassing it (that it
-    should is another check's finding: its data and items are still what they are)."""
-    try:
-        from torch.utils.data import Dataset
-    except ImportError:
-        return None
-    kind = type(live)
-    indexes_like_one = (
-        kind.__module__.split(".")[0] not in _NOT_DATASETS
-        and hasattr(live, "__dict__")
-        and callable(getattr(kind, "__getitem__", None))
-        and not isinstance(live, (list, tuple, dict, str, bytes))
-        and not hasattr(live, "__array__")
-    )
-    if not (isinstance(live, Dataset) or indexes_like_one) or not hasattr(live, "__len__"):
-        return None
-    attributes = {k: v for k, v in vars(live).items() if not k.startswith("_") and _is_data(v)}
-    return RecordedDataset(attributes, [live[i] for i in range(len(live))], plain_data.class_ref(type(live)))
-
-
-def _is_data(value: Any) -> bool:
-    """Whether ``value`` is stored as data (a dataset's own generator, say, is not: it is left out)."""
-    try:
-        plain_data.encode(value, [], plain_data.Statics(plain_data.no_course_classes))
-    except plain_data.Unencodable:
-        return False
-    return True
-
-
-class RecordedLoader:
-    """A loader the reference returned: the batches of each pass over it, in order.
-
-    While recording it iterates the live loader and keeps each epoch's
-    batches (``{"complete": bool, "batches": [...]}``: a check may stop
-    early, as ``next(iter(loader))`` does); replayed, epoch ``k`` yields the
-    ``k``-th recorded epoch, and asking for more than was recorded is not judged.
-    """
-
-    def __init__(self, call: str, length: int, epochs: list[dict], live: Any = None):
-        self.call, self.length, self.epochs, self.live, self.started = call, length, epochs, live, 0
-
-    def __len__(self) -> int:
-        return self.length
-
-    def __iter__(self) -> Iterator:
-        epoch, self.started = self.started, self.started + 1
-        if self.live is not None:
-            recorded: dict[str, Any] = {"complete": False, "batches": []}
-            if epoch == len(self.epochs):
-                self.epochs.append(recorded)
-            for batch in self.live:
-                recorded["batches"].append(batch)
-                yield batch
-            recorded["complete"] = True
-            return
-        if epoch >= len(self.epochs):
-            not_recorded(f"epoch {epoch + 1} of a loader")
-        yield from self.epochs[epoch]["batches"]
-        if not self.epochs[epoch]["complete"]:
-            not_recorded(f"the rest of epoch {epoch + 1} of a loader")
-
-    def plain_data(self, enc: Callable) -> list:
-        return ["loader", self.call, self.length, self.started]
-
-
-def _as_loader(live: Any, call: str) -> RecordedLoader | None:
-    try:
-        from torch.utils.data import DataLoader
-    except ImportError:
-        return None
-    if not isinstance(live, DataLoader):
-        return None
-    return RecordedLoader(call, len(live), [], live)
-
-
-# The recording: one per module ----------------------------------------------------------------------
-
-
-class Recording:
-    """The calls of one module: ``calls[digest] = [function, output as plain data]``, the batches of
-    its loaders (``loaders[call] = epochs``), and the arrays both refer to by index."""
-
-    def __init__(
-        self,
-        module: str,
-        calls: dict | None = None,
-        arrays: list | None = None,
-        loaders: dict | None = None,
-        unrecordable: dict | None = None,
-    ):
-        self.module = module
-        self.calls: dict[str, list] = calls or {}
-        self.loaders: dict[str, list] = loaders or {}
-        self.arrays: list[np.ndarray] = arrays or []
-        self.unrecordable: dict[str, str] = unrecordable or {}  # function -> why its calls could not be recorded
-
-    @classmethod
-    def load(cls, folder: Path, module: str) -> Recording:
-        index = json.loads((folder / f"{module}.json").read_text())
-        if index.get("format") != FORMAT:
-            raise ValueError(f"{folder / module}.json: recording format {index.get('format')}, expected {FORMAT}")
-        with np.load(folder / f"{module}.npz", allow_pickle=False) as npz:
-            buffers = {name: npz[name] for name in npz.files}
-        arrays = [
-            buffers[dtype][offset : offset + int(np.prod(shape, dtype=np.int64))].reshape(tuple(shape))
-            for dtype, offset, shape in index["arrays"]
-        ]
-        return cls(module, index["calls"], arrays, index["loaders"], index.get("unrecordable", {}))
-
-    def save(self, folder: Path) -> None:
-        """One flat buffer per dtype in the ``.npz`` (few members, each array stored once), the rest as JSON."""
-        folder.mkdir(parents=True, exist_ok=True)
-        chunks: dict[str, list[np.ndarray]] = {}
-        sizes: dict[str, int] = {}
-        seen: dict[tuple, list] = {}
-        table = []
-        for a in self.arrays:
-            a = np.asarray(a, order="C")  # (np.ascontiguousarray would make a 0-d array 1-d)
-            dtype = a.dtype.name
-            key = (dtype, a.shape, a.tobytes())
-            if key not in seen:
-                seen[key] = [dtype, sizes.get(dtype, 0), list(a.shape)]
-                chunks.setdefault(dtype, []).append(a.reshape(-1))
-                sizes[dtype] = sizes.get(dtype, 0) + a.size
-            table.append(seen[key])
-        index = {
-            "format": FORMAT,
-            "module": self.module,
-            "calls": self.calls,
-            "loaders": self.loaders,
-            "arrays": table,
-            "unrecordable": self.unrecordable,
-        }
-        (folder / f"{self.module}.json").write_text(json.dumps(index, sort_keys=True, separators=(",", ":")))
-        buffers = {dtype: np.concatenate(parts) for dtype, parts in chunks.items()}
-        np.savez_compressed(folder / f"{self.module}.npz", **buffers)  # type: ignore[arg-type]  # keys: dtype names
-
-
-def write_given_modules(course_root: Path, folder: Path) -> None:
-    """Copy the stub of every module recorded in ``folder`` into ``folder/given``: the classes the course gives
-    (``SimpleClassifier``), which a :class:`RecordedOracle` takes from there."""
-    given = folder / "given"
-    given.mkdir(parents=True, exist_ok=True)
-    for index in folder.glob("*.json"):
-        stub = course_root / "exercises" / f"{index.stem}.py"
-        if stub.is_file():
-            (given / stub.name).write_bytes(stub.read_bytes())
 
 
 def _course_classes(given: Callable[[str], ModuleType]) -> Callable[[str, str], type]:
@@ -500,7 +287,7 @@ class RecordingOracle(Reference):
         return output
 
     def _as_data(self, output: Any, call: str) -> Any:
-        loader = _as_loader(output, call)
+        loader = as_loader(output, call)
         if loader is not None:
             self.loaders.setdefault(call, []).append(loader)  # its epochs are filled in as checks iterate it
             return loader
