@@ -27,8 +27,9 @@ A grading process grades one module of a submission (the grader starts one
 per module), so whatever a module changes reaches no other module's checks.
 
 The module's checks are handed over compiled, in a descriptor read and closed before pytest starts
-(:class:`HandedChecks`): their text (a hidden check's body) is nowhere the student's code could read it. What the
-checks print is discarded, never kept in the student's disk quota nor in memory (:class:`Output`).
+(:class:`~autograder.grading.untrusted.handed.HandedChecks`): their text (a hidden check's body) is nowhere the student's code could read it. What the
+checks print is discarded, never kept in the student's disk quota nor in memory
+(:class:`~autograder.grading.untrusted.output.Output`).
 
 Nothing here is trusted by the parent: the events are claims. Failures are
 taken as they are (a student gains nothing by failing); passes of
@@ -46,19 +47,20 @@ the trusted side recorded (:mod:`autograder.recording.givens`).
 from __future__ import annotations
 
 import functools
-import io
 import json
 import os
 import shutil
 import sys
 import tempfile
-from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
 
 from autograder.grading.untrusted import audit, tamper
+from autograder.grading.untrusted.handed import HandedChecks
+from autograder.grading.untrusted.output import bounded_output
+from autograder.grading.untrusted.recorder import recording
 from autograder.grading.wire import CLAIMABLE, ChildRequest, Claim, Event, pytest_args
 from autograder.pytest_plugin.decided import decided_on_the_trusted_side
 from autograder.runtime import compile_cache
@@ -67,7 +69,6 @@ if TYPE_CHECKING:  # types only: a grading process imports them when it needs th
     from autograder.core.course import Function
     from autograder.recording.plain_data import Statics
 
-MAX_TRANSCRIPT_CHARS = 20_000_000
 # The reporter's attributes it rebinds itself while checks run (tamper.state_changed watches the others).
 REPORTER_MUTABLE = frozenset({"size", "statics", "outcome_index", "imported", "state"})
 
@@ -188,7 +189,7 @@ class ChildReporter:
                 if other.name != fn.name and callable(value) and not isinstance(value, type):
                     saved[other.name] = value
         for name, value in saved.items():
-            setattr(student, name, _recording(self, calls, name, value, answers))
+            setattr(student, name, recording(self, calls, name, value, answers))
         try:
             return (yield)
         finally:
@@ -302,42 +303,6 @@ def _write_event(fd: int, nonce: str, event: dict) -> None:
         data = data[written:]
 
 
-def _recording(reporter: ChildReporter, calls: dict, label: str, original, answers: dict | None = None):
-    """``original`` (the student's function, or its jitted form), writing each concrete call into ``calls``
-    under ``label``. Checks that jit the function (``structure.jit_once``) get a recorded jitted
-    function (``label|jit[...]``), so what they compare is recorded with concrete arguments, not tracers.
-    With ``answers`` (a module judged on the trusted side only), a second call with the same arguments
-    gives the first call's answer: the check compares the function with itself, and a function that
-    answers differently each time is the purity checks' finding, not a difference from "the reference"."""
-
-    @functools.wraps(original)
-    def recorded(*args, **kwargs):
-        key = _key(reporter, label, args, kwargs)  # the arguments as given (the function may change them)
-        if answers is not None and key is not None and key in answers:
-            return answers[key]
-        out = original(*args, **kwargs)
-        _record(reporter, calls, key, args, kwargs, out)
-        if answers is not None and key is not None:
-            answers[key] = out
-        return out
-
-    def jit_stand_in(static_argnums: tuple):
-        from autograder.checks.structure import jit_once  # one jax.jit per function, as for any check
-
-        jitted = jit_once(original, static_argnums)
-        return _recording(reporter, calls, f"{label}|jit{list(static_argnums)}", jitted, answers)
-
-    def transform_stand_in(transform_label: str, transform: Callable):
-        from autograder.checks.structure import transformed_once  # one transform per function, as for any check
-
-        transformed = transformed_once(original, transform_label, transform)
-        return _recording(reporter, calls, f"{label}|{transform_label}", transformed, answers)
-
-    recorded.jit_stand_in = jit_stand_in  # type: ignore[attr-defined]  # read by structure.jit_once
-    recorded.transform_stand_in = transform_stand_in  # type: ignore[attr-defined]
-    return recorded
-
-
 def _givens_plugin(givens: str) -> list:
     """With givens, the plugin that answers fixtures from them (autograder.recording.givens)."""
     if not givens:
@@ -345,227 +310,6 @@ def _givens_plugin(givens: str) -> list:
     from autograder.recording.givens import FixturesFromGivens
 
     return [FixturesFromGivens()]
-
-
-def _key(reporter: ChildReporter, name: str, args: tuple, kwargs: dict) -> str | None:
-    """The digest the verifier will look ``name(*args, **kwargs)`` up by; None when it cannot be made."""
-    from autograder.grading import transcript
-
-    try:
-        if reporter.statics is None:
-            reporter.statics = transcript.statics()
-        return transcript.digest(name, args, kwargs, reporter.statics)
-    except Exception:  # noqa: BLE001 - a call that cannot be keyed is simply not recorded
-        return None
-
-
-def _record(reporter: ChildReporter, calls: dict, key: str | None, args: tuple, kwargs: dict, out) -> None:
-    from autograder.grading import transcript
-    from autograder.recording.plain_data import float_hints
-
-    try:
-        if key is None or key in calls or reporter.size > MAX_TRANSCRIPT_CHARS:
-            return
-        assert reporter.statics is not None  # made by _key, which made the key
-        encoded = transcript.encode(out, reporter.statics, float_hints([*args, *kwargs.values()]))
-        reporter.size += len(json.dumps(encoded))
-        calls[key] = encoded
-    except Exception:  # noqa: BLE001 - a result that cannot be recorded is simply not confirmed
-        return
-
-
-OUTPUT_LIMIT = 1 << 30  # characters a check may print (stdout and stderr together) before print raises
-
-
-class OutputLimit(Exception):
-    """What ``print`` raises in a check that printed more than :data:`OUTPUT_LIMIT` characters."""
-
-
-class Output(io.TextIOBase):
-    """``sys.stdout`` and ``sys.stderr`` of a grading process (pytest's capture is off: ``--capture=no``). Nothing
-    printed is kept: pytest's own capture kept a check's output in a file inside the student's disk quota (a correct
-    submission printing 300 MB in one check lost it: "disk quota") and then read all of it into memory. stdout is
-    discarded (the process's own is ``/dev/null``); the first ``keep`` characters of stderr still reach the run's
-    stderr file (the grader's diagnostics), the rest is dropped. A check that prints more than :data:`OUTPUT_LIMIT`
-    characters gets :class:`OutputLimit` from ``print``: its function fails saying so, no other."""
-
-    def __init__(self, counter: OutputCounter, through=None, keep: int = 0, fileno: int = 1) -> None:
-        self.counter = counter
-        self.through = through
-        self.keep = keep
-        self._fileno = fileno
-
-    def writable(self) -> bool:
-        return True
-
-    def isatty(self) -> bool:
-        return False
-
-    def fileno(self) -> int:
-        return self._fileno
-
-    @property
-    def encoding(self) -> str:  # type: ignore[override]  # a plain attribute of TextIOBase's streams
-        return "utf-8"
-
-    @property
-    def buffer(self) -> OutputBytes:
-        """The binary side (``sys.stdout.buffer.write(b"...")``), counted and discarded alike."""
-        return OutputBytes(self)
-
-    def write(self, text) -> int:
-        size = len(text)
-        self.counter.printed += size
-        if self.counter.printed > OUTPUT_LIMIT and self.counter.active:
-            self.counter.printed = OUTPUT_LIMIT + 1
-            raise OutputLimit(
-                f"your code printed more than {OUTPUT_LIMIT >> 20} MB of text during one check; the grader discards "
-                "what a check prints: print less (or nothing) while grading"
-            )
-        if self.keep > 0 and self.through is not None:
-            part = str(text)[: self.keep]
-            self.keep -= len(part)
-            try:
-                self.through.write(part)
-                self.through.flush()
-            except (OSError, ValueError):
-                self.keep = 0
-        return size
-
-    def flush(self) -> None:
-        pass
-
-
-class OutputBytes(io.RawIOBase):
-    """:attr:`Output.buffer`: bytes written are :class:`Output`'s text."""
-
-    def __init__(self, text: Output) -> None:
-        self.text = text
-
-    def writable(self) -> bool:
-        return True
-
-    def write(self, data) -> int:
-        size = len(memoryview(data).cast("B"))
-        self.text.write(bytes(data).decode("utf-8", "replace"))
-        return size
-
-
-class OutputCounter:
-    """What the current check printed (:class:`Output`); a plugin: reset as each check starts, and the limit in
-    force only while the check's setup (the student's import), call and teardown run (never while pytest reports)."""
-
-    def __init__(self) -> None:
-        self.printed = 0
-        self.active = False
-
-    def pytest_runtest_logstart(self, nodeid, location) -> None:
-        self.printed = 0
-
-    def _phase(self):
-        self.active = True
-        try:
-            return (yield)
-        finally:
-            self.active = False
-
-    pytest_runtest_setup = pytest.hookimpl(wrapper=True)(_phase)
-    pytest_runtest_call = pytest.hookimpl(wrapper=True)(_phase)
-    pytest_runtest_teardown = pytest.hookimpl(wrapper=True)(_phase)
-
-
-def bounded_output() -> OutputCounter:
-    """``sys.stdout`` and ``sys.stderr`` replaced by :class:`Output` streams; the counter to register with pytest."""
-    counter = OutputCounter()
-    sys.stdout = Output(counter, fileno=1)
-    sys.stderr = Output(counter, sys.__stderr__, keep=STDERR_KEPT, fileno=2)
-    return counter
-
-
-STDERR_KEPT = 1 << 20  # characters of stderr written through to the run's stderr file
-
-
-class HandedChecks:
-    """The module's checks, handed to this process compiled (:meth:`~autograder.grading.isolation.scratch.Snapshot.
-    hand_checks`) through a descriptor that :func:`run` reads and closes before pytest starts; pytest collects them
-    from memory (:class:`HandedModule`) in place of the placeholder that stands at their path on disk. Nothing of
-    their text is left for the student's code, imported later (at its first check: ``pytest_runtest_setup``): not on
-    disk, not in a descriptor (``/proc/self/fd``), not in ``linecache`` nor a loader's ``get_source``
-    (``inspect.getsource`` of a check reads the placeholder and fails), and the marshalled bytes are zeroed once
-    loaded. What stays is the code objects themselves, which a heap walk or a ``__code__`` read could reach: the
-    static screen and the audit hook flag those (:mod:`autograder.core.screen`, :mod:`.audit`)."""
-
-    def __init__(self, path: str, code) -> None:
-        self.path = path
-        self.code = code
-
-    @classmethod
-    def read(cls, request: ChildRequest) -> HandedChecks | None:
-        """The checks handed in ``request.checks_fd`` (the descriptor closed in any case), or None."""
-        import marshal
-
-        if request.checks_fd < 0:
-            return None
-        try:
-            buffer = bytearray(os.fstat(request.checks_fd).st_size)
-            view, done = memoryview(buffer), 0
-            while done < len(buffer):
-                got = os.readv(request.checks_fd, [view[done:]])
-                if got <= 0:
-                    break
-                done += got
-            try:
-                code = marshal.loads(view[:done])
-            finally:
-                view.release()
-                buffer[:] = bytes(len(buffer))
-        except (OSError, ValueError, EOFError, TypeError):
-            code = None  # the module's checks cannot be collected: each is reported as not run
-        finally:
-            os.close(request.checks_fd)
-        return cls(request.handed_checks, code)
-
-    def take(self):
-        code, self.code = self.code, None
-        return code
-
-    @pytest.hookimpl(tryfirst=True)
-    def pytest_pycollect_makemodule(self, module_path, parent):
-        if self.code is None or str(module_path) != self.path:
-            return None
-        node = HandedModule.from_parent(parent, path=module_path)
-        node.handed = self
-        return node
-
-
-class HandedModule(pytest.Module):
-    """A check file collected from the code :class:`HandedChecks` holds (once), not from its path."""
-
-    handed: HandedChecks
-
-    def _getobj(self):
-        import types
-
-        from _pytest.pathlib import module_name_from_path, resolve_pkg_root_and_module_name
-
-        code = self.handed.take()
-        if code is None:
-            raise self.CollectError(f"the checks of {self.path.name} were already collected")
-        try:  # the name pytest's importlib mode gives the file
-            _, name = resolve_pkg_root_and_module_name(
-                self.path, consider_namespace_packages=self.config.getini("consider_namespace_packages")
-            )
-        except Exception:  # noqa: BLE001 - pytest's fallback
-            name = module_name_from_path(self.path, self.config.rootpath)
-        module = types.ModuleType(name)
-        module.__file__ = str(self.path)  # the placeholder's path: no loader, nothing to read the source from
-        sys.modules[name] = module
-        try:
-            exec(code, module.__dict__)
-        except BaseException:
-            sys.modules.pop(name, None)
-            raise
-        return module
 
 
 def main() -> None:

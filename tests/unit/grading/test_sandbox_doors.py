@@ -210,7 +210,7 @@ def test_the_handed_descriptor_is_read_and_closed_before_pytest_and_named_by_no_
     import marshal
 
     from autograder.grading.isolation.supervise import handed_descriptor
-    from autograder.grading.untrusted.child import HandedChecks
+    from autograder.grading.untrusted.handed import HandedChecks
     from autograder.grading.wire import ChildRequest
 
     code = compile("X = 1\n", "/x/exercises/test_m.py", "exec")
@@ -232,12 +232,12 @@ def test_what_a_check_prints_is_discarded_and_bounded(monkeypatch):
     then in memory); past the limit, while a check runs, ``print`` raises; stderr's first characters go through."""
     import io
 
-    from autograder.grading.untrusted import child
+    from autograder.grading.untrusted import output
 
-    monkeypatch.setattr(child, "OUTPUT_LIMIT", 100)
-    counter = child.OutputCounter()
+    monkeypatch.setattr(output, "OUTPUT_LIMIT", 100)
+    counter = output.OutputCounter()
     kept = io.StringIO()
-    out, err = child.Output(counter), child.Output(counter, kept, keep=10, fileno=2)
+    out, err = output.Output(counter), output.Output(counter, kept, keep=10, fileno=2)
     for _ in range(50):
         print("x" * 40, file=out)  # outside a check's phases: never refused
     counter.pytest_runtest_logstart("n", None)
@@ -245,5 +245,5 @@ def test_what_a_check_prints_is_discarded_and_bounded(monkeypatch):
     print("0123456789abc", file=err)
     assert kept.getvalue() == "0123456789" and err.fileno() == 2
     assert out.buffer.write(b"z" * 30) == 30
-    with pytest.raises(child.OutputLimit, match="printed more than"):
+    with pytest.raises(output.OutputLimit, match="printed more than"):
         print("y" * 200, file=out)
