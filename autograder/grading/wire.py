@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, fields
 from enum import StrEnum
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from autograder.core.status import Status
 
@@ -89,8 +89,20 @@ class Event(StrEnum):
 CLAIMABLE = (Status.PASSED, Status.FAILED, Status.NOT_STARTED)
 
 
+class ReadableEvent:
+    """A typed channel event (:mod:`autograder.grading.events`) read as the raw object was, for a reader written
+    against it (:func:`autograder.grading.preflight.fault_before_student`): ``get("event")`` is the kind, ``get(name)``
+    the field of that name."""
+
+    def get(self, key: str, default: object = None) -> object:
+        if key == "event":
+            kind = getattr(self, "kind", None)
+            return default if kind is None else str(kind)
+        return getattr(self, key, default)
+
+
 @dataclass(frozen=True)
-class Claim:
+class Claim(ReadableEvent):
     """What a grading process says of one check (an ``end`` event): hostile, never more than a claim.
 
     A pass is confirmed on the trusted side (:class:`Verdict`) where the check is a correctness check;
@@ -100,6 +112,7 @@ class Claim:
     outcome: Status
     message: str = ""
     transcript: dict | None = None
+    kind: ClassVar[Event] = Event.END
 
     def to_event(self) -> dict:
         event: dict[str, Any] = {
