@@ -10,7 +10,7 @@ decodes hostile data (unknown values become what they always scored, never an ex
   the sandbox adds ``nonce``, ``fd`` and ``cwd``.
 - events, child -> grader, one JSON object per line on the event channel (:class:`Event` names their kinds):
   ``begin``/``import_begin``/``import_end``/``done`` (read by the supervisor), :class:`Claim` (``end``: what
-  the child says of one check) and ``tampered`` (:func:`tampered_what`).
+  the child says of one check) and ``tampered``; the grader reads them typed (:mod:`autograder.grading.events`).
 - the plan, verifier -> grader: one :class:`PlannedCheck` per check of the selected modules.
 - verdicts, verifier -> grader: one :class:`Verdict` per claimed pass (:class:`Replay`: passed, failed, or
   the check cannot be replayed from plain data).
@@ -19,8 +19,8 @@ decodes hostile data (unknown values become what they always scored, never an ex
 How one check's outcome reaches its ``grades.csv`` cell, changing form twice: the check raises (or passes) in
 the child, whose pytest report becomes a :class:`Claim` on the wire (form 1: the only form that crosses the
 boundary; the grader decodes it, and a fault the supervisor saw, a tampered module, or the trusted side's
-:class:`Verdict` replaces the claim's status and message, still as a claim-shaped ``(Status, message)``
-verdict); the submission's pipeline then makes it the
+:class:`Verdict` replaces the claim's status and message, still as a claim-shaped
+:class:`~autograder.grading.verdicts.CheckVerdict`); the submission's pipeline then makes it the
 :class:`~autograder.core.outcomes.CheckOutcome` every output reads (form 2), and the one scoring rule
 (:func:`~autograder.core.outcomes.score_checks`) sums those into the function's points that fill the cell.
 """
@@ -140,14 +140,6 @@ class Claim(ReadableEvent):
             event.get("transcript") if status == Status.PASSED and isinstance(event.get("transcript"), dict) else None
         )
         return cls(check, status, message, transcript)
-
-
-def tampered_what(event: dict) -> list[str] | None:
-    """What a ``tampered`` event says the student's module changed (None: the event is another kind)."""
-    if event.get("event") != Event.TAMPERED:
-        return None
-    what = event.get("what")
-    return [str(w) for w in what] if isinstance(what, list) else []
 
 
 @dataclass(frozen=True)
