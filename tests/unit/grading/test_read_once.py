@@ -4,6 +4,7 @@ submission into a :class:`~autograder.core.submission.Submission` carrying its d
 
 from __future__ import annotations
 
+import pickle
 import threading
 from pathlib import Path
 from types import SimpleNamespace
@@ -104,5 +105,7 @@ def test_a_submission_carries_the_digest_the_resume_record_has_always_kept():
     submitted = Submission({"m": b"def f():\n    return 1\n", "a": b""}, {"z": "z.py is missing from your submission"})
     assert submitted.digest == "e88919662caa48510ce9dfb6da39362bd63906238560ef9d15121ad261ceece7"
     assert Submission({}, {}).digest == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+    again = pickle.loads(pickle.dumps(submitted))  # the cluster ships it to its workers as it was read
+    assert again == submitted and again.digest == submitted.digest
     with pytest.raises(AttributeError):
         submitted.digest = "x"  # type: ignore[misc]  # frozen: what was graded cannot change under the record
