@@ -19,6 +19,7 @@ from typing import TextIO
 
 from autograder.core.course import Course
 from autograder.core.outcomes import StudentResult
+from autograder.core.submission import Submission
 from autograder.grading import preflight
 from autograder.grading.executor import ClassExecutor, LocalThreads
 from autograder.grading.grader import Grader
@@ -64,7 +65,15 @@ class Unconfirmed:
     functions: list[str]
 
 
-Notice = IsolationInForce | Resuming | Regrading | Unconfirmed
+@dataclass(frozen=True)
+class Misnamed:
+    """A student graded now whose module file has a look-alike name (found, not graded): why, per module."""
+
+    student: str
+    found: list[str]
+
+
+Notice = IsolationInForce | Resuming | Regrading | Unconfirmed | Misnamed
 
 
 @dataclass
@@ -81,6 +90,8 @@ class ClassGrades:
     # the grader's own failure (its pre-flight check, a grading process that died before any student code ran):
     # no row is scored for it; ``results`` holds the kept students only
     failure: preflight.PreflightFailed | preflight.GraderError | None = None
+    # every student's submission as the run read it (once), kept and left-out ones included
+    submissions: dict[str, Submission] = field(default_factory=dict)
 
     @property
     def graded(self) -> list[StudentResult]:
@@ -124,7 +135,7 @@ def grade_class(
     notify = on_notice or (lambda _notice: None)
     run = start_run(course, students, options, out, resume, regrade, cluster, prove, desk, notify)
     kept = [name for name, _ in run.students if name in run.finished]
-    grades = ClassGrades([], len(run.students), run.fingerprint, run.isolation, kept)
+    grades = ClassGrades([], len(run.students), run.fingerprint, run.isolation, kept, submissions=run.submissions)
     executor: ClassExecutor | None = None
     try:
         pre_started = workers if workers is not None else max(2, len(run.students) - len(run.finished))
@@ -133,9 +144,7 @@ def grade_class(
         weak = executor.unconfirmable_functions()
         if weak:
             notify(Unconfirmed(weak))
-        grades.results = executor.grade_class(
-            run.students, progress, finished=run.finished, on_result=run.keep if run.state is not None else None
-        )
+        grades.results = run.grade(executor, progress)
     except (preflight.PreflightFailed, preflight.GraderError) as err:
         grades.failure = err
     except Exception:  # noqa: BLE001 - whatever a stop broke (a killed process) is not an error
@@ -154,7 +163,7 @@ def grade_class(
 class Run:
     """A class's run as :func:`start_run` set it up: the options (with the seed drawn), the course's snapshot, the
     isolation in force, the fingerprint and record of ``out`` (None without one), the students to grade and the
-    ones kept from the record."""
+    ones kept from the record, and every student's submission, read once."""
 
     course: Course
     out: Path | None
@@ -165,6 +174,15 @@ class Run:
     state: run_state.RunState | None
     students: list[tuple[str, Path]]
     finished: dict[str, StudentResult]
+    submissions: dict[str, Submission]
+
+    def grade(self, executor: ClassExecutor, progress: Callable[[int, int], None] | None) -> list[StudentResult]:
+        """``executor``'s results of this run's students: the kept ones as they were, each new one kept as soon as
+        it is known (with a record), every submission as read once."""
+        keep = self.keep if self.state is not None else None
+        return executor.grade_class(
+            self.students, progress, finished=self.finished, on_result=keep, submissions=self.submissions
+        )
 
     def keep(self, result: StudentResult) -> None:
         """A student is finished: its results.json now, and the record --resume reads."""
@@ -206,19 +224,33 @@ def start_run(
         },
     )
     state = run_state.RunState.start(out, run, resume=resume or bool(regrade), desk=desk) if out is not None else None
+    submissions = read_class(students, modules, regrade, notify)
     finished: dict[str, StudentResult] = {}
     if out is not None and state is not None and regrade:  # a state only with OUT
-        recorded = state.recorded(students, modules)  # reads every student's files (their digests) too
+        recorded = state.recorded(submissions)
         names = [name for name, _ in students]
         finished = {n: r for n, r in recorded.items() if n not in regrade}
         left_out = [n for n in names if n not in regrade and n not in finished]
         students = [(n, f) for n, f in students if n in regrade or n in finished]
         notify(Regrading(out, list(regrade), len(finished), left_out))
     elif out is not None and state is not None:
-        finished = state.finished(students, modules)
+        finished = state.finished(submissions)
         if resume:
             notify(Resuming(out, len(finished), list(state.changed), list(state.new)))
-    return Run(course, out, options, snapshot, isolation, run, state, students, finished)
+    return Run(course, out, options, snapshot, isolation, run, state, students, finished, submissions)
+
+
+def read_class(
+    students: list[tuple[str, Path]], modules: tuple[str, ...], regrade: Sequence[str], notify: Callable[[Notice], None]
+) -> dict[str, Submission]:
+    """Every student's submission, read once for the whole run (the record's digests, the grading, the notes on
+    given code); a student graded now whose module file has a look-alike name is said (:class:`Misnamed`)."""
+    submissions = {name: Submission.read(folder, modules) for name, folder in students}
+    for name, submitted in submissions.items():
+        found = list(dict.fromkeys(why for why in submitted.missing.values() if ": found " in why))
+        if found and (not regrade or name in regrade):
+            notify(Misnamed(name, found))
+    return submissions
 
 
 def start_executor(

@@ -4,7 +4,7 @@ The instructor's side reads the course and the kit once (a
 :class:`~autograder.grading.isolation.scratch.Snapshot`), ships it to the cluster once
 as a task's result (workers fetch it from each other; a lost copy is
 computed again, which scattered data would not be), and submits one task per student with the
-student's files as read by :func:`~autograder.core.submission.read_submission`.
+student's submission as the run read it (:class:`~autograder.core.submission.Submission`, read once).
 A worker grades with the very same :class:`~autograder.grading.grader.Grader`
 a local run uses (sandboxed children, limits, trusted verification, the
 grading profile's seeds), built once per worker process from the shipped
@@ -30,13 +30,13 @@ import shutil
 import socket
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from pathlib import Path
 
 from autograder.core.course import Course, load_course
 from autograder.core.outcomes import StudentResult
-from autograder.core.submission import read_submission
+from autograder.core.submission import Submission
 from autograder.grading import preflight
 from autograder.grading.executor import ClassResults
 from autograder.grading.grader import Grader, Options
@@ -107,11 +107,9 @@ def plan_task(snapshot: Snapshot, options: Options) -> tuple[list[PlannedCheck],
     return grader.plan, grader.unconfirmable_functions()
 
 
-def grade_task(
-    snapshot: Snapshot, options: Options, student: str, files: dict[str, bytes], missing: dict[str, str]
-) -> StudentResult:
-    """On a worker: grade one submission exactly as a local run does."""
-    result = _worker_grader(snapshot, options).grade_files(student, files, missing)
+def grade_task(snapshot: Snapshot, options: Options, student: str, submitted: Submission) -> StudentResult:
+    """On a worker: grade one submission (as the run read it) exactly as a local run does."""
+    result = _worker_grader(snapshot, options).grade(student, submitted)
     result.timings = {}
     return result
 
@@ -152,12 +150,13 @@ class ClusterGrader:
         *,
         finished: dict[str, StudentResult] | None = None,
         on_result: Callable[[StudentResult], None] | None = None,
+        submissions: Mapping[str, Submission] | None = None,
     ) -> list[StudentResult]:
         """:meth:`ClassExecutor.grade_class <autograder.grading.executor.ClassExecutor.grade_class>`, on the cluster."""
         from distributed import wait
 
         results = ClassResults(students, finished, progress, on_result)
-        inputs = {name: read_submission(folder, self.options.modules) for name, folder in results.todo}
+        inputs = dict(results.to_grade(self.options.modules, submissions))
         attempts = dict.fromkeys(inputs, 0)
         pending = {self._submit(name, inputs[name]): name for name in inputs}
         try:
@@ -186,9 +185,8 @@ class ClusterGrader:
                 self.client.cancel(list(pending))
         return results.sorted()
 
-    def _submit(self, name: str, submission: tuple[dict[str, bytes], dict[str, str]]):
-        files, missing = submission
-        return self.client.submit(grade_task, self.snapshot, self.options, name, files, missing, pure=False)
+    def _submit(self, name: str, submitted: Submission):
+        return self.client.submit(grade_task, self.snapshot, self.options, name, submitted, pure=False)
 
     def failed_result(self, student: str, message: str) -> StudentResult:
         return failed_result(self.course, self.plan, student, message)

@@ -14,13 +14,13 @@ import contextlib
 import signal
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from autograder.core import versions
 from autograder.core.course import Course
 from autograder.core.outcomes import points_text
-from autograder.core.submission import read_submission
+from autograder.core.submission import Submission, read_submission
 from autograder.grading import api
 from autograder.grading import preflight as preflight_check
 from autograder.grading.desk import exports as desk_exports
@@ -46,19 +46,16 @@ def select_modules(course: Course, only: list[str] | None) -> tuple[str, ...]:
     return tuple(m for m in names if not only or m in only)
 
 
-def given_code_notes(
-    course: Course, modules: tuple[str, ...], students: list[tuple[str, Path]], graded: list[str]
-) -> dict[str, list[str]]:
+def given_code_notes(course: Course, submissions: Mapping[str, Submission], graded: list[str]) -> dict[str, list[str]]:
     """Per student, one line per module whose given code differs from the course's (the checks used the course's
-    own: it costs nothing, the student is told)."""
+    own: it costs nothing, the student is told); ``submissions``: as the run read them."""
     from autograder.core.submission import changed_givens, given_note
 
     notes: dict[str, list[str]] = {}
-    for name, folder in students:
+    for name, submitted in submissions.items():
         if name not in graded:
             continue
-        files, _ = read_submission(folder, modules)
-        for module, data in files.items():
+        for module, data in submitted.files.items():
             try:
                 course_source = (course.root / "exercises" / f"{module}.py").read_text(encoding="utf-8")
                 names = changed_givens(
@@ -161,7 +158,6 @@ def grade(
         raise SystemExit(f"autograder grade: {err}") from None
     if not (resume or desk.students):
         claim_out(out, submissions, desk.force)
-    warn_misnamed(students, desk.students, modules)
     stop = threading.Event()
     progress = Progress()
     with stop_on_signals(stop) as caught:
@@ -189,14 +185,6 @@ def grade(
         signum = caught[0] if caught else signal.SIGINT
         return interrupted(out, course, modules, grades.results, grades.total, signum, late)
     return write_class(course, out, modules, students, grades, desk, roster, late, gradebook, resume)
-
-
-def warn_misnamed(students: list[tuple[str, Path]], regrade: list[str], modules: tuple[str, ...]) -> None:
-    """A warning on stderr per student graded now whose module file has a look-alike name (found, not graded)."""
-    for name, folder in students:
-        if not regrade or name in regrade:
-            for why in dict.fromkeys(w for w in read_submission(folder, modules)[1].values() if ": found " in w):
-                print(f"autograder grade: warning: {name}: {why}", file=sys.stderr)
 
 
 def reuse_recorded(out: Path, submissions: Path, options: Options, desk: Desk, how: str) -> tuple[Options, dict]:
@@ -251,6 +239,9 @@ def say_notice(notice: api.Notice) -> None:
             f"{len(notice.changed)} changed since graded ({', '.join(notice.changed) or 'none'}), "
             f"{len(notice.new)} not graded before ({', '.join(notice.new) or 'none'})"
         )
+    elif isinstance(notice, api.Misnamed):  # a module file with a look-alike name: found, not graded
+        for why in notice.found:
+            print(f"autograder grade: warning: {notice.student}: {why}", file=sys.stderr)
     elif isinstance(notice, api.Unconfirmed):
         print(
             f"autograder grade: warning: {', '.join(notice.functions)} have no @pytest.mark.correctness check; "
@@ -285,7 +276,7 @@ def write_class(
         removed = class_files.remove_stale(out, [r.student for r in results], list(exports))
         if removed:
             print(f"removed what an earlier run of this class left in {out}: {', '.join(removed)}")
-    notes = given_code_notes(course, modules, students, [r.student for r in results])
+    notes = given_code_notes(course, grades.submissions, [r.student for r in results])
     for name, lines in notes.items():
         for line in lines:
             print(f"autograder grade: note: {name}: {line}", file=sys.stderr)

@@ -12,12 +12,13 @@ same interface on a Dask cluster.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
-from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+from collections.abc import Callable, Mapping
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from pathlib import Path
 from typing import Protocol
 
 from autograder.core.outcomes import StudentResult
+from autograder.core.submission import Submission
 from autograder.grading import preflight
 from autograder.grading.isolation.limits import POLL, Interrupted, MemoryLimitTooLow
 from autograder.grading.options import Options
@@ -41,9 +42,11 @@ class ClassExecutor(Protocol):
         *,
         finished: dict[str, StudentResult] | None = None,
         on_result: Callable[[StudentResult], None] | None = None,
+        submissions: Mapping[str, Submission] | None = None,
     ) -> list[StudentResult]:
         """Every student's result, sorted by name; ``finished`` ones (an interrupted run's) are taken as
-        they are, and ``on_result`` gets each new one as soon as it is known.
+        they are, and ``on_result`` gets each new one as soon as it is known. ``submissions``: the students'
+        submissions as the run read them (once); a student not in it is read from its folder here.
 
         When :attr:`stop` is set, returns at once with the students finished so far (the caller tells by
         ``stop.is_set()``); a student being graded then is left out, not half-graded. A failure of the
@@ -83,6 +86,14 @@ class ClassResults:
     def sorted(self) -> list[StudentResult]:
         return [self.by_name[name] for name, _ in sorted(self.students) if name in self.by_name]
 
+    def to_grade(
+        self, modules: tuple[str, ...] | list[str], submissions: Mapping[str, Submission] | None
+    ) -> list[tuple[str, Submission]]:
+        """The students left to grade, each with their submission: as the run read it (``submissions``), or read
+        from their folder now, once."""
+        read = submissions or {}
+        return [(name, read.get(name) or Submission.read(folder, modules)) for name, folder in self.todo]
+
 
 class Tasks(Protocol):
     """What :class:`LocalThreads` runs: a grader's tasks, one per module of a student
@@ -95,7 +106,7 @@ class Tasks(Protocol):
     def plan(self) -> list[PlannedCheck]:
         """The trusted side's plan of the course's checks (read-only)."""
 
-    def tasks(self, name: str, folder: Path) -> list[Callable[[], StudentResult | None]]:
+    def tasks(self, name: str, submitted: Submission) -> list[Callable[[], StudentResult | None]]:
         """One callable per module of the student; the one that ends the student's last module returns its result."""
 
     def failed_result(self, name: str, message: str) -> StudentResult:
@@ -127,60 +138,62 @@ class LocalThreads:
         *,
         finished: dict[str, StudentResult] | None = None,
         on_result: Callable[[StudentResult], None] | None = None,
+        submissions: Mapping[str, Submission] | None = None,
     ) -> list[StudentResult]:
-        grader, stop = self.grader, self.stop
         results = ClassResults(students, finished, progress, on_result)
         grader_errors: list[preflight.GraderError] = []
-
-        def keep(name: str, future) -> None:
-            try:
-                result = future.result()
-            except Interrupted:
-                return
-            except preflight.GraderError as err:  # not the student's: the run stops, no row is scored
-                grader_errors.append(err)
-                stop.set()
-                return
-            except MemoryLimitTooLow as err:  # the grader's own failure: nobody is graded, nobody gets 0
-                grader_errors.append(preflight.GraderError(f"stopped before grading: {err}"))
-                stop.set()
-                return
-            except Exception as err:  # noqa: BLE001 - a grader bug must not lose a row
-                if stop.is_set():
-                    return
-                result = grader.failed_result(
-                    name, f"the grader failed on this submission: {type(err).__name__}: {err}"
-                )
-            results.add(name, result)
-
-        pool = ThreadPoolExecutor(max_workers=max(1, grader.options.jobs))
+        pool = ThreadPoolExecutor(max_workers=max(1, self.grader.options.jobs))
         # One task per module of a student (a class smaller than the pool still uses every worker); the
         # task that finishes a student's last module confirms and scores it. Students are queued in order.
-        pending: dict = {}
+        pending: dict[Future, str] = {}
         try:
-            for name, folder in results.todo:
-                for task in grader.tasks(name, folder):
+            for name, submitted in results.to_grade(self.grader.options.modules, submissions):
+                for task in self.grader.tasks(name, submitted):
                     pending[pool.submit(task)] = name
             # progress per module graded (the desk's Progress; any callable of (done, total) still works)
             getattr(progress, "tasks", lambda _n: None)(len(pending))
-            while pending and not stop.is_set():
+            while pending and not self.stop.is_set():
                 done, _ = wait(pending, timeout=POLL, return_when=FIRST_COMPLETED)
                 for future in done:
                     name = pending.pop(future)
                     getattr(progress, "task_done", lambda: None)()
                     if _ends_a_student(future):
-                        keep(name, future)
+                        self._keep(results, grader_errors, name, future)
         except BaseException:  # e.g. KeyboardInterrupt when no signal handler is installed
-            stop.set()
+            self.stop.set()
             raise
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
         for future, name in pending.items():  # finished just before the stop: complete results
             if future.done() and not future.cancelled() and _ends_a_student(future):
-                keep(name, future)
+                self._keep(results, grader_errors, name, future)
         if grader_errors:
             raise grader_errors[0]
         return results.sorted()
+
+    def _keep(self, results: ClassResults, grader_errors: list[preflight.GraderError], name: str, future) -> None:
+        """A student's finished task into ``results``; a failure of the grader's own into ``grader_errors`` (the
+        run stops, no row is scored for it)."""
+        stop = self.stop
+        try:
+            result = future.result()
+        except Interrupted:
+            return
+        except preflight.GraderError as err:  # not the student's: the run stops, no row is scored
+            grader_errors.append(err)
+            stop.set()
+            return
+        except MemoryLimitTooLow as err:  # the grader's own failure: nobody is graded, nobody gets 0
+            grader_errors.append(preflight.GraderError(f"stopped before grading: {err}"))
+            stop.set()
+            return
+        except Exception as err:  # noqa: BLE001 - a grader bug must not lose a row
+            if stop.is_set():
+                return
+            result = self.grader.failed_result(
+                name, f"the grader failed on this submission: {type(err).__name__}: {err}"
+            )
+        results.add(name, result)
 
 
 def _ends_a_student(future) -> bool:

@@ -19,12 +19,12 @@ from pathlib import Path
 
 from autograder.core.course import Course
 from autograder.core.outcomes import StudentResult
-from autograder.core.submission import read_submission
+from autograder.core.submission import Submission
 from autograder.grading import preflight
 from autograder.grading.executor import LocalThreads
 from autograder.grading.isolation.scratch import Snapshot
 from autograder.grading.options import Options
-from autograder.grading.pipeline import Submission, SubmissionPipeline
+from autograder.grading.pipeline import RunFault, SubmissionPipeline, SubmissionRun
 from autograder.grading.pool import GradingPool
 from autograder.grading.trusted.client import TrustedSide
 from autograder.grading.trusted.shared import sharing_enabled
@@ -73,8 +73,9 @@ class Grader:
         return self.trusted.plan
 
     @property
-    def faults(self) -> list:
-        """Every fault of a grading process: (module, fault, its last stderr), read by :mod:`~autograder.grading.preflight`."""
+    def faults(self) -> list[RunFault]:
+        """Every fault of a grading process (its module, the fault, its last stderr), read by
+        :mod:`~autograder.grading.preflight`."""
         return self.pipeline.faults
 
     @property
@@ -95,21 +96,22 @@ class Grader:
         ]
 
     def grade_submission(self, student: str, folder: Path) -> StudentResult:
-        return self.grade_files(student, *read_submission(folder, self.options.modules))
+        """Grade the submission in ``folder`` (read here, once)."""
+        return self.grade(student, Submission.read(folder, self.options.modules))
 
-    def grade_files(self, student: str, files: dict[str, bytes], missing: dict[str, str]) -> StudentResult:
-        """Grade one student's files as read by :func:`read_submission`, each module in its own processes;
+    def grade(self, student: str, submitted: Submission) -> StudentResult:
+        """Grade one student's submission (as read by :meth:`Submission.read`), each module in its own processes;
         raises :class:`~autograder.grading.isolation.limits.Interrupted` on stop."""
-        submission = Submission(student, files, missing)
+        submission = SubmissionRun(student, submitted)
         for module in self.pipeline.modules_to_run(submission):
             submission.add(self.pipeline.grade_module(submission, module))
         return self.pipeline.finish(submission)
 
-    def tasks(self, name: str, folder: Path) -> list[Callable[[], StudentResult | None]]:
+    def tasks(self, name: str, submitted: Submission) -> list[Callable[[], StudentResult | None]]:
         """One task per module of ``name``'s submission; the task that ends its last module returns the
         student's result (or raises what went wrong in any of them), the others return None."""
         pipeline = self.pipeline
-        submission = pipeline.submission(name, folder)
+        submission = SubmissionRun(name, submitted)
         modules = pipeline.modules_to_run(submission)
         if not modules:
             return [lambda: pipeline.finish(submission)]
@@ -133,11 +135,13 @@ class Grader:
         return [functools.partial(run, module) for module in modules]
 
     def grade_class(
-        self, students: list[tuple[str, Path]], progress=None, *, finished=None, on_result=None
+        self, students: list[tuple[str, Path]], progress=None, *, finished=None, on_result=None, submissions=None
     ) -> list[StudentResult]:
         """:meth:`ClassExecutor.grade_class <autograder.grading.executor.ClassExecutor.grade_class>` on this
         machine's threads (:class:`~autograder.grading.executor.LocalThreads`)."""
-        return LocalThreads(self).grade_class(students, progress, finished=finished, on_result=on_result)
+        return LocalThreads(self).grade_class(
+            students, progress, finished=finished, on_result=on_result, submissions=submissions
+        )
 
     def failed_result(self, student: str, message: str) -> StudentResult:
         return failed_result(self.course, self.plan, student, message)

@@ -2,8 +2,9 @@
 
 Runs in the grader's process. For one submission:
 
-1. :func:`read_submission` took the student's ``<module>.py`` files (regular files only, at most 1 MB; nothing
-   else of the folder is used) into a :class:`Submission`;
+1. :meth:`~autograder.core.submission.Submission.read` took the student's ``<module>.py`` files (regular files
+   only, at most 1 MB; nothing else of the folder is used) into a
+   :class:`~autograder.core.submission.Submission`, once per run; a :class:`SubmissionRun` carries it;
 2. :meth:`SubmissionPipeline.grade_module` runs each module in its own grading processes in the student's
    sandbox (so what one module's code does to the grader reaches no other module), which run the checks and
    stream :class:`~autograder.grading.wire.Claim` s; when a process hangs, crashes, exits or blows its memory,
@@ -22,13 +23,15 @@ import threading
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import NamedTuple
 
 from autograder.core.course import Course
 from autograder.core.outcomes import CheckOutcome, StudentResult, score_functions
 from autograder.core.screen import needs_review
 from autograder.core.status import Status
-from autograder.core.submission import read_submission
+from autograder.core.submission import Submission
 from autograder.grading import preflight
+from autograder.grading.events import Tampered
 from autograder.grading.isolation.bubblewrap import Box
 from autograder.grading.isolation.channel import out_of_order
 from autograder.grading.isolation.limits import Fault, Interrupted, RunResult
@@ -39,6 +42,7 @@ from autograder.grading.trusted.client import TrustedSide
 from autograder.grading.trusted.trusted_only import observed_in_the_students_process
 from autograder.grading.verdicts import (
     MAX_REVIEW,
+    CheckVerdict,
     Verdicts,
     blame,
     broken_box,
@@ -51,13 +55,7 @@ from autograder.grading.verdicts import (
     void_tampered,
     withheld,
 )
-from autograder.grading.wire import (
-    Claim,
-    PlannedCheck,
-    Replay,
-    Verdict,
-    tampered_what,
-)
+from autograder.grading.wire import Claim, PlannedCheck, Replay, Verdict
 from autograder.runtime import compile_cache
 
 
@@ -73,15 +71,23 @@ class ModuleResult:
     module: str = ""
 
 
+class RunFault(NamedTuple):
+    """A fault of a grading process, for :mod:`autograder.grading.preflight`: its module, the fault, its last
+    stderr."""
+
+    module: str
+    fault: Fault
+    stderr_tail: str
+
+
 @dataclass
-class Submission:
-    """One student's files and what their modules' grading processes found so far (:meth:`add`, module by
-    module: the workers grading one student's modules share it)."""
+class SubmissionRun:
+    """One student's :class:`~autograder.core.submission.Submission` being graded, and what their modules' grading
+    processes found so far (:meth:`add`, module by module: the workers grading one student's modules share it)."""
 
     student: str
-    files: dict[str, bytes]
-    missing: dict[str, str]
-    verdicts: Verdicts = field(default_factory=dict)  # check id -> (status, message)
+    submitted: Submission
+    verdicts: Verdicts = field(default_factory=dict)  # check id -> its verdict
     transcripts: dict[str, dict] = field(default_factory=dict)
     timings: dict[str, float] = field(default_factory=lambda: {"runs": 0, "run_seconds": 0.0, "verify_seconds": 0.0})
     review: dict[str, list[str]] = field(default_factory=dict)  # module -> needs review: what, file:line
@@ -115,19 +121,14 @@ class SubmissionPipeline(ChildRuns):
         self.function_of = {c.id: c.qualname for c in self.plan}
         self.trusted_only_modules = {c.module for c in self.plan if c.trusted_only}
         self.modules_with_givens = trusted.modules_with_givens
-        # every fault of a grading process: (module, fault, its last stderr), read by autograder.grading.preflight
-        self.faults: list[tuple[str, Fault, str]] = []
+        self.faults: list[RunFault] = []  # every fault of a grading process, read by autograder.grading.preflight
 
-    def submission(self, student: str, folder: Path) -> Submission:
-        return Submission(student, *read_submission(folder, self.options.modules))
-
-    def modules_to_run(self, submission: Submission) -> list[str]:
+    def modules_to_run(self, submission: SubmissionRun) -> list[str]:
         """The modules of ``submission`` that need a grading process (present, with checks)."""
-        return [
-            m for m in self.options.modules if m not in submission.missing and any(c.module == m for c in self.plan)
-        ]
+        missing = submission.submitted.missing
+        return [m for m in self.options.modules if m not in missing and any(c.module == m for c in self.plan)]
 
-    def box_of(self, submission: Submission) -> Box:
+    def box_of(self, submission: SubmissionRun) -> Box:
         """``submission``'s sandbox, taken on first use. With ``--jax-cache DIR`` its folder starts with a copy of
         ``DIR/<student>``'s cache, copied back when the student is done (:meth:`finish`): no student process is
         given ``DIR``, where every student's cache is kept.
@@ -140,14 +141,14 @@ class SubmissionPipeline(ChildRuns):
                 submission.box = self._new_box(submission)
             return submission.box
 
-    def _new_box(self, submission: Submission) -> Box:
+    def _new_box(self, submission: SubmissionRun) -> Box:
         box = self.pool.take_box()
         if self.options.cache_dir is not None:
             copy_files(Path(self.options.cache_dir) / submission.student, box.home / compile_cache.FOLDER)
             box.give(box.home / compile_cache.FOLDER)
         return box
 
-    def fresh_box(self, submission: Submission, broken: Box) -> Box | None:
+    def fresh_box(self, submission: SubmissionRun, broken: Box) -> Box | None:
         """A new sandbox for ``submission`` in place of ``broken``, which the student's own code broke (its zygote
         stopped, killed or wedged after their code ran in it): ``broken`` is killed and removed. Once per student:
         None when the student already had their fresh box (their remaining functions then earn nothing)."""
@@ -162,12 +163,12 @@ class SubmissionPipeline(ChildRuns):
             submission.box = None
         return self.box_of(submission)
 
-    def grade_module(self, submission: Submission, module: str) -> ModuleResult:
+    def grade_module(self, submission: SubmissionRun, module: str) -> ModuleResult:
         """Run ``module``'s checks in fresh processes until each has a verdict (a fault costs only what it hit);
         independent of the submission's other modules (workers may share a student)."""
         checks = [c for c in self.plan if c.module == module]
         box = self.box_of(submission)
-        source = submission.files[module]
+        source = submission.submitted.files[module]
         found = ModuleResult(module=module)
         verdicts = found.verdicts
         # read on the trusted side before anything of it runs (autograder.core.screen): what an honest answer
@@ -182,7 +183,7 @@ class SubmissionPipeline(ChildRuns):
                 break
         else:  # every attempt used (a box replaced on the way): what is left could not be run
             for c in checks:
-                verdicts.setdefault(c.id, (Status.ERROR, "this check could not be run on your submission"))
+                verdicts.setdefault(c.id, CheckVerdict(Status.ERROR, "this check could not be run on your submission"))
         if review:
             verdicts.update(withheld(module, checks, verdicts, review))
         found.review = review[:MAX_REVIEW]
@@ -190,7 +191,7 @@ class SubmissionPipeline(ChildRuns):
 
     def _attempt(
         self,
-        submission: Submission,
+        submission: SubmissionRun,
         found: ModuleResult,
         box: Box,
         checks: list[PlannedCheck],
@@ -200,7 +201,7 @@ class SubmissionPipeline(ChildRuns):
         """One grading process of ``found``'s module, what it found taken into ``found``: the box for the next
         attempt (a fresh one when the student's code broke this one) and whether the module is done."""
         module, verdicts = found.module, found.verdicts
-        source = submission.files[module]
+        source = submission.submitted.files[module]
         started = time.monotonic()
         ran_before = box.student_ran  # the student's code had run in this box before this run
         try:
@@ -216,7 +217,7 @@ class SubmissionPipeline(ChildRuns):
                 return self.box_of(submission), False
         except NoSpace:  # the student's own files filled their quota: the grader cannot lay out the next run
             full = f": not checked: your sandbox's disk is full{quota_note(box)}"
-            verdicts.update({c.id: (Status.FAILED, c.qualname + full) for c in todo})
+            verdicts.update({c.id: CheckVerdict(Status.FAILED, c.qualname + full) for c in todo})
             return box, True
         except RuntimeError as err:  # a zygote that did not start or fork
             if not box.student_ran and not box.condemned:  # no student code ran in this box: the grader's failure
@@ -232,7 +233,7 @@ class SubmissionPipeline(ChildRuns):
         if run.fault is not None and box.condemned:  # killed with a box the student broke: run again, no blame
             return self.box_of(submission), False
         if run.fault is not None:
-            self.faults.append((module, run.fault, run.stderr_tail))
+            self.faults.append(RunFault(module, run.fault, run.stderr_tail))
             if preflight.fault_before_student(run):
                 if not ran_before:  # the grader's failure: never a student's score
                     raise preflight.grader_error(module, run, preflight.limits_of(self.options))
@@ -274,7 +275,7 @@ class SubmissionPipeline(ChildRuns):
             run.fault = replace(run.fault, check=last)
         if box.quota_mb is not None:
             claimed = {
-                check: (
+                check: CheckVerdict(
                     status,
                     message + quota_note(box) if status != Status.PASSED and out_of_space(message) else message,
                 )
@@ -291,7 +292,7 @@ class SubmissionPipeline(ChildRuns):
             return True
         for check, verdict in blame(run.fault, todo, self.options, self.function_of).items():
             if box.quota_mb is not None and out_of_space(run.stderr_tail):
-                verdict = (verdict[0], verdict[1] + quota_note(box))
+                verdict = verdict._replace(message=verdict.message + quota_note(box))
             verdicts.setdefault(check, verdict)
         return False
 
@@ -302,22 +303,20 @@ class SubmissionPipeline(ChildRuns):
         transcripts: dict[str, dict] = {}
         tampered: list[str] | None = None
         for event in run.events:
-            what = tampered_what(event)
-            if what is not None:
-                tampered = what
-            claim = Claim.from_event(event)
+            if isinstance(event, Tampered):
+                tampered = list(event.what)
             if (
-                claim is not None
-                and claim.check in self.function_of
-                and claim.check not in judged
-                and claim.check not in verdicts
+                isinstance(event, Claim)
+                and event.check in self.function_of
+                and event.check not in judged
+                and event.check not in verdicts
             ):
-                verdicts[claim.check] = (claim.outcome, clean_message(claim.message))
-                if claim.transcript is not None:
-                    transcripts[claim.check] = claim.transcript
+                verdicts[event.check] = CheckVerdict(event.outcome, clean_message(event.message))
+                if event.transcript is not None:
+                    transcripts[event.check] = event.transcript
         return verdicts, transcripts, tampered
 
-    def finish(self, submission: Submission) -> StudentResult:
+    def finish(self, submission: SubmissionRun) -> StudentResult:
         """Confirm ``submission``'s claimed passes on the trusted side and score it (all its modules ran)."""
         box = submission.box
         if box is not None:  # nothing of the student's runs on while the verifier judges it
@@ -328,16 +327,17 @@ class SubmissionPipeline(ChildRuns):
                 copy_files(box.home / compile_cache.FOLDER, kept)
             self.pool.discard_box(box)
         verdicts, timings = dict(submission.verdicts), submission.timings
+        missing = submission.submitted.missing
         for check in self.plan:
-            if check.module in submission.missing:
-                verdicts.setdefault(check.id, (Status.FAILED, submission.missing[check.module]))
-            verdicts.setdefault(check.id, (Status.ERROR, "this check could not be run on your submission"))
+            if check.module in missing:
+                verdicts.setdefault(check.id, CheckVerdict(Status.FAILED, missing[check.module]))
+            verdicts.setdefault(check.id, CheckVerdict(Status.ERROR, "this check could not be run on your submission"))
         started = time.monotonic()
         verdicts.update(self.confirmed(verdicts, submission.transcripts))
         timings["verify_seconds"] = time.monotonic() - started
         stop_if_set(self.stop)  # a run killed by the stop must not become a result
         outcomes = [
-            CheckOutcome(c.module, c.function, c.test, verdicts[c.id][0], c.correctness, verdicts[c.id][1])
+            CheckOutcome(c.module, c.function, c.test, verdicts[c.id].status, c.correctness, verdicts[c.id].message)
             for c in self.plan
         ]
         review = [line for m in self.options.modules for line in submission.review.get(m, [])]
@@ -346,7 +346,7 @@ class SubmissionPipeline(ChildRuns):
     def confirmed(self, verdicts: Verdicts, transcripts: dict) -> Verdicts:
         """The verdicts the trusted side changes: of each claimed pass of a check it decides (a correctness check, or
         one marked ``decided``), confirmed or not."""
-        claims = [c.id for c in self.plan if c.confirmed and verdicts[c.id][0] == Status.PASSED]
+        claims = [c.id for c in self.plan if c.confirmed and verdicts[c.id].status == Status.PASSED]
         if not claims:
             return {}
         try:
@@ -362,7 +362,7 @@ class SubmissionPipeline(ChildRuns):
             elif verdict.outcome != Replay.PASSED and not observed_in_the_students_process(check):
                 qual = self.function_of[check]
                 detail = clean_message(verdict.message).strip()
-                changed[check] = (
+                changed[check] = CheckVerdict(
                     Status.UNCONFIRMED,
                     f"{qual}: your process reported this check as passed, but the grader could not confirm it"
                     + (f":\n{detail}" if detail else ""),

@@ -11,8 +11,10 @@ import os
 import shutil
 import stat
 import threading
+from dataclasses import replace
 from pathlib import Path
 
+from autograder.grading.events import ChannelEvent, Review, Tampered
 from autograder.grading.isolation.bubblewrap import Box
 from autograder.grading.isolation.limits import WALL_FACTOR, Limits, RunResult
 from autograder.grading.isolation.scratch import no_space, withhold_hidden
@@ -20,8 +22,23 @@ from autograder.grading.isolation.supervise import supervise
 from autograder.grading.options import Options
 from autograder.grading.pool import GradingPool
 from autograder.grading.trusted.client import TrustedSide
-from autograder.grading.wire import ChildRequest, PlannedCheck
+from autograder.grading.wire import ChildRequest, Claim, PlannedCheck
 from autograder.pytest_plugin.report import strip_ansi
+
+
+def _withheld(event: ChannelEvent, hidden: frozenset[str], paths: tuple[str, ...]) -> ChannelEvent:
+    """``event`` with no hidden check's line and no grader's path in what it says (a claim's message; a review's or a
+    tampering report's ``what``, hostile too: a forged one)."""
+    if isinstance(event, Claim):
+        message = event.message
+        for path in paths:
+            message = message.replace(path, "<sandbox>")
+        return replace(event, message=withhold_hidden(strip_ansi(message), hidden))
+    if isinstance(event, Review):
+        return replace(event, what=withhold_hidden(event.what, hidden))
+    if isinstance(event, Tampered):
+        return replace(event, what=tuple(withhold_hidden(w, hidden) for w in event.what))
+    return event
 
 
 class NoSpace(Exception):
@@ -69,18 +86,8 @@ class ChildRuns:
 
             run = supervise(start, scratch / "work", cfg, limits, self.function_of, self.stop, stderr_path, handed)
             hidden = self.pool.snapshot.hidden_lines(module)
-            for event in run.events:
-                if isinstance(event.get("message"), str):
-                    event["message"] = withhold_hidden(
-                        strip_ansi(
-                            event["message"].replace(str(scratch), "<sandbox>").replace(str(shared), "<sandbox>")
-                        ),
-                        hidden,
-                    )
-                if isinstance(event.get("what"), list):  # hostile too: a forged review or tampering report
-                    event["what"] = [withhold_hidden(w, hidden) if isinstance(w, str) else w for w in event["what"]]
-                elif isinstance(event.get("what"), str):
-                    event["what"] = withhold_hidden(event["what"], hidden)
+            paths = (str(scratch), str(shared))
+            run.events = [_withheld(event, hidden, paths) for event in run.events]
             run.stderr_tail = withhold_hidden(run.stderr_tail, hidden)
             return run
         finally:

@@ -9,18 +9,28 @@ and messages made deterministic (:func:`clean_message`).
 from __future__ import annotations
 
 import re
+from typing import NamedTuple
 
 from autograder.core.course import Course
 from autograder.core.outcomes import CheckOutcome, StudentResult, score_functions
 from autograder.core.status import Status
+from autograder.grading.events import Review
 from autograder.grading.isolation.bubblewrap import Box
 from autograder.grading.isolation.limits import Fault, RunResult
 from autograder.grading.trusted.trusted_only import observed_in_the_students_process
-from autograder.grading.wire import Event, FaultKind, PlannedCheck, Replay, Verdict
+from autograder.grading.wire import Claim, Event, FaultKind, PlannedCheck, Replay, Verdict
 from autograder.pytest_plugin.report import strip_ansi
 
-# A check's verdict as the grader holds it until it becomes a CheckOutcome: (status, message).
-Verdicts = dict[str, tuple[Status, str]]
+
+class CheckVerdict(NamedTuple):
+    """A check's verdict as the grader holds it until it becomes a
+    :class:`~autograder.core.outcomes.CheckOutcome` (a tuple: the grader makes thousands per class)."""
+
+    status: Status
+    message: str
+
+
+Verdicts = dict[str, CheckVerdict]  # check id -> its verdict
 
 
 def last_claim(run: RunResult) -> str | None:
@@ -30,9 +40,8 @@ def last_claim(run: RunResult) -> str | None:
     fault = run.fault
     if fault is None or fault.kind != FaultKind.CRASH or fault.check is not None or fault.module is not None:
         return None
-    last = next((e for e in reversed(run.events) if e.get("event") not in (Event.TAMPERED, Event.REVIEW)), None)
-    check = last.get("check") if last is not None and last.get("event") == "end" else None
-    return check if isinstance(check, str) else None
+    last = next((e for e in reversed(run.events) if e.kind not in (Event.TAMPERED, Event.REVIEW)), None)
+    return last.check if isinstance(last, Claim) else None
 
 
 def blame(fault: Fault, todo: list[PlannedCheck], options, function_of: dict[str, str]) -> Verdicts:
@@ -60,7 +69,7 @@ def blame(fault: Fault, todo: list[PlannedCheck], options, function_of: dict[str
     else:
         message = f"the grader could not run your code: {how}"
         hit = todo
-    return {check.id: (Status.FAILED, message) for check in hit}
+    return {check.id: CheckVerdict(Status.FAILED, message) for check in hit}
 
 
 def quota_note(box: Box) -> str:
@@ -78,7 +87,7 @@ def broken_box(module: str, todo: list[PlannedCheck], err: BaseException | str) 
     """The checks of ``module`` left when the student's code broke their sandbox twice (its zygote stopped, killed
     or wedged after their code ran in it, and again in a fresh one): each fails, saying why."""
     return {
-        c.id: (
+        c.id: CheckVerdict(
             Status.FAILED,
             f"{c.qualname}: not checked: your code stopped or broke the process that starts your grading processes "
             f"({err}), in your sandbox and again in a fresh one, so the rest of {module} could not be run; "
@@ -98,11 +107,8 @@ def reviewed(run: RunResult, module: str) -> list[str]:
     can only cost the student who writes them), as ``what, <module>.py:line``."""
     found: list[str] = []
     for event in run.events:
-        if event.get("event") != Event.REVIEW:
-            continue
-        what, line = event.get("what"), event.get("line")
-        if isinstance(what, str) and isinstance(line, int) and len(found) < MAX_REVIEW:
-            found.append(f"{clean_message(what)[:MAX_REVIEW_CHARS]}, {module}.py:{line}")
+        if isinstance(event, Review) and len(found) < MAX_REVIEW:
+            found.append(f"{clean_message(event.what)[:MAX_REVIEW_CHARS]}, {module}.py:{event.line}")
     return found
 
 
@@ -113,9 +119,9 @@ def withheld(module: str, checks: list[PlannedCheck], verdicts: Verdicts, review
     shown = "; ".join(review[:3]) + (f"; and {len(review) - 3} more" if len(review) > 3 else "")
     changed: Verdicts = {}
     for check in checks:
-        if check.confirmed or verdicts.get(check.id, (Status.FAILED, ""))[0] != Status.PASSED:
+        if check.confirmed or verdicts.get(check.id, CheckVerdict(Status.FAILED, "")).status != Status.PASSED:
             continue
-        changed[check.id] = (
+        changed[check.id] = CheckVerdict(
             Status.FAILED,
             f"{check.qualname}: needs review: {shown}. This check is decided in your own grading process, and "
             "your code does what an answer that reaches into that process does, so it earns nothing until your "
@@ -124,7 +130,7 @@ def withheld(module: str, checks: list[PlannedCheck], verdicts: Verdicts, review
     return changed
 
 
-def void_tampered(module: str, checks: list[PlannedCheck], what: list[str]) -> Verdicts:
+def void_tampered(module: str, checks: list[PlannedCheck], what: list[str] | tuple[str, ...]) -> Verdicts:
     """A module that changed the grader earns nothing: every check of it fails, saying why."""
     shown = ", ".join(what[:3]) + (f" and {len(what) - 3} more" if len(what) > 3 else "")
     message = (
@@ -133,25 +139,28 @@ def void_tampered(module: str, checks: list[PlannedCheck], what: list[str]) -> V
         + f"; none of {module}'s checks can be trusted, so this module earns nothing. "
         "Your module must not modify pytest, hypothesis, NumPy or the autograder."
     )
-    return {check.id: (Status.FAILED, message) for check in checks}
+    return {check.id: CheckVerdict(Status.FAILED, message) for check in checks}
 
 
-def trusted_verdict(check: str, qualname: str, verdict: Verdict) -> tuple[Status, str]:
+def trusted_verdict(check: str, qualname: str, verdict: Verdict) -> CheckVerdict:
     """A claimed pass of a module judged on the trusted side only: the verifier's verdict is the check's,
     its failure message (expected and got, the first failing input) the student's. A correctness check the
     verifier cannot replay earns nothing, unless it is one the README lists as observed in the student's
     process (:func:`autograder.grading.trusted.trusted_only.observed_in_the_students_process`)."""
     outcome, message = verdict.outcome, clean_message(verdict.message).strip()
     if outcome == Replay.PASSED or (outcome == Replay.UNVERIFIABLE and observed_in_the_students_process(check)):
-        return Status.PASSED, ""
+        return CheckVerdict(Status.PASSED, "")
     if outcome == Replay.UNVERIFIABLE:
-        return Status.ERROR, f"{qualname}: the grader could not judge this check from what your process recorded"
-    if verdict.missing:  # the student's process did not call the function on every input
-        return Status.UNCONFIRMED, (
-            f"{qualname}: your process reported this check as passed, but the grader could not confirm it"
-            + (f":\n{message}" if message else "")
+        return CheckVerdict(
+            Status.ERROR, f"{qualname}: the grader could not judge this check from what your process recorded"
         )
-    return Status.FAILED, message
+    if verdict.missing:  # the student's process did not call the function on every input
+        return CheckVerdict(
+            Status.UNCONFIRMED,
+            f"{qualname}: your process reported this check as passed, but the grader could not confirm it"
+            + (f":\n{message}" if message else ""),
+        )
+    return CheckVerdict(Status.FAILED, message)
 
 
 def failed_result(course: Course, plan: list[PlannedCheck], student: str, message: str) -> StudentResult:

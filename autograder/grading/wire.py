@@ -10,7 +10,7 @@ decodes hostile data (unknown values become what they always scored, never an ex
   the sandbox adds ``nonce``, ``fd`` and ``cwd``.
 - events, child -> grader, one JSON object per line on the event channel (:class:`Event` names their kinds):
   ``begin``/``import_begin``/``import_end``/``done`` (read by the supervisor), :class:`Claim` (``end``: what
-  the child says of one check) and ``tampered`` (:func:`tampered_what`).
+  the child says of one check) and ``tampered``; the grader reads them typed (:mod:`autograder.grading.events`).
 - the plan, verifier -> grader: one :class:`PlannedCheck` per check of the selected modules.
 - verdicts, verifier -> grader: one :class:`Verdict` per claimed pass (:class:`Replay`: passed, failed, or
   the check cannot be replayed from plain data).
@@ -19,8 +19,8 @@ decodes hostile data (unknown values become what they always scored, never an ex
 How one check's outcome reaches its ``grades.csv`` cell, changing form twice: the check raises (or passes) in
 the child, whose pytest report becomes a :class:`Claim` on the wire (form 1: the only form that crosses the
 boundary; the grader decodes it, and a fault the supervisor saw, a tampered module, or the trusted side's
-:class:`Verdict` replaces the claim's status and message, still as a claim-shaped ``(Status, message)``
-verdict); the submission's pipeline then makes it the
+:class:`Verdict` replaces the claim's status and message, still as a claim-shaped
+:class:`~autograder.grading.verdicts.CheckVerdict`); the submission's pipeline then makes it the
 :class:`~autograder.core.outcomes.CheckOutcome` every output reads (form 2), and the one scoring rule
 (:func:`~autograder.core.outcomes.score_checks`) sums those into the function's points that fill the cell.
 """
@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, fields
 from enum import StrEnum
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from autograder.core.status import Status
 
@@ -89,8 +89,20 @@ class Event(StrEnum):
 CLAIMABLE = (Status.PASSED, Status.FAILED, Status.NOT_STARTED)
 
 
+class ReadableEvent:
+    """A typed channel event (:mod:`autograder.grading.events`) read as the raw object was, for a reader written
+    against it (:func:`autograder.grading.preflight.fault_before_student`): ``get("event")`` is the kind, ``get(name)``
+    the field of that name."""
+
+    def get(self, key: str, default: object = None) -> object:
+        if key == "event":
+            kind = getattr(self, "kind", None)
+            return default if kind is None else str(kind)
+        return getattr(self, key, default)
+
+
 @dataclass(frozen=True)
-class Claim:
+class Claim(ReadableEvent):
     """What a grading process says of one check (an ``end`` event): hostile, never more than a claim.
 
     A pass is confirmed on the trusted side (:class:`Verdict`) where the check is a correctness check;
@@ -100,6 +112,7 @@ class Claim:
     outcome: Status
     message: str = ""
     transcript: dict | None = None
+    kind: ClassVar[Event] = Event.END
 
     def to_event(self) -> dict:
         event: dict[str, Any] = {
@@ -127,14 +140,6 @@ class Claim:
             event.get("transcript") if status == Status.PASSED and isinstance(event.get("transcript"), dict) else None
         )
         return cls(check, status, message, transcript)
-
-
-def tampered_what(event: dict) -> list[str] | None:
-    """What a ``tampered`` event says the student's module changed (None: the event is another kind)."""
-    if event.get("event") != Event.TAMPERED:
-        return None
-    what = event.get("what")
-    return [str(w) for w in what] if isinstance(what, list) else []
 
 
 @dataclass(frozen=True)

@@ -44,7 +44,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
 # the messages every room shares, the grader's isolation of students' processes, the pool of those processes,
 # the rooms that run in (or read from) them, and the orchestration of a class on top.
 GRADING_LAYERS: tuple[tuple[str, ...], ...] = (
-    ("wire", "transcript", "options"),
+    ("wire", "events", "transcript", "options"),
     ("isolation",),
     ("pool",),
     ("untrusted", "trusted", "outputs", "desk", "preflight"),

@@ -19,7 +19,11 @@ can write anything there. The grader reads the pipe with an
   within about ``2 * received + 80 * (FREE_VALUES + received // BYTES_PER_VALUE)``
   bytes: a small multiple of what it received, and a few tens of MB besides;
 - parsing catches what ``json`` raises on junk, deep nesting included, and an
-  event without the run's nonce is dropped.
+  event without the run's nonce is dropped;
+- what is left is typed (:func:`autograder.grading.events.decode`): the decoder
+  yields :data:`~autograder.grading.events.ChannelEvent` values, never the raw
+  object, and one that is no event the reporter writes is
+  :class:`~autograder.grading.events.Malformed` (the order check's tampering).
 
 Once flooded (:attr:`EventDecoder.flooded`), nothing more is decoded; the
 caller ends the run and blames the check that was running.
@@ -28,6 +32,10 @@ caller ends the run and blames the check that was running.
 from __future__ import annotations
 
 import json
+
+from autograder.grading import events as typed
+from autograder.grading.events import ChannelEvent, Malformed
+from autograder.grading.wire import Claim, Event
 
 MAX_EVENT_BYTES = 32 * 2**20  # one line: a check's transcript (the child keeps them under 20 M characters) and more
 MAX_RUN_BYTES = 256 * 2**20  # everything one grading process may write
@@ -41,7 +49,7 @@ def value_bound(line: bytes) -> int:
 
 
 class EventDecoder:
-    """Feed it the channel's chunks; it returns the events (dicts carrying ``nonce``) they complete."""
+    """Feed it the channel's chunks; it returns the typed events they complete (those carrying the run's nonce)."""
 
     def __init__(
         self,
@@ -67,14 +75,14 @@ class EventDecoder:
     def flooded(self) -> bool:
         return self.flood is not None
 
-    def feed(self, chunk: bytes) -> list[dict]:
+    def feed(self, chunk: bytes) -> list[ChannelEvent]:
         if self.flooded:
             return []
         self.received += len(chunk)
         if self.received > self.max_run_bytes:
             self.flood = f"more than {self.max_run_bytes // 2**20} MB in one run"
             return []
-        events: list[dict] = []
+        events: list[ChannelEvent] = []
         start = 0
         while not self.flooded:
             end = chunk.find(b"\n", start)
@@ -99,7 +107,7 @@ class EventDecoder:
             return
         self._parts.append(piece)
 
-    def _decode(self, line: bytes) -> dict | None:
+    def _decode(self, line: bytes) -> ChannelEvent | None:
         values = value_bound(line)
         if self.values + values > self.free_values + self.received // self.bytes_per_value:
             self.flood = "too many values for what was sent"
@@ -111,56 +119,66 @@ class EventDecoder:
             return None
         if not isinstance(event, dict) or event.get("nonce") != self.nonce:
             return None
-        return event
+        return typed.decode(event)
 
 
-# The kinds of event a grading process writes (autograder.grading.wire.Event), named here as plain strings: this
-# module reads hostile bytes and imports nothing of the kit.
-_KNOWN = ("begin", "end", "import_begin", "import_end", "tampered", "review", "done")
-
-
-def out_of_order(events: list[dict], module: str, checks: set[str]) -> list[str]:
+def out_of_order(events: list[ChannelEvent], module: str, checks: set[str]) -> list[str]:
     """What is wrong with the order of a run's events, as the grading process's own reporter writes them: the
     run's ``module`` imported once (``import_begin`` then ``import_end``, nothing between them: the student's
     code runs there), each of ``checks`` (the run's own, not skipped) begun at most once and ended exactly once
     by the next event but for the import, in order, nothing after ``done``. A student's code that writes on the
-    channel (a claim at import or while a check runs, a duplicate, an unknown check or kind) breaks it: the
-    reporter's next event no longer follows. ``tampered`` may come anywhere (the tripwires' own report). Empty:
-    in order (a run cut short by a fault is in order up to where it stopped)."""
-    found: list[str] = []
-    begun: set[str] = set()
-    current: str | None = None
-    imported = importing = done = False
+    channel (a claim at import or while a check runs, a duplicate, an unknown check or kind, a malformed event)
+    breaks it: the reporter's next event no longer follows. ``tampered`` and ``review`` may come anywhere (the
+    tripwires' and the audit hook's own reports). Empty: in order (a run cut short by a fault is in order up to
+    where it stopped)."""
+    order = _Order(module, checks)
     for event in events:
-        kind, check = event.get("event"), event.get("check")
-        what = f"{kind!r}" + (f" of {check!r}" if check is not None else "")
-        if kind in ("tampered", "review"):  # the tripwires' and the audit hook's own reports
+        if event.kind in (Event.TAMPERED, Event.REVIEW):
             continue
-        if done:
-            found.append(f"{what} after 'done'")
-        elif kind not in _KNOWN:
-            found.append(f"an unknown event {what}")
-        elif importing and kind != "import_end":
-            found.append(f"{what} while {module}.py was being imported")
-        elif kind == "import_begin":
-            if imported or event.get("module") != module:
-                found.append(f"{what} of module {event.get('module')!r} (a second import, or not {module})")
-            imported = importing = True
-        elif kind == "import_end":
-            if not importing or event.get("module") != module:
-                found.append(f"{what} without its 'import_begin'")
-            importing = False
-        elif kind == "begin":
-            if check not in checks or check in begun or current is not None:
-                found.append(f"{what}: not a check of this run, a second one, or before the last one ended")
-            begun.add(str(check))
-            current = check if isinstance(check, str) else None
-        elif kind == "end":
-            if current is None or check != current:
-                found.append(f"{what} that is not the end of the check running ({current!r})")
-            current = None
-        elif kind == "done":
-            done = True
-        if len(found) >= 5:
+        order.take(event)
+        if len(order.found) >= 5:
             break
-    return found
+    return order.found
+
+
+class _Order:
+    """The state of :func:`out_of_order` along a run's events."""
+
+    def __init__(self, module: str, checks: set[str]):
+        self.module, self.checks = module, checks
+        self.found: list[str] = []
+        self.begun: set[str] = set()
+        self.current: str | None = None
+        self.imported = self.importing = self.done = False
+
+    def take(self, event: ChannelEvent) -> None:
+        what, kind, module = typed.shown(event), event.kind, self.module
+        named = event.module if isinstance(event, (typed.ImportBegin, typed.ImportEnd)) else None
+        if self.done:
+            self.found.append(f"{what} after 'done'")
+        elif kind is None:
+            self.found.append(f"an unknown event {what}")
+        elif self.importing and kind != Event.IMPORT_END:
+            self.found.append(f"{what} while {module}.py was being imported")
+        elif kind == Event.IMPORT_BEGIN:
+            if self.imported or named != module:
+                shown = event.module if isinstance(event, Malformed) else repr(named)
+                self.found.append(f"{what} of module {shown} (a second import, or not {module})")
+            self.imported = self.importing = True
+        elif kind == Event.IMPORT_END:
+            if not self.importing or named != module:
+                self.found.append(f"{what} without its 'import_begin'")
+            self.importing = False
+        elif kind == Event.BEGIN:
+            check = event.check if isinstance(event, typed.Begin) else None
+            if check is None or check not in self.checks or check in self.begun or self.current is not None:
+                self.found.append(f"{what}: not a check of this run, a second one, or before the last one ended")
+            if check is not None:
+                self.begun.add(check)
+            self.current = check
+        elif kind == Event.END:
+            if self.current is None or not isinstance(event, Claim) or event.check != self.current:
+                self.found.append(f"{what} that is not the end of the check running ({self.current!r})")
+            self.current = None
+        elif kind == Event.DONE:
+            self.done = True

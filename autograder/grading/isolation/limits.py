@@ -14,6 +14,7 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from autograder.grading.events import ChannelEvent
 from autograder.grading.wire import FaultKind
 
 MAX_FILE_BYTES = 1 * 2**30
@@ -65,7 +66,10 @@ class Fault:
 
 @dataclass
 class RunResult:
-    events: list[dict] = field(default_factory=list)
+    """What :func:`~autograder.grading.isolation.supervise.supervise` found of one grading process: its events
+    (typed by the channel's decoder, hostile in what they say), its fault, how it ended."""
+
+    events: list[ChannelEvent] = field(default_factory=list)
     fault: Fault | None = None
     returncode: int | None = None
     stderr_tail: str = ""

@@ -16,7 +16,9 @@ import signal
 import threading
 import time
 from pathlib import Path
+from typing import NamedTuple
 
+from autograder.grading.events import Begin, ChannelEvent, Done, ImportBegin
 from autograder.grading.isolation import channel
 from autograder.grading.isolation.limits import POLL, WALL_FACTOR, Fault, Limits, RunResult, check
 from autograder.grading.isolation.processes import file_tail
@@ -42,6 +44,68 @@ def _rss_mb(pid: int) -> float:
     except (OSError, ValueError, IndexError):
         pass
     return 0.0
+
+
+class Running(NamedTuple):
+    """What a grading process is in the middle of: a check (or a module's import), since when (wall-clock and CPU
+    seconds)."""
+
+    name: str
+    wall: float
+    cpu: float
+
+
+class Watch:
+    """What :func:`supervise` knows of a run as its events come: the check running, the module being imported,
+    the time each function's finished checks used, whether it said it was done."""
+
+    def __init__(self, pid: int, limits: Limits, function_of: dict[str, str]):
+        self.pid, self.limits, self.function_of = pid, limits, function_of
+        self.spent: dict[str, float] = {}  # CPU seconds per function, finished checks
+        self.spent_wall: dict[str, float] = {}  # wall-clock seconds per function, finished checks
+        self.current: Running | None = None  # the check running
+        self.importing: Running | None = None  # the module being imported
+        self.done = False
+
+    def take(self, event: ChannelEvent) -> None:
+        now = time.monotonic()
+        if isinstance(event, Begin):
+            self.current = Running(event.check, now, cpu_seconds(self.pid))
+        elif event.kind == Event.END and self.current is not None:  # a malformed end ends it too
+            fn = self.function_of.get(self.current.name, self.current.name)
+            self.spent[fn] = self.spent.get(fn, 0.0) + cpu_seconds(self.pid) - self.current.cpu
+            self.spent_wall[fn] = self.spent_wall.get(fn, 0.0) + now - self.current.wall
+            self.current = None
+        elif event.kind == Event.IMPORT_BEGIN:
+            module = event.module if isinstance(event, ImportBegin) else str(None)
+            self.importing = Running(module, now, cpu_seconds(self.pid))
+        elif event.kind == Event.IMPORT_END:
+            self.importing = None
+        elif isinstance(event, Done):
+            self.done = True
+
+    def fault(self, kind: FaultKind, detail: str = "") -> Fault:
+        """A fault of ``kind`` where the run is now (the check running, the module being imported)."""
+        current, importing = self.current, self.importing
+        return Fault(kind, current and current.name, importing and importing.name, detail)
+
+    def over_time(self, started: float) -> Fault | None:
+        """A fault when the import, the function being checked or the whole run went past its time."""
+        now, limit = time.monotonic(), self.limits.timeout_per_function
+        importing, current = self.importing, self.current
+        if importing is not None and (
+            cpu_seconds(self.pid) - importing.cpu > limit or now - importing.wall > WALL_FACTOR * limit
+        ):
+            return Fault(FaultKind.TIMEOUT, current and current.name, importing.name)
+        if current is not None and importing is None:
+            fn = self.function_of.get(current.name, current.name)
+            cpu = self.spent.get(fn, 0.0) + cpu_seconds(self.pid) - current.cpu
+            wall = self.spent_wall.get(fn, 0.0) + now - current.wall
+            if cpu > limit or wall > WALL_FACTOR * limit:
+                return Fault(FaultKind.TIMEOUT, current.name, None)
+        if now - started > self.limits.total_timeout:
+            return self.fault(FaultKind.STALLED)
+        return None
 
 
 def supervise(
@@ -77,15 +141,31 @@ def supervise(
         for fd in extra:
             os.close(fd)
     result = RunResult()
+    watch = Watch(proc.pid, limits, function_of)
+    try:
+        result.fault = _watch(proc, read_end, channel.EventDecoder(nonce), watch, result, stop)
+    finally:
+        os.close(read_end)
+        proc.kill()
+    check(stop)
+    result.returncode = proc.returncode
+    result.stderr_tail = file_tail(stderr_path)
+    result.peak_mb = getattr(proc, "peak_mb", 0.0)
+    if result.fault is None and not watch.done and getattr(proc, "out_of_memory", False):  # its cgroup's kill
+        result.fault = watch.fault(FaultKind.MEMORY)
+    if result.fault is None and not watch.done:
+        result.fault = watch.fault(FaultKind.CRASH, _how_it_ended(result))
+    return result
+
+
+def _watch(
+    proc, read_end: int, decoder: channel.EventDecoder, watch: Watch, result: RunResult, stop: threading.Event | None
+) -> Fault | None:
+    """Read ``proc``'s channel into ``result.events`` (hostile bytes: decoded within caps by ``decoder``) until it
+    ends, or until a fault (returned: a flood, a time or memory limit; the caller kills it)."""
+    started = time.monotonic()
     selector = selectors.DefaultSelector()
     selector.register(read_end, selectors.EVENT_READ)
-    decoder = channel.EventDecoder(nonce)  # hostile bytes: decoded within caps (autograder.grading.isolation.channel)
-    started = time.monotonic()
-    spent: dict[str, float] = {}  # CPU seconds per function, finished checks
-    spent_wall: dict[str, float] = {}  # wall-clock seconds per function, finished checks
-    current: tuple[str, float, float] | None = None  # (check, since (wall), since (CPU))
-    importing: tuple[str, float, float] | None = None  # (module, since (wall), since (CPU))
-    done = False
     open_pipe = True
     try:
         while open_pipe:
@@ -96,62 +176,23 @@ def supervise(
                     open_pipe = False
                     break
                 for event in decoder.feed(chunk):
-                    kind = event.get("event")
-                    now = time.monotonic()
-                    if kind == Event.BEGIN and isinstance(event.get("check"), str):
-                        current = (event["check"], now, cpu_seconds(proc.pid))
-                    elif kind == Event.END and current is not None:
-                        fn = function_of.get(current[0], current[0])
-                        spent[fn] = spent.get(fn, 0.0) + cpu_seconds(proc.pid) - current[2]
-                        spent_wall[fn] = spent_wall.get(fn, 0.0) + now - current[1]
-                        current = None
-                    elif kind == Event.IMPORT_BEGIN:
-                        importing = (str(event.get("module")), now, cpu_seconds(proc.pid))
-                    elif kind == Event.IMPORT_END:
-                        importing = None
-                    elif kind == Event.DONE:
-                        done = True
+                    watch.take(event)
                     result.events.append(event)
             if decoder.flooded:
-                result.fault = Fault(FaultKind.FLOOD, current and current[0], importing and importing[0])
-                break
-            now = time.monotonic()
-            if importing is not None and (
-                cpu_seconds(proc.pid) - importing[2] > limits.timeout_per_function
-                or now - importing[1] > WALL_FACTOR * limits.timeout_per_function
-            ):
-                result.fault = Fault(FaultKind.TIMEOUT, current and current[0], importing[0])
-                break
-            if current is not None and importing is None:
-                fn = function_of.get(current[0], current[0])
-                cpu = spent.get(fn, 0.0) + cpu_seconds(proc.pid) - current[2]
-                wall = spent_wall.get(fn, 0.0) + now - current[1]
-                if cpu > limits.timeout_per_function or wall > WALL_FACTOR * limits.timeout_per_function:
-                    result.fault = Fault(FaultKind.TIMEOUT, current[0], None)
-                    break
-            if now - started > limits.total_timeout:
-                result.fault = Fault(FaultKind.STALLED, current and current[0], importing and importing[0])
-                break
+                return watch.fault(FaultKind.FLOOD)
+            fault = watch.over_time(started)
+            if fault is not None:
+                return fault
             # Where a control group limits the process, the kernel measures (charged pages, not the zygote's
             # shared ones); elsewhere the supervisor watches its resident memory.
-            if limits.memory_mb and getattr(proc, "leaf", None) is None and _rss_mb(proc.pid) > limits.memory_mb:
-                result.fault = Fault(FaultKind.MEMORY, current and current[0], importing and importing[0])
-                break
+            memory_mb = watch.limits.memory_mb
+            if memory_mb and getattr(proc, "leaf", None) is None and _rss_mb(proc.pid) > memory_mb:
+                return watch.fault(FaultKind.MEMORY)
             if not open_pipe or proc.poll() is not None and not selector.select(timeout=0):
-                break
+                return None
+        return None
     finally:
         selector.close()
-        os.close(read_end)
-        proc.kill()
-    check(stop)
-    result.returncode = proc.returncode
-    result.stderr_tail = file_tail(stderr_path)
-    result.peak_mb = getattr(proc, "peak_mb", 0.0)
-    if result.fault is None and not done and getattr(proc, "out_of_memory", False):  # killed by its cgroup's limit
-        result.fault = Fault(FaultKind.MEMORY, current and current[0], importing and importing[0])
-    if result.fault is None and not done:
-        result.fault = Fault(FaultKind.CRASH, current and current[0], importing and importing[0], _how_it_ended(result))
-    return result
 
 
 def handed_descriptor(data: bytes) -> int:

@@ -93,6 +93,46 @@ def _send(sock: socket.socket, message: dict) -> bool:
     return True
 
 
+def _reap(children: set[int], sock: socket.socket, end_children) -> None:
+    """Every child of ``children`` that ended, told to the grader (``exited``; when it cannot be told, every child
+    is ended)."""
+    while children:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            children.clear()
+            break
+        if pid == 0:
+            break
+        children.discard(pid)
+        if not _send(sock, {"exited": pid, "returncode": os.waitstatus_to_exitcode(status)}):
+            end_children()
+
+
+def _forked(request: dict, fds: list[int], sock: socket.socket, devnull: int, zygote: int, lifeline_fd) -> None:
+    """In a forked child: become the grading process ``request`` asks for (its stdin and stdout closed to
+    ``devnull``, its stderr the handed descriptor, its own session); never returns."""
+    try:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        sock.close()
+        os.setsid()
+        lifeline.die_with_parent(zygote)
+        lifeline.watch(lifeline_fd)
+        os.dup2(devnull, 0)
+        os.dup2(devnull, 1)
+        os.dup2(fds[1], 2)
+        os.close(fds[1])
+        if request.get("hold"):  # wait until the grader has moved this process into its own control group
+            os.kill(os.getpid(), signal.SIGSTOP)
+        os.chdir(request["cwd"])
+        sys.path[0] = request["kit"]
+        target = importlib.import_module(request.get("target", CHILD))
+        # the handed checks' descriptor has this process's number for it now (Zygote.start)
+        target.run(dict(request, fd=fds[0], **({"checks_fd": fds[2]} if len(fds) > 2 else {})))
+    finally:
+        os._exit(70)
+
+
 def main() -> None:
     undumpable()
     cfg = json.loads(sys.stdin.read())
@@ -118,17 +158,7 @@ def main() -> None:
         end_children()
     while True:
         readable, _, _ = select.select([sock], [], [], 0.05)
-        while children:
-            try:
-                pid, status = os.waitpid(-1, os.WNOHANG)
-            except ChildProcessError:
-                children.clear()
-                break
-            if pid == 0:
-                break
-            children.discard(pid)
-            if not _send(sock, {"exited": pid, "returncode": os.waitstatus_to_exitcode(status)}):
-                end_children()
+        _reap(children, sock, end_children)
         if not readable:
             continue
         try:
@@ -141,25 +171,7 @@ def main() -> None:
         zygote = os.getpid()
         pid = os.fork()
         if pid == 0:
-            try:
-                signal.signal(signal.SIGTERM, signal.SIG_DFL)
-                sock.close()
-                os.setsid()
-                lifeline.die_with_parent(zygote)
-                lifeline.watch(cfg.get("lifeline"))
-                os.dup2(devnull, 0)
-                os.dup2(devnull, 1)
-                os.dup2(fds[1], 2)
-                os.close(fds[1])
-                if request.get("hold"):  # wait until the grader has moved this process into its own control group
-                    os.kill(os.getpid(), signal.SIGSTOP)
-                os.chdir(request["cwd"])
-                sys.path[0] = request["kit"]
-                target = importlib.import_module(request.get("target", CHILD))
-                # the handed checks' descriptor has this process's number for it now (Zygote.start)
-                target.run(dict(request, fd=fds[0], **({"checks_fd": fds[2]} if len(fds) > 2 else {})))
-            finally:
-                os._exit(70)
+            _forked(request, fds, sock, devnull, zygote, cfg.get("lifeline"))
         for fd in fds:
             os.close(fd)
         children.add(pid)

@@ -25,15 +25,15 @@ like every output, it is only as safe as the folder the instructor chose.)
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 import shutil
+from collections.abc import Mapping
 from importlib import metadata
 from pathlib import Path
 
 from autograder.core.outcomes import FunctionScore, StudentResult
 from autograder.core.status import Status
-from autograder.core.submission import read_submission
+from autograder.core.submission import Submission, files_digest
 from autograder.runtime import atomic
 
 STATE = ".autograder-run"
@@ -45,13 +45,6 @@ class ResumeError(Exception):
     """``--resume`` cannot continue this ``OUT`` (the message says why and what to do)."""
 
 
-def _digest(files: dict[str, bytes]) -> str:
-    h = hashlib.sha256()
-    for name in sorted(files):
-        h.update(name.encode() + b"\0" + hashlib.sha256(files[name]).digest())
-    return h.hexdigest()
-
-
 def fingerprint(course_files: dict[str, bytes], kit_files: dict[str, bytes], options: dict) -> dict[str, str]:
     """One digest per part that decides grades (see the module docstring)."""
     versions: dict[str, str | None] = {}
@@ -61,21 +54,11 @@ def fingerprint(course_files: dict[str, bytes], kit_files: dict[str, bytes], opt
         except metadata.PackageNotFoundError:
             versions[name] = None
     return {
-        "kit": _digest(kit_files),
-        "course": _digest(course_files),
+        "kit": files_digest(kit_files),
+        "course": files_digest(course_files),
         "options": json.dumps(options, sort_keys=True),
         "libraries": json.dumps(versions, sort_keys=True),
     }
-
-
-def submission_digest(files: dict[str, bytes], missing: dict[str, str]) -> str:
-    """What was graded of one student: the module files read, and why others were missing."""
-    return _digest(
-        {
-            **{f"{m}.py": data for m, data in files.items()},
-            **{f"{m}.missing": why.encode() for m, why in missing.items()},
-        }
-    )
 
 
 class RunState:
@@ -122,12 +105,13 @@ class RunState:
     def _path(self, student: str) -> Path:
         return self.folder / "students" / f"{student}.json"
 
-    def finished(self, students: list[tuple[str, Path]], modules: tuple[str, ...]) -> dict[str, StudentResult]:
-        """The students the interrupted run finished, with their results, if it graded these very files."""
+    def finished(self, submissions: Mapping[str, Submission]) -> dict[str, StudentResult]:
+        """The students the interrupted run finished, with their results, if it graded these very files
+        (``submissions``: every student's, as this run read them, in order)."""
         found = {}
         self.changed, self.new = [], []
-        for student, folder in students:
-            self.digests[student] = submission_digest(*read_submission(folder, modules))
+        for student, submitted in submissions.items():
+            self.digests[student] = submitted.digest
             saved = self._saved(student)
             if saved is None:
                 self.new.append(student)
@@ -137,12 +121,12 @@ class RunState:
                 self.changed.append(student)
         return found
 
-    def recorded(self, students: list[tuple[str, Path]], modules: tuple[str, ...]) -> dict[str, StudentResult]:
-        """The recorded results of ``students``, whether or not their files changed since (``grade --student``
-        regrades only the students it names and keeps the others' grades as they were)."""
+    def recorded(self, submissions: Mapping[str, Submission]) -> dict[str, StudentResult]:
+        """The recorded results of the students of ``submissions``, whether or not their files changed since
+        (``grade --student`` regrades only the students it names and keeps the others' grades as they were)."""
         found = {}
-        for student, folder in students:
-            self.digests[student] = submission_digest(*read_submission(folder, modules))
+        for student, submitted in submissions.items():
+            self.digests[student] = submitted.digest
             saved = self._saved(student)
             if saved is not None:
                 found[student] = _result(student, saved)

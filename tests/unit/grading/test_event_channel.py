@@ -8,7 +8,10 @@ import sys
 import time
 import tracemalloc
 
+from autograder.core.status import Status
+from autograder.grading.events import Begin, ChannelEvent, Done, decode
 from autograder.grading.isolation import channel, limits, supervise
+from autograder.grading.wire import Claim
 
 NONCE = "n" * 32
 
@@ -30,7 +33,7 @@ def test_events_come_out_whole_however_the_pipe_cuts_them():
     for size in (1, 7, 4096, len(stream)):
         decoder = channel.EventDecoder(NONCE)
         got = [e for i in range(0, len(stream), size) for e in decoder.feed(stream[i : i + size])]
-        assert [e["event"] for e in got] == ["begin", "end", "done"], size
+        assert got == [Begin("m::test_a"), Claim("m::test_a", Status.PASSED), Done()], size
         assert not decoder.flooded
 
 
@@ -100,7 +103,7 @@ def test_a_flood_of_tiny_values_costs_the_grader_little_memory_and_the_check_its
     """8 MB of ``[],`` in one event: the old reader parsed it into ~200 MB of lists and took the event."""
     result, peak, _ = supervised(tmp_path, "brackets", 8)
     assert result.fault is not None and result.fault.kind == "flood" and result.fault.check == "m::test_x"
-    assert not [e for e in result.events if e.get("event") == "end"]
+    assert not [e for e in result.events if isinstance(e, Claim)]
     assert peak < 3 * 8 * 2**20, f"the grader held {peak / 2**20:.0f} MB for 8 MB received"
 
 
@@ -119,8 +122,9 @@ A, B, C = "m::test_a", "m::test_b", "m::test_c"
 CHECKS = {A, B, C}
 
 
-def ev(kind: str, check: str | None = None, **extra) -> dict:
-    return {"event": kind, **({"check": check} if check else {}), **extra}
+def ev(kind: str, check: str | None = None, **extra) -> ChannelEvent:
+    """The typed event the channel's decoder makes of this object."""
+    return decode({"event": kind, **({"check": check} if check else {}), **extra})
 
 
 HONEST = [

@@ -8,6 +8,7 @@ from pathlib import Path
 from support import ROOT
 
 from autograder.core.status import Status
+from autograder.grading.events import Tampered, decode
 from autograder.grading.wire import (
     CLAIMABLE,
     UNVERIFIABLE,
@@ -17,7 +18,6 @@ from autograder.grading.wire import (
     PlannedCheck,
     Replay,
     Verdict,
-    tampered_what,
 )
 
 
@@ -46,9 +46,9 @@ def test_a_claim_round_trips_through_its_event():
 
 
 def test_tampered_events_and_fault_kinds_are_typed():
-    assert tampered_what({"event": "tampered", "what": ["pytest.fail", 3]}) == ["pytest.fail", "3"]
-    assert tampered_what({"event": "tampered", "what": "everything"}) == []
-    assert tampered_what({"event": "end"}) is None
+    assert decode({"event": "tampered", "what": ["pytest.fail", 3]}) == Tampered(("pytest.fail", "3"))
+    assert decode({"event": "tampered", "what": "everything"}) == Tampered(())
+    assert not isinstance(decode({"event": "end"}), Tampered)
     assert [str(k) for k in FaultKind] == ["timeout", "memory", "crash", "flood", "stalled"]
     assert f"{FaultKind.MEMORY}" == "memory"
 
