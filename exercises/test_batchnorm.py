@@ -336,10 +336,13 @@ def test_train_step_bn_does_not_retrace(student, trained, steps):
 
 
 @decided_by_values
-def test_train_step_bn_is_pure(student, trained, steps):
+def test_train_step_bn_is_pure(student, reference, trained, steps):
     """Same state and batch, same new state (params and running averages), loss and accuracy."""
     state, batch = trained[1], full_batches(steps)[0]
-    train_steps.assert_same_result_by_values(student.train_step_bn, purity.fresh_copy(state), purity.fresh_copy(batch))
+    expected = reference.train_step_bn(purity.fresh_copy(state), purity.fresh_copy(batch))
+    train_steps.assert_same_result_by_values(
+        student.train_step_bn, purity.fresh_copy(state), purity.fresh_copy(batch), expected=expected
+    )
 
 
 def test_train_step_bn_keeps_no_module_state_and_leaks_no_tracer(student, trained, steps):
@@ -420,9 +423,11 @@ def test_eval_step_bn_does_not_retrace(student, trained, test_batches):
 
 
 @decided_by_values
-def test_eval_step_bn_is_pure(student, trained, test_batches):
+def test_eval_step_bn_is_pure(student, reference, trained, test_batches):
+    state, batch = trained[-1], test_batches[0]
+    expected = reference.eval_step_bn(purity.fresh_copy(state), purity.fresh_copy(batch))
     train_steps.assert_same_result_by_values(
-        student.eval_step_bn, purity.fresh_copy(trained[-1]), purity.fresh_copy(test_batches[0])
+        student.eval_step_bn, purity.fresh_copy(state), purity.fresh_copy(batch), expected=expected
     )
 
 

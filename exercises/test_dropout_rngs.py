@@ -414,10 +414,16 @@ def test_train_step_dropout_leaves_its_arguments_unchanged(student, start, train
 
 
 @decided_by_values
-def test_train_step_dropout_is_pure(student, trained, steps):
+def test_train_step_dropout_is_pure(student, reference, trained, steps):
     """Same state, batch and key, same new state and loss: all randomness comes from the key."""
+    batch = steps[1][1]
+    expected = reference.train_step_dropout(purity.fresh_copy(trained), purity.fresh_copy(batch), dropout_key())
     train_steps.assert_same_result_by_values(
-        student.train_step_dropout, purity.fresh_copy(trained), purity.fresh_copy(steps[1][1]), dropout_key()
+        student.train_step_dropout,
+        purity.fresh_copy(trained),
+        purity.fresh_copy(batch),
+        dropout_key(),
+        expected=expected,
     )
 
 

@@ -337,11 +337,20 @@ def test_calculate_loss_acc_gradients_match_reference(student, reference, points
     )
 
 
+@decided_by_values
 @settings(max_examples=3)
 @given(inputs=loss_inputs())
 def test_calculate_loss_acc_is_pure(student, points, loss_states, inputs):
+    """Arguments unchanged, the same (loss, acc) twice, whatever the global generators: decided from values."""
     state, params, batch = loss_case(points, loss_states, inputs)
-    purity.assert_pure(student.calculate_loss_acc, state, params, batch, module=student)
+    purity.assert_pure_by_values(student.calculate_loss_acc, state, params, batch)
+
+
+@settings(max_examples=3)
+@given(inputs=loss_inputs())
+def test_calculate_loss_acc_keeps_no_module_state_and_leaks_no_tracer(student, points, loss_states, inputs):
+    state, params, batch = loss_case(points, loss_states, inputs)
+    purity.assert_module_state_unchanged(student, student.calculate_loss_acc, state, params, purity.fresh_copy(batch))
     purity.assert_no_leaked_tracers(student.calculate_loss_acc, state, params, batch, module=student)
 
 
@@ -428,11 +437,12 @@ def test_train_step_does_not_retrace(student, start, steps):
 
 
 @decided_by_values
-def test_train_step_is_pure(student, trained, steps):
+def test_train_step_is_pure(student, reference, trained, steps):
     """Same state and batch, same new state, loss and accuracy (whatever the global generators)."""
-    batch = full_batches(steps)[0]
+    state, batch = trained[1], full_batches(steps)[0]
+    expected = reference.train_step(purity.fresh_copy(state), purity.fresh_copy(batch))
     train_steps.assert_same_result_by_values(
-        student.train_step, purity.fresh_copy(trained[1]), purity.fresh_copy(batch)
+        student.train_step, purity.fresh_copy(state), purity.fresh_copy(batch), expected=expected
     )
 
 
@@ -499,8 +509,12 @@ def test_eval_step_does_not_retrace(student, start, test_batches):
 
 
 @decided_by_values
-def test_eval_step_is_pure(student, trained, test_batches):
-    train_steps.assert_same_result_by_values(student.eval_step, purity.fresh_copy(trained[-1]), test_batches[0])
+def test_eval_step_is_pure(student, reference, trained, test_batches):
+    state, batch = trained[-1], test_batches[0]
+    expected = reference.eval_step(purity.fresh_copy(state), purity.fresh_copy(batch))
+    train_steps.assert_same_result_by_values(
+        student.eval_step, purity.fresh_copy(state), purity.fresh_copy(batch), expected=expected
+    )
 
 
 def test_eval_step_keeps_no_module_state_and_leaks_no_tracer(student, trained, test_batches):

@@ -73,10 +73,13 @@ def assert_jitted_gives_the_reference(
     return program
 
 
-def assert_same_result_by_values(fn: Callable, *args: Any, name: str | None = None) -> None:
+def assert_same_result_by_values(
+    fn: Callable, *args: Any, expected: Any, name: str | None = None, rtol: float = 1e-5, atol: float = 1e-6
+) -> None:
     """``fn`` gives the same result when called again on copies of the same arguments, and when NumPy's, Python's
     or torch's global generator is seeded differently: decided from the values
-    :func:`autograder.checks.purity.called_twice` records (the arguments are the check's own)."""
+    :func:`autograder.checks.purity.called_twice` records (the arguments are the check's own). The first result
+    must be the reference's ``expected``: results recorded alike but made up are not a correct solution's."""
     shown = name or function_name(fn)
     got = structure.transformed_once(fn, purity.CALLED_TWICE, purity.called_twice)(*args)
     if not (isinstance(got, tuple) and len(got) == 4 and isinstance(got[3], dict)):
@@ -103,3 +106,12 @@ def assert_same_result_by_values(fn: Callable, *args: Any, name: str | None = No
                 f"the result of {shown} changed when only {generator} was re-seeded",
                 HIDDEN_STATE,
             ) from None
+    try:
+        assert_trees_close(first, expected, rtol=rtol, atol=atol, check=f"{shown} gives the reference's values")
+    except CheckFailure as wrong:
+        raise CheckFailure(
+            f"{shown} gives the same result when called twice with the same arguments",
+            f"{shown} does not give the reference's values on the arguments of this check: fix the values first "
+            f"(the correctness check of {shown} shows where); this check passes with them",
+            f"{wrong.problem}\n{wrong.details}",
+        ) from None

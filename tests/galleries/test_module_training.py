@@ -578,6 +578,22 @@ WRONG = [
             return loss, ((logits > 0) == labels).mean()
      """,
         r"module-level variable 'HISTORY'",
+        "calculate_loss_acc_keeps_no_module_state",
+    ),
+    # impure: a loss with noise from NumPy's global generator (it changes when only NumPy is re-seeded)
+    (
+        "noise-from-numpy",
+        "calculate_loss_acc",
+        """
+        import numpy as np
+
+        def calculate_loss_acc(state, params, batch):
+            x, labels = batch
+            logits = state.apply_fn(params, x).squeeze(-1)
+            loss = optax.sigmoid_binary_cross_entropy(logits, labels).mean() + 1e-3 * np.random.uniform()
+            return loss, ((logits > 0) == labels).mean()
+     """,
+        r"the result of calculate_loss_acc changed when only NumPy's global RNG \(np.random\) was re-seeded",
         "calculate_loss_acc_is_pure",
     ),
     # impure: writes into the state it was given
