@@ -15,7 +15,6 @@ same state. (``grade`` records the fixtures' givens on its trusted side and
 judges this module there: its grading processes hold no reference.)
 """
 
-import functools
 from types import SimpleNamespace
 
 import jax
@@ -199,21 +198,28 @@ def test_create_train_state_bn_optimizer_is_sgd_with_the_learning_rate(student, 
         )
 
 
-def test_create_train_state_bn_is_pure(student, classifier):
+def create_args(classifier):
     case = CREATE_CASES[1]
-    model = classifier(case["hidden"], 1)
-    sample = np.ones((case["n"], 2), np.float32)
+    return (
+        make_key(7, "legacy"),
+        classifier(case["hidden"], 1),
+        case["learning_rate"],
+        np.ones((case["n"], 2), np.float32),
+    )
 
-    @functools.wraps(student.create_train_state_bn)
-    def variables_of_create_train_state_bn(*args):
-        state = student.create_train_state_bn(*args)
-        return {"params": state.params, "batch_stats": state.batch_stats}
 
-    args = (make_key(7, "legacy"), model, case["learning_rate"], sample)
-    purity.assert_arguments_unchanged(variables_of_create_train_state_bn, *args)
-    purity.assert_deterministic(variables_of_create_train_state_bn, *args)
-    purity.assert_no_hidden_rng(variables_of_create_train_state_bn, *args)
-    purity.assert_module_state_unchanged(student, student.create_train_state_bn, *args)
+@decided_by_values
+def test_create_train_state_bn_is_pure(student, classifier):
+    """The arguments unchanged, the same variables twice, whatever the global generators: decided from values."""
+    purity.assert_pure_by_values(
+        student.create_train_state_bn,
+        *create_args(classifier),
+        first=("variables of", train_steps.fields_of("params", "batch_stats")),
+    )
+
+
+def test_create_train_state_bn_keeps_no_module_state(student, classifier):
+    purity.assert_module_state_unchanged(student, student.create_train_state_bn, *create_args(classifier))
 
 
 # train_step_bn --------------------------------------------------------------

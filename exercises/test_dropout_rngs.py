@@ -231,20 +231,24 @@ def test_create_train_state_dropout_gives_the_same_params_for_both_key_kinds(stu
     values.assert_fields_close(legacy, typed, ("params",), name="state (legacy key)", check=check)
 
 
-def test_create_train_state_dropout_is_pure(student, classifier):
+def create_args(classifier):
     case = CREATE_CASES[1]
     model = classifier(HIDDEN, 1, rate=case["rate"])
-    sample = np.ones_like(SAMPLE_INPUT)
+    return keys.make_key(7, "legacy"), model, case["learning_rate"], np.ones_like(SAMPLE_INPUT)
 
-    @functools.wraps(student.create_train_state_dropout)
-    def params_of_create_train_state_dropout(*args):
-        return student.create_train_state_dropout(*args).params
 
-    args = (keys.make_key(7, "legacy"), model, case["learning_rate"], sample)
-    purity.assert_arguments_unchanged(params_of_create_train_state_dropout, *args)
-    purity.assert_deterministic(params_of_create_train_state_dropout, *args)
-    purity.assert_no_hidden_rng(params_of_create_train_state_dropout, *args)
-    purity.assert_module_state_unchanged(student, student.create_train_state_dropout, *args)
+@decided_by_values
+def test_create_train_state_dropout_is_pure(student, classifier):
+    """The arguments unchanged, the same params twice, whatever the global generators: decided from values."""
+    purity.assert_pure_by_values(
+        student.create_train_state_dropout,
+        *create_args(classifier),
+        first=("params of", train_steps.fields_of("params")),
+    )
+
+
+def test_create_train_state_dropout_keeps_no_module_state(student, classifier):
+    purity.assert_module_state_unchanged(student, student.create_train_state_dropout, *create_args(classifier))
 
 
 # train_step_dropout ---------------------------------------------------------

@@ -17,7 +17,6 @@ givens on its trusted side and judges this module there: its grading processes
 hold no reference.)
 """
 
-import functools
 from types import SimpleNamespace
 
 import jax
@@ -190,20 +189,26 @@ def test_create_train_state_optimizer_is_sgd_with_the_learning_rate(student, cla
         )
 
 
-def test_create_train_state_is_pure(student, classifier):
+def create_args(classifier):
     case = CREATE_CASES[1]
-    model = classifier(case["hidden"], 1)
-    sample = np.ones((case["n"], 2), np.float32)
+    return (
+        make_key(7, "legacy"),
+        classifier(case["hidden"], 1),
+        case["learning_rate"],
+        np.ones((case["n"], 2), np.float32),
+    )
 
-    @functools.wraps(student.create_train_state)
-    def params_of_create_train_state(*args):
-        return student.create_train_state(*args).params
 
-    args = (make_key(7, "legacy"), model, case["learning_rate"], sample)
-    purity.assert_arguments_unchanged(params_of_create_train_state, *args)
-    purity.assert_deterministic(params_of_create_train_state, *args)
-    purity.assert_no_hidden_rng(params_of_create_train_state, *args)
-    purity.assert_module_state_unchanged(student, student.create_train_state, *args)
+@decided_by_values
+def test_create_train_state_is_pure(student, classifier):
+    """The arguments unchanged, the same params twice, whatever the global generators: decided from values."""
+    purity.assert_pure_by_values(
+        student.create_train_state, *create_args(classifier), first=("params of", train_steps.fields_of("params"))
+    )
+
+
+def test_create_train_state_keeps_no_module_state(student, classifier):
+    purity.assert_module_state_unchanged(student, student.create_train_state, *create_args(classifier))
 
 
 # calculate_loss_acc ---------------------------------------------------------

@@ -17,6 +17,7 @@ These checks are decided from what only a correct solution can produce, never fr
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -32,6 +33,22 @@ HIDDEN_STATE = (
     "the result must depend only on the arguments: no global, counter or cache kept between calls, and all "
     "randomness from the key argument (jax.random), never from np.random, random or torch"
 )
+
+
+def fields_of(*names: str) -> Callable[[Callable], Callable]:
+    """The form of a function that returns a state (for :func:`autograder.checks.purity.assert_pure_by_values`'s
+    ``first``): the state's ``names`` fields as a dict, what two calls are compared by (a state's optimizer is a
+    new object on every call)."""
+
+    def form(fn: Callable) -> Callable:
+        @functools.wraps(fn)
+        def fields(*args: Any) -> dict[str, Any]:
+            state = fn(*args)
+            return {name: getattr(state, name, None) for name in names}
+
+        return fields
+
+    return form
 
 
 def assert_jitted_gives_the_reference(

@@ -580,6 +580,20 @@ WRONG = [
         r"module-level variable 'HISTORY'",
         "calculate_loss_acc_keeps_no_module_state",
     ),
+    # impure: the params drawn from a key of NumPy's global generator (they change when only NumPy is re-seeded)
+    (
+        "init-key-from-numpy",
+        "create_train_state",
+        """
+        import numpy as np
+
+        def create_train_state(rng, model, learning_rate, sample_input):
+            params = model.init(jax.random.PRNGKey(np.random.randint(1 << 30)), sample_input)
+            return train_state.TrainState.create(apply_fn=model.apply, params=params, tx=optax.sgd(learning_rate))
+     """,
+        r"the result of create_train_state changed when only NumPy's global RNG \(np.random\) was re-seeded",
+        "create_train_state_is_pure",
+    ),
     # impure: a loss with noise from NumPy's global generator (it changes when only NumPy is re-seeded)
     (
         "noise-from-numpy",

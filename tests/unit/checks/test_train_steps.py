@@ -69,3 +69,20 @@ def test_results_alike_but_not_the_references_fail():
         train_steps.assert_same_result_by_values(
             lambda state, batch: step(state, 0 * batch), STATE, BATCH, expected=EXPECTED
         )
+
+
+def test_a_state_is_compared_by_its_fields_not_its_new_optimizer_object():
+    from types import SimpleNamespace
+
+    from autograder.checks import purity
+
+    def create(x):
+        return SimpleNamespace(params={"w": x * 2}, tx=object())  # a new optimizer object on every call
+
+    purity.assert_pure_by_values(create, np.ones(2, np.float32), first=("params of", train_steps.fields_of("params")))
+    with pytest.raises(CheckFailure, match="re-seeded"):
+        purity.assert_pure_by_values(
+            lambda x: SimpleNamespace(params={"w": x * np.random.uniform()}),
+            np.ones(2, np.float32),
+            first=("params of", train_steps.fields_of("params")),
+        )
