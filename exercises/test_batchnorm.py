@@ -15,7 +15,6 @@ same state. (``grade`` records the fixtures' givens on its trusted side and
 judges this module there: its grading processes hold no reference.)
 """
 
-import functools
 from types import SimpleNamespace
 
 import jax
@@ -24,7 +23,7 @@ import numpy as np
 import optax
 import pytest
 
-from autograder.checks import loops, purity, structure, tracing, values
+from autograder.checks import loops, purity, structure, train_steps, values
 from autograder.checks.keys import make_key
 from autograder.checks.scenario import (
     BATCH,
@@ -49,6 +48,8 @@ from autograder.core.oracle import continue_from, sibling
 
 correctness = pytest.mark.correctness
 decided_by_values = pytest.mark.decided("values")
+# Decided on the trusted side from the program the student's own jax.jit function compiles to (issue 42).
+decided_by_program = pytest.mark.decided("program")
 
 HIDDEN, LEARNING_RATE = 6, 0.3
 # A second model size for the value checks: no one model kept at module level matches both, so only
@@ -197,21 +198,28 @@ def test_create_train_state_bn_optimizer_is_sgd_with_the_learning_rate(student, 
         )
 
 
-def test_create_train_state_bn_is_pure(student, classifier):
+def create_args(classifier):
     case = CREATE_CASES[1]
-    model = classifier(case["hidden"], 1)
-    sample = np.ones((case["n"], 2), np.float32)
+    return (
+        make_key(7, "legacy"),
+        classifier(case["hidden"], 1),
+        case["learning_rate"],
+        np.ones((case["n"], 2), np.float32),
+    )
 
-    @functools.wraps(student.create_train_state_bn)
-    def variables_of_create_train_state_bn(*args):
-        state = student.create_train_state_bn(*args)
-        return {"params": state.params, "batch_stats": state.batch_stats}
 
-    args = (make_key(7, "legacy"), model, case["learning_rate"], sample)
-    purity.assert_arguments_unchanged(variables_of_create_train_state_bn, *args)
-    purity.assert_deterministic(variables_of_create_train_state_bn, *args)
-    purity.assert_no_hidden_rng(variables_of_create_train_state_bn, *args)
-    purity.assert_module_state_unchanged(student, student.create_train_state_bn, *args)
+@decided_by_values
+def test_create_train_state_bn_is_pure(student, classifier):
+    """The arguments unchanged, the same variables twice, whatever the global generators: decided from values."""
+    purity.assert_pure_by_values(
+        student.create_train_state_bn,
+        *create_args(classifier),
+        first=("variables of", train_steps.fields_of("params", "batch_stats")),
+    )
+
+
+def test_create_train_state_bn_keeps_no_module_state(student, classifier):
+    purity.assert_module_state_unchanged(student, student.create_train_state_bn, *create_args(classifier))
 
 
 # train_step_bn --------------------------------------------------------------
@@ -312,8 +320,18 @@ def test_train_step_bn_leaves_its_input_state_unchanged(student, start, trained,
         )
 
 
-def test_train_step_bn_is_jitted(student):
-    tracing.assert_is_jitted(student.train_step_bn, "train_step_bn")
+@decided_by_program
+def test_train_step_bn_is_jitted(student, reference, trained, steps):
+    """The program of the student's own jax.jit function, run on a state and batch against the reference's step."""
+    state, batch = trained[1], full_batches(steps)[0]
+    expected = reference.train_step_bn(purity.fresh_copy(state), purity.fresh_copy(batch))
+    train_steps.assert_jitted_gives_the_reference(
+        student.train_step_bn,
+        purity.fresh_copy(state),
+        purity.fresh_copy(batch),
+        expected=expected,
+        name="train_step_bn",
+    )
 
 
 def test_train_step_bn_does_not_retrace(student, trained, steps):
@@ -323,7 +341,17 @@ def test_train_step_bn_does_not_retrace(student, trained, steps):
     )
 
 
-def test_train_step_bn_is_pure(student, trained, steps):
+@decided_by_values
+def test_train_step_bn_is_pure(student, reference, trained, steps):
+    """Same state and batch, same new state (params and running averages), loss and accuracy."""
+    state, batch = trained[1], full_batches(steps)[0]
+    expected = reference.train_step_bn(purity.fresh_copy(state), purity.fresh_copy(batch))
+    train_steps.assert_same_result_by_values(
+        student.train_step_bn, purity.fresh_copy(state), purity.fresh_copy(batch), expected=expected
+    )
+
+
+def test_train_step_bn_keeps_no_module_state_and_leaks_no_tracer(student, trained, steps):
     state, batch = trained[1], full_batches(steps)[0]
     purity.assert_module_state_unchanged(
         student, purity.cold(student.train_step_bn), purity.fresh_copy(state), purity.fresh_copy(batch)
@@ -375,8 +403,13 @@ def test_eval_step_bn_changes_nothing(student, trained, test_batches):
         )
 
 
-def test_eval_step_bn_is_jitted(student):
-    tracing.assert_is_jitted(student.eval_step_bn, "eval_step_bn")
+@decided_by_program
+def test_eval_step_bn_is_jitted(student, reference, trained, test_batches):
+    state, batch = trained[-1], test_batches[0]
+    expected = reference.eval_step_bn(purity.fresh_copy(state), purity.fresh_copy(batch))
+    train_steps.assert_jitted_gives_the_reference(
+        student.eval_step_bn, purity.fresh_copy(state), purity.fresh_copy(batch), expected=expected, name="eval_step_bn"
+    )
 
 
 def test_eval_step_bn_does_not_retrace(student, trained, test_batches):
@@ -395,7 +428,16 @@ def test_eval_step_bn_does_not_retrace(student, trained, test_batches):
     )
 
 
-def test_eval_step_bn_is_pure(student, trained, test_batches):
+@decided_by_values
+def test_eval_step_bn_is_pure(student, reference, trained, test_batches):
+    state, batch = trained[-1], test_batches[0]
+    expected = reference.eval_step_bn(purity.fresh_copy(state), purity.fresh_copy(batch))
+    train_steps.assert_same_result_by_values(
+        student.eval_step_bn, purity.fresh_copy(state), purity.fresh_copy(batch), expected=expected
+    )
+
+
+def test_eval_step_bn_keeps_no_module_state_and_leaks_no_tracer(student, trained, test_batches):
     state = trained[-1]
     purity.assert_module_state_unchanged(
         student, purity.cold(student.eval_step_bn), purity.fresh_copy(state), purity.fresh_copy(test_batches[0])

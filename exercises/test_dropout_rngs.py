@@ -27,7 +27,7 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from autograder.checks import keys, loops, purity, structure, tracing, values
+from autograder.checks import keys, loops, programs, purity, structure, train_steps, values
 from autograder.checks.scenario import (
     assert_is_train_state,
     created_state,
@@ -45,6 +45,8 @@ from autograder.core.oracle import continue_from, sibling
 
 correctness = pytest.mark.correctness
 decided_by_values = pytest.mark.decided("values")
+# Decided on the trusted side from the program the student's function compiles to (issue 42).
+decided_by_program = pytest.mark.decided("program")
 
 HIDDEN, RATE, LEARNING_RATE = 7, 0.4, 0.3
 TRAIN_SIZE, TEST_SIZE, BATCH, EPOCHS = 96, 32, 32, 2  # full batches: one shape, one compilation
@@ -229,20 +231,24 @@ def test_create_train_state_dropout_gives_the_same_params_for_both_key_kinds(stu
     values.assert_fields_close(legacy, typed, ("params",), name="state (legacy key)", check=check)
 
 
-def test_create_train_state_dropout_is_pure(student, classifier):
+def create_args(classifier):
     case = CREATE_CASES[1]
     model = classifier(HIDDEN, 1, rate=case["rate"])
-    sample = np.ones_like(SAMPLE_INPUT)
+    return keys.make_key(7, "legacy"), model, case["learning_rate"], np.ones_like(SAMPLE_INPUT)
 
-    @functools.wraps(student.create_train_state_dropout)
-    def params_of_create_train_state_dropout(*args):
-        return student.create_train_state_dropout(*args).params
 
-    args = (keys.make_key(7, "legacy"), model, case["learning_rate"], sample)
-    purity.assert_arguments_unchanged(params_of_create_train_state_dropout, *args)
-    purity.assert_deterministic(params_of_create_train_state_dropout, *args)
-    purity.assert_no_hidden_rng(params_of_create_train_state_dropout, *args)
-    purity.assert_module_state_unchanged(student, student.create_train_state_dropout, *args)
+@decided_by_values
+def test_create_train_state_dropout_is_pure(student, classifier):
+    """The arguments unchanged, the same params twice, whatever the global generators: decided from values."""
+    purity.assert_pure_by_values(
+        student.create_train_state_dropout,
+        *create_args(classifier),
+        first=("params of", train_steps.fields_of("params")),
+    )
+
+
+def test_create_train_state_dropout_keeps_no_module_state(student, classifier):
+    purity.assert_module_state_unchanged(student, student.create_train_state_dropout, *create_args(classifier))
 
 
 # train_step_dropout ---------------------------------------------------------
@@ -272,8 +278,19 @@ def which_key(state, batch, key, loss):
     return None
 
 
-def test_train_step_dropout_is_jitted(student):
-    tracing.assert_is_jitted(student.train_step_dropout, "train_step_dropout")
+@decided_by_program
+def test_train_step_dropout_is_jitted(student, reference, trained, steps):
+    """The program of the student's own jax.jit function, run on a state, batch and key against the reference."""
+    state, batch = trained, steps[1][1]
+    expected = reference.train_step_dropout(purity.fresh_copy(state), purity.fresh_copy(batch), dropout_key())
+    train_steps.assert_jitted_gives_the_reference(
+        student.train_step_dropout,
+        purity.fresh_copy(state),
+        purity.fresh_copy(batch),
+        dropout_key(),
+        expected=expected,
+        name="train_step_dropout",
+    )
 
 
 @correctness
@@ -400,7 +417,21 @@ def test_train_step_dropout_leaves_its_arguments_unchanged(student, start, train
         )
 
 
-def test_train_step_dropout_is_pure(student, trained, steps):
+@decided_by_values
+def test_train_step_dropout_is_pure(student, reference, trained, steps):
+    """Same state, batch and key, same new state and loss: all randomness comes from the key."""
+    batch = steps[1][1]
+    expected = reference.train_step_dropout(purity.fresh_copy(trained), purity.fresh_copy(batch), dropout_key())
+    train_steps.assert_same_result_by_values(
+        student.train_step_dropout,
+        purity.fresh_copy(trained),
+        purity.fresh_copy(batch),
+        dropout_key(),
+        expected=expected,
+    )
+
+
+def test_train_step_dropout_keeps_no_module_state_and_leaks_no_tracer(student, trained, steps):
     args = lambda: (purity.fresh_copy(trained), purity.fresh_copy(steps[1][1]), dropout_key())  # noqa: E731
     assert_tracing_writes_no_module_state(student, student.train_step_dropout, *args())
     purity.assert_no_leaked_tracers(purity.cold(student.train_step_dropout), *args(), module=student)
@@ -466,8 +497,17 @@ EVAL_CHECK = "eval_step_dropout(state, batch) is the accuracy of the network wit
 EVAL_ADVICE = "run the model with train=False: Dropout is then off (no mask, no rescaling, no key)"
 
 
-def test_eval_step_dropout_is_jitted(student):
-    tracing.assert_is_jitted(student.eval_step_dropout, "eval_step_dropout")
+@decided_by_program
+def test_eval_step_dropout_is_jitted(student, reference, trained, test_batches):
+    state, batch = trained, test_batches[0]
+    expected = reference.eval_step_dropout(purity.fresh_copy(state), purity.fresh_copy(batch))
+    train_steps.assert_jitted_gives_the_reference(
+        student.eval_step_dropout,
+        purity.fresh_copy(state),
+        purity.fresh_copy(batch),
+        expected=expected,
+        name="eval_step_dropout",
+    )
 
 
 @correctness
@@ -546,7 +586,7 @@ def test_eval_step_dropout_changes_nothing(student, start, trained, test_batches
         )
 
 
-def test_eval_step_dropout_is_pure(student, trained, test_batches):
+def test_eval_step_dropout_keeps_no_module_state_and_leaks_no_tracer(student, trained, test_batches):
     assert_tracing_writes_no_module_state(
         student, student.eval_step_dropout, purity.fresh_copy(trained), purity.fresh_copy(test_batches[0])
     )
@@ -630,39 +670,54 @@ def test_mc_dropout_predict_uses_each_key_once(student, trained):
     keys.assert_no_key_reuse(trace_with_key, keys.make_key(3, "typed"))
 
 
-def test_mc_dropout_predict_has_no_python_loop_over_the_samples(student, trained):
+@decided_by_program
+def test_mc_dropout_predict_has_no_python_loop_over_the_samples(student, reference, trained):
+    """Decided from the compiled programs for 4 and 16 samples, each run against the reference."""
     key = keys.make_key(0, "typed")
-    structure.assert_jaxpr_size_constant(
-        student.mc_dropout_predict,
-        {n: (trained, MC_X, key, n) for n in (4, 16)},
-        what="n_samples",
-        static_argnums=(3,),
+    check = "mc_dropout_predict compiles to the same program whatever the size of n_samples"
+    compiled = {}
+    for n in (4, 16):
+        expected = reference.mc_dropout_predict(trained, MC_X, key, n)
+        compiled[n] = programs.program_of(
+            student.mc_dropout_predict, trained, MC_X, key, n, static_argnums=(3,), result_like=expected, check=check
+        )
+        programs.assert_gives(compiled[n], trained, MC_X, key, expected=expected)
+    programs.assert_program_size_constant(
+        compiled,
+        "n_samples",
+        name="mc_dropout_predict",
         advice="a Python loop over the samples puts one copy of the network per sample into the program; "
         "jax.vmap over the array of keys (or jax.lax.map) runs every sample in one program of fixed size",
     )
 
 
-def test_mc_dropout_predict_works_under_jit(student, trained):
-    structure.assert_works_under_jit(
+@decided_by_program
+def test_mc_dropout_predict_works_under_jit(student, reference, trained):
+    args = (trained, MC_X, keys.make_key(2, "typed"), MC_SAMPLES)
+    programs.assert_compiles_to_the_reference(
         student.mc_dropout_predict,
-        trained,
-        MC_X,
-        keys.make_key(2, "typed"),
-        MC_SAMPLES,
+        *args,
         static_argnums=(3,),
-        jitted=jitted(student.mc_dropout_predict),
+        expected=reference.mc_dropout_predict(*args),
+        eager=jitted(student.mc_dropout_predict),
     )
 
 
+@decided_by_values
 def test_mc_dropout_predict_leaves_the_state_unchanged(student, trained):
-    purity.assert_pytree_arguments_unchanged(
-        jitted(student.mc_dropout_predict),
+    """Called as it is (no jit of the check's: a write into the state's dicts shows), it keeps the state usable."""
+    purity.assert_arguments_unchanged_as_values(
+        student.mc_dropout_predict,
         purity.fresh_copy(trained),
         MC_X,
         keys.make_key(4, "typed"),
         MC_SAMPLES,
+        names=("state", "x", "key", "n_samples"),
         allow_donation=False,
     )
+
+
+def test_mc_dropout_predict_keeps_no_module_state(student, trained):
     assert_tracing_writes_no_module_state(
         student, student.mc_dropout_predict, trained, MC_X, keys.make_key(4, "typed"), MC_SAMPLES, static_argnums=(3,)
     )

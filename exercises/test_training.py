@@ -17,7 +17,6 @@ givens on its trusted side and judges this module there: its grading processes
 hold no reference.)
 """
 
-import functools
 from types import SimpleNamespace
 
 import jax
@@ -28,7 +27,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from autograder.checks import loops, purity, structure, tracing, values
+from autograder.checks import loops, purity, structure, train_steps, values
 from autograder.checks.keys import make_key
 from autograder.checks.scenario import (
     BATCH,
@@ -57,6 +56,8 @@ from autograder.core.oracle import continue_from, sibling, transformed
 
 correctness = pytest.mark.correctness
 decided_by_values = pytest.mark.decided("values")
+# Decided on the trusted side from the program the student's own jax.jit function compiles to (issue 42).
+decided_by_program = pytest.mark.decided("program")
 
 # The scenario: a SimpleClassifier(5, 1) trained with SGD(0.3) on 100 XOR
 # points in batches of 32 (the last batch of every epoch has 4), 3 epochs.
@@ -188,20 +189,26 @@ def test_create_train_state_optimizer_is_sgd_with_the_learning_rate(student, cla
         )
 
 
-def test_create_train_state_is_pure(student, classifier):
+def create_args(classifier):
     case = CREATE_CASES[1]
-    model = classifier(case["hidden"], 1)
-    sample = np.ones((case["n"], 2), np.float32)
+    return (
+        make_key(7, "legacy"),
+        classifier(case["hidden"], 1),
+        case["learning_rate"],
+        np.ones((case["n"], 2), np.float32),
+    )
 
-    @functools.wraps(student.create_train_state)
-    def params_of_create_train_state(*args):
-        return student.create_train_state(*args).params
 
-    args = (make_key(7, "legacy"), model, case["learning_rate"], sample)
-    purity.assert_arguments_unchanged(params_of_create_train_state, *args)
-    purity.assert_deterministic(params_of_create_train_state, *args)
-    purity.assert_no_hidden_rng(params_of_create_train_state, *args)
-    purity.assert_module_state_unchanged(student, student.create_train_state, *args)
+@decided_by_values
+def test_create_train_state_is_pure(student, classifier):
+    """The arguments unchanged, the same params twice, whatever the global generators: decided from values."""
+    purity.assert_pure_by_values(
+        student.create_train_state, *create_args(classifier), first=("params of", train_steps.fields_of("params"))
+    )
+
+
+def test_create_train_state_keeps_no_module_state(student, classifier):
+    purity.assert_module_state_unchanged(student, student.create_train_state, *create_args(classifier))
 
 
 # calculate_loss_acc ---------------------------------------------------------
@@ -335,11 +342,20 @@ def test_calculate_loss_acc_gradients_match_reference(student, reference, points
     )
 
 
+@decided_by_values
 @settings(max_examples=3)
 @given(inputs=loss_inputs())
 def test_calculate_loss_acc_is_pure(student, points, loss_states, inputs):
+    """Arguments unchanged, the same (loss, acc) twice, whatever the global generators: decided from values."""
     state, params, batch = loss_case(points, loss_states, inputs)
-    purity.assert_pure(student.calculate_loss_acc, state, params, batch, module=student)
+    purity.assert_pure_by_values(student.calculate_loss_acc, state, params, batch)
+
+
+@settings(max_examples=3)
+@given(inputs=loss_inputs())
+def test_calculate_loss_acc_keeps_no_module_state_and_leaks_no_tracer(student, points, loss_states, inputs):
+    state, params, batch = loss_case(points, loss_states, inputs)
+    purity.assert_module_state_unchanged(student, student.calculate_loss_acc, state, params, purity.fresh_copy(batch))
     purity.assert_no_leaked_tracers(student.calculate_loss_acc, state, params, batch, module=student)
 
 
@@ -358,8 +374,14 @@ def run_train_step(student, state, batch):
     )
 
 
-def test_train_step_is_jitted(student):
-    tracing.assert_is_jitted(student.train_step, "train_step")
+@decided_by_program
+def test_train_step_is_jitted(student, reference, trained, steps):
+    """The program of the student's own jax.jit function, run on a state and batch against the reference's step."""
+    state, batch = trained[1], full_batches(steps)[0]
+    expected = reference.train_step(purity.fresh_copy(state), purity.fresh_copy(batch))
+    train_steps.assert_jitted_gives_the_reference(
+        student.train_step, purity.fresh_copy(state), purity.fresh_copy(batch), expected=expected, name="train_step"
+    )
 
 
 @correctness
@@ -419,7 +441,17 @@ def test_train_step_does_not_retrace(student, start, steps):
     loops.assert_chained_steps_do_not_retrace(student.train_step, unseen_step(start, 0), batches, name="train_step")
 
 
-def test_train_step_is_pure(student, start, steps):
+@decided_by_values
+def test_train_step_is_pure(student, reference, trained, steps):
+    """Same state and batch, same new state, loss and accuracy (whatever the global generators)."""
+    state, batch = trained[1], full_batches(steps)[0]
+    expected = reference.train_step(purity.fresh_copy(state), purity.fresh_copy(batch))
+    train_steps.assert_same_result_by_values(
+        student.train_step, purity.fresh_copy(state), purity.fresh_copy(batch), expected=expected
+    )
+
+
+def test_train_step_keeps_no_module_state_and_leaks_no_tracer(student, start, steps):
     batch = full_batches(steps)[0]
     purity.assert_module_state_unchanged(
         student, purity.cold(student.train_step), purity.fresh_copy(start), purity.fresh_copy(batch)
@@ -455,8 +487,13 @@ def test_eval_step_changes_nothing(student, trained, test_batches):
         )
 
 
-def test_eval_step_is_jitted(student):
-    tracing.assert_is_jitted(student.eval_step, "eval_step")
+@decided_by_program
+def test_eval_step_is_jitted(student, reference, trained, test_batches):
+    state, batch = trained[-1], test_batches[0]
+    expected = reference.eval_step(purity.fresh_copy(state), purity.fresh_copy(batch))
+    train_steps.assert_jitted_gives_the_reference(
+        student.eval_step, purity.fresh_copy(state), purity.fresh_copy(batch), expected=expected, name="eval_step"
+    )
 
 
 def test_eval_step_does_not_retrace(student, start, test_batches):
@@ -476,7 +513,16 @@ def test_eval_step_does_not_retrace(student, start, test_batches):
     )
 
 
-def test_eval_step_is_pure(student, trained, test_batches):
+@decided_by_values
+def test_eval_step_is_pure(student, reference, trained, test_batches):
+    state, batch = trained[-1], test_batches[0]
+    expected = reference.eval_step(purity.fresh_copy(state), purity.fresh_copy(batch))
+    train_steps.assert_same_result_by_values(
+        student.eval_step, purity.fresh_copy(state), purity.fresh_copy(batch), expected=expected
+    )
+
+
+def test_eval_step_keeps_no_module_state_and_leaks_no_tracer(student, trained, test_batches):
     state = trained[-1]
     purity.assert_module_state_unchanged(
         student, purity.cold(student.eval_step), purity.fresh_copy(state), purity.fresh_copy(test_batches[0])

@@ -343,8 +343,59 @@ WRONG = [
                      for i in range(n_samples)]
             return sum(probs) / n_samples
      """,
-        r"the traced program of mc_dropout_predict grows with the size of n_samples \(4: \d+ equations, 16: \d+ equations\)(.*\n)*.*jax.vmap over the array of keys",
+        r"the compiled program of mc_dropout_predict grows with the size of n_samples \(4: \d+ operations, 16: \d+ operations\)(.*\n)*.*jax.vmap over the array of keys",
         "python_loop",
+    ),
+    # a Python loop over the samples inside a jax.lax.fori_loop's body is still one body: only a loop unrolled
+    # by Python grows the program, whatever builds it (here: a list of jitted calls stacked)
+    (
+        "mc_dropout_predict",
+        "python-loop-of-jitted-samples",
+        """
+        @functools.partial(jax.jit, static_argnums=0)
+        def _sample(apply_fn, params, x, k):
+            return jax.nn.sigmoid(apply_fn({"params": params}, x, train=True, rngs={"dropout": k}).squeeze(-1))
+
+        def mc_dropout_predict(state, x, key, n_samples):
+            keys = jax.random.split(key, n_samples)
+            return jnp.stack([_sample(state.apply_fn, state.params, x, keys[i]) for i in range(n_samples)]).mean(axis=0)
+     """,
+        r"the compiled program of mc_dropout_predict grows with the size of n_samples",
+        "python_loop",
+    ),
+    # rescales the state's weights in place (the keep rate applied to the caller's params)
+    (
+        "mc_dropout_predict",
+        "rescales-the-params-in-place",
+        """
+        def mc_dropout_predict(state, x, key, n_samples):
+            state.params.update(jax.tree.map(lambda p: p * 0.6, state.params))
+            def sample(k):
+                return jax.nn.sigmoid(state.apply_fn({"params": state.params}, x, train=True, rngs={"dropout": k}).squeeze(-1))
+            return jnp.mean(jax.vmap(sample)(jax.random.split(key, n_samples)), axis=0)
+     """,
+        r"mc_dropout_predict (replaced|modified) state.params",
+        "leaves_the_state_unchanged",
+    ),
+    # not jitted, a key drawn from NumPy's global generator: its result changes when NumPy is re-seeded
+    (
+        "train_step_dropout",
+        "key-from-numpy",
+        "\n        import numpy as np\n" + step_with_key("jax.random.PRNGKey(np.random.randint(1 << 30))", jit=""),
+        r"the result of train_step_dropout changed when only NumPy's global RNG \(np.random\) was re-seeded",
+        "train_step_dropout_is_pure",
+    ),
+    # a Python wrapper around a jitted step: the function itself has no program of its own
+    (
+        "train_step_dropout",
+        "wrapper-around-a-jitted-step",
+        step_with_key("jax.random.fold_in(dropout_key, state.step)").replace("def train_step_dropout(", "def _step(")
+        + """
+        def train_step_dropout(state, batch, dropout_key):
+            return _step(state, batch, dropout_key)
+    """,
+        r"train_step_dropout is not a jax.jit function",
+        "train_step_dropout_is_jitted",
     ),
     (
         "mc_dropout_predict",

@@ -142,7 +142,12 @@ demo_grad_fn = jax.jit(jax.value_and_grad(calculate_loss_acc, argnums=1, has_aux
 
 
 def test_demo_objects_at_module_level_keep_every_function_pure(pytester):
-    results = grade(pytester, MODULE, IMPORTS + with_function(MODULE, "") + DEMO_OBJECTS, only="is_pure or unchanged")
+    results = grade(
+        pytester,
+        MODULE,
+        IMPORTS + with_function(MODULE, "") + DEMO_OBJECTS,
+        only="is_pure or keeps_no_module_state or unchanged",
+    )
     assert set(results) == {"create_train_state", "calculate_loss_acc", "train_step", "eval_step", "train_model"}
     for result in results.values():
         assert_accepted(result)
@@ -528,7 +533,36 @@ WRONG = [
             return _jitted(state, batch)
      """),
         r"changed the contents of the module-level variable 'STEPS' \(at STEPS\['count'\]\)",
+        "train_step_keeps_no_module_state",
+    ),
+    # impure: the loss it returns depends on how often it was called (a counter kept between calls)
+    (
+        "loss-scaled-by-a-call-counter",
+        "train_step",
+        with_step("""
+        _jitted = jax.jit(_sgd_step)
+        CALLS = [0]
+
+        def train_step(state, batch):
+            CALLS[0] += 1
+            new_state, loss, acc = _jitted(state, batch)
+            return new_state, loss * (1 + CALLS[0]), acc
+     """),
+        r"train_step returned something different the second time it was called with the same arguments",
         "train_step_is_pure",
+    ),
+    # a jax.jit function, but not of the step: a Python function around a jitted one has no program of its own
+    (
+        "jitted-helper-in-a-python-wrapper",
+        "eval_step",
+        """
+        _accuracy = jax.jit(lambda state, batch: calculate_loss_acc(state, state.params, batch)[1])
+
+        def eval_step(state, batch):
+            return _accuracy(state, batch)
+     """,
+        r"eval_step is not a jax.jit function",
+        "eval_step_is_jitted",
     ),
     (
         "history-list",
@@ -544,6 +578,36 @@ WRONG = [
             return loss, ((logits > 0) == labels).mean()
      """,
         r"module-level variable 'HISTORY'",
+        "calculate_loss_acc_keeps_no_module_state",
+    ),
+    # impure: the params drawn from a key of NumPy's global generator (they change when only NumPy is re-seeded)
+    (
+        "init-key-from-numpy",
+        "create_train_state",
+        """
+        import numpy as np
+
+        def create_train_state(rng, model, learning_rate, sample_input):
+            params = model.init(jax.random.PRNGKey(np.random.randint(1 << 30)), sample_input)
+            return train_state.TrainState.create(apply_fn=model.apply, params=params, tx=optax.sgd(learning_rate))
+     """,
+        r"the result of create_train_state changed when only NumPy's global RNG \(np.random\) was re-seeded",
+        "create_train_state_is_pure",
+    ),
+    # impure: a loss with noise from NumPy's global generator (it changes when only NumPy is re-seeded)
+    (
+        "noise-from-numpy",
+        "calculate_loss_acc",
+        """
+        import numpy as np
+
+        def calculate_loss_acc(state, params, batch):
+            x, labels = batch
+            logits = state.apply_fn(params, x).squeeze(-1)
+            loss = optax.sigmoid_binary_cross_entropy(logits, labels).mean() + 1e-3 * np.random.uniform()
+            return loss, ((logits > 0) == labels).mean()
+     """,
+        r"the result of calculate_loss_acc changed when only NumPy's global RNG \(np.random\) was re-seeded",
         "calculate_loss_acc_is_pure",
     ),
     # impure: writes into the state it was given
