@@ -488,15 +488,17 @@ def test_distribute_splits_the_batch_rows_over_the_mesh(student, mesh, half_mesh
 # sharded_sgd_step -----------------------------------------------------------
 
 
-def own_step_program(student, reference, placed, learning_rate, check):
-    """The program of the student's own jax.jit ``sharded_sgd_step`` for the placed inputs (only a jitted function
-    has one), and the reference's result."""
+def step_program(student, reference, placed, learning_rate, check, *, own_jit):
+    """The program of ``sharded_sgd_step`` for the placed inputs, and the reference's result: with ``own_jit`` the
+    student's own jax.jit function's (only a jitted function has one); else the check's jax.jit of it, with the
+    learning rate a constant of the program (the retrace check judges whether it is traced)."""
     expected = reference.sharded_sgd_step(*placed, learning_rate)
     compiled = programs.program_of(
         student.sharded_sgd_step,
         *placed,
         learning_rate,
-        as_is=True,
+        as_is=own_jit,
+        static_argnums=() if own_jit else (3,),
         result_like=expected,
         name="sharded_sgd_step",
         check=check,
@@ -509,7 +511,8 @@ def own_step_program(student, reference, placed, learning_rate, check):
 @program
 def test_sharded_sgd_step_is_jitted(student, reference, mesh):
     placed = sharded_inputs(mesh, 5)
-    compiled, expected = own_step_program(student, reference, placed, 0.1, "sharded_sgd_step is compiled with jax.jit")
+    check = "sharded_sgd_step is compiled with jax.jit"
+    compiled, expected = step_program(student, reference, placed, 0.1, check, own_jit=True)
     programs.assert_gives(compiled, *placed, 0.1, expected=expected, atol=1e-6)
 
 
@@ -548,8 +551,8 @@ def test_sharded_sgd_step_results_are_replicated_on_all_devices(student, referen
     """Where the results of the grader's own run of the program live, on the inputs it placed."""
     placed = sharded_inputs(mesh, 1)
     check = f"sharded_sgd_step's new params and loss are copied whole to all {mesh.size} devices"
-    compiled, expected = own_step_program(student, reference, placed, 0.1, check)
-    got = programs.assert_gives(compiled, *placed, 0.1, expected=expected, atol=1e-6)
+    compiled, expected = step_program(student, reference, placed, 0.1, check, own_jit=False)
+    got = programs.assert_gives(compiled, *placed, expected=expected, atol=1e-6)
     shardings.assert_results_replicated(
         got,
         mesh.size,
@@ -567,12 +570,11 @@ def test_sharded_sgd_step_compiles_to_an_all_reduce(student, reference, mesh):
     check = (
         "sharded_sgd_step, compiled for a batch split over the mesh, combines the devices' gradients with an all-reduce"
     )
-    compiled, expected = own_step_program(student, reference, placed, 0.1, check)
-    programs.assert_gives(compiled, *placed, 0.1, expected=expected, atol=1e-6)
+    compiled, expected = step_program(student, reference, placed, 0.1, check, own_jit=False)
+    programs.assert_gives(compiled, *placed, expected=expected, atol=1e-6)
     shardings.assert_compiles_to_collective(
         compiled,
         *placed,
-        0.1,
         collective="all-reduce",
         check=check,
         problem="the compiled program has no all-reduce: the devices never sum their partial gradients",

@@ -92,9 +92,10 @@ def _forged(check: str, honest) -> object:
         (xs,) = arguments
         return programs._pack(jax.export.export(jax.jit(lambda a: jnp.broadcast_to(a.mean(0), a.shape)))(xs))
     mesh = jax.make_mesh((jax.device_count(),), ("batch",), axis_types=(AUTO,))
-    specs = (P(), P(), P("batch"), P("batch"), P())
+    specs = (P(), P(), P("batch"), P("batch"))  # the learning rate is a constant of the program (0.1)
     placed = [jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=NamedSharding(mesh, s)) for a, s in zip(arguments, specs)]
-    return programs._pack(jax.export.export(jax.jit(_gathered_step))(*placed))
+    assert len(placed) == len(arguments) == 4
+    return programs._pack(jax.export.export(jax.jit(lambda *args: _gathered_step(*args, 0.1)))(*placed))
 
 
 def test_the_references_placements_are_confirmed(graded_reference):
