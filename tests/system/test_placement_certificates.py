@@ -8,6 +8,8 @@ student's process would forge them for code that computes the right values but n
 whose devices all gather the whole batch (no all-reduce, the right values, on 8 devices), an
 ``all_device_mean`` computed on one device and broadcast, and (module 8) a ``newton_sqrt`` whose program takes
 ``n_steps`` as an argument (not static), with the right values. None is confirmed; the honest transcripts are.
+Module 6's ``sgd_update_is_pure`` is decided from values: a second call recorded with another result is not
+confirmed either.
 """
 
 from __future__ import annotations
@@ -33,17 +35,24 @@ MODULE = "parallel"
 ALL_REDUCE = f"{MODULE}::test_sharded_sgd_step_compiles_to_an_all_reduce"
 ON_N_DEVICES = f"{MODULE}::test_all_device_mean_result_lives_on_n_devices"
 STATIC_N_STEPS = "jit_static::test_newton_sqrt_is_jitted_with_static_n_steps"
-CHECKS = (ALL_REDUCE, ON_N_DEVICES, STATIC_N_STEPS)
-FAILS_WITH = {ALL_REDUCE: "has no all-reduce", ON_N_DEVICES: "lives on 1 device", STATIC_N_STEPS: "n_steps is traced"}
+PURE = "pytrees::test_sgd_update_is_pure"
+CHECKS = (ALL_REDUCE, ON_N_DEVICES, STATIC_N_STEPS, PURE)
+MODULES = (MODULE, "jit_static", "pytrees")
+FAILS_WITH = {
+    ALL_REDUCE: "has no all-reduce",
+    ON_N_DEVICES: "lives on 1 device",
+    STATIC_N_STEPS: "n_steps is traced",
+    PURE: "different the second time",
+}
 AUTO = jax.sharding.AxisType.Auto
 
 
 @pytest.fixture(scope="module")
 def graded_reference(tmp_path_factory):
     student = tmp_path_factory.mktemp("reference")
-    for module in (MODULE, "jit_static"):
+    for module in MODULES:
         (student / f"{module}.py").write_bytes((ROOT / "solutions" / f"{module}.py").read_bytes())
-    grader = Grader(load_course(ROOT), Options((MODULE, "jit_static"), 120, 4000, 1), workers=1)
+    grader = Grader(load_course(ROOT), Options(MODULES, 120, 4000, 1), workers=1)
     seen = {}
     verify = grader.trusted.verify
 
@@ -98,20 +107,32 @@ def _forged(check: str, honest) -> object:
     return programs._pack(jax.export.export(jax.jit(lambda *args: _gathered_step(*args, 0.1)))(*placed))
 
 
-def test_the_references_placements_are_confirmed(graded_reference):
+def test_the_references_verdicts_are_confirmed(graded_reference):
     _, result, seen = graded_reference
     assert sum(s.points for s in result.scores) == sum(s.max_points for s in result.scores)
     for check in CHECKS:
-        assert check in seen["claims"] and _programs_of(seen["transcripts"][check])
+        assert check in seen["claims"] and (check == PURE or _programs_of(seen["transcripts"][check]))
         assert str(seen["verdicts"][check].outcome) == str(Status.PASSED), seen["verdicts"][check]
 
 
-@pytest.mark.parametrize("check", CHECKS, ids=["no-all-reduce", "one-device", "n-steps-traced"])
-def test_a_forged_placement_earns_nothing(graded_reference, check):
+def _second_call_differs(value):
+    """A recorded ``called_twice`` (first, second, arguments left, reseeded results) whose second result differs."""
+    if isinstance(value, tuple) and len(value) == 4 and isinstance(value[3], dict):
+        return (value[0], jax.tree.map(lambda a: a + 1, value[1]), value[2], value[3])
+    return None
+
+
+@pytest.mark.parametrize("check", CHECKS, ids=["no-all-reduce", "one-device", "n-steps-traced", "impure"])
+def test_forged_data_earns_nothing(graded_reference, check):
     grader, _, seen = graded_reference
     forged = copy.deepcopy(seen["transcripts"][check])
     for key, honest in _programs_of(forged).items():
         forged[key] = transcript.encode(_forged(check, honest), _statics())
+    if check == PURE:
+        changed = {k: _second_call_differs(transcript.decode(v, _statics())) for k, v in forged.items()}
+        changed = {k: v for k, v in changed.items() if v is not None}
+        assert changed
+        forged.update({k: transcript.encode(v, _statics()) for k, v in changed.items()})
     verdicts = grader.trusted.verify([check], {check: forged})
     assert str(verdicts[check].outcome) == str(Status.FAILED), verdicts
     assert FAILS_WITH[check] in verdicts[check].message, verdicts[check].message
