@@ -4,7 +4,11 @@ Every check is named after the function it judges; its points and hint come
 from ``course.toml``. The checks run with 8 CPU devices. A parallel step is
 judged against the single-device step on the whole batch (the reference's
 results on the same inputs); where the results live (how many devices,
-replicated or split) is judged from each array's ``sharding``. The mesh and
+replicated or split) and whether the devices' gradients are combined with an
+all-reduce are judged from the program the function compiles to (a ``pmap``
+function's through ``jax.jit``): the grader runs it on inputs it places on its
+own devices and reads the shardings of what that run returns and the
+collectives its compiler puts in. The mesh and
 the placed inputs the sharded step gets are made here, as the contract spells
 them, so no check needs the reference next to the student's code. Steps run in
 a loop that feeds their outputs back, as training does, and once warm they
