@@ -356,6 +356,10 @@ def test_clip_by_norm_keeps_no_module_state(student):
 
 NEWTON_SIZE = 4
 NEWTON_STEPS = (1, 3, 8)
+NEWTON_STATIC = (
+    "n_steps decides the shape of history, so it must be static: "
+    "functools.partial(jax.jit, static_argnames=('n_steps',)), on newton_sqrt itself at module level"
+)
 
 
 def positive_vectors(size=NEWTON_SIZE):
@@ -375,21 +379,33 @@ def test_newton_sqrt_matches_reference(student, reference, a, n_steps):
     values.assert_trees_close(got, reference.newton_sqrt(a, n_steps), name="(x_n, history)", check=check)
 
 
-def test_newton_sqrt_is_jitted_with_static_n_steps(student):
-    fn = student.newton_sqrt
-    tracing.assert_is_jitted(fn, "newton_sqrt")
-    purity.cold(fn)  # whatever ran before in this process
+@program
+def test_newton_sqrt_is_jitted_with_static_n_steps(student, reference):
+    """The student's own jax.jit function exports with its own static arguments for n_steps=5 (a traced n_steps
+    cannot give history its shape), and that one program does not take n_steps (it is baked in: static) but does
+    take a, and gives the reference's values for new values of a: one program serves every call with n_steps=5."""
     a = np.linspace(1.0, 2.0, 5, dtype=np.float32)  # a shape no other check uses
-    jax.block_until_ready(fn(a, 2))
-    runs = body_runs(fn, lambda: jax.block_until_ready(fn(a, 5)))
-    if runs != 1:
+    check = "newton_sqrt is jitted with n_steps static"
+    compiled, _ = own_program(
+        student.newton_sqrt,
+        a,
+        5,
+        name="newton_sqrt",
+        reference_fn=reference.newton_sqrt,
+        check=check,
+        advice=NEWTON_STATIC,
+    )
+    if compiled.keeps(1) or not compiled.keeps(0):
         raise CheckFailure(
-            "newton_sqrt traces exactly once for a new n_steps",
-            f"newton_sqrt's body ran {runs} times for the first call with n_steps=5",
-            "n_steps decides the shape of history, so it must be static: "
-            "functools.partial(jax.jit, static_argnames=('n_steps',))",
+            check,
+            "the program of newton_sqrt for n_steps=5 "
+            + ("takes n_steps as an argument (n_steps is traced)" if compiled.keeps(1) else "does not take a"),
+            NEWTON_STATIC,
         )
-    tracing.assert_no_retrace(fn, lambda i: (a + np.float32(i + 1), 5), name="newton_sqrt")
+    for i in range(3):
+        programs.assert_gives(
+            compiled, a + np.float32(i + 1), 5, expected=reference.newton_sqrt(a + np.float32(i + 1), 5)
+        )
 
 
 @program

@@ -4,7 +4,11 @@ Every check is named after the function it judges; its points and hint come
 from ``course.toml``. The checks run with 8 CPU devices. A parallel step is
 judged against the single-device step on the whole batch (the reference's
 results on the same inputs); where the results live (how many devices,
-replicated or split) is judged from each array's ``sharding``. The mesh and
+replicated or split) and whether the devices' gradients are combined with an
+all-reduce are judged from the program the function compiles to (a ``pmap``
+function's through ``jax.jit``): the grader runs it on inputs it places on its
+own devices and reads the shardings of what that run returns and the
+collectives its compiler puts in. The mesh and
 the placed inputs the sharded step gets are made here, as the contract spells
 them, so no check needs the reference next to the student's code. Steps run in
 a loop that feeds their outputs back, as training does, and once warm they
@@ -20,13 +24,16 @@ from hypothesis import strategies as st
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from autograder.checks import loops, purity, structure, tracing, values
+from autograder.checks import loops, programs, purity, shardings, structure, values
 from autograder.checks.strategies import integers
 from autograder.core.failures import CheckFailure
 from autograder.runtime.devices import COURSE_CPU_DEVICES, wrong_device_count_advice
 
 correctness = pytest.mark.correctness
 decided_by_values = pytest.mark.decided("values")
+# Decided on the trusted side from the program the function compiles to: it runs the program on inputs it places
+# on its own devices (against the reference) and reads where the results of its run live.
+program = pytest.mark.decided("program")
 
 X_DIM, Y_DIM = 3, 2
 ROWS_PER_DEVICE = 2
@@ -67,30 +74,6 @@ def split_rows(a, n):
 
 def as_jax(tree, use_jax):
     return jax.tree.map(jnp.asarray, tree) if use_jax else tree
-
-
-def assert_on_devices(tree, n, *, name, check, advice):
-    """Every leaf of ``tree`` is a JAX array whose sharding spans exactly ``n`` devices."""
-    for path, leaf in jax.tree_util.tree_leaves_with_path(tree):
-        where = name + jax.tree_util.keystr(path)
-        if not isinstance(leaf, jax.Array):
-            raise CheckFailure(check, f"{where} is a {type(leaf).__name__}, not a JAX array on the devices", advice)
-        found = len(leaf.sharding.device_set)
-        if found != n:
-            raise CheckFailure(check, f"{where} lives on {found} device(s), expected {n}", advice)
-
-
-def assert_replicated(tree, mesh, *, name, check, advice):
-    """Every leaf is a JAX array with a full copy on every device of ``mesh``."""
-    assert_on_devices(tree, mesh.size, name=name, check=check, advice=advice)
-    for path, leaf in jax.tree_util.tree_leaves_with_path(tree):
-        if not leaf.sharding.is_fully_replicated:
-            where = name + jax.tree_util.keystr(path)
-            raise CheckFailure(
-                check,
-                f"{where} is spread over the devices in pieces ({leaf.sharding.spec}), not copied whole to each",
-                advice,
-            )
 
 
 # shard_batch ----------------------------------------------------------------
@@ -200,16 +183,17 @@ ON_N_DEVICES = (
 )
 
 
-def test_all_device_mean_result_lives_on_n_devices(student):
+@program
+def test_all_device_mean_result_lives_on_n_devices(student, reference):
+    """jax.export refuses a pmap function, not jax.jit of one: the program records its devices."""
     for n in DEVICE_COUNTS:
-        result = student.all_device_mean(slices(n, n))
-        assert_on_devices(
-            result,
-            n,
-            name="result",
-            check=f"all_device_mean of {n} slices returns a result spread over {n} devices",
-            advice=ON_N_DEVICES,
-        )
+        xs = slices(n, n)
+        check = f"all_device_mean of {n} slices returns a result spread over {n} devices"
+        expected = reference.all_device_mean(xs)
+        compiled = programs.program_of(student.all_device_mean, xs, result_like=expected, check=check)
+        shardings.assert_runs_on_devices(compiled, n, what="result", check=check, advice=ON_N_DEVICES)
+        got = programs.assert_gives(compiled, shardings.placed(xs, n, split=True), expected=expected)
+        shardings.assert_results_on_devices(got, n, name="result", check=check, advice=ON_N_DEVICES)
 
 
 def test_all_device_mean_does_not_retrace(student):
@@ -301,17 +285,21 @@ def test_pmap_sgd_step_equals_the_single_device_step(student, reference, n, seed
         raise CheckFailure(check, *diagnosis) from failure
 
 
-def test_pmap_sgd_step_outputs_are_spread_over_the_devices(student):
+@program
+def test_pmap_sgd_step_outputs_are_spread_over_the_devices(student, reference):
+    """Decided from the program of jax.jit of the pmap function (the learning rate static in that jit only, so a
+    static_broadcasted_argnums fails the retrace check, not this one), run on inputs the check places."""
+    advice = "make pmap_sgd_step a jax.pmap function: every device computes its own copy of the results"
     for n in DEVICE_COUNTS:
         inputs, _ = pmap_inputs(n, 1)
-        got = run_pmap_step(student, inputs, 0.1)
-        assert_on_devices(
-            got,
-            n,
-            name="(new_params, loss)",
-            check=f"pmap_sgd_step on {n} devices returns params and loss spread over {n} devices",
-            advice="make pmap_sgd_step a jax.pmap function: every device computes its own copy of the results",
+        check = f"pmap_sgd_step on {n} devices returns params and loss spread over {n} devices"
+        expected = reference.pmap_sgd_step(*purity.fresh_copy(inputs), 0.1)
+        compiled = programs.program_of(
+            student.pmap_sgd_step, *inputs, 0.1, static_argnums=(3,), result_like=expected, check=check
         )
+        shardings.assert_runs_on_devices(compiled, n, what="(new_params, loss)", check=check, advice=advice)
+        got = programs.assert_gives(compiled, *shardings.placed(inputs, n, split=True), expected=expected)
+        shardings.assert_results_on_devices(got, n, name="(new_params, loss)", check=check, advice=advice)
 
 
 def pmap_loop(student, new_learning_rate):
@@ -504,8 +492,32 @@ def test_distribute_splits_the_batch_rows_over_the_mesh(student, mesh, half_mesh
 # sharded_sgd_step -----------------------------------------------------------
 
 
-def test_sharded_sgd_step_is_jitted(student):
-    tracing.assert_is_jitted(student.sharded_sgd_step, "sharded_sgd_step")
+def step_program(student, reference, placed, learning_rate, check, *, own_jit):
+    """The program of ``sharded_sgd_step`` for the placed inputs, and the reference's result: with ``own_jit`` the
+    student's own jax.jit function's (only a jitted function has one); else the check's jax.jit of it, with the
+    learning rate a constant of the program (the retrace check judges whether it is traced)."""
+    expected = reference.sharded_sgd_step(*placed, learning_rate)
+    compiled = programs.program_of(
+        student.sharded_sgd_step,
+        *placed,
+        learning_rate,
+        as_is=own_jit,
+        static_argnums=() if own_jit else (3,),
+        result_like=expected,
+        name="sharded_sgd_step",
+        check=check,
+        advice="decorate it with @jax.jit, or write `sharded_sgd_step = jax.jit(...)` at module level: jax.jit is "
+        "what partitions the step over the inputs' shardings",
+    )
+    return compiled, expected
+
+
+@program
+def test_sharded_sgd_step_is_jitted(student, reference, mesh):
+    placed = sharded_inputs(mesh, 5)
+    check = "sharded_sgd_step is compiled with jax.jit"
+    compiled, expected = step_program(student, reference, placed, 0.1, check, own_jit=True)
+    programs.assert_gives(compiled, *placed, 0.1, expected=expected, atol=1e-6)
 
 
 def sharded_inputs(mesh, seed):
@@ -538,32 +550,42 @@ def test_sharded_sgd_step_equals_the_single_device_step(student, reference, mesh
     )
 
 
-def test_sharded_sgd_step_results_are_replicated_on_all_devices(student, mesh):
+@program
+def test_sharded_sgd_step_results_are_replicated_on_all_devices(student, reference, mesh):
+    """Where the results of the grader's own run of the program live, on the inputs it placed."""
     placed = sharded_inputs(mesh, 1)
-    got = run_sharded_step(student, placed, 0.1)
-    assert_replicated(
+    check = f"sharded_sgd_step's new params and loss are copied whole to all {mesh.size} devices"
+    compiled, expected = step_program(student, reference, placed, 0.1, check, own_jit=False)
+    got = programs.assert_gives(compiled, *placed, expected=expected, atol=1e-6)
+    shardings.assert_results_replicated(
         got,
-        mesh,
+        mesh.size,
         name="(new_params, loss)",
-        check=f"sharded_sgd_step's new params and loss are copied whole to all {mesh.size} devices",
+        check=check,
         advice="write the plain single-device step and let jax.jit partition it: the gradient of replicated params "
         "is summed over the devices, so the results are replicated. Do not move data to one device.",
     )
 
 
-def test_sharded_sgd_step_compiles_to_an_all_reduce(student, mesh):
+@program
+def test_sharded_sgd_step_compiles_to_an_all_reduce(student, reference, mesh):
+    """The collectives the grader's own compiler puts into the program for the inputs it placed."""
     placed = sharded_inputs(mesh, 2)
-    fn = student.sharded_sgd_step
-    jitted = fn if tracing.is_jitted(fn) else jax.jit(fn)
-    hlo = jitted.lower(*placed, 0.1).compile().as_text()
-    if "all-reduce" not in hlo:
-        raise CheckFailure(
-            "sharded_sgd_step, compiled for a batch split over the mesh, combines the devices' gradients with an all-reduce",
-            "the compiled program has no all-reduce: the devices never sum their partial gradients",
-            "each device should work on its own rows and the compiler should add the cross-device sum. Gathering the "
-            "whole batch onto every device (a replicating sharding constraint, a device_put inside) makes every "
-            "device redo all the work instead.",
-        )
+    check = (
+        "sharded_sgd_step, compiled for a batch split over the mesh, combines the devices' gradients with an all-reduce"
+    )
+    compiled, expected = step_program(student, reference, placed, 0.1, check, own_jit=False)
+    programs.assert_gives(compiled, *placed, expected=expected, atol=1e-6)
+    shardings.assert_compiles_to_collective(
+        compiled,
+        *placed,
+        collective="all-reduce",
+        check=check,
+        problem="the compiled program has no all-reduce: the devices never sum their partial gradients",
+        advice="each device should work on its own rows and the compiler should add the cross-device sum. Gathering "
+        "the whole batch onto every device (a replicating sharding constraint, a device_put inside) makes every "
+        "device redo all the work instead.",
+    )
 
 
 def test_sharded_sgd_step_new_learning_rate_does_not_retrace(student, mesh):
@@ -576,7 +598,13 @@ def test_sharded_sgd_step_new_learning_rate_does_not_retrace(student, mesh):
     loops.assert_no_retrace_when_fed_back(student.sharded_sgd_step, (*first, 0.1), next_args, name="sharded_sgd_step")
 
 
+@decided_by_values
 def test_sharded_sgd_step_is_pure(student, mesh):
     placed = sharded_inputs(mesh, 4)
-    purity.assert_pure(student.sharded_sgd_step, *placed, 0.1, module=student)
+    purity.assert_pure_by_values(student.sharded_sgd_step, *placed, 0.1)
+
+
+def test_sharded_sgd_step_keeps_no_module_state_and_leaks_no_tracer(student, mesh):
+    placed = sharded_inputs(mesh, 4)
+    purity.assert_module_state_unchanged(student, purity.cold(student.sharded_sgd_step), *placed, 0.1)
     purity.assert_no_leaked_tracers(purity.cold(student.sharded_sgd_step), *placed, 0.1, module=student)

@@ -174,7 +174,13 @@ def test_sgd_update_leaves_params_unchanged(student, regression):
     purity.assert_arguments_unchanged_by_values(student.sgd_update, purity.fresh_copy(params), 0.1, x, y)
 
 
+@values_decided
 def test_sgd_update_is_pure(student, regression):
+    params, x, y = regression
+    purity.assert_pure_by_values(student.sgd_update, purity.fresh_copy(params), 0.1, x, y)
+
+
+def test_sgd_update_keeps_no_module_state_and_leaks_no_tracer(student, regression):
     params, x, y = regression
     purity.assert_module_state_unchanged(student, purity.cold(student.sgd_update), purity.fresh_copy(params), 0.1, x, y)
     purity.assert_no_leaked_tracers(

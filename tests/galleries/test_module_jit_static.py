@@ -404,9 +404,20 @@ WRONG = [
                 return x, x
             return jax.lax.scan(step, a, None, length=n_steps)
      """,
-        r"cannot be traced by JAX|raised",
+        r"cannot be compiled with jax.jit: it needs a concrete value(.*\n)*.*n_steps decides the shape of history",
         "newton_sqrt and static_n_steps",
         id="n-steps-traced",
+    ),
+    pytest.param(
+        "newton_sqrt",
+        """
+        def newton_sqrt(a, n_steps):
+            step = lambda x, _: ((x + a / x) / 2,) * 2
+            return jax.jit(lambda a: jax.lax.scan(step, a, None, length=n_steps))(a)
+     """,
+        r"newton_sqrt is not a jax.jit function(.*\n)*.*static_argnames=\('n_steps',\)",
+        "newton_sqrt and static_n_steps",
+        id="a-new-jit-on-every-call",
     ),
     pytest.param(
         "newton_sqrt",

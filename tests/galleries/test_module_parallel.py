@@ -205,6 +205,21 @@ WRONG = [
         r"pmap_sgd_step traced 3 and compiled 3 more time\(s\)(.*\n)*.*JAX explains",
         "new_learning_rate",
     ),
+    # right values from one device: vmap names the axis as pmap does, but the program runs on one device
+    (
+        "pmap_sgd_step",
+        "jit-of-vmap-on-one-device",
+        """
+        def _step(params, xs, ys, learning_rate):
+            loss, grads = jax.value_and_grad(mse)(params, xs, ys)
+            grads, loss = jax.lax.pmean((grads, loss), "d")
+            return jax.tree.map(lambda p, g: p - learning_rate * g, params, grads), loss
+
+        pmap_sgd_step = jax.jit(jax.vmap(_step, axis_name="d", in_axes=(0, 0, 0, None)))
+    """,
+        r"\(new_params, loss\) lives on 1 device\(s\), expected 8(.*\n)*.*jax.pmap function",
+        "spread_over",
+    ),
     (
         "distribute",
         "device-put-without-sharding",
@@ -256,6 +271,21 @@ WRONG = [
             return jax.tree.map(lambda p, g: p - learning_rate * g, params, grads), loss
     """,
         r"sharded_sgd_step traced 3 and compiled 3 more time\(s\)",
+    ),
+    # every device gathers the whole batch and redoes all the work: right values, no all-reduce
+    (
+        "sharded_sgd_step",
+        "batch-gathered-onto-every-device",
+        """
+        @jax.jit
+        def sharded_sgd_step(params, x, y, learning_rate):
+            every = NamedSharding(make_data_mesh(), P())
+            x, y = jax.lax.with_sharding_constraint((x, y), every)
+            loss, grads = jax.value_and_grad(mse)(params, x, y)
+            return jax.tree.map(lambda p, g: p - learning_rate * g, params, grads), loss
+    """,
+        r"the compiled program has no all-reduce",
+        "all_reduce",
     ),
     (
         "sharded_sgd_step",

@@ -277,6 +277,18 @@ WRONG = [
             return jax.tree.map(lambda p, g: p - learning_rate * g, params, grads)
      """,
         r"module-level (variable )?'LOSSES'|leaked a tracer",
+        "sgd_update_keeps_no_module_state",
+    ),
+    (
+        "sgd_update",
+        "learning-rate-jittered-by-np-random",
+        """
+        _step = jax.jit(lambda params, lr, x, y: jax.tree.map(lambda p, g: p - lr * g, params, jax.grad(mse)(params, x, y)))
+
+        def sgd_update(params, learning_rate, x, y):
+            return _step(params, learning_rate * (1 + 1e-3 * np.random.rand()), x, y)
+     """,
+        r"returned something different the second time|changed when only .* was re-seeded",
         "sgd_update_is_pure",
     ),
     (
