@@ -6,7 +6,9 @@ The references of both modules are graded for real (grading process and verifier
 recorded as programs and confirmed. Then the verifier is asked again with the grading process's word kept
 ("passed") and its recorded programs forged, as a process whose function reuses a key or calls ``f`` twice would
 forge them: the program of such a function, of one that splits the same key twice for the reference's keys, of
-one that returns a constant. None is confirmed; the honest transcripts are, asked the same way.
+one that returns a constant. None is confirmed; the honest transcripts are, asked the same way. In the same grader,
+an honest student whose functions reuse a key in a loop (which the grading process, holding no reference, cannot
+see) or call f twice fails those checks with the trusted side's account, not "unconfirmed".
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from support import ROOT
+from support import ROOT, with_function
 
 from autograder.checks import marked, programs
 from autograder.core.course import load_course
@@ -51,9 +53,31 @@ def graded_references(tmp_path_factory):
     try:
         result = grader.grade_submission("references", Path(student))
         grader.trusted.verify = verify
+        wrong = tmp_path_factory.mktemp("wrong")
+        for module, replacement in WRONG.items():
+            (wrong / f"{module}.py").write_text(with_function(module, replacement), encoding="utf-8")
+        seen["wrong"] = grader.grade_submission("wrong", Path(wrong))
         yield grader, result, seen
     finally:
         grader.close()
+
+
+WRONG = {
+    "prng": """
+def random_walk(key, n_steps):
+    key, sub = jax.random.split(key)
+
+    def step(total, _):
+        total = total + jax.random.normal(sub)
+        return total, total
+
+    return jax.lax.scan(step, 0.0, None, length=n_steps)[1]
+""",
+    "autodiff": """
+def value_and_gradient(f, x):
+    return f(x), jax.grad(f)(x)
+""",
+}
 
 
 def _statics():
@@ -184,3 +208,16 @@ def test_the_honest_transcripts_are_confirmed_again(graded_references):
     checks = [KEY_CHECK, *ONCE_CHECKS]
     verdicts = grader.trusted.verify(checks, {c: seen["transcripts"][c] for c in checks})
     assert {c: str(v.outcome) for c, v in verdicts.items()} == {c: str(Status.PASSED) for c in checks}, verdicts
+
+
+@pytest.mark.parametrize(
+    "module, check, said",
+    [
+        ("prng", "test_random_walk_uses_each_key_once[6]", "random_walk gives other keys or draws than the reference"),
+        ("autodiff", "test_value_and_gradient_calls_f_once[1-D]", "value_and_gradient called f 2 times"),
+    ],
+)
+def test_an_honest_wrong_answer_fails_with_the_trusted_sides_account(graded_references, module, check, said):
+    _, _, seen = graded_references
+    outcome = {(o.module, o.check): o for o in seen["wrong"].outcomes}[module, check]
+    assert outcome.status == Status.FAILED and said in outcome.message, outcome
