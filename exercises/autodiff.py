@@ -24,9 +24,10 @@ argument. You never see its formula, so the answer has to come from JAX.
   ``v``. That is the Hessian-vector product ``H v``, without the n x n Hessian.
 
 Each transformation calls ``f`` once, to trace it, whatever the size of ``x``.
-The checks count those calls and look at the arrays your program builds
-(``jax.make_jaxpr``) at n = 1024: a million-entry Jacobian or Hessian that
-the task does not need is reported.
+The checks count those traces in the program your function compiles to (the
+``f`` they pass holds one cube root, so each trace of it adds one) and look
+at the arrays that program builds at n = 1024: a million-entry Jacobian or
+Hessian that the task does not need is reported.
 
 Run the checks with
 

@@ -19,8 +19,11 @@ new keys from the one you have with ``split``:
 The rule to live by: **use every key exactly once** — for one draw, or for
 one split. After splitting, the old key is spent: draw with the subkeys and
 carry the new ``key`` forward for the next split. Using a key twice gives
-correlated (identical!) numbers without any error; the checks run your code
-under ``jax.debug_key_reuse(True)``, which turns such reuse into an error.
+correlated (identical!) numbers without any error. The checks read the
+program your function compiles to for a key passed to two draws or splits,
+and compare its keys and draws with the reference's; when they differ, your
+code runs under ``jax.debug_key_reuse(True)``, which turns such reuse into an
+error at your line.
 
 Every function here returns exactly what the reference returns for the same
 key, so the *pattern* of splits written in each docstring matters. Keys may

@@ -7,9 +7,11 @@ from ``course.toml``.
   are compared with the reference at rtol 1e-5 (``hvp``: 1e-4, since the
   different orders of differentiation round differently), after the type and
   shape of the result.
-- ``f`` is handed over wrapped in a counter (``calls.CountedFunction``): a
-  transformation calls it once to trace it, so the count is the number of
-  forward passes the code asks for.
+- "calls f once" is decided from the program (``marked.assert_program_calls_once``):
+  ``f`` is handed over with a marker operation added (``marked.marked``); a
+  transformation traces it once, so the markers in the compiled program count
+  the forward passes the code asks for, and the program must give the
+  reference's values.
 - The program checks (``decided("program")``) lower ``jax.jit(lambda x, v: fn(f, x, v))`` with ``f`` closed
   over, as the course's conventions say (:mod:`autograder.checks.programs`); the grader runs that program on
   the check's inputs against the reference and inspects it. The size checks lower it at n = m = 1024 and
@@ -23,15 +25,18 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from autograder.checks import calls, programs, purity, values
+from autograder.checks import marked, programs, purity, values
 from autograder.checks.strategies import float32_arrays, integers
 from autograder.core.failures import CheckFailure
 
 correctness = pytest.mark.correctness
 program = pytest.mark.decided("program")
-# Decided on the trusted side from recorded values (issue 42); what values cannot show (module state) is a check
-# of its own, observed in the student's process.
+# Decided on the trusted side from recorded values (issue 42); "calls f once" from the program (marked); what
+# neither can show (module state) is a check of its own, observed in the student's process.
 values_decided = pytest.mark.decided("values")
+
+# The "calls f once" checks lower the function once per example and count the forward passes in its program.
+once_examples = settings(max_examples=2)
 
 HVP_RTOL = 1e-4
 # tanh_of_running_sum's second derivative in float32: jit and eager (and hessian-then-product) differ by up to
@@ -165,12 +170,17 @@ def test_value_and_gradient_matches_reference(student, reference, f, x):
     values.assert_trees_close(got, expected, name="(value, gradient)", check=check)
 
 
+@program
 @pytest.mark.parametrize("shape", VECTOR_OR_MATRIX_SHAPES, ids=["1-D", "2-D"])
-def test_value_and_gradient_calls_f_once(student, shape):
-    x = jnp.linspace(-1.0, 1.0, int(np.prod(shape)), dtype=jnp.float32).reshape(shape)
-    calls.assert_called_once(
+@once_examples
+@given(data=st.data())
+def test_value_and_gradient_calls_f_once(student, reference, shape, data):
+    x = data.draw(vectors((shape,)))
+    marked.assert_program_calls_once(
+        student.value_and_gradient,
+        reference.value_and_gradient,
         sin_times_square,
-        lambda f: jax.make_jaxpr(lambda x: student.value_and_gradient(f, x))(x),
+        x,
         caller="value_and_gradient",
         advice=VALUE_AND_GRAD_ONCE,
     )
@@ -225,11 +235,17 @@ def test_directional_derivative_returns_only_the_tangent(student):
     assert_result_is_an_array(got, sin_times_running_sum(x), "directional_derivative", check)
 
 
-def test_directional_derivative_calls_f_once(student):
-    x, v = large(1)[:8], large(2)[:8]
-    calls.assert_called_once(
+@program
+@once_examples
+@given(x=vectors(), seed=integers(0, 2**16))
+def test_directional_derivative_calls_f_once(student, reference, x, seed):
+    v = np.random.RandomState(seed).normal(size=x.shape).astype(np.float32)
+    marked.assert_program_calls_once(
+        student.directional_derivative,
+        reference.directional_derivative,
         sin_times_running_sum,
-        lambda f: jax.make_jaxpr(lambda x, v: student.directional_derivative(f, x, v))(x, v),
+        x,
+        v,
         caller="directional_derivative",
         advice=JVP_ADVICE,
     )
@@ -285,13 +301,17 @@ def test_vjp_rows_matches_reference(student, reference, f, x, k, seed):
     values.assert_trees_close(got, expected, name="rows", check=check)
 
 
+@program
 @pytest.mark.parametrize("k", [2, 5])
-def test_vjp_rows_calls_f_once_whatever_k(student, k):
-    x = large(1)[:6]
-    cotangents = cotangents_for(neighbour_products, x, k, 0)
-    calls.assert_called_once(
+@once_examples
+@given(x=vectors(), seed=integers(0, 2**16))
+def test_vjp_rows_calls_f_once_whatever_k(student, reference, k, x, seed):
+    marked.assert_program_calls_once(
+        student.vjp_rows,
+        reference.vjp_rows,
         neighbour_products,
-        lambda f: jax.make_jaxpr(lambda x, c: student.vjp_rows(f, x, c))(x, cotangents),
+        x,
+        cotangents_for(neighbour_products, x, k, seed),
         caller=f"vjp_rows (with k = {k} rows)",
         advice="a Python loop of jax.vjp calls f once per row; " + VJP_ADVICE,
     )
@@ -376,13 +396,21 @@ def test_hvp_builds_no_hessian(student, reference):
     )
 
 
-def test_hvp_calls_f_once(student):
-    x, v = large(1)[:8], large(2)[:8]
-    calls.assert_called_once(
+@program
+@once_examples
+@given(x=vectors(), seed=integers(0, 2**16))
+def test_hvp_calls_f_once(student, reference, x, seed):
+    v = np.random.RandomState(seed).normal(size=x.shape).astype(np.float32)
+    marked.assert_program_calls_once(
+        student.hvp,
+        reference.hvp,
         tanh_of_running_sum,
-        lambda f: jax.make_jaxpr(lambda x, v: student.hvp(f, x, v))(x, v),
+        x,
+        v,
         caller="hvp",
         advice=HVP_ADVICE,
+        rtol=HVP_RTOL,
+        atol=HVP_ATOL,
     )
 
 

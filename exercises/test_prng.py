@@ -8,10 +8,13 @@ from ``course.toml``.
   ``jax.jit`` (static arguments static), so a new key costs no compilation:
   the split pattern is part of each function's contract, so keys must match
   bit for bit and floats up to float32 rounding.
-- Key reuse is checked with typed keys under ``jax.debug_key_reuse(True)``,
-  called without jit so the message points at the line; ``random_walk`` runs
-  op by op (``structure.eagerly``), so a key reused inside a loop body is
-  reported at that line too.
+- Key reuse is decided from the program the function compiles to
+  (``keyuse.assert_program_uses_each_key_once``): on the check's keys it must
+  give the reference's keys and draws, which a key used twice does not. When
+  it does not, the function runs under ``jax.debug_key_reuse(True)`` without
+  jit for the message, which names the line (``random_walk`` op by op,
+  ``structure.eagerly``, so a key reused inside a loop body is reported at
+  that line too).
 - Hidden randomness: a different key must change the result, and re-seeding
   NumPy's, Python's or torch's global generator must not.
 """
@@ -19,9 +22,9 @@ from ``course.toml``.
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from hypothesis import example, given
+from hypothesis import example, given, settings
 
-from autograder.checks import keys, programs, purity, structure, values
+from autograder.checks import keys, keyuse, programs, purity, structure, values
 from autograder.checks.strategies import (
     DROPOUT_SHAPES,
     MLP_SIZES,
@@ -36,8 +39,8 @@ from autograder.checks.strategies import keys as any_keys
 correctness = pytest.mark.correctness
 program = pytest.mark.decided("program")  # the grader runs and inspects the program the function compiles to
 # Decided on the trusted side from recorded values (issue 42): the student's process records what the function
-# (jitted, or a form of it) returned, and the trusted side reads the recorded values alike. Key reuse (JAX's own
-# tracking while the function runs) and module state are not values: those checks stay observed.
+# (jitted, or a form of it) returned, and the trusted side reads the recorded values alike. Key reuse is decided
+# from the program (keyuse); module state is neither a value nor in the program: those checks stay observed.
 values_decided = pytest.mark.decided("values")
 
 # No zeros, so a dropped entry is visible; a shape of DROPOUT_SHAPES, so it compiles nothing new.
@@ -67,8 +70,8 @@ def assert_keeps_no_module_state(fn, make_args, module, eager=None):
     purity.assert_module_state_unchanged(module, eager or fn, *make_args(keys.make_key(3, "typed")))
 
 
-def typed_key():
-    return keys.make_key(11, "typed")
+# The key-use checks lower the function once per example and run its program on the example's key.
+key_use_examples = settings(max_examples=3)
 
 
 # two_normals ----------------------------------------------------------------
@@ -88,8 +91,11 @@ def test_two_normals_returns_a_key_of_the_kind_passed_in(student, key):
     keys.assert_key_kind_preserved(new_key, key)
 
 
-def test_two_normals_uses_each_key_once(student):
-    keys.assert_no_key_reuse(student.two_normals, typed_key())
+@program
+@key_use_examples
+@given(key=any_keys())
+def test_two_normals_uses_each_key_once(student, reference, key):
+    keyuse.assert_program_uses_each_key_once(student.two_normals, reference.two_normals, key)
 
 
 @program
@@ -116,9 +122,12 @@ def test_init_mlp_matches_reference(student, reference, key, sizes):
     values.assert_matches_reference(jitted(student.init_mlp, 1), jitted(reference.init_mlp, 1), key, sizes)
 
 
+@program
 @pytest.mark.parametrize("sizes", MLP_SIZES)
-def test_init_mlp_uses_each_key_once(student, sizes):
-    keys.assert_no_key_reuse(student.init_mlp, typed_key(), sizes)
+@key_use_examples
+@given(key=any_keys())
+def test_init_mlp_uses_each_key_once(student, reference, sizes, key):
+    keyuse.assert_program_uses_each_key_once(student.init_mlp, reference.init_mlp, key, sizes, static_argnums=(1,))
 
 
 @program
@@ -167,9 +176,14 @@ def test_dropout_with_rate_zero_keeps_everything(student, key, x):
     values.assert_trees_close(got, x, rtol=0, atol=0, check="dropout(key, x, 0.0) returns x unchanged")
 
 
+@program
 @pytest.mark.parametrize("rate", [0.0, 0.5])
-def test_dropout_uses_each_key_once(student, rate):
-    keys.assert_no_key_reuse(student.dropout, typed_key(), DROPOUT_INPUT, rate)
+@key_use_examples
+@given(key=any_keys())
+def test_dropout_uses_each_key_once(student, reference, rate, key):
+    keyuse.assert_program_uses_each_key_once(
+        student.dropout, reference.dropout, key, DROPOUT_INPUT, rate, static_argnums=(2,)
+    )
 
 
 @program
@@ -199,9 +213,19 @@ def test_random_walk_matches_reference(student, reference, key, n_steps):
     values.assert_matches_reference(jitted(student.random_walk, 1), jitted(reference.random_walk, 1), key, n_steps)
 
 
+@program
 @pytest.mark.parametrize("n_steps", WALK_LENGTHS)
-def test_random_walk_uses_each_key_once(student, n_steps):
-    keys.assert_no_key_reuse(structure.eagerly(student.random_walk), typed_key(), n_steps)
+@key_use_examples
+@given(key=any_keys())
+def test_random_walk_uses_each_key_once(student, reference, n_steps, key):
+    keyuse.assert_program_uses_each_key_once(
+        student.random_walk,
+        reference.random_walk,
+        key,
+        n_steps,
+        static_argnums=(1,),
+        eager=structure.eagerly(student.random_walk),
+    )
 
 
 @program

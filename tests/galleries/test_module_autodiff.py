@@ -89,6 +89,50 @@ CORRECT_VARIANTS = [
     """,
         id="forward-over-reverse-lists",
     ),
+    # "calls f once" is counted in the program (marked f): every transformation traces f once
+    pytest.param(
+        "value_and_gradient",
+        """
+        @functools.partial(jax.jit, static_argnums=0)
+        def value_and_gradient(f, x):
+            return jax.value_and_grad(lambda y: f(y))(x)
+    """,
+        id="jitted-with-static-f-value_and_grad-of-a-lambda",
+    ),
+    pytest.param(
+        "directional_derivative",
+        """
+        def directional_derivative(f, x, v):
+            return jax.linearize(f, x)[1](v)
+    """,
+        id="linearize-inline",
+    ),
+    pytest.param(
+        "vjp_rows",
+        """
+        def vjp_rows(f, x, cotangents):
+            _, pullback = jax.vjp(f, x)
+            return jax.vmap(lambda c: pullback(c)[0])(cotangents)
+    """,
+        id="vmap-of-a-lambda-over-the-pullback",
+    ),
+    pytest.param(
+        "hvp",
+        """
+        def hvp(f, x, v):
+            return jax.linearize(jax.grad(f), x)[1](v)
+    """,
+        id="linearize-of-grad",
+    ),
+    pytest.param(
+        "hvp",
+        """
+        def hvp(f, x, v):
+            _, pullback = jax.vjp(jax.grad(f), x)
+            return pullback(v)[0]  # H is symmetric: v^T H = H v
+    """,
+        id="vjp-of-grad",
+    ),
 ]
 
 
@@ -265,6 +309,49 @@ WRONG = [
         r"called f 2 times",
         "hvp and calls_f_once",
         id="finite-difference-of-gradients",
+    ),
+    # f called twice, counted in the program (the verdict decided on the trusted side)
+    pytest.param(
+        "value_and_gradient",
+        """
+        def value_and_gradient(f, x):
+            value, _ = jax.jvp(f, (x,), (jnp.zeros_like(x),))
+            return value, jax.grad(f)(x)
+     """,
+        r"value_and_gradient called f 2 times for one call: its compiled program runs the forward pass of f 2 times",
+        "value_and_gradient and calls_f_once",
+        id="value-from-a-jvp-then-grad",
+    ),
+    pytest.param(
+        "directional_derivative",
+        """
+        def directional_derivative(f, x, v):
+            _, pullback = jax.vjp(f, x)  # an unused pullback still traces f
+            return jax.jvp(f, (x,), (v,))[1] + 0 * jnp.sum(pullback(f(x))[0])
+     """,
+        r"directional_derivative called f 3 times",
+        "directional_derivative and calls_f_once",
+        id="jvp-plus-a-pullback",
+    ),
+    pytest.param(
+        "vjp_rows",
+        """
+        def vjp_rows(f, x, cotangents):
+            return jnp.stack([jax.grad(lambda y: jnp.vdot(f(y), c))(x) for c in cotangents])
+     """,
+        r"vjp_rows \(with k = 2 rows\) called f 2 times",
+        "vjp_rows and calls_f_once",
+        id="python-loop-of-grad",
+    ),
+    pytest.param(
+        "hvp",
+        """
+        def hvp(f, x, v):
+            return jax.jvp(jax.grad(f), (x,), (v,))[1] + 0 * f(x)
+     """,
+        r"hvp called f 2 times",
+        "hvp and calls_f_once",
+        id="forward-over-reverse-plus-f",
     ),
     pytest.param(
         "hvp",

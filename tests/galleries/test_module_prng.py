@@ -347,6 +347,57 @@ WRONG = [
         r"random_walk: result differs from the reference",
         "random_walk and matches_reference",
     ),
+    # key use decided from the program (the verdict decided on the trusted side): a key used twice
+    (
+        "splits-the-same-key-once-per-layer",
+        "init_mlp",
+        """
+        def init_mlp(key, sizes):
+            n = len(sizes) - 1  # the reference's keys, but the key is split n times
+            return [{"W": jax.random.normal(jax.random.split(key, n)[i], (sizes[i], sizes[i + 1]))
+                          * jnp.sqrt(2.0 / sizes[i]), "b": jnp.zeros(sizes[i + 1])} for i in range(n)]
+     """,
+        r"used the key `key` a second time",
+        "init_mlp and uses_each_key",
+    ),
+    (
+        "one-mask-for-every-row",
+        "dropout",
+        """
+        def dropout(key, x, rate):
+            keep = jnp.stack([jax.random.bernoulli(key, 1 - rate, x.shape[1:]) for _ in range(x.shape[0])])
+            return jnp.where(keep, x / (1 - rate), 0)
+     """,
+        r"used the key `key` a second time",
+        "dropout and uses_each_key",
+    ),
+    (
+        "draws-with-the-carried-key-in-fori-loop",
+        "random_walk",
+        """
+        def random_walk(key, n_steps):
+            def body(i, carry):
+                key, out = carry
+                step = jax.random.normal(key)
+                key, _ = jax.random.split(key)
+                return key, out.at[i].set(step)
+            return jnp.cumsum(jax.lax.fori_loop(0, n_steps, body, (key, jnp.zeros(n_steps)))[1])
+     """,
+        r"uses every PRNG key at most once",
+        "random_walk and uses_each_key",
+    ),
+    (
+        "returns-the-input-key-jitted",
+        "two_normals",
+        """
+        @jax.jit
+        def two_normals(key):
+            _, k1, k2 = jax.random.split(key, 3)
+            return key, jax.random.normal(k1), jax.random.normal(k2)
+     """,
+        r"the returned key\[0\] was already used inside two_normals",
+        "two_normals and uses_each_key",
+    ),
     # Python's random module
     (
         "adds-python-random-noise",

@@ -1,0 +1,223 @@
+"""Issue 42: "uses every PRNG key at most once" (``prng``) and "calls f exactly once" (``autodiff``) are decided
+from the program (:mod:`autograder.checks.keyuse`, :mod:`autograder.checks.marked`), as
+``test_program_certificates.py`` proves for "works under jit".
+
+The references of both modules are graded for real (grading process and verifier): the moved checks are claimed,
+recorded as programs and confirmed. Then the verifier is asked again with the grading process's word kept
+("passed") and its recorded programs forged, as a process whose function reuses a key or calls ``f`` twice would
+forge them: the program of such a function, of one that splits the same key twice for the reference's keys, of
+one that returns a constant. None is confirmed; the honest transcripts are, asked the same way. In the same grader,
+an honest student whose functions reuse a key in a loop (which the grading process, holding no reference, cannot
+see) or call f twice fails those checks with the trusted side's account, not "unconfirmed".
+"""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from support import ROOT, with_function
+
+from autograder.checks import marked, programs
+from autograder.core.course import load_course
+from autograder.core.status import Status
+from autograder.grading import transcript
+from autograder.grading.grader import Grader, Options
+
+MODULES = ("prng", "autodiff")
+KEY_CHECK = "prng::test_two_normals_uses_each_key_once"
+ONCE_CHECKS = ("autodiff::test_hvp_calls_f_once", "autodiff::test_directional_derivative_calls_f_once")
+
+
+@pytest.fixture(scope="module")
+def graded_references(tmp_path_factory):
+    student = tmp_path_factory.mktemp("references")
+    for module in MODULES:
+        (student / f"{module}.py").write_bytes((ROOT / "solutions" / f"{module}.py").read_bytes())
+    grader = Grader(load_course(ROOT), Options(MODULES, 60, 4000, 1), workers=1)
+    seen: dict = {"claims": [], "transcripts": {}, "verdicts": {}}
+    verify = grader.trusted.verify
+
+    def spy(claims, transcripts):
+        verdicts = verify(claims, transcripts)
+        seen["claims"] += list(claims)
+        seen["transcripts"].update(transcripts)
+        seen["verdicts"].update(verdicts)
+        return verdicts
+
+    grader.trusted.verify = spy
+    try:
+        result = grader.grade_submission("references", Path(student))
+        grader.trusted.verify = verify
+        wrong = tmp_path_factory.mktemp("wrong")
+        for module, replacement in WRONG.items():
+            (wrong / f"{module}.py").write_text(with_function(module, replacement), encoding="utf-8")
+        seen["wrong"] = grader.grade_submission("wrong", Path(wrong))
+        yield grader, result, seen
+    finally:
+        grader.close()
+
+
+WRONG = {
+    "prng": """
+def random_walk(key, n_steps):
+    key, sub = jax.random.split(key)
+
+    def step(total, _):
+        total = total + jax.random.normal(sub)
+        return total, total
+
+    return jax.lax.scan(step, 0.0, None, length=n_steps)[1]
+""",
+    "autodiff": """
+def value_and_gradient(f, x):
+    return f(x), jax.grad(f)(x)
+""",
+}
+
+
+def _statics():
+    return transcript.statics()
+
+
+def _programs_of(calls: dict) -> dict[str, np.ndarray]:
+    """The recorded programs of a check's transcript, by key."""
+    found = {}
+    for key, encoded in calls.items():
+        value = transcript.decode(encoded, _statics())
+        if isinstance(value, np.ndarray) and value.dtype == np.uint8 and value.tobytes().startswith(b"AGPROG1"):
+            found[key] = value
+    return found
+
+
+def _forge(check: str, seen: dict, function, *arguments) -> dict:
+    """The check's transcript with every recorded program replaced by the program of ``function`` (lowered for
+    ``arguments``, the types the check's program takes)."""
+    forged = copy.deepcopy(seen["transcripts"][check])
+    recorded = _programs_of(forged)
+    assert recorded, check
+    payload = programs._pack(jax.export.export(jax.jit(function))(*arguments))
+    for key in recorded:
+        forged[key] = transcript.encode(payload, _statics())
+    return forged
+
+
+# two_normals, forged: the program is lowered for a key's data (uint32[2]), which a typed key lowers to as well
+
+
+def _draws_twice_from_one_subkey(key):
+    key, sub = jax.random.split(key)
+    return key, jax.random.normal(sub), jax.random.normal(sub)
+
+
+def _returns_the_input_key(key):
+    _, k1, k2 = jax.random.split(key, 3)
+    return key, jax.random.normal(k1), jax.random.normal(k2)
+
+
+def _splits_the_key_twice(key):  # the reference's values, from a key split twice
+    _, k1, _ = jax.random.split(key, 3)
+    new, _, k2 = jax.random.split(key, 3)
+    return new, jax.random.normal(k1), jax.random.normal(k2)
+
+
+def _constant(key):
+    return key, jnp.float32(0.5), jnp.float32(-0.5)
+
+
+KEY_FORGERIES = {
+    "draws-twice-from-one-subkey": _draws_twice_from_one_subkey,
+    "returns-the-input-key": _returns_the_input_key,
+    "splits-the-key-twice": _splits_the_key_twice,
+    "constant": _constant,
+}
+
+
+# hvp and directional_derivative, forged: f is the check's own (tanh_of_running_sum, sin_times_running_sum), marked
+
+
+def _tanh_of_running_sum(x):
+    return jnp.sum(jnp.tanh(jnp.cumsum(jnp.ravel(x))) ** 2)
+
+
+def _sin_times_running_sum(x):
+    return jnp.sin(x) * jnp.cumsum(x)
+
+
+def _hvp_and_f_again(x, v):
+    f = marked.marked(_tanh_of_running_sum)
+    return jax.jvp(jax.grad(f), (x,), (v,))[1] + 0 * f(x)
+
+
+def _hvp_by_finite_differences(x, v):
+    g = jax.grad(marked.marked(_tanh_of_running_sum))
+    return (g(x + 1e-2 * v) - g(x - 1e-2 * v)) / 2e-2
+
+
+def _tangent_by_central_difference(x, v):
+    f = marked.marked(_sin_times_running_sum)
+    return (f(x + 1e-3 * v) - f(x - 1e-3 * v)) / 2e-3
+
+
+def _unmarked_tangent(x, v):  # one forward pass, but of another function than the f the check handed over
+    return jax.jvp(_sin_times_running_sum, (x,), (v,))[1]
+
+
+ONCE_FORGERIES = {
+    ("autodiff::test_hvp_calls_f_once", "f-again"): _hvp_and_f_again,
+    ("autodiff::test_hvp_calls_f_once", "finite-differences-of-gradients"): _hvp_by_finite_differences,
+    ("autodiff::test_directional_derivative_calls_f_once", "central-difference"): _tangent_by_central_difference,
+    ("autodiff::test_directional_derivative_calls_f_once", "another-f"): _unmarked_tangent,
+}
+VECTOR = jax.ShapeDtypeStruct((5,), np.float32)  # the checks' x and v (strategies: vectors of shape (5,))
+
+
+def test_the_references_key_use_and_passes_are_confirmed(graded_references):
+    _, result, seen = graded_references
+    assert sum(s.points for s in result.scores) == sum(s.max_points for s in result.scores)
+    for check in (KEY_CHECK, *ONCE_CHECKS):
+        assert check in seen["claims"] and _programs_of(seen["transcripts"][check]), check
+        assert str(seen["verdicts"][check].outcome) == str(Status.PASSED), seen["verdicts"][check]
+
+
+@pytest.mark.parametrize("kind", KEY_FORGERIES)
+def test_a_forged_key_use_earns_nothing(graded_references, kind):
+    grader, _, seen = graded_references
+    forged = _forge(KEY_CHECK, seen, KEY_FORGERIES[kind], jax.random.PRNGKey(0))
+    verdicts = grader.trusted.verify([KEY_CHECK], {KEY_CHECK: forged})
+    assert str(verdicts[KEY_CHECK].outcome) == str(Status.FAILED), verdicts
+    assert "uses every PRNG key at most once" in verdicts[KEY_CHECK].message
+
+
+@pytest.mark.parametrize("check, kind", list(ONCE_FORGERIES), ids=[k for _, k in ONCE_FORGERIES])
+def test_a_forged_forward_pass_count_earns_nothing(graded_references, check, kind):
+    grader, _, seen = graded_references
+    forged = _forge(check, seen, ONCE_FORGERIES[check, kind], VECTOR, VECTOR)
+    verdicts = grader.trusted.verify([check], {check: forged})
+    assert str(verdicts[check].outcome) == str(Status.FAILED), verdicts
+    assert "calls f exactly once" in verdicts[check].message
+
+
+def test_the_honest_transcripts_are_confirmed_again(graded_references):
+    """The control: the same verifier, asked the same way with the recorded programs as they were."""
+    grader, _, seen = graded_references
+    checks = [KEY_CHECK, *ONCE_CHECKS]
+    verdicts = grader.trusted.verify(checks, {c: seen["transcripts"][c] for c in checks})
+    assert {c: str(v.outcome) for c, v in verdicts.items()} == {c: str(Status.PASSED) for c in checks}, verdicts
+
+
+@pytest.mark.parametrize(
+    "module, check, said",
+    [
+        ("prng", "test_random_walk_uses_each_key_once[6]", "random_walk gives other keys or draws than the reference"),
+        ("autodiff", "test_value_and_gradient_calls_f_once[1-D]", "value_and_gradient called f 2 times"),
+    ],
+)
+def test_an_honest_wrong_answer_fails_with_the_trusted_sides_account(graded_references, module, check, said):
+    _, _, seen = graded_references
+    outcome = {(o.module, o.check): o for o in seen["wrong"].outcomes}[module, check]
+    assert outcome.status == Status.FAILED and said in outcome.message, outcome
