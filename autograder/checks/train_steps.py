@@ -29,10 +29,6 @@ JIT_ADVICE = (
     "decorate it with @jax.jit (or write `{name} = jax.jit(...)` at module level), so that every call of the "
     "training loop runs one compiled program"
 )
-HIDDEN_STATE = (
-    "the result must depend only on the arguments: no global, counter or cache kept between calls, and all "
-    "randomness from the key argument (jax.random), never from np.random, random or torch"
-)
 
 
 def fields_of(*names: str) -> Callable[[Callable], Callable]:
@@ -106,23 +102,7 @@ def assert_same_result_by_values(
             "return a new state and JAX arrays or numbers",
         )
     first, second, _, reseeded = got
-    try:
-        assert_trees_close(second, first, rtol=0, atol=0, name="second result", source="the first result")
-    except CheckFailure as failure:
-        raise CheckFailure(
-            f"{shown} gives the same result when called twice with the same arguments",
-            f"{shown} returned something different the second time it was called with the same arguments",
-            f"{failure.problem}\n{HIDDEN_STATE}",
-        ) from None
-    for generator, again in reseeded.items():
-        try:
-            assert_trees_close(again, first, rtol=0, atol=0)
-        except CheckFailure:
-            raise CheckFailure(
-                f"{shown} does not depend on hidden random state",
-                f"the result of {shown} changed when only {generator} was re-seeded",
-                HIDDEN_STATE,
-            ) from None
+    purity.assert_result_repeats(shown, first, second, reseeded)
     try:
         assert_trees_close(first, expected, rtol=rtol, atol=atol, check=f"{shown} gives the reference's values")
     except CheckFailure as wrong:

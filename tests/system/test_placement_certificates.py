@@ -1,6 +1,6 @@
 """Issue 42: module 11's checks of where results live and how the devices combine their work are decided from the
 program on the trusted side (:mod:`autograder.checks.shardings`), as ``test_program_certificates`` proves for
-module 1 (its machinery reused).
+module 1 (the shared machinery of `tests/certificates.py`).
 
 The reference is graded for real (grading process and verifier): these program checks are confirmed. Then the
 verifier is asked again with the grading process's word kept ("passed") and its recorded programs forged as a
@@ -15,21 +15,17 @@ confirmed either.
 from __future__ import annotations
 
 import copy
-from pathlib import Path
 
+import certificates
 import jax
 import jax.numpy as jnp
 import pytest
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
-from support import ROOT
-from test_program_certificates import _arguments, _programs_of, _statics
 
 from autograder.checks import programs
-from autograder.core.course import load_course
 from autograder.core.status import Status
 from autograder.grading import transcript
-from autograder.grading.grader import Grader, Options
 
 MODULE = "parallel"
 ALL_REDUCE = f"{MODULE}::test_sharded_sgd_step_compiles_to_an_all_reduce"
@@ -49,25 +45,8 @@ AUTO = jax.sharding.AxisType.Auto
 
 @pytest.fixture(scope="module")
 def graded_reference(tmp_path_factory):
-    student = tmp_path_factory.mktemp("reference")
-    for module in MODULES:
-        (student / f"{module}.py").write_bytes((ROOT / "solutions" / f"{module}.py").read_bytes())
-    grader = Grader(load_course(ROOT), Options(MODULES, 120, 4000, 1), workers=1)
-    seen = {}
-    verify = grader.trusted.verify
-
-    def spy(claims, transcripts):
-        seen["claims"], seen["transcripts"] = claims, transcripts
-        seen["verdicts"] = verify(claims, transcripts)
-        return seen["verdicts"]
-
-    grader.trusted.verify = spy
-    try:
-        result = grader.grade_submission("reference", Path(student))
-        grader.trusted.verify = verify
-        yield grader, result, seen
-    finally:
-        grader.close()
+    with certificates.graded_for_real(tmp_path_factory.mktemp("reference"), MODULES, timeout=120) as graded:
+        yield graded
 
 
 def _mse(W, b, x, y):
@@ -92,7 +71,7 @@ def _newton_five_steps(a, n_steps):
 
 
 def _forged(check: str, honest) -> object:
-    arguments = _arguments(honest)
+    arguments = certificates.arguments(honest)
     if check == STATIC_N_STEPS:
         (a,) = arguments
         n_steps = jax.ShapeDtypeStruct((), jnp.int32)
@@ -111,7 +90,7 @@ def test_the_references_verdicts_are_confirmed(graded_reference):
     _, result, seen = graded_reference
     assert sum(s.points for s in result.scores) == sum(s.max_points for s in result.scores)
     for check in CHECKS:
-        assert check in seen["claims"] and (check == PURE or _programs_of(seen["transcripts"][check]))
+        assert check in seen["claims"] and (check == PURE or certificates.programs_of(seen["transcripts"][check]))
         assert str(seen["verdicts"][check].outcome) == str(Status.PASSED), seen["verdicts"][check]
 
 
@@ -126,13 +105,13 @@ def _second_call_differs(value):
 def test_forged_data_earns_nothing(graded_reference, check):
     grader, _, seen = graded_reference
     forged = copy.deepcopy(seen["transcripts"][check])
-    for key, honest in _programs_of(forged).items():
-        forged[key] = transcript.encode(_forged(check, honest), _statics())
+    for key, honest in certificates.programs_of(forged).items():
+        forged[key] = transcript.encode(_forged(check, honest), transcript.statics())
     if check == PURE:
-        changed = {k: _second_call_differs(transcript.decode(v, _statics())) for k, v in forged.items()}
+        changed = {k: _second_call_differs(transcript.decode(v, transcript.statics())) for k, v in forged.items()}
         changed = {k: v for k, v in changed.items() if v is not None}
         assert changed
-        forged.update({k: transcript.encode(v, _statics()) for k, v in changed.items()})
+        forged.update({k: transcript.encode(v, transcript.statics()) for k, v in changed.items()})
     verdicts = grader.trusted.verify([check], {check: forged})
     assert str(verdicts[check].outcome) == str(Status.FAILED), verdicts
     assert FAILS_WITH[check] in verdicts[check].message, verdicts[check].message

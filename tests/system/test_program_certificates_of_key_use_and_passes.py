@@ -16,17 +16,16 @@ from __future__ import annotations
 import copy
 from pathlib import Path
 
+import certificates
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from support import ROOT, with_function
+from support import with_function
 
 from autograder.checks import marked, programs
-from autograder.core.course import load_course
 from autograder.core.status import Status
 from autograder.grading import transcript
-from autograder.grading.grader import Grader, Options
 
 MODULES = ("prng", "autodiff")
 KEY_CHECK = "prng::test_two_normals_uses_each_key_once"
@@ -35,31 +34,12 @@ ONCE_CHECKS = ("autodiff::test_hvp_calls_f_once", "autodiff::test_directional_de
 
 @pytest.fixture(scope="module")
 def graded_references(tmp_path_factory):
-    student = tmp_path_factory.mktemp("references")
-    for module in MODULES:
-        (student / f"{module}.py").write_bytes((ROOT / "solutions" / f"{module}.py").read_bytes())
-    grader = Grader(load_course(ROOT), Options(MODULES, 60, 4000, 1), workers=1)
-    seen: dict = {"claims": [], "transcripts": {}, "verdicts": {}}
-    verify = grader.trusted.verify
-
-    def spy(claims, transcripts):
-        verdicts = verify(claims, transcripts)
-        seen["claims"] += list(claims)
-        seen["transcripts"].update(transcripts)
-        seen["verdicts"].update(verdicts)
-        return verdicts
-
-    grader.trusted.verify = spy
-    try:
-        result = grader.grade_submission("references", Path(student))
-        grader.trusted.verify = verify
+    with certificates.graded_for_real(tmp_path_factory.mktemp("references"), MODULES) as (grader, result, seen):
         wrong = tmp_path_factory.mktemp("wrong")
         for module, replacement in WRONG.items():
             (wrong / f"{module}.py").write_text(with_function(module, replacement), encoding="utf-8")
         seen["wrong"] = grader.grade_submission("wrong", Path(wrong))
         yield grader, result, seen
-    finally:
-        grader.close()
 
 
 WRONG = {
@@ -80,29 +60,15 @@ def value_and_gradient(f, x):
 }
 
 
-def _statics():
-    return transcript.statics()
-
-
-def _programs_of(calls: dict) -> dict[str, np.ndarray]:
-    """The recorded programs of a check's transcript, by key."""
-    found = {}
-    for key, encoded in calls.items():
-        value = transcript.decode(encoded, _statics())
-        if isinstance(value, np.ndarray) and value.dtype == np.uint8 and value.tobytes().startswith(b"AGPROG1"):
-            found[key] = value
-    return found
-
-
 def _forge(check: str, seen: dict, function, *arguments) -> dict:
     """The check's transcript with every recorded program replaced by the program of ``function`` (lowered for
     ``arguments``, the types the check's program takes)."""
     forged = copy.deepcopy(seen["transcripts"][check])
-    recorded = _programs_of(forged)
+    recorded = certificates.programs_of(forged)
     assert recorded, check
     payload = programs._pack(jax.export.export(jax.jit(function))(*arguments))
     for key in recorded:
-        forged[key] = transcript.encode(payload, _statics())
+        forged[key] = transcript.encode(payload, transcript.statics())
     return forged
 
 
@@ -180,7 +146,7 @@ def test_the_references_key_use_and_passes_are_confirmed(graded_references):
     _, result, seen = graded_references
     assert sum(s.points for s in result.scores) == sum(s.max_points for s in result.scores)
     for check in (KEY_CHECK, *ONCE_CHECKS):
-        assert check in seen["claims"] and _programs_of(seen["transcripts"][check]), check
+        assert check in seen["claims"] and certificates.programs_of(seen["transcripts"][check]), check
         assert str(seen["verdicts"][check].outcome) == str(Status.PASSED), seen["verdicts"][check]
 
 

@@ -8,28 +8,23 @@ student's process would forge it whose step is not jitted, keeps state between c
 Python: a program of the right types and wrong values, bytes that are no program, one program for both numbers of
 samples (the same size, but not the reference's values for 16), and a step's results recorded alike three times but
 made up. None is confirmed; the honest transcripts are confirmed again (the control). The recorded programs and
-their decoding are :mod:`test_program_certificates`' own.
+their decoding are :mod:`certificates`' (tests/certificates.py).
 """
 
 from __future__ import annotations
 
 import base64
 import copy
-import re
-from pathlib import Path
 
+import certificates
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from support import ROOT
-from test_program_certificates import _statics
 
 from autograder.checks import programs
-from autograder.core.course import load_course
 from autograder.core.status import Status
 from autograder.grading import transcript
-from autograder.grading.grader import Grader, Options
 
 MODULE = "dropout_rngs"
 JITTED = f"{MODULE}::test_train_step_dropout_is_jitted"
@@ -37,43 +32,12 @@ NO_LOOP = f"{MODULE}::test_mc_dropout_predict_has_no_python_loop_over_the_sample
 PURE = f"{MODULE}::test_train_step_dropout_is_pure"
 PROGRAM_CHECKS = (JITTED, NO_LOOP, f"{MODULE}::test_mc_dropout_predict_works_under_jit")
 VALUES_CHECKS = (PURE, f"{MODULE}::test_mc_dropout_predict_leaves_the_state_unchanged")
-_DTYPES = {"f32": np.float32, "i32": np.int32, "ui32": np.uint32}
 
 
 @pytest.fixture(scope="module")
 def graded_reference(tmp_path_factory):
-    student = tmp_path_factory.mktemp("reference")
-    (student / f"{MODULE}.py").write_bytes((ROOT / "solutions" / f"{MODULE}.py").read_bytes())
-    grader = Grader(load_course(ROOT), Options((MODULE,), 120, 4000, 1), workers=1)
-    seen = {}
-    verify = grader.trusted.verify
-
-    def spy(claims, transcripts):
-        seen["claims"], seen["transcripts"] = claims, transcripts
-        seen["verdicts"] = verify(claims, transcripts)
-        return seen["verdicts"]
-
-    grader.trusted.verify = spy
-    try:
-        result = grader.grade_submission("reference", Path(student))
-        grader.trusted.verify = verify
-        yield grader, result, seen
-    finally:
-        grader.close()
-
-
-def _programs_of(calls: dict) -> dict[str, np.ndarray]:
-    """The recorded programs of a check's transcript, by key (a value holding a state of the course's classes is
-    not a program: this side does not decode it)."""
-    found = {}
-    for key, encoded in calls.items():
-        try:
-            value = transcript.decode(encoded, _statics())
-        except ValueError:
-            continue
-        if isinstance(value, np.ndarray) and value.dtype == np.uint8 and value.tobytes().startswith(b"AGPROG1"):
-            found[key] = value
-    return found
+    with certificates.graded_for_real(tmp_path_factory.mktemp("reference"), (MODULE,), timeout=120) as graded:
+        yield graded
 
 
 def _zeroed(encoded: dict) -> dict:
@@ -85,30 +49,9 @@ def _zeroed(encoded: dict) -> dict:
     return zeroed
 
 
-def _main_types(payload: np.ndarray) -> tuple[list, list]:
-    """(argument types, result types) of a recorded program's ``main`` (what a forger matches)."""
-    raw = payload.tobytes()
-    size = int.from_bytes(raw[8:12], "big")
-    fields = {f: None for f in ("in_tree", "out_tree", "in_shardings_hlo", "out_shardings_hlo", "_get_vjp")}
-    fields.update(fun_name="main", in_avals=(), out_avals=(), _has_named_shardings=False, _in_named_shardings=())
-    fields.update(_out_named_shardings=(), nr_devices=1, platforms=("cpu",), ordered_effects=(), unordered_effects=())
-    fields.update(disabled_safety_checks=(), mlir_module_serialized=raw[12 + size :], calling_convention_version=10)
-    fields.update(module_kept_var_idx=(), uses_global_constants=False)
-    text = programs._exported(**fields).mlir_module()
-    signature = re.search(r"func\.func public @main\((.*?)\)\s*->\s*(.*?)\s*\{\s*$", text, re.M)
-    return _types(signature.group(1)), _types(signature.group(2))
-
-
-def _types(text: str) -> list[jax.ShapeDtypeStruct]:
-    found = []
-    for dims, dtype in re.findall(r"tensor<((?:\d+x)*)([a-z]\w*)>", text):
-        found.append(jax.ShapeDtypeStruct(tuple(int(d) for d in dims.split("x") if d), _DTYPES[dtype]))
-    return found
-
-
 def _zeros_program(honest: np.ndarray) -> np.ndarray:
     """A program of the honest one's argument and result types that gives zeros: right types, wrong values."""
-    arguments, results = _main_types(honest)
+    arguments, results = certificates.main_types(honest)
     return programs._pack(
         jax.export.export(jax.jit(lambda *a: tuple(jnp.zeros(r.shape, r.dtype) for r in results)))(*arguments)
     )
@@ -118,7 +61,7 @@ def test_the_references_step_checks_are_confirmed(graded_reference):
     _, result, seen = graded_reference
     assert sum(s.points for s in result.scores) == sum(s.max_points for s in result.scores)
     for check in PROGRAM_CHECKS:
-        assert check in seen["claims"] and _programs_of(seen["transcripts"][check]), check
+        assert check in seen["claims"] and certificates.programs_of(seen["transcripts"][check]), check
     for check in PROGRAM_CHECKS + VALUES_CHECKS:
         assert str(seen["verdicts"][check].outcome) == str(Status.PASSED), seen["verdicts"][check]
 
@@ -132,13 +75,13 @@ def _verify(grader, check: str, forged: dict):
 def test_a_forged_program_of_the_step_earns_nothing(graded_reference, kind):
     grader, _, seen = graded_reference
     forged = copy.deepcopy(seen["transcripts"][JITTED])
-    for key, honest in _programs_of(forged).items():
+    for key, honest in certificates.programs_of(forged).items():
         payload = (
             _zeros_program(honest)
             if kind == "zeros"
             else np.frombuffer(b"AGPROG1\n" + b"\x00\x00\x00\x02{}" + b"junk" * 10, np.uint8)
         )
-        forged[key] = transcript.encode(payload, _statics())
+        forged[key] = transcript.encode(payload, transcript.statics())
     verdict = _verify(grader, JITTED, forged)
     assert str(verdict.outcome) == str(Status.FAILED), verdict
     assert "train_step_dropout" in verdict.message
@@ -148,11 +91,11 @@ def test_one_program_for_both_numbers_of_samples_earns_nothing(graded_reference)
     """A process whose function loops over the samples in Python would send one program of fixed size for both."""
     grader, _, seen = graded_reference
     forged = copy.deepcopy(seen["transcripts"][NO_LOOP])
-    recorded = _programs_of(forged)
+    recorded = certificates.programs_of(forged)
     assert len(recorded) == 2
     smallest = min(recorded.values(), key=lambda p: p.size)
     for key in recorded:
-        forged[key] = transcript.encode(smallest, _statics())
+        forged[key] = transcript.encode(smallest, transcript.statics())
     verdict = _verify(grader, NO_LOOP, forged)
     assert str(verdict.outcome) == str(Status.FAILED), verdict
     assert "mc_dropout_predict" in verdict.message

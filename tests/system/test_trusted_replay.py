@@ -19,14 +19,11 @@ import itertools
 import os
 import signal
 import time
-from pathlib import Path
 
+import certificates
 import pytest
-from support import ROOT
 
-from autograder.core.course import load_course
 from autograder.core.status import Status
-from autograder.grading.grader import Grader, Options
 from autograder.grading.wire import UNVERIFIABLE
 
 MODULES = ("prng", "autodiff", "batchnorm", "data")
@@ -35,26 +32,9 @@ MODULES = ("prng", "autodiff", "batchnorm", "data")
 @pytest.fixture(scope="module")
 def graded_reference(tmp_path_factory):
     """The reference graded for real (child and verifier), with what the verifier was given and said."""
-    student = tmp_path_factory.mktemp("reference")
-    for module in MODULES:
-        (student / f"{module}.py").write_bytes((ROOT / "solutions" / f"{module}.py").read_bytes())
-    grader = Grader(load_course(ROOT), Options(MODULES, 60, 4000, 1), workers=1)
-    seen = {}
-    verify = grader.trusted.verify
-
-    def spy(claims, transcripts):
-        seen["claims"], seen["transcripts"] = claims, transcripts
-        seen["verdicts"] = verify(claims, transcripts)
-        return seen["verdicts"]
-
-    grader.trusted.verify = spy
-    try:
-        result = grader.grade_submission("reference", Path(student))
-        grader.trusted.verify = verify  # the tests' own calls must not overwrite what the grade run recorded
+    with certificates.graded_for_real(tmp_path_factory.mktemp("reference"), MODULES) as (grader, result, seen):
         assert all(seen["transcripts"][claim] for claim in replayable(seen))
         yield grader, result, seen
-    finally:
-        grader.close()
 
 
 def test_the_references_answers_are_replayed_and_confirmed(graded_reference):

@@ -22,7 +22,7 @@ ALLOWED: dict[str, int] = {
     # checks/, recording/, grading/trusted|untrusted|isolation/ (being changed when the rest was split)
     # grown by the same day's merge of issue 42's checks decided on the trusted side and issue 41's handed checks
     # (written beside the split, not after it): the next to split
-    "checks/purity.py": 878,
+    "checks/purity.py": 671,
     "checks/structure.py": 458,
     "checks/values.py": 461,
     "checks/loaders.py": 415,
