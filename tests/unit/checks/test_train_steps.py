@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from autograder.checks import train_steps
+from autograder.checks.values import assert_trees_close
 from autograder.core.failures import CheckFailure
 
 STATE = {"w": np.arange(3, dtype=np.float32), "step": np.int32(0)}
@@ -86,3 +87,29 @@ def test_a_state_is_compared_by_its_fields_not_its_new_optimizer_object():
             np.ones(2, np.float32),
             first=("params of", train_steps.fields_of("params")),
         )
+
+
+def test_states_are_compared_by_their_data_not_by_their_class_object():
+    """A module's own state class (batchnorm's ``TrainStateBN``) is another class object in the reference's module
+    than in the one the trusted side rebuilds a recorded state with: two states with the same data, of two classes
+    of the same name, are the same result (before, the reference of batchnorm failed its train_step_bn_is_pure in
+    `grade`); another value of the data is not."""
+    import optax
+    from flax.training import train_state
+
+    def state_class():
+        class TrainStateBN(train_state.TrainState):
+            batch_stats: dict
+
+        return TrainStateBN
+
+    def state(cls, w):
+        return cls.create(apply_fn=None, params={"w": w}, tx=optax.sgd(0.1), batch_stats={"m": w})
+
+    ones = np.ones(2, np.float32)
+    one, other = state(state_class(), ones), state(state_class(), ones)
+    with pytest.raises(CheckFailure, match="structure"):
+        assert_trees_close(one, other)
+    assert_trees_close(train_steps.data_of((one, 1.0)), train_steps.data_of((other, 1.0)))
+    with pytest.raises(CheckFailure, match="m"):
+        assert_trees_close(train_steps.data_of(one), train_steps.data_of(state(state_class(), 0 * ones)))
