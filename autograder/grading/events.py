@@ -19,11 +19,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from autograder.grading.wire import Claim, Event, ReadableEvent
+from autograder.grading.wire import Claim, Event
 
 
 @dataclass(frozen=True)
-class Begin(ReadableEvent):
+class Begin:
     """A check starts (its time is counted from here)."""
 
     check: str
@@ -34,7 +34,7 @@ class Begin(ReadableEvent):
 
 
 @dataclass(frozen=True)
-class ImportBegin(ReadableEvent):
+class ImportBegin:
     """The student's module is being imported (their code runs from here)."""
 
     module: str
@@ -45,7 +45,7 @@ class ImportBegin(ReadableEvent):
 
 
 @dataclass(frozen=True)
-class ImportEnd(ReadableEvent):
+class ImportEnd:
     module: str
     kind: ClassVar[Event] = Event.IMPORT_END
 
@@ -54,7 +54,7 @@ class ImportEnd(ReadableEvent):
 
 
 @dataclass(frozen=True)
-class Tampered(ReadableEvent):
+class Tampered:
     """The tripwires' report: the grader's code the student's module changed (``what``: anything that is not a
     list says nothing, and still reports tampering)."""
 
@@ -66,7 +66,7 @@ class Tampered(ReadableEvent):
 
 
 @dataclass(frozen=True)
-class Review(ReadableEvent):
+class Review:
     """The audit hook saw the student's code reach into the process: what, at which line of their module."""
 
     what: str
@@ -78,7 +78,7 @@ class Review(ReadableEvent):
 
 
 @dataclass(frozen=True)
-class Done(ReadableEvent):
+class Done:
     """The run ended as planned."""
 
     kind: ClassVar[Event] = Event.DONE
@@ -88,7 +88,7 @@ class Done(ReadableEvent):
 
 
 @dataclass(frozen=True)
-class Malformed(ReadableEvent):
+class Malformed:
     """An object with the run's nonce that is no event the reporter writes: ``kind`` is its kind when it is one
     of :class:`~autograder.grading.wire.Event` (its fields are wrong), None when it is not. ``shown`` names it
     as the order check says it (``'begin' of 5``), ``module`` is its module field as written (``repr``)."""

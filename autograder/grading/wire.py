@@ -89,20 +89,8 @@ class Event(StrEnum):
 CLAIMABLE = (Status.PASSED, Status.FAILED, Status.NOT_STARTED)
 
 
-class ReadableEvent:
-    """A typed channel event (:mod:`autograder.grading.events`) read as the raw object was, for a reader written
-    against it (:func:`autograder.grading.preflight.fault_before_student`): ``get("event")`` is the kind, ``get(name)``
-    the field of that name."""
-
-    def get(self, key: str, default: object = None) -> object:
-        if key == "event":
-            kind = getattr(self, "kind", None)
-            return default if kind is None else str(kind)
-        return getattr(self, key, default)
-
-
 @dataclass(frozen=True)
-class Claim(ReadableEvent):
+class Claim:
     """What a grading process says of one check (an ``end`` event): hostile, never more than a claim.
 
     A pass is confirmed on the trusted side (:class:`Verdict`) where the check is a correctness check;

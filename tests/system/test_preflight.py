@@ -18,7 +18,7 @@ from pathlib import Path
 
 from support import ROOT
 
-from autograder.grading import preflight
+from autograder.grading import events, preflight
 from autograder.grading.isolation.limits import Fault, RunResult
 
 MODULE = "at_updates"
@@ -225,7 +225,7 @@ def test_a_reference_short_of_full_marks_or_stubs_that_score_stop_the_run(tmp_pa
 def test_only_a_fault_before_the_students_import_is_the_graders():
     crashed = RunResult(fault=Fault("crash", "at_updates::test_x", None, "it crashed the Python interpreter (SIGABRT)"))
     assert preflight.fault_before_student(crashed)
-    crashed.events = [{"event": "begin", "check": "at_updates::test_x"}, {"event": "import_begin", "module": MODULE}]
+    crashed.events = [events.Begin("at_updates::test_x"), events.ImportBegin(MODULE)]
     assert not preflight.fault_before_student(crashed)  # the student's code was being imported: theirs
     assert not preflight.fault_before_student(RunResult())
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from autograder.grading.wire import Event
+from autograder.grading.events import ImportBegin
 
 TAIL_LINES = 15
 
@@ -27,7 +27,7 @@ class GraderError(Exception):
 def fault_before_student(run) -> bool:
     """Whether a grading run's fault (a :class:`~autograder.grading.isolation.limits.RunResult` with one) happened
     before the student's code was imported: no ``import_begin`` event came, so no student code had run."""
-    return run.fault is not None and not any(event.get("event") == Event.IMPORT_BEGIN for event in run.events)
+    return run.fault is not None and not any(isinstance(event, ImportBegin) for event in run.events)
 
 
 def grader_error(module: str, run, limits: str) -> GraderError:

@@ -123,8 +123,8 @@ def test_a_malformed_review_is_not_reviewed_nor_the_last_claim():
     assert last_claim(run) == "m::test_a"
 
 
-def test_a_reader_written_against_the_raw_object_still_reads_the_kind():
-    """``grading/preflight.py`` reads ``event.get("event")``: a fault before ``import_begin`` is the grader's."""
+def test_a_fault_before_the_typed_import_begin_is_the_graders():
+    """The pre-flight reads the typed events: a fault before ``import_begin`` is the grader's."""
     fault = limits.Fault(FaultKind.CRASH, None, None)
     assert preflight.fault_before_student(
         limits.RunResult(events=fed({"event": "begin", "check": "m::t"}), fault=fault)
