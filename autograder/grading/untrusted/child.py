@@ -57,11 +57,12 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from autograder.grading.events import Begin, Done, ImportBegin, ImportEnd, Review, Tampered
 from autograder.grading.untrusted import audit, tamper
 from autograder.grading.untrusted.handed import HandedChecks
 from autograder.grading.untrusted.output import bounded_output
 from autograder.grading.untrusted.recorder import recording
-from autograder.grading.wire import CLAIMABLE, ChildRequest, Claim, Event, pytest_args
+from autograder.grading.wire import CLAIMABLE, ChildRequest, Claim, pytest_args
 from autograder.pytest_plugin.decided import decided_on_the_trusted_side
 from autograder.runtime import compile_cache
 
@@ -126,7 +127,7 @@ class ChildReporter:
 
     def pytest_runtest_logstart(self, nodeid, location) -> None:
         if nodeid in self.ids:
-            self.emit(event=Event.BEGIN, check=self.ids[nodeid][0])
+            self.emit(**Begin(self.ids[nodeid][0]).to_event())
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_setup(self, item) -> None:
@@ -150,7 +151,7 @@ class ChildReporter:
 
         student_file = str(course_session_of(item.config).student_file(module))
         audit.install(student_file, module, functools.partial(_review, self), COURSE_IMPORTS)
-        self.emit(event=Event.IMPORT_BEGIN, module=module)
+        self.emit(**ImportBegin(module).to_event())
         try:
             loaded = course_session_of(item.config).student(module)
             if self.record:  # its classes (a TrainStateBN it returns) are recorded as the course's
@@ -159,9 +160,9 @@ class ChildReporter:
                 name_classes_by_course_module(loaded, module)
         except Exception:  # noqa: BLE001 - the fixture reports it, check by check
             pass
-        self.emit(event=Event.IMPORT_END, module=module)
+        self.emit(**ImportEnd(module).to_event())
         if _report_tampering(self):
-            _send(self, event=Event.DONE)
+            _send(self, **Done().to_event())
             os._exit(0)
 
     @pytest.hookimpl(wrapper=True)
@@ -201,7 +202,7 @@ class ChildReporter:
         """Before each phase's report is made (no hook has seen it yet): a plugin the student's code registered
         while the check ran, even one that would take itself off again once it edited the report, is found."""
         if item.nodeid in self.ids and _hooks_changed(self) and _report_tampering(self):
-            _send(self, event=Event.DONE)
+            _send(self, **Done().to_event())
             os._exit(0)
         return (yield)
 
@@ -213,7 +214,7 @@ class ChildReporter:
         if entry is None:
             return
         if (_forged(self) or _hooks_changed(self)) and _report_tampering(self):  # a forged report costs the module
-            _send(self, event=Event.DONE)
+            _send(self, **Done().to_event())
             os._exit(0)
         cid, _ = entry
         outcomes = course_session_of(self._config).outcomes
@@ -252,7 +253,7 @@ def _send(reporter: ChildReporter, **event) -> None:
 def _review(reporter: ChildReporter, what: str, line: int) -> None:
     """The audit hook's report (:mod:`autograder.grading.untrusted.audit`): the student's code at ``line`` did
     ``what``; the module needs review."""
-    _send(reporter, event=Event.REVIEW, what=what, line=line)
+    _send(reporter, **Review(what, line).to_event())
 
 
 def _report_tampering(reporter: ChildReporter) -> bool:
@@ -262,7 +263,7 @@ def _report_tampering(reporter: ChildReporter) -> bool:
     what = tamper.changed(before) if before is not None else []
     what += _forged(reporter) + _hooks_changed(reporter)
     if what:
-        _send(reporter, event=Event.TAMPERED, modules=sorted(reporter.modules), what=what[:20])
+        _send(reporter, **Tampered(tuple(what[:20])).to_event())
     return bool(what)
 
 
@@ -337,7 +338,7 @@ def run(cfg: dict) -> None:
     plugins = [reporter, bounded_output(), *([handed] if handed else []), *_givens_plugin(request.givens)]
     try:
         pytest.main(args, plugins=plugins)
-        emit(event=Event.DONE)
+        emit(**Done().to_event())
     finally:
         sys.stdout.flush()
         os._exit(0)
