@@ -23,7 +23,7 @@ import numpy as np
 import optax
 import pytest
 
-from autograder.checks import loops, purity, structure, train_steps, values
+from autograder.checks import loops, purity, states, structure, train_steps, values
 from autograder.checks.keys import make_key
 from autograder.checks.scenario import (
     BATCH,
@@ -166,7 +166,7 @@ def test_create_train_state_bn_matches_reference(student, reference, classifier)
         got, _, _ = _create(student, classifier, case)
         expected, _, _ = _create(reference, classifier, case)
         with values.located(f"with a {case['key'][0]} key and BNClassifier({case['hidden']}, 1)"):
-            values.assert_fields_close(got, expected, ("params", "batch_stats"), name="state", check=check)
+            states.assert_fields_close(got, expected, ("params", "batch_stats"), name="state", check=check)
 
 
 @decided_by_values
@@ -175,7 +175,7 @@ def test_create_train_state_bn_returns_a_train_state_of_the_model(student, class
     for case in CREATE_CASES:
         got, model, sample = _create(student, classifier, case)
         _assert_is_train_state_bn(got, check)
-        values.assert_fields_close(got, SimpleNamespace(step=0), ("step",), name="state", check=check)
+        states.assert_fields_close(got, SimpleNamespace(step=0), ("step",), name="state", check=check)
         variables = model.init(jax.random.PRNGKey(1), sample, train=False)
         with values.located("state.apply_fn(variables, x, train=False)"):
             values.assert_trees_close(
@@ -193,7 +193,7 @@ def test_create_train_state_bn_optimizer_is_sgd_with_the_learning_rate(student, 
         got, _, _ = _create(student, classifier, case)
         check = f"create_train_state_bn's optimizer makes the steps of optax.sgd({case['learning_rate']})"
         _assert_is_train_state_bn(got, check)
-        values.assert_steps_like_optimizer(
+        states.assert_steps_like_optimizer(
             got, optax.sgd(case["learning_rate"]), seed=case["key"][1], check=check, advice=SGD_ADVICE
         )
 
@@ -244,7 +244,7 @@ def test_train_step_bn_matches_reference_at_every_step(student, reference, start
                 new_state, loss = run_train_step_bn(student, state, batch)
             expected_state, expected_loss = reference.train_step_bn(state, batch)
             with values.located(label):
-                values.assert_fields_close(
+                states.assert_fields_close(
                     new_state, expected_state, STATE_FIELDS, check=check, advice={"batch_stats": RUNNING_AVERAGES}
                 )
                 values.assert_trees_close(loss, expected_loss, name="loss", check=check)
@@ -259,7 +259,7 @@ def test_train_step_bn_updates_the_running_averages(student, start, trained, ste
     for label, state, batch in two_steps(start, trained[1], steps):
         new_state, _ = run_train_step_bn(student, state, batch)
         with values.located(label):
-            values.assert_leaves_moved(
+            states.assert_leaves_moved(
                 state.batch_stats,
                 getattr(new_state, "batch_stats", None),
                 name="new_state.batch_stats",
@@ -303,7 +303,7 @@ def test_train_step_bn_takes_gradients_with_respect_to_params(student, start, tr
     for label, state, batch in two_steps(start, trained[1], steps):
         new_state, _ = run_train_step_bn(student, state, batch)
         with values.located(label):
-            values.assert_leaves_moved(
+            states.assert_leaves_moved(
                 without_the_bias_before_batchnorm(state.params),
                 without_the_bias_before_batchnorm(getattr(new_state, "params", None)),
                 name="new_state.params",

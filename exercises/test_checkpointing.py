@@ -27,7 +27,7 @@ import orbax.checkpoint as ocp
 import pytest
 from flax.training import train_state
 
-from autograder.checks import files, purity, scenario, structure, values
+from autograder.checks import files, purity, scenario, states, structure, values
 from autograder.core.failures import CheckFailure
 from autograder.core.oracle import sibling, transformed
 
@@ -180,7 +180,7 @@ def leftovers(root: Path) -> list[str]:
 
 def assert_same_state(got, expected, *, check, name="restored"):
     """Exactly the saved values, field by field (atol 0)."""
-    values.assert_fields_close(got, expected, STATE_FIELDS, name=name, rtol=0, atol=0, check=check)
+    states.assert_fields_close(got, expected, STATE_FIELDS, name=name, rtol=0, atol=0, check=check)
 
 
 # A state the trusted side replays has its static fields made from what they are (the model's apply, the optimizer
@@ -461,7 +461,7 @@ def test_restore_checkpoint_follows_the_targets_dtypes(student, saved_path, trai
     restored = student.restore_checkpoint(saved_path, bf16)
     assert_has_structure_of(restored, bf16, name="restored", check=check)
     expected = trained.replace(params=jax.tree.map(lambda p: p.astype(jnp.bfloat16), trained.params))
-    values.assert_fields_close(restored, expected, ("params",), name="restored", rtol=0, atol=0, check=check)
+    states.assert_fields_close(restored, expected, ("params",), name="restored", rtol=0, atol=0, check=check)
 
 
 def target_after(restore):
@@ -886,7 +886,7 @@ def test_restore_latest_follows_the_targets_dtypes(student, run, trained_more, t
         manager.close()
     assert_has_structure_of(result, bf16, name="restored", check=check)
     expected = trained_more.replace(params=jax.tree.map(lambda p: p.astype(jnp.bfloat16), trained_more.params))
-    values.assert_fields_close(result, expected, ("params",), name="restored", rtol=0, atol=0, check=check)
+    states.assert_fields_close(result, expected, ("params",), name="restored", rtol=0, atol=0, check=check)
 
 
 def restored_after_step_0(restore_latest):
@@ -912,7 +912,7 @@ def test_restore_latest_restores_a_step_0_checkpoint(student, model, tx, target)
     result = structure.transformed_once(student.restore_latest, "after step 0", restored_after_step_0)(saved, target)
     check = "restore_latest restores a checkpoint saved at step 0"
     try:
-        values.assert_fields_close(result, target, ("params",), rtol=0, atol=0, check=check)
+        states.assert_fields_close(result, target, ("params",), rtol=0, atol=0, check=check)
         returned_the_target = True
     except CheckFailure:
         returned_the_target = False

@@ -12,7 +12,7 @@ import torch
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from autograder.checks import loaders, purity, structure, values
+from autograder.checks import datasets, loaders, purity, structure, values
 from autograder.checks.loaders import SampleDataset, indexed_samples
 from autograder.checks.strategies import collate_batches, integers
 
@@ -128,7 +128,7 @@ def items_of(XORDataset):
     def items(size, seed, std):
         ds = XORDataset(size, seed, std)
         indices = sorted({0, size // 2, size - 1})
-        not_dataset = loaders.not_a_dataset(ds)
+        not_dataset = datasets.not_a_dataset(ds)
         if not_dataset is not None:
             return not_dataset, indices, [], []
         return None, indices, [ds[i] for i in indices], [(ds.data[i], ds.label[i]) for i in indices]
@@ -144,7 +144,7 @@ def test_XORDataset_items_are_data_label_pairs(student, size, seed, std):
     not_dataset, indices, items, pairs = structure.transformed_once(student.XORDataset, "items", items_of)(
         size, seed, std
     )
-    loaders.assert_kind_is_dataset(not_dataset, "XORDataset")
+    datasets.assert_kind_is_dataset(not_dataset, "XORDataset")
     check = "XORDataset's ds[i] is the pair (data[i], label[i])"
     for i, item, pair in zip(indices, items, pairs):
         values.assert_trees_close(
@@ -175,7 +175,7 @@ def test_XORDataset_items_are_numpy(student, size, seed, std):
     data, an array keeps its kind: NumPy, NumPy scalar or jax.Array; a torch.Tensor is not data, so not recorded)."""
     _, indices, items, _ = structure.transformed_once(student.XORDataset, "items", items_of)(size, seed, std)
     for i, item in zip(indices, items):
-        loaders.assert_numpy_sample(item, name=f"ds[{i}]", dataset="XORDataset")
+        datasets.assert_numpy_sample(item, name=f"ds[{i}]", dataset="XORDataset")
 
 
 def loaded_by_workers(XORDataset):

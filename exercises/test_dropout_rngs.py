@@ -27,7 +27,7 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from autograder.checks import keys, loops, programs, purity, structure, train_steps, values
+from autograder.checks import keys, loops, programs, purity, states, structure, train_steps, values
 from autograder.checks.scenario import (
     assert_is_train_state,
     created_state,
@@ -174,7 +174,7 @@ def test_create_train_state_dropout_params_match_reference(student, reference, c
         expected, _, _ = _create(reference, classifier, case)
         _assert_is_train_state(got, check)
         with values.located(f"with a {case['key'][0]} key and DropoutClassifier({HIDDEN}, 1, rate={case['rate']})"):
-            values.assert_fields_close(got, expected, ("params",), name="state", check=check)
+            states.assert_fields_close(got, expected, ("params",), name="state", check=check)
 
 
 @decided_by_values
@@ -198,7 +198,7 @@ def test_create_train_state_dropout_returns_a_train_state_of_the_model(student, 
     for case in CREATE_CASES:
         got, model, sample = _create(student, classifier, case)
         _assert_is_train_state(got, check)
-        values.assert_fields_close(got, SimpleNamespace(step=0), ("step",), name="state", check=check)
+        states.assert_fields_close(got, SimpleNamespace(step=0), ("step",), name="state", check=check)
         variables = model.init(jax.random.PRNGKey(1), sample, train=False)
         with values.located("state.apply_fn(variables, x, train=False)"):
             values.assert_trees_close(
@@ -216,7 +216,7 @@ def test_create_train_state_dropout_optimizer_is_sgd_with_the_learning_rate(stud
         got, _, _ = _create(student, classifier, case)
         check = f"create_train_state_dropout's optimizer makes the steps of optax.sgd({case['learning_rate']})"
         _assert_is_train_state(got, check)
-        values.assert_steps_like_optimizer(
+        states.assert_steps_like_optimizer(
             got, optax.sgd(case["learning_rate"]), seed=case["key"][1], check=check, advice=SGD_ADVICE
         )
 
@@ -228,7 +228,7 @@ def test_create_train_state_dropout_gives_the_same_params_for_both_key_kinds(stu
     typed, _, _ = _create(student, classifier, case, kind="typed")
     legacy, _, _ = _create(student, classifier, case, kind="legacy")
     _assert_is_train_state(typed, check)
-    values.assert_fields_close(legacy, typed, ("params",), name="state (legacy key)", check=check)
+    states.assert_fields_close(legacy, typed, ("params",), name="state (legacy key)", check=check)
 
 
 def create_args(classifier):
@@ -314,7 +314,7 @@ def test_train_step_dropout_matches_reference_at_every_step(student, reference, 
                 raise CheckFailure(
                     check, f"{failure.problem}: the step used {used} as its dropout key", KEY_DERIVATION
                 ) from None
-            values.assert_fields_close(
+            states.assert_fields_close(
                 new_state, expected_state, STATE_FIELDS, check=check, advice={"params": KEY_DERIVATION}
             )
         state = continue_from(reference, state, new_state, expected_state)
@@ -329,7 +329,7 @@ def test_train_step_dropout_gives_the_same_numbers_for_legacy_keys(student, star
         with values.located(f"{label}, with a legacy key"):
             same = "the same step with a typed key"
             values.assert_trees_close(legacy[1], typed[1], rtol=1e-6, name="loss", check=check, source=same)
-            values.assert_fields_close(legacy[0], typed[0], ("params",), rtol=1e-6, check=check, source=same)
+            states.assert_fields_close(legacy[0], typed[0], ("params",), rtol=1e-6, check=check, source=same)
 
 
 @decided_by_values
@@ -396,7 +396,7 @@ def test_train_step_dropout_takes_gradients_with_respect_to_params(student, star
     for label, state, batch in two_steps(start, trained, steps):
         new_state, _ = run_train_step(student, state, batch, dropout_key())
         with values.located(label):
-            values.assert_leaves_moved(
+            states.assert_leaves_moved(
                 state.params,
                 getattr(new_state, "params", None),
                 name="new_state.params",

@@ -6,7 +6,7 @@ from ``course.toml``.
 - Every function here is itself a ``jax.jit`` function, and the checks call
   it as it is. Traces are counted two ways: JAX's own trace events
   (``tracing.TraceCounter``: nothing at all may trace once warm) and runs of
-  the function's Python body (``structure.record_calls``: how many times the
+  the function's Python body (``vmapped.record_calls``: how many times the
   function itself was traced for a new static argument).
 - ``pad_to_multiple`` is called with ``multiple`` by position and by
   keyword; each style has its own cache entry in ``jax.jit``, so both are
@@ -28,7 +28,7 @@ import pytest
 from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 
-from autograder.checks import output, programs, purity, structure, tracing, values
+from autograder.checks import output, programs, purity, slopes, structure, tracing, values, vmapped
 from autograder.checks.strategies import float32_arrays, floats, integers
 from autograder.core.failures import CheckFailure
 
@@ -46,7 +46,7 @@ def named(fn, name):
 
 def body_runs(fn, run):
     """How many times ``run()`` executed ``fn``'s Python body (each run is one trace of a jitted ``fn``)."""
-    _, runs = structure.record_calls(fn, run)
+    _, runs = vmapped.record_calls(fn, run)
     return len(runs)
 
 
@@ -327,7 +327,7 @@ def test_clip_by_norm_gradient_is_finite_at_zero(student):
 
 def gradient_and_slope_of_sum(clip):
     """``clip_by_norm`` as data: jax.grad of sum(clip(x, 1.0)) at ``x``, and its slope by central differences."""
-    return lambda x: structure.gradient_and_slope(lambda v: jnp.sum(clip(v, 1.0)), x)
+    return lambda x: slopes.gradient_and_slope(lambda v: jnp.sum(clip(v, 1.0)), x)
 
 
 @values_decided
@@ -338,7 +338,7 @@ def test_clip_by_norm_gradient_is_the_slope_of_the_function(student, x):
     gradient, slope = structure.transformed_once(student.clip_by_norm, "gradient and slope", gradient_and_slope_of_sum)(
         np.asarray(x, np.float32)
     )
-    structure.assert_gradient_matches_the_slope(gradient, slope, what="the gradient of sum(clip_by_norm(x, 1.0))")
+    slopes.assert_gradient_matches_the_slope(gradient, slope, what="the gradient of sum(clip_by_norm(x, 1.0))")
 
 
 @values_decided

@@ -18,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from autograder.checks import loops, programs, purity, structure, values
+from autograder.checks import loops, programs, purity, states, structure, values
 from autograder.checks.scenario import drawn_key, drawn_seed
 from autograder.checks.strategies import drawn_constant, drawn_from_seed, float32s, floats, integers, linear_problems
 from autograder.core.failures import CheckFailure
@@ -142,7 +142,7 @@ def test_sgd_update_moves_both_W_and_b(student, regression):
     """The fixed problem is far from its optimum: every leaf of its gradient is nonzero."""
     params, x, y = regression
     got = student.sgd_update(purity.fresh_copy(params), 0.1, x, y)
-    values.assert_leaves_moved(
+    states.assert_leaves_moved(
         params,
         got,
         name="new_params",

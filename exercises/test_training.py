@@ -27,7 +27,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from autograder.checks import loops, purity, structure, train_steps, values
+from autograder.checks import loops, purity, states, structure, train_steps, values
 from autograder.checks.keys import make_key
 from autograder.checks.scenario import (
     BATCH,
@@ -160,7 +160,7 @@ def test_create_train_state_params_match_reference(student, reference, classifie
         got, _, _ = _create(student, classifier, case)
         expected, _, _ = _create(reference, classifier, case)
         with values.located(f"with a {case['key'][0]} key and SimpleClassifier({case['hidden']}, 1)"):
-            values.assert_fields_close(got, expected, ("params",), name="state", check=check)
+            states.assert_fields_close(got, expected, ("params",), name="state", check=check)
 
 
 @decided_by_values
@@ -169,7 +169,7 @@ def test_create_train_state_returns_a_train_state_of_the_model(student, classifi
     for case in CREATE_CASES[:2]:
         got, model, sample = _create(student, classifier, case)
         _assert_is_train_state(got, check)
-        values.assert_fields_close(got, SimpleNamespace(step=0), ("step",), name="state", check=check)
+        states.assert_fields_close(got, SimpleNamespace(step=0), ("step",), name="state", check=check)
         params = model.init(jax.random.PRNGKey(1), sample)
         with values.located("state.apply_fn(params, x)"):
             values.assert_trees_close(
@@ -184,7 +184,7 @@ def test_create_train_state_optimizer_is_sgd_with_the_learning_rate(student, cla
         got, _, _ = _create(student, classifier, case)
         check = f"create_train_state's optimizer makes the steps of optax.sgd({case['learning_rate']})"
         _assert_is_train_state(got, check)
-        values.assert_steps_like_optimizer(
+        states.assert_steps_like_optimizer(
             got, optax.sgd(case["learning_rate"]), seed=case["key"][1], check=check, advice=SGD_ADVICE
         )
 
@@ -404,7 +404,7 @@ def test_train_step_matches_reference_at_every_step(student, reference, start, o
                 new_state, loss, acc = run_train_step(student, state, batch)
             expected_state, expected_loss, expected_acc = reference.train_step(state, batch)
             with values.located(label), values.advised(builds_on):
-                values.assert_fields_close(new_state, expected_state, STATE_FIELDS, check=check)
+                states.assert_fields_close(new_state, expected_state, STATE_FIELDS, check=check)
                 values.assert_trees_close(loss, expected_loss, name="loss", check=check)
                 values.assert_trees_close(acc, expected_acc, name="acc", check=check)
             state = continue_from(reference, state, new_state, expected_state)
@@ -417,7 +417,7 @@ def test_train_step_takes_gradients_with_respect_to_params(student, start, train
     for label, state, batch in two_steps(start, trained[1], steps):
         new_state, _, _ = run_train_step(student, state, batch)
         with values.located(label):
-            values.assert_leaves_moved(
+            states.assert_leaves_moved(
                 state.params,
                 getattr(new_state, "params", None),
                 name="new_state.params",
@@ -548,7 +548,7 @@ def test_train_model_matches_reference(student, reference, start, shuffled_epoch
     got = student.train_model(purity.fresh_copy(start), EpochsLoader(shuffled_epochs), EPOCHS)
     expected = reference.train_model(start, EpochsLoader(shuffled_epochs), EPOCHS)
     builds_on = BUILDS_ON.format(function="train_model", helper="train_step")
-    values.assert_fields_close(
+    states.assert_fields_close(
         got,
         expected,
         STATE_FIELDS,

@@ -19,7 +19,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from autograder.checks import programs, purity, structure, tracing, values
+from autograder.checks import programs, purity, tracing, values, vmapped
 from autograder.checks.strategies import LINEAR_SHAPES, linear_problems
 from autograder.core.failures import CheckFailure
 
@@ -98,7 +98,7 @@ def test_batched_linear_matches_reference(student, reference, arrays, use_jax):
 @pytest.mark.parametrize("shape", LINEAR_SHAPES, ids=lambda s: f"B={s[0]}")
 def test_batched_linear_is_one_vmap_of_linear(student, shape):
     xs, W, b, _ = problem(shape)
-    structure.assert_built_with_vmap(
+    vmapped.assert_built_with_vmap(
         student.linear, lambda: student.batched_linear(xs, W, b), caller="batched_linear", batch_size=shape[0]
     )
 

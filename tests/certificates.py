@@ -19,6 +19,7 @@ import jax
 import numpy as np
 from support import ROOT
 
+from autograder.checks import lowered
 from autograder.core.course import load_course
 from autograder.grading import transcript
 from autograder.grading.grader import Grader, Options
@@ -70,25 +71,23 @@ def main_text(payload: np.ndarray) -> str:
     """The StableHLO text of a recorded program (its header skipped)."""
     raw = payload.tobytes()
     size = int.from_bytes(raw[8:12], "big")
-    exported = jax.export.Exported(
-        **{
-            **{f: None for f in ("in_tree", "out_tree", "in_shardings_hlo", "out_shardings_hlo", "_get_vjp")},
-            "fun_name": "main",
-            "in_avals": (),
-            "out_avals": (),
-            "_has_named_shardings": False,
-            "_in_named_shardings": (),
-            "_out_named_shardings": (),
-            "nr_devices": 1,
-            "platforms": ("cpu",),
-            "ordered_effects": (),
-            "unordered_effects": (),
-            "disabled_safety_checks": (),
-            "mlir_module_serialized": raw[12 + size :],
-            "calling_convention_version": 10,
-            "module_kept_var_idx": (),
-            "uses_global_constants": False,
-        }
+    exported = lowered.exported_from(
+        **{f: None for f in ("in_tree", "out_tree", "in_shardings_hlo", "out_shardings_hlo", "_get_vjp")},
+        fun_name="main",
+        in_avals=(),
+        out_avals=(),
+        _has_named_shardings=False,
+        _in_named_shardings=(),
+        _out_named_shardings=(),
+        nr_devices=1,
+        platforms=("cpu",),
+        ordered_effects=(),
+        unordered_effects=(),
+        disabled_safety_checks=(),
+        mlir_module_serialized=raw[12 + size :],
+        calling_convention_version=10,
+        module_kept_var_idx=(),
+        uses_global_constants=False,
     )
     return exported.mlir_module()
 

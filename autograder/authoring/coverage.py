@@ -179,7 +179,7 @@ class _Proxy:
         object.__setattr__(self, "_target", target)
         object.__setattr__(self, "_record", record)
         # what the target wraps, as the target says it (a jax.jit function's Python function): code that
-        # unwraps one level (structure.record_calls) finds the same code object
+        # unwraps one level (vmapped.record_calls) finds the same code object
         object.__setattr__(self, "__wrapped__", getattr(target, "__wrapped__", target))
 
     @property  # type: ignore[misc]  # a read-only __class__ on purpose

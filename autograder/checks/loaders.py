@@ -11,7 +11,7 @@ Checks for the ``data`` module, run against real ``DataLoader``s:
 - :func:`assert_epoch_batches`        one epoch has the right batch sizes, count, and sample order
 - :func:`assert_same_order`           two epochs visit the samples in the same order
 - :func:`interleaved_epochs`          one epoch of several loaders, all made first, iterated batch by batch in turn
-- :func:`assert_numpy_sample`         a dataset item holds NumPy arrays and scalars only (what workers may build)
+  (a dataset and its items: :mod:`autograder.checks.datasets`)
 
 :class:`SampleDataset` is a plain map-style dataset over a list of samples.
 """
@@ -53,7 +53,8 @@ def indexed_samples(n: int) -> list[tuple[np.ndarray, np.int32]]:
     return [(np.array([i, -0.5 * i], np.float32), np.int32(i)) for i in range(n)]
 
 
-def _kind(x: Any) -> str:
+def kind_of(x: Any) -> str:
+    """What ``x`` is, as a message names it (``list``, ``numpy.ndarray``, ``torch.Tensor``)."""
     kind = type(x)
     return kind.__name__ if kind.__module__ == "builtins" else f"{kind.__module__.split('.')[0]}.{kind.__qualname__}"
 
@@ -78,7 +79,7 @@ def _leaf_problem(leaf: Any, expected: np.ndarray, where: str) -> tuple[str, str
         )
     if isinstance(leaf, np.generic) or type(leaf) in (bool, int, float, complex):
         return (
-            f"{where} is a single {_kind(leaf)} scalar, expected {wanted}",
+            f"{where} is a single {kind_of(leaf)} scalar, expected {wanted}",
             "scalars of the samples are collated into one array: np.array(batch)",
         )
     if isinstance(leaf, (list, tuple)):
@@ -87,8 +88,8 @@ def _leaf_problem(leaf: Any, expected: np.ndarray, where: str) -> tuple[str, str
             "stack the samples' arrays into one array (np.stack for arrays, np.array for scalars)",
         )
     if isinstance(leaf, np.ndarray):
-        return (f"{where} is a {_kind(leaf)} (a subclass), expected a plain {wanted}", "use np.stack / np.array")
-    return (f"{where} is a {_kind(leaf)}, expected {wanted}", "")
+        return (f"{where} is a {kind_of(leaf)} (a subclass), expected a plain {wanted}", "use np.stack / np.array")
+    return (f"{where} is a {kind_of(leaf)}, expected {wanted}", "")
 
 
 def _assert_batch_structure(got: Any, expected: Any, where: str, check: str) -> None:
@@ -102,7 +103,7 @@ def _assert_batch_structure(got: Any, expected: Any, where: str, check: str) -> 
                 )
             raise CheckFailure(
                 check,
-                f"{where} is a {_kind(got)}, expected a list of {len(expected)} (one entry per position of a sample)",
+                f"{where} is a {kind_of(got)}, expected a list of {len(expected)} (one entry per position of a sample)",
                 "tuple and list samples collate to a list: [numpy_collate(s) for s in zip(*batch)]",
             )
         if len(got) != len(expected):
@@ -116,7 +117,7 @@ def _assert_batch_structure(got: Any, expected: Any, where: str, check: str) -> 
         if not isinstance(got, dict):
             raise CheckFailure(
                 check,
-                f"{where} is a {_kind(got)}, expected a dict with keys {sorted(expected)}",
+                f"{where} is a {kind_of(got)}, expected a dict with keys {sorted(expected)}",
                 "dict samples collate to a dict with the same keys, each collated on its own",
             )
         if set(got) != set(expected):
@@ -245,7 +246,7 @@ def assert_is_dataloader(loader: Any, fn_name: str) -> None:
     if not isinstance(loader, tud.DataLoader):
         raise CheckFailure(
             f"{fn_name} returns a torch.utils.data.DataLoader",
-            f"{fn_name} returned a {_kind(loader)}, not a torch.utils.data.DataLoader",
+            f"{fn_name} returned a {kind_of(loader)}, not a torch.utils.data.DataLoader",
             "return a torch.utils.data.DataLoader of the dataset, with numpy_collate as its collate_fn",
         )
 
@@ -328,32 +329,6 @@ def assert_seed_changes_order(orders: Sequence[list[list[int]]], *, seeds: Seque
         )
 
 
-def assert_is_dataset(dataset: Any, name: str) -> None:
-    """``dataset`` is a ``torch.utils.data.Dataset`` (so a DataLoader and its samplers accept it)."""
-    if not isinstance(dataset, tud.Dataset):
-        raise CheckFailure(
-            f"{name} is a torch.utils.data.Dataset",
-            f"{name}(...) made a {_kind(dataset)}, not a torch.utils.data.Dataset",
-            f"subclass it: class {name}(torch.utils.data.Dataset), and call super().__init__()",
-        )
-
-
-def not_a_dataset(dataset: Any) -> str | None:
-    """None for a ``torch.utils.data.Dataset``; else what ``dataset`` is (as :func:`assert_kind_is_dataset` says it),
-    recorded as data by a check decided on the trusted side."""
-    return None if isinstance(dataset, tud.Dataset) else _kind(dataset)
-
-
-def assert_kind_is_dataset(not_dataset: str | None, name: str) -> None:
-    """:func:`assert_is_dataset` from what :func:`not_a_dataset` recorded."""
-    if not_dataset is not None:
-        raise CheckFailure(
-            f"{name} is a torch.utils.data.Dataset",
-            f"{name}(...) made a {not_dataset}, not a torch.utils.data.Dataset",
-            f"subclass it: class {name}(torch.utils.data.Dataset), and call super().__init__()",
-        )
-
-
 def assert_batch_count(batches: Sequence[Any], expected: int, *, check: str) -> None:
     """A loader gave ``expected`` batches."""
     if len(batches) != expected:
@@ -384,32 +359,3 @@ def interleaved_epochs(
     except Exception as err:  # noqa: BLE001 - the student's loader failed
         raise CheckFailure(check, f"iterating the DataLoaders failed: {type(err).__name__}: {err}") from None
     return orders
-
-
-def assert_numpy_sample(sample: Any, *, name: str, dataset: str) -> None:
-    """Every leaf of a dataset item is a NumPy array or a NumPy scalar.
-
-    A DataLoader's worker processes call ``dataset[i]``: an item holding a
-    jax.Array (or a torch tensor) starts JAX (or torch's collation) in a forked
-    worker, which deadlocks or fails. The check names the first such leaf.
-    """
-    check = f"{dataset}'s items hold NumPy arrays and NumPy scalars only"
-    for path, leaf in jax.tree_util.tree_flatten_with_path(sample)[0]:
-        if isinstance(leaf, (np.ndarray, np.generic)):
-            continue
-        where = f"{name}{jax.tree_util.keystr(path)}"
-        if isinstance(leaf, jax.Array):
-            raise CheckFailure(
-                check,
-                f"{where} is a jax.Array, expected a NumPy array or scalar",
-                "a DataLoader with workers calls dataset[i] in forked worker processes; a jax.Array there runs "
-                "JAX in a forked copy of a multithreaded process, which deadlocks. Keep data and label as NumPy "
-                "arrays and return (self.data[i], self.label[i]): JAX takes NumPy batches as they are",
-            )
-        if isinstance(leaf, torch.Tensor):
-            raise CheckFailure(
-                check,
-                f"{where} is a torch.Tensor, expected a NumPy array or scalar",
-                "keep data and label as NumPy arrays: the batches go to JAX, not to torch",
-            )
-        raise CheckFailure(check, f"{where} is a {_kind(leaf)}, expected a NumPy array or scalar")

@@ -1,8 +1,8 @@
 """Structure: facts about *how* a function computes, not what.
 
 - :func:`assert_works_under_jit`   the function can be traced by ``jax.jit`` and gives what it gives without jit
-- :func:`assert_gradient_is_the_slope` ``jax.grad`` through the function gives its own central differences
-- :func:`record_calls`             which calls a helper (e.g. the student's ``linear``) received, and with what
+  (``jax.grad`` against the function's own slope: :mod:`autograder.checks.slopes`; the calls a helper received
+  and one ``jax.vmap`` of it: :mod:`autograder.checks.vmapped`)
 - :func:`jaxpr_size`               how many equations a function traces to (nested jaxprs included)
 - :func:`assert_jaxpr_size_constant` the program does not grow with the batch (no unrolled Python loop)
 - :func:`assert_work_linear_in_batch` no intermediate grows faster than the batch (no B x B Jacobian)
@@ -12,9 +12,7 @@
 from __future__ import annotations
 
 import contextlib
-import sys
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import jax
@@ -120,114 +118,6 @@ def assert_same_as_without_jit(
     )
 
 
-def assert_gradient_is_the_slope(
-    scalar_fn: Callable, x: Any, *, step: float = 1e-2, rtol: float = 1e-2, atol: float = 1e-3, what: str | None = None
-) -> None:
-    """``jax.grad(scalar_fn)(x)`` equals the slope of ``scalar_fn`` itself, by central differences.
-
-    A function can give the right values and the wrong gradient (a ``stop_gradient``, a value taken
-    out of JAX with ``float()`` or NumPy and put back): what JAX differentiates is not what the
-    function computes. The comparison is with the function's own values, so no expected values are
-    needed; differences are taken in float64 around a float32 ``x`` with ``step``, which is accurate to
-    about ``rtol`` for a smooth function (keep ``x`` away from kinks).
-    """
-    what = what or f"the gradient of {function_name(scalar_fn)}"
-    check = f"{what} equals the slope of the function itself (central differences)"
-    point = np.asarray(x, np.float32)
-    got = np.asarray(jax.grad(scalar_fn)(jax.numpy.asarray(point)), np.float64)
-    slope = np.zeros(point.shape, np.float64)
-    for index in np.ndindex(point.shape):
-        up, down = point.copy(), point.copy()
-        up[index] += step
-        down[index] -= step
-        rise = float(scalar_fn(jax.numpy.asarray(up))) - float(scalar_fn(jax.numpy.asarray(down)))
-        slope[index] = rise / (float(up[index]) - float(down[index]))
-    assert_trees_close(got, slope, rtol=rtol, atol=atol, name="gradient", check=check, source="the central differences")
-
-
-def gradient_and_slope(scalar_fn: Callable, x: Any, *, step: float = 1e-2) -> tuple[np.ndarray, np.ndarray]:
-    """``(jax.grad(scalar_fn)(x), the slope of scalar_fn by central differences)``, both float64 arrays: what
-    :func:`assert_gradient_is_the_slope` compares, as data (a check decided on the trusted side records them
-    through ``transformed_once`` and compares them with :func:`assert_gradient_matches_the_slope`)."""
-    point = np.asarray(x, np.float32)
-    got = np.asarray(jax.grad(scalar_fn)(jax.numpy.asarray(point)), np.float64)
-    slope = np.zeros(point.shape, np.float64)
-    for index in np.ndindex(point.shape):
-        up, down = point.copy(), point.copy()
-        up[index] += step
-        down[index] -= step
-        rise = float(scalar_fn(jax.numpy.asarray(up))) - float(scalar_fn(jax.numpy.asarray(down)))
-        slope[index] = rise / (float(up[index]) - float(down[index]))
-    return got, slope
-
-
-def assert_gradient_matches_the_slope(
-    gradient: Any, slope: Any, *, what: str, rtol: float = 1e-2, atol: float = 1e-3
-) -> None:
-    """:func:`assert_gradient_is_the_slope`'s comparison, on what :func:`gradient_and_slope` gave."""
-    check = f"{what} equals the slope of the function itself (central differences)"
-    assert_trees_close(
-        gradient, slope, rtol=rtol, atol=atol, name="gradient", check=check, source="the central differences"
-    )
-
-
-@dataclass(frozen=True)
-class Call:
-    """One call of a spied-on function: the kinds and shapes of its positional arguments."""
-
-    arg_kinds: tuple[str, ...]
-    arg_shapes: tuple[tuple[int, ...] | None, ...]
-
-    @property
-    def batched(self) -> bool:
-        """Called by ``jax.vmap`` (an argument is a batch tracer)."""
-        return "vmap" in self.arg_kinds
-
-    @property
-    def traced(self) -> bool:
-        return any(kind != "concrete" for kind in self.arg_kinds)
-
-
-def _kind(value: Any) -> str:
-    from jax._src.interpreters import batching  # BatchTracer is not re-exported publicly
-
-    if isinstance(value, batching.BatchTracer):
-        return "vmap"
-    if isinstance(value, jax.core.Tracer):
-        return "traced"
-    return "concrete"
-
-
-def record_calls(target: Callable, run: Callable[[], Any]) -> tuple[Any, list[Call]]:
-    """Run ``run()`` and record every call of ``target``'s code.
-
-    The spy follows the code object, not a name, so calls through any
-    reference (a module attribute, a ``jax.vmap(linear)`` made at import, a
-    closure) are all seen. Returns ``(run's result, calls)``.
-    """
-    code = getattr(target, "__wrapped__", target).__code__
-    n_args = code.co_argcount
-    calls: list[Call] = []
-
-    def profile(frame, event, arg):
-        if event == "call" and frame.f_code is code:
-            values = [frame.f_locals.get(v) for v in code.co_varnames[:n_args]]
-            calls.append(
-                Call(
-                    tuple(_kind(v) for v in values),
-                    tuple(tuple(np.shape(v)) if hasattr(v, "shape") else None for v in values),
-                )
-            )
-
-    previous = sys.getprofile()
-    sys.setprofile(profile)
-    try:
-        result = run()
-    finally:
-        sys.setprofile(previous)
-    return result, calls
-
-
 def _count_equations(jaxpr) -> int:
     return sum(1 for eqn, _ in walk(jaxpr) if eqn is not None)
 
@@ -331,80 +221,6 @@ def transformed_once(fn: Callable, label: str, transform: Callable[[Callable], C
     if key not in _transform_cache or _transform_cache[key][0] is not fn:
         _transform_cache[key] = (fn, transform(fn))
     return _transform_cache[key][1]
-
-
-def _what_vmap_does(helper: str) -> str:
-    return (
-        f"jax.vmap({helper}, in_axes=(0, None, None)) takes {helper}, written for ONE example, and returns a "
-        "function of the whole batch: it maps axis 0 of the first argument and shares the others, and it adds "
-        "the batch axis to every operation inside (one example's x @ W becomes one matrix product over all B "
-        "examples). It is one call and one program, with no loop."
-    )
-
-
-def assert_built_with_vmap(
-    target: Callable,
-    run: Callable[[], Any],
-    *,
-    caller: str,
-    batch_size: int,
-    mapped: Sequence[int] = (0,),
-) -> Any:
-    """``run()`` calls ``target`` exactly once, through ``jax.vmap``, batching only the arguments in ``mapped``.
-
-    Calls are recorded under ``jax.disable_jit()``, so a jitted caller (or a
-    jitted ``target``) whose trace is already cached still runs its Python
-    code. Rejected, each with a message explaining what vmap would do: no call
-    (a hand-written batched computation), one call per example (a Python loop,
-    or ``lax.map``/``lax.scan``), several vmapped calls, and batching an
-    argument that should be shared (``in_axes`` other than ``mapped``).
-    """
-    helper = function_name(target)
-    check = f"{caller} is built from {helper} with one jax.vmap"
-    with jax.disable_jit():
-        result, calls = record_calls(target, run)
-    batched = [c for c in calls if c.batched]
-    if not calls:
-        raise CheckFailure(
-            check,
-            f"{caller} never calls {helper}: a hand-written batched computation (like xs @ W + b) gives the "
-            "right numbers, but it is not what this exercise is about",
-            _what_vmap_does(helper) + f"\nWrite {helper} for one example and let jax.vmap derive {caller} from it.",
-        )
-    if not batched:
-        from autograder.checks.tracing import is_jitted
-
-        _, traced_calls = record_calls(target, run)
-        lax_loop = not is_jitted(target) and batch_size > 1 and len(traced_calls) == 1 and traced_calls[0].traced
-        how = (
-            "lax.map (or lax.scan) runs it once per example, one after another: a loop compiled into the program"
-            if lax_loop
-            else "a loop over the examples (a Python for loop, a comprehension, or lax.map/lax.scan) runs it "
-            "once per example, one after another"
-        )
-        raise CheckFailure(
-            check,
-            f"{caller} calls {helper} on one example at a time ({len(calls)} call(s) for a batch of {batch_size}): {how}",
-            _what_vmap_does(helper),
-        )
-    if len(batched) > 1:
-        raise CheckFailure(
-            check,
-            f"{caller} calls a vmapped {helper} {len(batched)} times for one batch",
-            "one jax.vmap over the whole batch is enough: " + _what_vmap_does(helper),
-        )
-    call = batched[0]
-    shared = [i for i, kind in enumerate(call.arg_kinds) if kind == "vmap" and i not in mapped]
-    if shared:
-        names = getattr(target, "__wrapped__", target).__code__.co_varnames
-        which = ", ".join(names[i] if i < len(names) else f"argument {i}" for i in shared)
-        raise CheckFailure(
-            check,
-            f"{caller} maps {helper} over {which} too, so every example gets its own copy of {which}",
-            "the parameters are the same for every example: give them in_axes None "
-            "(jax.vmap(f, in_axes=(0, None, None))) so they are shared, not broadcast and copied B times",
-        )
-    return result
 
 
 def eagerly(fn: Callable) -> Callable:

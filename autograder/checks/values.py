@@ -22,7 +22,7 @@ from autograder.core.failures import CheckFailure
 from autograder.runtime import stores
 
 _PY_SCALARS = (bool, int, float)
-_MAX_SHOWN = 5
+MAX_SHOWN = 5
 
 
 @functools.cache
@@ -68,14 +68,14 @@ def _thaw(tree: Any) -> Any:
     return jax.tree_util.tree_map(thaw, tree, is_leaf=lambda n: isinstance(n, FrozenDict))
 
 
-def _flatten(tree: Any):
+def flatten(tree: Any):
     leaves, treedef = jax.tree_util.tree_flatten_with_path(_thaw(tree))
     return [(jax.tree_util.keystr(path), leaf) for path, leaf in leaves], treedef
 
 
 def assert_leaf_types(tree: Any, allowed: tuple[type, ...], *, name: str = "result", check: str) -> None:
     """Every leaf of ``tree`` is exactly of one of the ``allowed`` types (no subclasses)."""
-    for path, leaf in _flatten(tree)[0]:
+    for path, leaf in flatten(tree)[0]:
         if type(leaf) not in allowed:
             names = " or ".join(
                 t.__module__.split(".")[0] + "." + t.__name__ if t.__module__ != "builtins" else t.__name__
@@ -87,7 +87,7 @@ def assert_leaf_types(tree: Any, allowed: tuple[type, ...], *, name: str = "resu
             )
 
 
-def _as_numpy(leaf: Any, where: str, check: str) -> np.ndarray:
+def as_numpy(leaf: Any, where: str, check: str) -> np.ndarray:
     kind = type(leaf)
     if kind in _PY_SCALARS or isinstance(leaf, np.generic) and kind.__module__ == "numpy":
         return np.asarray(leaf)
@@ -114,11 +114,11 @@ def _as_numpy(leaf: Any, where: str, check: str) -> np.ndarray:
 def _first_differences(expected: np.ndarray, got: np.ndarray, close: np.ndarray) -> str:
     bad = np.argwhere(~close)
     lines = []
-    for index in bad[:_MAX_SHOWN]:
+    for index in bad[:MAX_SHOWN]:
         idx = tuple(int(i) for i in index)
         lines.append(f"  [{', '.join(map(str, idx))}]: expected {expected[idx].item()!r}, got {got[idx].item()!r}")
-    if len(bad) > _MAX_SHOWN:
-        lines.append(f"  ... and {len(bad) - _MAX_SHOWN} more")
+    if len(bad) > MAX_SHOWN:
+        lines.append(f"  ... and {len(bad) - MAX_SHOWN} more")
     return "\n".join(lines)
 
 
@@ -134,7 +134,7 @@ def _compare_leaf(
             "a returned key must be of the same kind as the key passed in: split it, do not convert it",
         )
     exp = np.asarray(jax.random.key_data(expected)) if exp_is_key else np.asarray(expected)
-    arr = _as_numpy(got, where, check)
+    arr = as_numpy(got, where, check)
     if exp.shape != arr.shape:
         raise CheckFailure(check, f"{where} has shape {arr.shape}, expected {exp.shape}")
     if type(got) in _PY_SCALARS:
@@ -199,9 +199,9 @@ def assert_trees_close(
     floating leaves. PRNG keys are compared by their key data and kind.
     ``source`` names where ``expected`` comes from in the message ("differs from <source>").
     """
-    exp_leaves, exp_def = _flatten(expected)
+    exp_leaves, exp_def = flatten(expected)
     try:
-        got_leaves, got_def = _flatten(got)
+        got_leaves, got_def = flatten(got)
     except Exception as err:  # noqa: BLE001 - the student's pytree nodes may be broken
         raise CheckFailure(check, f"{name} could not be read as a pytree: {type(err).__name__}: {err}") from None
     if not _same_structure(got_def, exp_def) or [p for p, _ in got_leaves] != [p for p, _ in exp_leaves]:
@@ -211,9 +211,9 @@ def assert_trees_close(
         missing = [p for p in exp_paths if p not in got_paths]
         extra = [p for p in got_paths if p not in exp_paths]
         if missing:
-            diff += f"missing: {', '.join(name + p for p in missing[:_MAX_SHOWN])}\n"
+            diff += f"missing: {', '.join(name + p for p in missing[:MAX_SHOWN])}\n"
         if extra:
-            diff += f"unexpected: {', '.join(name + p for p in extra[:_MAX_SHOWN])}\n"
+            diff += f"unexpected: {', '.join(name + p for p in extra[:MAX_SHOWN])}\n"
         raise CheckFailure(
             check,
             f"{name} does not have the structure of {_whose(source)}",
@@ -268,7 +268,7 @@ def assert_entries_among(
     """
     shape = np.broadcast_shapes(*(np.shape(value) for value in options.values()))
     arrays = {name: np.broadcast_to(np.asarray(value, dtype=np.float64), shape) for name, value in options.items()}
-    arr = _as_numpy(got, "result", check)
+    arr = as_numpy(got, "result", check)
     if arr.shape != shape:
         raise CheckFailure(check, f"result has shape {arr.shape}, expected {shape}", advice)
     ok = np.zeros(arr.shape, bool)
@@ -283,103 +283,6 @@ def assert_entries_among(
             f" — {int((~ok).sum())} of {ok.size} entries are wrong",
             advice,
         )
-
-
-def _is_counter(x: Any) -> bool:
-    if type(x) is int:
-        return True
-    return type(x) in (array_types()[0], np.ndarray) and x.shape == () and np.dtype(x.dtype).kind in "iu"
-
-
-def assert_fields_close(
-    got: Any,
-    expected: Any,
-    fields: tuple[str, ...],
-    *,
-    name: str = "new_state",
-    rtol: float = 1e-5,
-    atol: float = 1e-6,
-    check: str,
-    advice: dict[str, str] | None = None,
-    source: str = "the reference",
-) -> None:
-    """``got.<field>`` equals ``expected.<field>`` for every field (a TrainState's params, opt_state, step, ...).
-
-    Pytree fields are compared with :func:`assert_trees_close`; an integer
-    counter (``step``: a Python int at first, an int32 array after a jitted
-    step) by its value, as long as it stays an integer. ``advice[field]`` is
-    added to the message when that field is wrong.
-    """
-    advice = advice or {}
-    for field in fields:
-        if not hasattr(got, field):
-            raise CheckFailure(
-                check,
-                f"{name} has no field {field!r} (it is a {type(got).__module__}.{type(got).__qualname__})",
-                advice.get(field, ""),
-            )
-        g, e = getattr(got, field), getattr(expected, field)
-        where = f"{name}.{field}"
-        try:
-            if _is_counter(e):
-                if isinstance(g, jax.core.Tracer):
-                    _as_numpy(g, where, check)
-                if not _is_counter(g):
-                    raise CheckFailure(
-                        check, f"{where} is {describe(g)}, expected an integer counter equal to {int(e)}"
-                    )
-                if int(g) != int(e):
-                    raise CheckFailure(check, f"{where} differs from {source}: expected {int(e)}, got {int(g)}")
-            else:
-                assert_trees_close(g, e, rtol=rtol, atol=atol, name=where, check=check, source=source)
-        except CheckFailure as failure:
-            if field not in advice:
-                raise
-            raise CheckFailure(check, failure.problem, failure.details + "\n" + advice[field]) from None
-
-
-def assert_leaves_moved(
-    before: Any,
-    got: Any,
-    expected: Any = None,
-    *,
-    name: str,
-    check: str,
-    advice: str,
-) -> None:
-    """Every leaf the reference changes (``before`` -> ``expected``) is changed in ``got`` too; with no
-    ``expected``, every leaf (a step from a point where no leaf's gradient is zero).
-
-    Diagnoses an update that silently does nothing, e.g. gradients that are
-    all zero because the loss reads another copy of the parameters than the
-    one being differentiated. ``got`` must have ``before``'s structure.
-    """
-    b_leaves, b_def = _flatten(before)
-    g_leaves, g_def = _flatten(got)
-    e_leaves, e_def = _flatten(expected) if expected is not None else ([(path, None) for path, _ in b_leaves], b_def)
-    if g_def != e_def:
-        return  # a structure problem: the values check reports it
-    frozen = []
-    for (path, b), (_, g), (_, e) in zip(b_leaves, g_leaves, e_leaves):
-        b = np.asarray(b)
-        if (
-            (e is not None and np.array_equal(b, np.asarray(e)))
-            or not hasattr(g, "shape")
-            or isinstance(g, jax.core.Tracer)
-        ):
-            continue
-        g = np.asarray(g)
-        if g.shape == b.shape and np.array_equal(g, b):
-            frozen.append(name + path)
-    if frozen:
-        shown = ", ".join(frozen[:_MAX_SHOWN]) + (
-            f" and {len(frozen) - _MAX_SHOWN} more" if len(frozen) > _MAX_SHOWN else ""
-        )
-        which = "it" if len(frozen) == 1 else "them"
-        changer = (
-            "the reference's update changes" if expected is not None else "a gradient step from these params changes"
-        )
-        raise CheckFailure(check, f"{shown} did not change at all, although {changer} {which}", advice)
 
 
 @contextlib.contextmanager
@@ -419,43 +322,3 @@ def assert_returns_tuple(result: Any, names: tuple[str, ...], *, function: str, 
         )
         raise CheckFailure(check, f"{function} must return {shape}; it returned {got}")
     return tuple(result)
-
-
-def assert_steps_like_optimizer(
-    got_state: Any, optimizer: Any, *, steps: int = 3, seed: int = 0, check: str, advice: str
-) -> None:
-    """``got_state.tx`` updates parameters as ``optimizer`` (an optax transformation the contract names, e.g.
-    ``optax.sgd(0.1)``) does, judged by stepping from ``got_state``'s own params (:func:`assert_same_optimizer_steps`).
-    No reference state is needed: the contract says which optimizer."""
-    expected = got_state.replace(tx=optimizer, opt_state=optimizer.init(got_state.params))
-    assert_same_optimizer_steps(got_state, expected, steps=steps, seed=seed, check=check, advice=advice)
-
-
-def assert_same_optimizer_steps(
-    got_state: Any, expected_state: Any, *, steps: int = 3, seed: int = 0, check: str, advice: str
-) -> None:
-    """``got_state.tx`` updates parameters exactly as ``expected_state.tx`` does, judged by stepping.
-
-    Both optimizers start from the expected params and take ``steps`` steps
-    with the same random gradients (``state.apply_gradients``); the params
-    must agree after every step. Any optimizer that behaves the same passes
-    (``optax.sgd``, ``inject_hyperparams(optax.sgd)``, a chain that scales by
-    ``-lr``); momentum shows from the second step on.
-    """
-    try:
-        opt_state = got_state.tx.init(expected_state.params)
-    except Exception:  # noqa: BLE001 - not an optimizer (or one recorded as no more than its class): said below
-        raise CheckFailure(
-            check,
-            f"the state's tx is {describe(got_state.tx)[:120]}: not an optimizer that makes the steps asked for "
-            "(on the grader's side only plain optax.sgd, adam and adamw with a learning rate are known)",
-            advice,
-        ) from None
-    got = got_state.replace(params=expected_state.params, opt_state=opt_state)
-    expected = expected_state
-    rng = np.random.RandomState(seed)
-    for i in range(steps):
-        grads = jax.tree_util.tree_map(lambda p: rng.normal(size=np.shape(p)).astype(np.float32), expected.params)
-        got, expected = got.apply_gradients(grads=grads), expected.apply_gradients(grads=grads)
-        with located(f"after {i + 1} optimizer step(s) with the same gradients"):
-            assert_fields_close(got, expected, ("params",), name="state", check=check, advice={"params": advice})

@@ -262,7 +262,7 @@ def test_a_recorded_jit_function_still_is_one():
     jitted = jax.jit(lambda x: x * 2)
     recorded = recorder.recording("m.f", jitted)
     assert is_jitted(recorded) and recorded.lower(1.0) is not None
-    assert recorded.__wrapped__.__code__ is jitted.__wrapped__.__code__  # structure.record_calls unwraps one level
+    assert recorded.__wrapped__.__code__ is jitted.__wrapped__.__code__  # vmapped.record_calls unwraps one level
     assert float(recorded(3.0)) == 6.0 and float(recorded(x=4.0)) == 8.0
     assert recorder.functions["m.f"]["calls"] == 2 and len(recorder.functions["m.f"]["args"]["x"]) == 2
 

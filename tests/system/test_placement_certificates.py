@@ -75,15 +75,15 @@ def _forged(check: str, honest) -> object:
     if check == STATIC_N_STEPS:
         (a,) = arguments
         n_steps = jax.ShapeDtypeStruct((), jnp.int32)
-        return programs._pack(jax.export.export(jax.jit(_newton_five_steps))(a, n_steps))
+        return programs.pack(jax.export.export(jax.jit(_newton_five_steps))(a, n_steps))
     if check == ON_N_DEVICES:  # the mean on one device, broadcast back: a program of one device
         (xs,) = arguments
-        return programs._pack(jax.export.export(jax.jit(lambda a: jnp.broadcast_to(a.mean(0), a.shape)))(xs))
+        return programs.pack(jax.export.export(jax.jit(lambda a: jnp.broadcast_to(a.mean(0), a.shape)))(xs))
     mesh = jax.make_mesh((jax.device_count(),), ("batch",), axis_types=(AUTO,))
     specs = (P(), P(), P("batch"), P("batch"))  # the learning rate is a constant of the program (0.1)
     placed = [jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=NamedSharding(mesh, s)) for a, s in zip(arguments, specs)]
     assert len(placed) == len(arguments) == 4
-    return programs._pack(jax.export.export(jax.jit(lambda *args: _gathered_step(*args, 0.1)))(*placed))
+    return programs.pack(jax.export.export(jax.jit(lambda *args: _gathered_step(*args, 0.1)))(*placed))
 
 
 def test_the_references_verdicts_are_confirmed(graded_reference):

@@ -57,7 +57,7 @@ def _forged_program(kind: str, honest: np.ndarray) -> np.ndarray:
         size = int.from_bytes(raw[8:12], "big")
         text = jax.jit(FORGERIES[kind]).lower(*arguments).as_text().encode()
         return np.frombuffer(raw[: 12 + size] + text, np.uint8)
-    return programs._pack(jax.export.export(jax.jit(FORGERIES[kind]))(*arguments))
+    return programs.pack(jax.export.export(jax.jit(FORGERIES[kind]))(*arguments))
 
 
 def test_the_references_programs_are_confirmed(graded_reference):

@@ -66,7 +66,7 @@ def _forge(check: str, seen: dict, function, *arguments) -> dict:
     forged = copy.deepcopy(seen["transcripts"][check])
     recorded = certificates.programs_of(forged)
     assert recorded, check
-    payload = programs._pack(jax.export.export(jax.jit(function))(*arguments))
+    payload = programs.pack(jax.export.export(jax.jit(function))(*arguments))
     for key in recorded:
         forged[key] = transcript.encode(payload, transcript.statics())
     return forged

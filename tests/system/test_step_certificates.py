@@ -52,7 +52,7 @@ def _zeroed(encoded: dict) -> dict:
 def _zeros_program(honest: np.ndarray) -> np.ndarray:
     """A program of the honest one's argument and result types that gives zeros: right types, wrong values."""
     arguments, results = certificates.main_types(honest)
-    return programs._pack(
+    return programs.pack(
         jax.export.export(jax.jit(lambda *a: tuple(jnp.zeros(r.shape, r.dtype) for r in results)))(*arguments)
     )
 

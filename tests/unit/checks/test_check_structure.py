@@ -5,7 +5,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from autograder.checks import structure
+from autograder.checks import slopes, structure, vmapped
 from autograder.core.failures import CheckFailure
 
 
@@ -73,10 +73,10 @@ def test_a_gradient_is_compared_with_the_functions_own_slope():
         return jnp.sum(x * jnp.minimum(1.0, 1.0 / norm))
 
     x = jnp.array([2.0, -1.0, 0.5])
-    structure.assert_gradient_is_the_slope(norm_clip, x)
-    structure.assert_gradient_is_the_slope(jnp.sum, jnp.array([0.1, 0.2]))
+    slopes.assert_gradient_is_the_slope(norm_clip, x)
+    slopes.assert_gradient_is_the_slope(jnp.sum, jnp.array([0.1, 0.2]))
     with pytest.raises(CheckFailure, match=r"gradient differs from the central differences") as err:
-        structure.assert_gradient_is_the_slope(stopped, x)
+        slopes.assert_gradient_is_the_slope(stopped, x)
     assert "the gradient of stopped equals the slope of the function itself" in str(err.value)
 
 
@@ -99,20 +99,20 @@ LINEAR_AT_IMPORT = jax.vmap(linear, in_axes=(0, None, None))
 
 def test_record_calls_sees_one_batched_call_through_vmap_even_via_an_early_reference():
     xs, W, b = jnp.ones((4, 3)), jnp.ones((3, 2)), jnp.zeros(2)
-    _, calls = structure.record_calls(linear, lambda: LINEAR_AT_IMPORT(xs, W, b))
+    _, calls = vmapped.record_calls(linear, lambda: LINEAR_AT_IMPORT(xs, W, b))
     assert len(calls) == 1 and calls[0].batched
     assert calls[0].arg_shapes[0] == (3,)
 
 
 def test_record_calls_sees_a_python_loop_as_one_unbatched_call_per_example():
     xs, W, b = jnp.ones((4, 3)), jnp.ones((3, 2)), jnp.zeros(2)
-    _, calls = structure.record_calls(linear, lambda: jnp.stack([linear(x, W, b) for x in xs]))
+    _, calls = vmapped.record_calls(linear, lambda: jnp.stack([linear(x, W, b) for x in xs]))
     assert len(calls) == 4 and not any(c.batched for c in calls)
 
 
 def test_record_calls_sees_lax_map_as_one_traced_unbatched_call():
     xs, W, b = jnp.ones((4, 3)), jnp.ones((3, 2)), jnp.zeros(2)
-    _, calls = structure.record_calls(linear, lambda: jax.lax.map(lambda x: linear(x, W, b), xs))
+    _, calls = vmapped.record_calls(linear, lambda: jax.lax.map(lambda x: linear(x, W, b), xs))
     assert len(calls) == 1 and calls[0].traced and not calls[0].batched
 
 

@@ -8,7 +8,7 @@ import optax
 import pytest
 from flax.training import train_state
 
-from autograder.checks import values
+from autograder.checks import states
 from autograder.checks.values import assert_leaf_types, assert_matches_reference, assert_trees_close, describe
 from autograder.core.failures import CheckFailure
 
@@ -165,7 +165,7 @@ def test_describe_summarises_a_tree():
     ],
 )
 def test_an_optimizer_is_judged_by_its_steps_against_the_one_the_contract_names(tx, same):
-    from autograder.checks.values import assert_steps_like_optimizer
+    from autograder.checks.states import assert_steps_like_optimizer
 
     params = {"W": jnp.ones((2, 3)), "b": jnp.zeros(3)}
     state = train_state.TrainState.create(apply_fn=lambda p, x: x, params=params, tx=tx)
@@ -179,11 +179,11 @@ def test_an_optimizer_is_judged_by_its_steps_against_the_one_the_contract_names(
 def test_assert_leaves_moved_without_an_expected_update_wants_every_leaf_changed():
     before = {"W": np.ones((2, 2), np.float32), "b": np.zeros(2, np.float32)}
     moved = {"W": before["W"] - 0.1, "b": before["b"] + 0.1}
-    values.assert_leaves_moved(before, moved, name="p", check="c", advice="a")
+    states.assert_leaves_moved(before, moved, name="p", check="c", advice="a")
     with pytest.raises(CheckFailure, match=r"p\['b'\] did not change at all, although a gradient step"):
-        values.assert_leaves_moved(before, {"W": moved["W"], "b": before["b"].copy()}, name="p", check="c", advice="a")
+        states.assert_leaves_moved(before, {"W": moved["W"], "b": before["b"].copy()}, name="p", check="c", advice="a")
     # with the reference's update, only the leaves it changes must change
-    values.assert_leaves_moved(
+    states.assert_leaves_moved(
         before,
         {"W": moved["W"], "b": before["b"]},
         {"W": moved["W"], "b": before["b"]},
@@ -195,7 +195,7 @@ def test_assert_leaves_moved_without_an_expected_update_wants_every_leaf_changed
 
 def test_a_state_whose_optimizer_cannot_run_fails_with_the_checks_message():
     """On the trusted side an optimizer no recipe describes (SGD with momentum) is recorded as its class only."""
-    from autograder.checks.values import assert_steps_like_optimizer
+    from autograder.checks.states import assert_steps_like_optimizer
     from autograder.recording.plain_data import OpaqueStatic
 
     params = {"W": jnp.ones((2, 3))}

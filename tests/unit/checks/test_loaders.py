@@ -9,7 +9,7 @@ import pytest
 import torch
 import torch.utils.data as tud
 
-from autograder.checks import loaders, purity
+from autograder.checks import datasets, loaders, purity
 from autograder.core.failures import CheckFailure
 
 
@@ -108,11 +108,11 @@ def test_own_generators_are_fine():
 def test_numpy_sample_accepts_numpy_and_names_the_first_other_leaf():
     import jax.numpy as jnp
 
-    loaders.assert_numpy_sample((np.zeros(2, np.float32), np.int32(1)), name="ds[0]", dataset="Toy")
+    datasets.assert_numpy_sample((np.zeros(2, np.float32), np.int32(1)), name="ds[0]", dataset="Toy")
     with pytest.raises(CheckFailure, match=r"ds\[0\]\[1\] is a jax\.Array(.*\n)*.*forked worker processes"):
-        loaders.assert_numpy_sample((np.zeros(2), jnp.int32(1)), name="ds[0]", dataset="Toy")
+        datasets.assert_numpy_sample((np.zeros(2), jnp.int32(1)), name="ds[0]", dataset="Toy")
     with pytest.raises(CheckFailure, match=r"ds\[3\]\[0\] is a torch\.Tensor"):
-        loaders.assert_numpy_sample((torch.zeros(2), np.int32(1)), name="ds[3]", dataset="Toy")
+        datasets.assert_numpy_sample((torch.zeros(2), np.int32(1)), name="ds[3]", dataset="Toy")
 
 
 def test_interleaved_epochs_expose_a_generator_shared_between_loaders():

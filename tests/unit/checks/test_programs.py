@@ -20,7 +20,7 @@ def replace_negatives(x, value):
 
 
 def payload_of(fn, *args) -> np.ndarray:
-    return programs._pack(jax.export.export(jax.jit(fn))(*args))
+    return programs.pack(jax.export.export(jax.jit(fn))(*args))
 
 
 def rebuilt(payload) -> programs.Program:
