@@ -100,15 +100,7 @@ def assert_deterministic(fn: Callable, *args: Any, **kwargs: Any) -> None:
     """Two calls with the same arguments give the same result."""
     first = fn(*_snapshot(args), **kwargs)
     second = fn(*_snapshot(args), **kwargs)
-    try:
-        assert_trees_close(second, first, rtol=0, atol=0, name="second result", source="the first result")
-    except CheckFailure as failure:
-        raise CheckFailure(
-            f"{function_name(fn)} gives the same result when called twice with the same arguments",
-            f"{function_name(fn)} returned something different the second time it was called with the same arguments",
-            f"{failure.problem}\nthe function keeps hidden state between calls (a global, a counter, a cache "
-            "or a random generator); make the result depend only on the arguments",
-        ) from None
+    assert_result_repeats(function_name(fn), first, second, {})
 
 
 def assert_no_hidden_rng(fn: Callable, *args: Any, **kwargs: Any) -> None:
