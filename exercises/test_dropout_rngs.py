@@ -699,7 +699,6 @@ def test_mc_dropout_predict_works_under_jit(student, reference, trained):
         *args,
         static_argnums=(3,),
         expected=reference.mc_dropout_predict(*args),
-        eager=jitted(student.mc_dropout_predict),
     )
 
 
