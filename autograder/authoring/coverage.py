@@ -242,7 +242,7 @@ class Recorder:
         for info in pkgutil.iter_modules(checks.__path__):
             module = importlib.import_module(f"autograder.checks.{info.name}")
             for name, value in list(vars(module).items()):
-                if name.startswith("assert_") and inspect.isfunction(value) and value.__module__ == module.__name__:
+                if name.startswith("assert_") and inspect.isfunction(value) and _a_kit_check(value):
                     self._wrap_comparison(module, name)
 
     # the functions under test
@@ -362,3 +362,9 @@ class Recorder:
             setattr(owner, name, original)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         Path(f"{self.path}.{os.getpid()}.json").write_text(json.dumps(self.functions), encoding="utf-8")
+
+
+def _a_kit_check(fn) -> bool:
+    """A kit helper wherever a check module names it: defined there, or named there from its own room
+    (``purity.assert_pure_by_values`` is :mod:`autograder.checks.pure_values`'), as check files call it."""
+    return fn.__module__.startswith("autograder.checks.")
