@@ -153,6 +153,12 @@ def assert_result_repeats(shown: str, result: Any, second: Any, reseeded: dict[s
             f"{failure.problem}\nthe function keeps hidden state between calls (a global, a counter, a cache "
             "or a random generator); make the result depend only on the arguments",
         ) from None
+    assert_same_when_reseeded(shown, result, reseeded)
+
+
+def assert_same_when_reseeded(shown: str, result: Any, reseeded: dict[str, Any]) -> None:
+    """Each result of a call with only one global generator re-seeded (``reseeded``: generator -> result) is
+    ``result``: the function draws no hidden randomness."""
     for name, again in reseeded.items():
         try:
             assert_trees_close(again, result, rtol=0, atol=0)
