@@ -454,14 +454,73 @@ def test_restore_checkpoint_has_the_targets_class_and_structure(student, saved, 
     )
 
 
-def test_restore_checkpoint_follows_the_targets_dtypes(student, saved_path, trained, target):
-    """A bfloat16 target gives bfloat16 params, and its Python-int step stays a Python int."""
-    bf16 = target.replace(params=jax.tree.map(lambda p: p.astype(jnp.bfloat16), target.params))
-    check = "restore_checkpoint into a bfloat16 target gives bfloat16 params holding the saved values"
-    restored = student.restore_checkpoint(saved_path, bf16)
-    assert_has_structure_of(restored, bf16, name="restored", check=check)
-    expected = trained.replace(params=jax.tree.map(lambda p: p.astype(jnp.bfloat16), trained.params))
-    states.assert_fields_close(restored, expected, ("params",), name="restored", rtol=0, atol=0, check=check)
+def in_bfloat16(state):
+    """``state`` with its params cast to bfloat16 (its step and opt_state as they are)."""
+    return state.replace(params=jax.tree.map(lambda p: p.astype(jnp.bfloat16), state.params))
+
+
+def as_data_with_dtypes(restored):
+    """A restored state as data (bfloat16 is not): ``(its leaves' dtypes, or their types where they have none, by
+    path; the state with every bfloat16 leaf as float32)``. Any bfloat16 value is a float32 value exactly."""
+    leaves = jax.tree_util.tree_leaves_with_path(restored)
+    kinds = [(jax.tree_util.keystr(path), str(getattr(leaf, "dtype", type(leaf).__name__))) for path, leaf in leaves]
+    widened = jax.tree.map(
+        lambda leaf: leaf.astype(jnp.float32) if getattr(leaf, "dtype", None) == jnp.bfloat16 else leaf, restored
+    )
+    return kinds, widened
+
+
+def into_bfloat16(restore, where):
+    """``restore(<where>, target)`` into ``target`` with its params cast to bfloat16 (:func:`in_bfloat16`), of
+    files given as data (a checkpoint, or a manager's run when ``where`` is ``"run"``): what it returns as
+    :func:`as_data_with_dtypes` gives it."""
+
+    def restored(files_given, target):
+        with files.new_directory() as directory:
+            if where == "run":
+                manager = a_manager(files.materialise(files_given, directory / "run"), 3)
+                try:
+                    return as_data_with_dtypes(restore(manager, in_bfloat16(target)))
+                finally:
+                    manager.close()
+            return as_data_with_dtypes(restore(files.materialise(files_given, directory / "ckpt"), in_bfloat16(target)))
+
+    return restored
+
+
+def assert_follows_the_targets_dtypes(got, target, saved_state, *, check):
+    """``got`` (:func:`as_data_with_dtypes` of what was restored into ``in_bfloat16(target)``) has the bfloat16
+    target's class, structure, dtypes leaf for leaf (a Python-int step stays a Python int), and ``saved_state``'s
+    params in bfloat16."""
+    if not (isinstance(got, tuple) and len(got) == 2 and isinstance(got[0], list)):
+        raise CheckFailure(check, "what was restored could not be recorded as data", "return the restored state")
+    kinds, widened = got
+    assert_has_structure_of(widened, target, name="restored", check=check)
+    expected_kinds, _ = as_data_with_dtypes(in_bfloat16(target))
+    for (path, kind), (_, want) in zip(kinds, expected_kinds):
+        if kind != want:
+            raise CheckFailure(
+                check,
+                f"restored{path} is {kind}, but the target holds {want} there",
+                "the target decides dtypes: restore against jax.tree.map(ocp.utils.to_shape_dtype_struct, target)",
+            )
+    _, expected = as_data_with_dtypes(in_bfloat16(saved_state))
+    states.assert_fields_close(widened, expected, ("params",), name="restored", rtol=0, atol=0, check=check)
+
+
+@decided_by_values
+def test_restore_checkpoint_follows_the_targets_dtypes(student, saved, trained, target):
+    """A bfloat16 target gives bfloat16 params holding the saved values, and its Python-int step stays a Python int:
+    decided from the restored state recorded as data (its dtypes beside it)."""
+    got = structure.transformed_once(
+        student.restore_checkpoint, "into bfloat16", lambda restore: into_bfloat16(restore, "checkpoint")
+    )(saved, target)
+    assert_follows_the_targets_dtypes(
+        got,
+        target,
+        trained,
+        check="restore_checkpoint into a bfloat16 target gives bfloat16 params holding the saved values",
+    )
 
 
 def target_after(restore):
@@ -497,17 +556,32 @@ def test_restore_checkpoint_then_a_training_step_is_bit_identical(student, saved
 # make_manager ---------------------------------------------------------------
 
 
-def test_make_manager_returns_a_checkpoint_manager(student, workdir):
-    manager = student.make_manager(workdir / "run", 3)
-    try:
-        if not isinstance(manager, ocp.CheckpointManager):
-            raise CheckFailure(
-                "make_manager returns an ocp.CheckpointManager",
-                f"make_manager returned a {type(manager).__module__}.{type(manager).__qualname__}",
-                "return ocp.CheckpointManager(directory, options=ocp.CheckpointManagerOptions(max_to_keep=..., create=True))",
-            )
-    finally:
-        getattr(manager, "close", lambda: None)()
+def kind_made_by(make_manager):
+    """``make_manager(directory, max_to_keep)`` in a new directory, as data: the classes its result is an instance
+    of (module and name of each class of its type's method resolution order)."""
+
+    def made(max_to_keep):
+        with files.new_directory() as directory:
+            manager = make_manager(directory / "run", max_to_keep)
+            try:
+                return [f"{kind.__module__}.{kind.__qualname__}" for kind in type(manager).__mro__]
+            finally:
+                getattr(manager, "close", lambda: None)()
+
+    return made
+
+
+@decided_by_values
+def test_make_manager_returns_a_checkpoint_manager(student):
+    """Decided from the classes of what it returns (recorded as data)."""
+    kinds = structure.transformed_once(student.make_manager, "kind made", kind_made_by)(3)
+    manager = f"{ocp.CheckpointManager.__module__}.{ocp.CheckpointManager.__qualname__}"
+    if not (isinstance(kinds, list) and manager in kinds):
+        raise CheckFailure(
+            "make_manager returns an ocp.CheckpointManager",
+            f"make_manager returned a {kinds[0] if isinstance(kinds, list) and kinds else 'value'}",
+            "return ocp.CheckpointManager(directory, options=ocp.CheckpointManagerOptions(max_to_keep=..., create=True))",
+        )
 
 
 def directory_made_by(make_manager):
@@ -874,19 +948,20 @@ def test_restore_latest_gives_the_targets_structure(student, run, target):
     )
 
 
-def test_restore_latest_follows_the_targets_dtypes(student, run, trained_more, target, workdir):
+@decided_by_values
+def test_restore_latest_follows_the_targets_dtypes(student, run, trained_more, target):
     """A bfloat16 target gives bfloat16 params holding the newest step's values: the target's structure is
-    what restore_latest restores into, whatever target it is given."""
-    bf16 = target.replace(params=jax.tree.map(lambda p: p.astype(jnp.bfloat16), target.params))
-    check = "restore_latest into a bfloat16 target gives bfloat16 params holding the newest step's values"
-    manager = a_manager(files.materialise(run, workdir / "run"), 3)
-    try:
-        result = student.restore_latest(manager, bf16)
-    finally:
-        manager.close()
-    assert_has_structure_of(result, bf16, name="restored", check=check)
-    expected = trained_more.replace(params=jax.tree.map(lambda p: p.astype(jnp.bfloat16), trained_more.params))
-    states.assert_fields_close(result, expected, ("params",), name="restored", rtol=0, atol=0, check=check)
+    what restore_latest restores into, whatever target it is given (decided from the restored state recorded as
+    data, its dtypes beside it)."""
+    got = structure.transformed_once(
+        student.restore_latest, "into bfloat16 from a run", lambda restore: into_bfloat16(restore, "run")
+    )(run, target)
+    assert_follows_the_targets_dtypes(
+        got,
+        target,
+        trained_more,
+        check="restore_latest into a bfloat16 target gives bfloat16 params holding the newest step's values",
+    )
 
 
 def restored_after_step_0(restore_latest):

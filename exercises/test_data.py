@@ -54,32 +54,74 @@ def test_numpy_collate_matches_reference(student, reference, batch):
     loaders.assert_numpy_batch(got, expected, check="numpy_collate(batch) equals the reference on generated batches")
 
 
+@values_decided
 @given(batch=collate_batches())
 def test_numpy_collate_leaves_the_batch_unchanged(student, batch):
-    """The batch list, its samples and their arrays are left as they were; no module state is touched."""
-    purity.assert_arguments_unchanged(student.numpy_collate, batch)
+    """The batch list, its samples and their arrays are left as they were: decided from the batch as the call left
+    it (recorded as values) and compared, on the trusted side too, with the check's own batch."""
+    purity.assert_arguments_unchanged_by_values(student.numpy_collate, batch)
+
+
+@given(batch=collate_batches())
+def test_numpy_collate_keeps_no_module_state(student, batch):
     purity.assert_module_state_unchanged(student, student.numpy_collate, batch)
 
 
+def collated_by_a_dataloader(numpy_collate):
+    """``numpy_collate`` as the ``collate_fn`` of a real DataLoader over :data:`LOADER_SAMPLES` in batches of
+    :data:`LOADER_BATCH_SIZE`, as data: the batches it yields with ``num_workers`` worker processes."""
+
+    def batches(num_workers):
+        return loaders.load_batches(
+            SampleDataset(LOADER_SAMPLES),
+            numpy_collate,
+            batch_size=LOADER_BATCH_SIZE,
+            num_workers=num_workers,
+            fn_name="numpy_collate",
+        )
+
+    return batches
+
+
+@values_decided
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize("num_workers", [0, 2])
-def test_numpy_collate_works_in_a_dataloader(student, num_workers):
+def test_numpy_collate_works_in_a_dataloader(student, reference, num_workers):
     """A real DataLoader, in the main process and with two forked workers (deadlocks fail, not hang): its batches
-    are NumPy and what numpy_collate gives called directly (whether those are right is the correctness check's)."""
-    batches = loaders.load_batches(
-        SampleDataset(LOADER_SAMPLES),
-        student.numpy_collate,
-        batch_size=LOADER_BATCH_SIZE,
-        num_workers=num_workers,
-        fn_name="numpy_collate",
+    are NumPy and the reference's numpy_collate of the same samples (decided from the batches, recorded as values;
+    that the workers collated them is the next check's)."""
+    batches = structure.transformed_once(student.numpy_collate, "collated by a DataLoader", collated_by_a_dataloader)(
+        num_workers
     )
     chunks = [LOADER_SAMPLES[i : i + LOADER_BATCH_SIZE] for i in range(0, len(LOADER_SAMPLES), LOADER_BATCH_SIZE)]
     check = f"numpy_collate works as the collate_fn of a DataLoader with num_workers={num_workers}"
     loaders.assert_batch_count(batches, len(chunks), check=check)
     for i, (got, chunk) in enumerate(zip(batches, chunks)):
         loaders.assert_numpy_batch(
-            got, student.numpy_collate(chunk), name=f"batches[{i}]", check=check, source="numpy_collate called directly"
+            got,
+            reference.numpy_collate(chunk),
+            name=f"batches[{i}]",
+            check=check,
+            source=f"the reference's numpy_collate of samples {i * LOADER_BATCH_SIZE}..",
         )
+
+
+@pytest.mark.timeout(120)
+def test_numpy_collate_runs_in_the_dataloaders_worker_processes(student):
+    """Observed in the process that runs it: two forked DataLoader workers run numpy_collate and hand over every
+    batch (a deadlock or an error in a worker fails it; what the batches hold is the check above's)."""
+    batches = loaders.load_batches(
+        SampleDataset(LOADER_SAMPLES),
+        student.numpy_collate,
+        batch_size=LOADER_BATCH_SIZE,
+        num_workers=2,
+        fn_name="numpy_collate",
+    )
+    loaders.assert_batch_count(
+        batches,
+        len(range(0, len(LOADER_SAMPLES), LOADER_BATCH_SIZE)),
+        check="numpy_collate runs in the worker processes of a DataLoader with num_workers=2",
+    )
 
 
 # XORDataset -----------------------------------------------------------------

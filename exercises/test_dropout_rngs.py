@@ -27,7 +27,7 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from autograder.checks import keys, loops, programs, purity, states, structure, train_steps, values
+from autograder.checks import keys, keyuse, loops, programs, purity, states, structure, train_steps, values
 from autograder.checks.scenario import (
     assert_is_train_state,
     created_state,
@@ -41,7 +41,7 @@ from autograder.checks.scenario import (
     xor_loader,
 )
 from autograder.core.failures import CheckFailure
-from autograder.core.oracle import continue_from, sibling
+from autograder.core.oracle import continue_from, sibling, transformed
 
 correctness = pytest.mark.correctness
 decided_by_values = pytest.mark.decided("values")
@@ -349,24 +349,71 @@ def test_train_step_dropout_uses_a_new_mask_at_every_step(student, trained, step
         )
 
 
-def test_train_step_dropout_uses_the_base_key_without_consuming_it(student, start, steps):
-    """Under jax.debug_key_reuse(True), a loop of steps given the same base key raises nothing."""
-    batches = full_batches(steps, BATCH)
-    key = keys.as_typed(dropout_key())
-    state = purity.fresh_copy(start)
-    try:
-        with jax.debug_key_reuse(True):
-            for i in range(3):
-                state, _ = run_train_step(student, state, batches[i % len(batches)], key)
-    except jax.errors.KeyReuseError as err:
+LOOP_STEPS = 3
+
+
+def looped_with_one_key(train_step_dropout):
+    """``train_step_dropout`` in a loop of :data:`LOOP_STEPS` steps from ``state``, each given the next of
+    ``batches`` and the same base ``key``, as data: ``(the last state, the losses)``. The loop runs under
+    ``jax.debug_key_reuse(True)``: where it runs the student's step, a step that consumes the key fails there with
+    the step's number (which only words a failure: the values decide a pass)."""
+
+    def loop(state, batches, key):
+        losses = []
+        for i in range(LOOP_STEPS):
+            try:
+                with jax.debug_key_reuse(True):
+                    state, loss = values.assert_returns_tuple(
+                        train_step_dropout(state, batches[i % len(batches)], key),
+                        ("new_state", "loss"),
+                        function="train_step_dropout",
+                        check="train_step_dropout(state, batch, dropout_key) returns (new_state, loss)",
+                    )
+            except jax.errors.KeyReuseError as err:
+                raise CheckFailure(
+                    CONSUMING_CHECK,
+                    f"at step {i + 1} of a loop that gives the same dropout_key to every step, JAX reports that the "
+                    "key was already used: an earlier step consumed it (split it, or drew from it)",
+                    f"JAX says: {str(err).splitlines()[0]}\n{KEY_DERIVATION}; fold_in does not consume the base key, "
+                    "split does",
+                ) from None
+            losses.append(loss)
+        return state, losses
+
+    return loop
+
+
+CONSUMING_CHECK = (
+    "train_step_dropout does not consume the dropout_key it is given: a loop of steps given the same key gives the "
+    "reference's states and losses"
+)
+
+
+@decided_by_values
+def test_train_step_dropout_uses_the_base_key_without_consuming_it(student, reference, start, steps):
+    """A loop of steps from the same state, each given the same base key (and run under jax.debug_key_reuse(True)
+    where the student's step runs), gives the reference's losses and last state: decided from those values, which
+    only the contract's fold_in(dropout_key, state.step) gives; a step that splits the key draws other masks."""
+    batches, key = full_batches(steps, BATCH), keys.as_typed(dropout_key())
+    form = "a loop with one base key"
+    got = structure.transformed_once(student.train_step_dropout, form, looped_with_one_key)(
+        purity.fresh_copy(start), purity.fresh_copy(batches), key
+    )
+    expected = transformed(reference, "train_step_dropout", form, looped_with_one_key)(
+        purity.fresh_copy(start), purity.fresh_copy(batches), key
+    )
+    if not (isinstance(got, tuple) and len(got) == 2 and isinstance(got[1], list) and len(got[1]) == LOOP_STEPS):
         raise CheckFailure(
-            "train_step_dropout does not consume the dropout_key it is given (checked with jax.debug_key_reuse(True))",
-            f"at step {i + 1} of a loop that gives the same dropout_key to every step, JAX reports that the key "
-            "was already used: an earlier step consumed it (split it, or drew from it)",
-            f"JAX says: {str(err).splitlines()[0]}\n"
-            + KEY_DERIVATION
-            + "; fold_in does not consume the base key, split does",
-        ) from None
+            CONSUMING_CHECK, "the loop's states and losses could not be recorded as data", KEY_DERIVATION
+        )
+    for i, (loss, want) in enumerate(zip(got[1], expected[1])):
+        try:
+            values.assert_trees_close(loss, want, rtol=1e-5, atol=1e-6, name=f"the loss of step {i + 1}")
+        except CheckFailure as wrong:
+            raise CheckFailure(CONSUMING_CHECK, wrong.problem, f"{wrong.details}\n{KEY_DERIVATION}") from None
+    states.assert_fields_close(
+        got[0], expected[0], STATE_FIELDS, name=f"the state after {LOOP_STEPS} steps", check=CONSUMING_CHECK
+    )
 
 
 def test_train_step_dropout_does_not_retrace_in_a_training_loop(student, start, steps):
@@ -660,14 +707,20 @@ def test_mc_dropout_predict_depends_only_on_the_key(student, trained):
         keys.assert_key_changes_result(fn, lambda key: (trained, MC_X, key, MC_SAMPLES), kind)
 
 
-def test_mc_dropout_predict_uses_each_key_once(student, trained):
-    """Traced (not compiled) under jax.debug_key_reuse(True): no key is used by two draws or splits."""
-
-    @functools.wraps(student.mc_dropout_predict)
-    def trace_with_key(key):
-        return jax.make_jaxpr(student.mc_dropout_predict, static_argnums=3)(trained, MC_X, key, MC_SAMPLES)
-
-    keys.assert_no_key_reuse(trace_with_key, keys.make_key(3, "typed"))
+@decided_by_program
+def test_mc_dropout_predict_uses_each_key_once(student, reference, trained):
+    """Decided from the compiled program: it gives the reference's mean for the key (the samples' keys are the
+    contract's split, each used by one draw), and passes no key value to two draws or splits."""
+    keyuse.assert_program_uses_each_key_once(
+        student.mc_dropout_predict,
+        reference.mc_dropout_predict,
+        keys.make_key(3, "typed"),
+        trained,
+        MC_X,
+        MC_SAMPLES,
+        key_argnum=2,
+        static_argnums=(3,),
+    )
 
 
 @decided_by_program

@@ -614,10 +614,40 @@ def test_train_model_reaches_the_accuracy_of_the_contract(student, contract):
         )
 
 
-def test_train_model_is_pure(student, start, shuffled_epochs):
-    purity.assert_pytree_arguments_unchanged(
-        student.train_model, purity.fresh_copy(start), EpochsLoader(shuffled_epochs), 1
+def trained_on_epochs(train_model):
+    """``train_model`` given the batches of its loader's passes (data) instead of the loader, as data: the
+    fields of the state it returns."""
+
+    def trained(state, epochs, num_epochs):
+        final = train_model(state, EpochsLoader(epochs), num_epochs)
+        return {name: getattr(final, name, None) for name in STATE_FIELDS}
+
+    return trained
+
+
+@decided_by_values
+def test_train_model_is_pure(student, reference, start, shuffled_epochs):
+    """The state it is given left as it was, the same final state when called again (whatever the global
+    generators), and that state the reference's: decided from values (the given state and batches are the check's
+    own, drawn on the trusted side too)."""
+    got = purity.assert_pure_by_values(
+        student.train_model, purity.fresh_copy(start), shuffled_epochs, 1, first=("on epochs", trained_on_epochs)
     )
+    expected = transformed(reference, "train_model", "on epochs", trained_on_epochs)(
+        purity.fresh_copy(start), shuffled_epochs, 1
+    )
+    values.assert_trees_close(
+        got,
+        expected,
+        rtol=1e-5,
+        atol=1e-6,
+        name="the state after one epoch",
+        check="train_model gives the reference's state (what is compared for purity: values a correct function gives)",
+        source="the reference's train_model",
+    )
+
+
+def test_train_model_keeps_no_module_state(student, start, shuffled_epochs):
     purity.assert_module_state_unchanged(
         student, student.train_model, purity.fresh_copy(start), EpochsLoader(shuffled_epochs), 1
     )

@@ -54,24 +54,26 @@ def assert_program_uses_each_key_once(
     key: Any,
     *args: Any,
     static_argnums: Sequence[int] = (),
+    key_argnum: int = 0,
     eager: Callable | None = None,
     rtol: float = 1e-5,
     atol: float = 1e-6,
 ) -> programs.Program:
     """``fn(key, *args)`` (the student's) uses every PRNG key at most once: decided from its compiled program,
-    which must give what the jitted ``reference`` gives on ``key`` (see the module). ``static_argnums`` index
-    ``(key, *args)`` as jit's; ``eager`` (e.g. :func:`structure.eagerly` of ``fn``) runs ``fn`` for the message
-    of a failure. Returns the program."""
+    which must give what the jitted ``reference`` gives on ``key`` (see the module). ``key_argnum`` puts ``key``
+    elsewhere among the arguments (``fn(*args[:key_argnum], key, *args[key_argnum:])``); ``static_argnums`` index
+    that call as jit's; ``eager`` (e.g. :func:`structure.eagerly` of ``fn``) runs ``fn`` for the message of a
+    failure. Returns the program."""
     name = function_name(fn)
     check = f"{name} uses every PRNG key at most once"
-    call = (key, *args)
+    call = (*args[:key_argnum], key, *args[key_argnum:])
     expected = structure.jit_once(reference, tuple(static_argnums))(*call)
     program = programs.program_of(
         fn, *call, static_argnums=static_argnums, result_like=expected, name=name, check=check
     )
     reused = keys_used_twice(program.text)
     if reused:
-        _explain_key_reuse(eager or fn, key, args, check)
+        _explain_key_reuse(eager or fn, call, key_argnum, check)
         raise CheckFailure(
             check,
             f"the compiled program of {name} passes one key to two draws or splits, or returns a key it drew or "
@@ -83,7 +85,7 @@ def assert_program_uses_each_key_once(
     try:
         assert_trees_close(got, expected, rtol=rtol, atol=atol, check=check)
     except CheckFailure as wrong:
-        _explain_key_reuse(eager or fn, key, args, check)
+        _explain_key_reuse(eager or fn, call, key_argnum, check)
         raise CheckFailure(
             check,
             f"the compiled program of {name} gives other keys or draws than the reference for the same key (a key "
@@ -94,7 +96,7 @@ def assert_program_uses_each_key_once(
     return program
 
 
-def _explain_key_reuse(fn: Callable, key: Any, args: tuple, check: str) -> None:
+def _explain_key_reuse(fn: Callable, call: tuple, key_argnum: int, check: str) -> None:
     """Raise JAX's key-reuse checker's account (line and variable) if ``fn`` reuses a key: the message of a
     failure already decided. Anything else the run raises is not this check's to report. Not for a function that
     stands for the student's (``grade``'s processes: it answers what was recorded, and the trusted side has no
@@ -102,7 +104,8 @@ def _explain_key_reuse(fn: Callable, key: Any, args: tuple, check: str) -> None:
     if isinstance(fn, StandIn) or isinstance(getattr(fn, "__wrapped__", None), StandIn):
         return
     try:
-        keys.assert_no_key_reuse(fn, keys.as_typed(key), *args)
+        typed = (*call[:key_argnum], keys.as_typed(call[key_argnum]), *call[key_argnum + 1 :])
+        keys.assert_no_key_reuse(fn, *typed)
     except CheckFailure as reuse:
         raise CheckFailure(check, reuse.problem, reuse.details) from None
     except Exception:  # noqa: BLE001 - the failure is decided; this run only words it

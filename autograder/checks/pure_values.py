@@ -127,18 +127,20 @@ def _assert_arguments_left(fn: Callable, shown: str, args: tuple, left: Any) -> 
 
 def assert_pure_by_values(
     fn: Callable, *args: Any, first: tuple[str, Callable[[Callable], Callable]] | None = None
-) -> None:
+) -> Any:
     """``fn`` leaves its arguments as they were, and gives the same result when called again on the same
     arguments with NumPy's, Python's and torch's global generators seeded differently: decided from the values
     :func:`called_twice` records, which the trusted side reads alike (the arguments are the check's own, drawn
     there too). Whether the result is right is the correctness checks'. What values cannot show (a write to
     module state, a leaked tracer) is :func:`assert_module_state_unchanged`'s and :func:`assert_no_leaked_tracers`'
     (observed). ``first``, ``(label, form)``, judges ``form(fn)`` (``("eagerly", structure.eagerly)``). Mark the
-    check ``@pytest.mark.decided("values")``."""
+    check ``@pytest.mark.decided("values")``. Returns the first result (for a check that compares it with the
+    reference's, so that results recorded alike but made up are not a pass)."""
     got, shown, given = _called_twice_of(fn, args, first)
     result, second, left, reseeded = got
     _assert_arguments_left(fn, shown, given, left)
     assert_result_repeats(shown, result, second, reseeded)
+    return result
 
 
 def assert_result_repeats(shown: str, result: Any, second: Any, reseeded: dict[str, Any]) -> None:
