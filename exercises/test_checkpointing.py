@@ -460,10 +460,14 @@ def in_bfloat16(state):
 
 
 def as_data_with_dtypes(restored):
-    """A restored state as data (bfloat16 is not): ``(its leaves' dtypes, or their types where they have none, by
-    path; the state with every bfloat16 leaf as float32)``. Any bfloat16 value is a float32 value exactly."""
-    leaves = jax.tree_util.tree_leaves_with_path(restored)
-    kinds = [(jax.tree_util.keystr(path), str(getattr(leaf, "dtype", type(leaf).__name__))) for path, leaf in leaves]
+    """A restored state as data (bfloat16 is not): ``(its leaves' dtypes and shapes, e.g. ``bfloat16[5]``, or their
+    types where they have none, by path; the state with every bfloat16 leaf as float32)``. Any bfloat16 value is a
+    float32 value exactly."""
+
+    def kind(leaf):
+        return f"{leaf.dtype}{list(leaf.shape)}" if hasattr(leaf, "dtype") else type(leaf).__name__
+
+    kinds = [(jax.tree_util.keystr(path), kind(leaf)) for path, leaf in jax.tree_util.tree_leaves_with_path(restored)]
     widened = jax.tree.map(
         lambda leaf: leaf.astype(jnp.float32) if getattr(leaf, "dtype", None) == jnp.bfloat16 else leaf, restored
     )
@@ -501,7 +505,7 @@ def assert_follows_the_targets_dtypes(got, target, saved_state, *, check):
         if kind != want:
             raise CheckFailure(
                 check,
-                f"restored{path} is {kind}, but the target holds {want} there",
+                f"restored{path} is {kind}, but the target has {want}",
                 "the target decides dtypes: restore against jax.tree.map(ocp.utils.to_shape_dtype_struct, target)",
             )
     _, expected = as_data_with_dtypes(in_bfloat16(saved_state))

@@ -5,7 +5,9 @@ from ``course.toml``. Shapes come from a few (batch, d_in, d_out) buckets, and
 arrays arrive as NumPy or JAX arrays.
 
 - ``batched_linear`` must be *built from your* ``linear`` by one ``jax.vmap``:
-  the check spies on ``linear`` and looks at how it was called.
+  the check compiles it with ``linear``'s arguments marked on every call and
+  reads in the program how ``linear`` was traced (once, over the whole batch,
+  ``W`` and ``b`` shared).
 - ``per_example_grads`` must give one gradient per example as ``vmap`` of
   ``grad`` does: in work proportional to the batch (no Jacobian of the batch
   of losses, whose work is quadratic) and in a traced program that does not
@@ -19,7 +21,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from autograder.checks import programs, purity, tracing, values, vmapped
+from autograder.checks import programs, purity, tracing, values, vmap_program
 from autograder.checks.strategies import LINEAR_SHAPES, linear_problems
 from autograder.core.failures import CheckFailure
 
@@ -95,11 +97,21 @@ def test_batched_linear_matches_reference(student, reference, arrays, use_jax):
     values.assert_matches_reference(student.batched_linear, reference.batched_linear, xs, W, b)
 
 
+@program
 @pytest.mark.parametrize("shape", LINEAR_SHAPES, ids=lambda s: f"B={s[0]}")
-def test_batched_linear_is_one_vmap_of_linear(student, shape):
+def test_batched_linear_is_one_vmap_of_linear(student, reference, shape):
+    """Decided from the program, lowered with linear's arguments marked on every call: one marked trace of linear
+    over the whole batch, W and b shared, and the reference's values on the marked inputs."""
     xs, W, b, _ = problem(shape)
-    vmapped.assert_built_with_vmap(
-        student.linear, lambda: student.batched_linear(xs, W, b), caller="batched_linear", batch_size=shape[0]
+    vmap_program.assert_program_is_one_vmap(
+        student.batched_linear,
+        student.linear,
+        xs,
+        W,
+        b,
+        expected=reference.batched_linear(*vmap_program.marked_inputs(xs, W, b)),
+        caller="batched_linear",
+        names=("x", "W", "b"),
     )
 
 

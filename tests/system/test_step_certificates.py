@@ -30,8 +30,10 @@ MODULE = "dropout_rngs"
 JITTED = f"{MODULE}::test_train_step_dropout_is_jitted"
 NO_LOOP = f"{MODULE}::test_mc_dropout_predict_has_no_python_loop_over_the_samples"
 PURE = f"{MODULE}::test_train_step_dropout_is_pure"
-PROGRAM_CHECKS = (JITTED, NO_LOOP, f"{MODULE}::test_mc_dropout_predict_works_under_jit")
-VALUES_CHECKS = (PURE, f"{MODULE}::test_mc_dropout_predict_leaves_the_state_unchanged")
+KEY_ONCE = f"{MODULE}::test_mc_dropout_predict_uses_each_key_once"
+ONE_BASE_KEY = f"{MODULE}::test_train_step_dropout_uses_the_base_key_without_consuming_it"
+PROGRAM_CHECKS = (JITTED, NO_LOOP, f"{MODULE}::test_mc_dropout_predict_works_under_jit", KEY_ONCE)
+VALUES_CHECKS = (PURE, f"{MODULE}::test_mc_dropout_predict_leaves_the_state_unchanged", ONE_BASE_KEY)
 
 
 @pytest.fixture(scope="module")
@@ -112,7 +114,65 @@ def test_results_recorded_alike_but_made_up_earn_nothing(graded_reference):
     assert "reference's values" in verdict.message, verdict.message
 
 
-@pytest.mark.parametrize("check", [JITTED, NO_LOOP, PURE])
+def _key_reusing_program(honest: np.ndarray) -> np.ndarray:
+    """A program of the honest one's types that draws twice from the key it is given (a key's data, uint32[2])."""
+    arguments, results = certificates.main_types(honest)
+    at = next(i for i, a in enumerate(arguments) if a.shape == (2,) and a.dtype == np.uint32)
+
+    def reuse(*args):
+        key = jax.random.wrap_key_data(args[at])
+        draw = jax.random.uniform(key) + jax.random.uniform(key)
+        return tuple(jnp.full(r.shape, draw, r.dtype) for r in results)
+
+    return programs.pack(jax.export.export(jax.jit(reuse))(*arguments))
+
+
+@pytest.mark.parametrize("kind", ["zeros", "key-used-twice"])
+def test_a_forged_program_of_mc_dropout_predict_uses_each_key_once_earns_nothing(graded_reference, kind):
+    grader, _, seen = graded_reference
+    forged = copy.deepcopy(seen["transcripts"][KEY_ONCE])
+    recorded = certificates.programs_of(forged)
+    assert recorded
+    for key, honest in recorded.items():
+        payload = _zeros_program(honest) if kind == "zeros" else _key_reusing_program(honest)
+        forged[key] = transcript.encode(payload, transcript.statics())
+    verdict = _verify(grader, KEY_ONCE, forged)
+    assert str(verdict.outcome) == str(Status.FAILED), verdict
+    expected = "passes one key to two draws or splits" if kind == "key-used-twice" else "other keys or draws"
+    assert expected in verdict.message, verdict.message
+
+
+def _loop_values(seen) -> dict:
+    """The recorded values of the loop with one base key (``(last state, losses)``), decoded, by key (the
+    transcript holds the steps the grading process made for the reference too, each ``(new_state, loss)``)."""
+    statics = transcript.statics()
+    decoded = {key: transcript.decode(encoded, statics) for key, encoded in seen["transcripts"][ONE_BASE_KEY].items()}
+    loops = {
+        key: value
+        for key, value in decoded.items()
+        if isinstance(value, tuple) and len(value) == 2 and isinstance(value[1], list)
+    }
+    assert loops, decoded
+    return loops
+
+
+@pytest.mark.parametrize("forgery", ["made-up", "steps-reordered"])
+def test_a_loop_with_one_base_key_forged_earns_nothing(graded_reference, forgery):
+    """The loop's values as a step that consumes its key would leave them (other losses, another state): made up
+    (every array zeroed), or the honest losses in another order (the masks of other steps)."""
+    grader, _, seen = graded_reference
+    forged = copy.deepcopy(seen["transcripts"][ONE_BASE_KEY])
+    for key, (state, losses) in _loop_values(seen).items():
+        if forgery == "made-up":
+            forged[key] = _zeroed(forged[key])
+        else:
+            forged[key] = transcript.encode((state, losses[::-1]), transcript.statics())
+    verdict = _verify(grader, ONE_BASE_KEY, forged)
+    assert str(verdict.outcome) == str(Status.FAILED), verdict
+    assert "does not consume the dropout_key" in verdict.message, verdict.message
+
+
+@pytest.mark.parametrize("check", [JITTED, NO_LOOP, PURE, KEY_ONCE, ONE_BASE_KEY])
 def test_the_honest_transcripts_are_confirmed_again(graded_reference, check):
     grader, _, seen = graded_reference
     verdict = _verify(grader, check, seen["transcripts"][check])

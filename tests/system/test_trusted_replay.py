@@ -214,6 +214,14 @@ FORGERS = {
     "test_XORDataset_items_are_numpy": lambda i, v: (*v[:2], _as_jax(v[2]), v[3]),
     "test_XORDataset_uses_its_own_generator": lambda i, v: _rngs_drawn(v),
     "test_XORDataset_works_in_a_dataloader_with_workers": lambda i, v: v[:-1] if isinstance(v, list) else v,
+    # a collate that takes the last sample off the batch it is given leaves a shorter list (called twice: the
+    # batch as the first call left it is the third part)
+    "test_numpy_collate_leaves_the_batch_unchanged": lambda i, v: (v[0], v[1], (v[2][0][:-1],), v[3]),
+    # the loader's batches (a list of batches, each a list) in another order; numpy_collate's own calls (made in
+    # the grading process for the reference, which holds none there) are left as they are
+    "test_numpy_collate_works_in_a_dataloader": lambda i, v: (
+        v[::-1] if isinstance(v, list) and v and all(isinstance(b, list) for b in v) else v
+    ),
     # (the transcripts of make_loader's checks hold other calls too: the forms' values are picked by their shape)
     "test_make_loader_honours_batch_size_shuffle_and_drop_last": lambda i, v: (
         [[0] * len(b) for b in v] if _is_epoch(v) else v
