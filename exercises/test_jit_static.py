@@ -16,7 +16,8 @@ from ``course.toml``.
   gives NaN.
 - ``standardize_logged``'s output is captured after the result is ready and
   JAX's pending effects have run (``jax.effects_barrier()``), since
-  ``jax.debug.print`` prints from a host callback.
+  ``jax.debug.print`` prints from a host callback; the printed lines are
+  recorded as data and judged on the grader's side against its own inputs.
 """
 
 import re
@@ -490,12 +491,38 @@ def printed_lines(fn, x):
     return out.lines
 
 
+def lines_printed_by(standardize_logged):
+    """``standardize_logged`` called on :func:`logged_inputs` ``(n, seed)`` after its jit cache was cleared (the first
+    call traces), as data: the lines each call printed."""
+
+    def lines(n, seed):
+        fn = purity.cold(standardize_logged)  # whatever ran before in this process: the next call traces
+        return [printed_lines(fn, x) for x in logged_inputs(n=n, seed=seed)]
+
+    return lines
+
+
+def printed_by(student, n, seed):
+    """The lines each call of the student's function printed on ``logged_inputs(n, seed)``: recorded as data, so
+    a check reading them is decided on the trusted side (its own inputs, the printed text judged there)."""
+    printed = structure.transformed_once(student.standardize_logged, "lines printed", lines_printed_by)(n, seed)
+    if not (
+        isinstance(printed, list) and all(isinstance(c, list) and all(isinstance(t, str) for t in c) for c in printed)
+    ):
+        raise CheckFailure(
+            "standardize_logged's printed lines are recorded",
+            "what standardize_logged printed could not be recorded as text",
+            PRINT_ADVICE,
+        )
+    return printed
+
+
+@values_decided
 def test_standardize_logged_prints_one_line_per_call(student):
-    """Every call counts, the first (tracing) one of each shape included: a print that fires while tracing shows."""
-    fn = purity.cold(student.standardize_logged)  # whatever ran before in this process: the next call traces
+    """Every call counts, the first (tracing) one of each shape included: a print that fires while tracing shows
+    (decided from the printed lines, recorded as values)."""
     for n in (5, 2):
-        for i, x in enumerate(logged_inputs(n=n, seed=2 + n)):
-            lines = printed_lines(fn, x)
+        for i, lines in enumerate(printed_by(student, n, 2 + n)):
             if len(lines) != 1:
                 which = "the first call (the one that traces)" if i == 0 else f"warm call {i} of 2"
                 raise CheckFailure(
@@ -508,11 +535,11 @@ def test_standardize_logged_prints_one_line_per_call(student):
                 )
 
 
+@values_decided
 def test_standardize_logged_prints_the_mean_and_std(student):
+    """Decided from the printed lines (recorded as values) against the mean and std of the check's own inputs."""
     check = "standardize_logged prints `mean=<mean> std=<std>` with the mean and the population std of x"
-    fn = purity.cold(student.standardize_logged)  # the first call traces, and its line counts too
-    for i, x in enumerate(logged_inputs(seed=4)):
-        lines = printed_lines(fn, x)
+    for i, (x, lines) in enumerate(zip(logged_inputs(seed=4), printed_by(student, 6, 4))):
         if len(lines) != 1:
             which = "the first call (the one that traces)" if i == 0 else "a warm call"
             raise CheckFailure(check, f"{which} printed {len(lines)} lines instead of one", PRINT_ADVICE)

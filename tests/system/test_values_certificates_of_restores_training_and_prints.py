@@ -1,11 +1,12 @@
-"""Issue 42: checkpointing's dtype and manager checks and training's ``train_model_is_pure``, decided on the trusted
-side from recorded values (``@pytest.mark.decided("values")``).
+"""Issue 42: checkpointing's dtype and manager checks, training's ``train_model_is_pure`` and what
+``standardize_logged`` prints, decided on the trusted side from recorded values (``@pytest.mark.decided("values")``).
 
 The references of both modules are graded for real (grading process and verifier): the moved checks are claimed and
 confirmed. Then the verifier is asked again with the grading process's word kept ("passed") and what it recorded
 forged as the process of a wrong function would record it: a restore that ignores the target's dtypes (float32
 params, the saved values unrounded), one whose params are not the saved ones, a manager of another class, a
-``train_model`` that writes into the state it is given, and one whose results agree with each other but are made up.
+``train_model`` that writes into the state it is given, and one whose results agree with each other but are made up,
+a ``standardize_logged`` that prints with Python's print while tracing, or prints the sample std.
 None is confirmed; the honest transcripts are, asked the same way.
 """
 
@@ -25,12 +26,14 @@ from autograder.grading import transcript
 
 pytestmark = pytest.mark.timeout(1800)
 
-MODULES = ("checkpointing", "training")
+MODULES = ("checkpointing", "training", "jit_static")
 RESTORE = "checkpointing::test_restore_checkpoint_follows_the_targets_dtypes"
 LATEST = "checkpointing::test_restore_latest_follows_the_targets_dtypes"
 MANAGER = "checkpointing::test_make_manager_returns_a_checkpoint_manager"
 TRAIN_MODEL = "training::test_train_model_is_pure"
-CHECKS = (RESTORE, LATEST, MANAGER, TRAIN_MODEL)
+ONE_LINE = "jit_static::test_standardize_logged_prints_one_line_per_call"
+MEAN_STD = "jit_static::test_standardize_logged_prints_the_mean_and_std"
+CHECKS = (RESTORE, LATEST, MANAGER, TRAIN_MODEL, ONE_LINE, MEAN_STD)
 
 
 @pytest.fixture(scope="module")
@@ -141,6 +144,46 @@ def test_a_train_model_forged_pure_earns_nothing(graded_references, forgery, for
     grader, _, seen = graded_references
     verdict = _verdict(grader, TRAIN_MODEL, _forged(seen, TRAIN_MODEL, forge, _is_called_twice))
     assert str(verdict.outcome) == str(Status.FAILED), (forgery, verdict)
+    assert re.search(message, verdict.message), verdict.message
+
+
+def _is_printed(value) -> bool:
+    return isinstance(value, list) and all(isinstance(lines, list) for lines in value)
+
+
+def _printed_while_tracing_too(value):
+    """A Python print beside jax.debug.print: the first (tracing) call prints a line of tracers too."""
+    return [
+        [*lines, "Traced<ShapedArray(float32[])>with<DynamicJaxprTrace>"] if i == 0 else lines
+        for i, lines in enumerate(value)
+    ]
+
+
+def _sample_std(value):
+    """The lines a function printing jnp.std(x, ddof=1) would print (the honest std scaled up)."""
+    import re
+
+    def scaled(line):
+        found = re.match(r"mean=(\S+) std=(\S+)", line)
+        return f"mean={found.group(1)} std={float(found.group(2)) * 1.1:.7g}" if found else line
+
+    return [[scaled(line) for line in lines] for lines in value]
+
+
+@pytest.mark.parametrize(
+    "check, forge, message",
+    [
+        (ONE_LINE, _printed_while_tracing_too, r"the first call \(the one that traces\) printed 2 lines"),
+        (MEAN_STD, _sample_std, r"the printed std is"),
+    ],
+    ids=["python-print-while-tracing", "sample-std"],
+)
+def test_lines_forged_for_standardize_logged_earn_nothing(graded_references, check, forge, message):
+    import re
+
+    grader, _, seen = graded_references
+    verdict = _verdict(grader, check, _forged(seen, check, forge, _is_printed))
+    assert str(verdict.outcome) == str(Status.FAILED), verdict
     assert re.search(message, verdict.message), verdict.message
 
 
