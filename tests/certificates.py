@@ -11,6 +11,7 @@ records (what a forger replaces).
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import re
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -23,6 +24,7 @@ from autograder.checks import lowered
 from autograder.core.course import load_course
 from autograder.grading import transcript
 from autograder.grading.grader import Grader, Options
+from autograder.recording.plain_data import name_classes_by_course_module
 
 PROGRAM_MAGIC = b"AGPROG1"
 _DTYPES = {"f32": np.float32, "i32": np.int32, "ui32": np.uint32}
@@ -113,3 +115,24 @@ def main_types(payload: np.ndarray) -> tuple[list[jax.ShapeDtypeStruct], list[ja
     match = re.search(r"func\.func public @main\((.*?)\)\s*->\s*(.*?)\s*\{\s*$", main_text(payload), re.M)
     assert match is not None, "a recorded program without a public main"
     return types_in(match.group(1)), types_in(match.group(2))
+
+
+def course_statics(modules: Sequence[str]):
+    """Statics that decode and encode the values of ``modules``' transcripts, their course classes (a model in a
+    state's ``apply_fn``) taken from the references, loaded here under names of their own and named as the course
+    module's (so that what is encoded names them as the verifier resolves them)."""
+    loaded = {}
+    for module in modules:
+        spec = importlib.util.spec_from_file_location(f"certificates_{module}", ROOT / "solutions" / f"{module}.py")
+        assert spec is not None and spec.loader is not None
+        loaded[module] = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(loaded[module])
+        name_classes_by_course_module(loaded[module], module)
+
+    def course_class(module: str, qualname: str) -> type:
+        found = loaded[module]
+        for part in qualname.split("."):
+            found = getattr(found, part)
+        return found
+
+    return transcript.statics(course_class)

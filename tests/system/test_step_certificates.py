@@ -142,18 +142,15 @@ def test_a_forged_program_of_mc_dropout_predict_uses_each_key_once_earns_nothing
     assert expected in verdict.message, verdict.message
 
 
-def _loop_values(seen) -> dict:
-    """The recorded values of the loop with one base key (``(last state, losses)``), decoded, by key (the
-    transcript holds the steps the grading process made for the reference too, each ``(new_state, loss)``)."""
-    statics = transcript.statics()
-    decoded = {key: transcript.decode(encoded, statics) for key, encoded in seen["transcripts"][ONE_BASE_KEY].items()}
-    loops = {
-        key: value
-        for key, value in decoded.items()
-        if isinstance(value, tuple) and len(value) == 2 and isinstance(value[1], list)
-    }
-    assert loops, decoded
-    return loops
+def _loss_arrays(encoded: dict) -> list[int] | None:
+    """Where the losses of a recorded loop with one base key (``(last state, [loss, ...])``) lie among its encoded
+    arrays, or None for another record (the transcript holds the steps the grading process made for the reference
+    too, each ``(new_state, loss)``). Read from the encoded tree: this side cannot decode a state of the module's
+    model (the verifier rebuilds it from its own recipes)."""
+    tree = encoded.get("tree")
+    if not (isinstance(tree, list) and tree[0] == "tuple" and len(tree[1]) == 2 and tree[1][1][0] == "list"):
+        return None
+    return [node[1] for node in tree[1][1][1]]
 
 
 @pytest.mark.parametrize("forgery", ["made-up", "steps-reordered"])
@@ -162,11 +159,17 @@ def test_a_loop_with_one_base_key_forged_earns_nothing(graded_reference, forgery
     (every array zeroed), or the honest losses in another order (the masks of other steps)."""
     grader, _, seen = graded_reference
     forged = copy.deepcopy(seen["transcripts"][ONE_BASE_KEY])
-    for key, (state, losses) in _loop_values(seen).items():
+    loops = {key: at for key, encoded in forged.items() if (at := _loss_arrays(encoded))}
+    assert loops
+    for key, at in loops.items():
         if forgery == "made-up":
             forged[key] = _zeroed(forged[key])
         else:
-            forged[key] = transcript.encode((state, losses[::-1]), transcript.statics())
+            arrays = forged[key]["arrays"]
+            honest = [arrays[i]["b"] for i in at]
+            assert len(set(honest)) > 1, "the steps' losses differ"
+            for i, b in zip(at, reversed(honest)):
+                arrays[i]["b"] = b
     verdict = _verify(grader, ONE_BASE_KEY, forged)
     assert str(verdict.outcome) == str(Status.FAILED), verdict
     assert "does not consume the dropout_key" in verdict.message, verdict.message

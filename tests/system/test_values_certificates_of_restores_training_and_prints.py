@@ -13,6 +13,7 @@ None is confirmed; the honest transcripts are, asked the same way.
 from __future__ import annotations
 
 import copy
+import functools
 from collections.abc import Callable
 
 import certificates
@@ -42,9 +43,14 @@ def graded_references(tmp_path_factory):
         yield graded
 
 
+@functools.cache
+def _statics():
+    return certificates.course_statics(MODULES)
+
+
 def _forged(seen: dict, check: str, forge: Callable, picks: Callable) -> dict:
     """The check's transcript with each recorded value that ``picks`` chooses replaced by ``forge`` of it."""
-    statics = transcript.statics()
+    statics = _statics()
     forged = copy.deepcopy(seen["transcripts"][check])
     changed = 0
     for key, encoded in forged.items():
