@@ -259,6 +259,23 @@ WRONG = [
     ),
     (
         "make_manager",
+        "a-class-of-its-own",
+        """
+        class Keeper:
+            def __init__(self, directory, max_to_keep):
+                options = ocp.CheckpointManagerOptions(max_to_keep=max_to_keep, create=True)
+                self.inner = ocp.CheckpointManager(directory, options=options)
+
+            def close(self):
+                self.inner.close()
+
+        def make_manager(directory, max_to_keep):
+            return Keeper(directory, max_to_keep)
+    """,
+        r"make_manager returned a \S*Keeper(.*\n)*.*checked: make_manager returns an ocp.CheckpointManager",
+    ),
+    (
+        "make_manager",
         "without-max-to-keep",
         """
         def make_manager(directory, max_to_keep):

@@ -470,6 +470,18 @@ WRONG = [
         r"returned the same result for two different keys",
         "depends_only_on_the_key",
     ),
+    (
+        "mc_dropout_predict",
+        "same-key-for-every-sample-in-the-program",
+        """
+        def mc_dropout_predict(state, x, key, n_samples):
+            def sample(_):
+                return jax.nn.sigmoid(state.apply_fn({"params": state.params}, x, train=True, rngs={"dropout": key}).squeeze(-1))
+            return jnp.mean(jax.vmap(sample)(jnp.arange(n_samples)), axis=0)
+     """,
+        r"(?s)the compiled program of mc_dropout_predict .*checked: mc_dropout_predict uses every PRNG key at most once",
+        "uses_each_key_once",
+    ),
 ]
 
 

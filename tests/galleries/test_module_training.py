@@ -709,6 +709,21 @@ WRONG = [
      """,
         r"final state.params.* differs from the reference",
     ),
+    (
+        "writes-into-the-given-state",
+        "train_model",
+        """
+        def train_model(state, loader, num_epochs):
+            given = state
+            for _ in range(num_epochs):
+                for batch in loader:
+                    state, _, _ = train_step(state, batch)
+            given.params.update(state.params)
+            return state
+     """,
+        r"train_model modified its argument: state",
+        "train_model_is_pure",
+    ),
 ]
 
 
