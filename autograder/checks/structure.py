@@ -1,8 +1,8 @@
 """Structure: facts about *how* a function computes, not what.
 
 - :func:`assert_works_under_jit`   the function can be traced by ``jax.jit`` and gives what it gives without jit
-  (``jax.grad`` against the function's own slope: :mod:`autograder.checks.slopes`; the calls a helper received
-  and one ``jax.vmap`` of it: :mod:`autograder.checks.vmapped`)
+  (``jax.grad`` against the function's own slope: :mod:`autograder.checks.slopes`; the calls a helper received:
+  :mod:`autograder.checks.vmapped`; one ``jax.vmap`` of it, from the program: :mod:`autograder.checks.vmap_program`)
 - :func:`jaxpr_size`               how many equations a function traces to (nested jaxprs included)
 - :func:`assert_jaxpr_size_constant` the program does not grow with the batch (no unrolled Python loop)
 - :func:`assert_work_linear_in_batch` no intermediate grows faster than the batch (no B x B Jacobian)

@@ -1,8 +1,8 @@
 """One vmap of the helper, decided from the program (issue 42): "``batched_linear`` is one ``jax.vmap`` of ``linear``"
 on the trusted side.
 
-:func:`autograder.checks.vmapped.assert_built_with_vmap` watches the helper's calls while the student's code runs:
-an observed verdict. Here the batched function is lowered (:func:`autograder.checks.programs.program_of`, rebuilt
+Watching the helper's calls while the student's code runs (:func:`autograder.checks.vmapped.record_calls`) gives an
+observed verdict, which is what this check was before. Here the batched function is lowered (:func:`autograder.checks.programs.program_of`, rebuilt
 from bytes as hostile data) while every call of the helper's code has its arguments *marked* (:func:`marking`):
 on entering the helper, each argument gets a term of an operation found nowhere else in the course's linear
 algebra (:data:`MARKS`: a cube root on the example, an arc tangent on the weights, a sine on the bias). Each
