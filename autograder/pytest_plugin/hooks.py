@@ -44,7 +44,7 @@ from autograder.core.status import Status
 from autograder.core.submission import SubmissionImportError, not_started
 from autograder.pytest_plugin import garbage, parallel, profiles, report
 from autograder.pytest_plugin.compile_time import CompileClock, is_slow
-from autograder.pytest_plugin.decided import MARKER_HELP
+from autograder.pytest_plugin.decided import MARKER_HELP, failure_from_source, source_analysis
 from autograder.pytest_plugin.session import (
     COMPILE_SECONDS_KEY,
     SESSION_KEY,
@@ -255,9 +255,25 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_pyfunc_call(pyfuncitem: pytest.Function):
-    """An untouched stub fails at once, without running its checks."""
+    """An untouched stub fails at once, without running its checks; so does a check decided from the source
+    whose analysis finds something (the trusted side's message: :mod:`autograder.pytest_plugin.decided`)."""
     _fail_if_stub(pyfuncitem)
+    _fail_from_source(pyfuncitem)
     return None
+
+
+def _fail_from_source(item: pytest.Item) -> None:
+    fn = CourseSession.function_of(item)
+    course_session = session_of(item.config)
+    if fn is None or course_session is None or source_analysis(item) is None:
+        return
+    try:
+        source: bytes | None = course_session.student_file(fn.module).read_bytes()
+    except OSError:
+        source = None
+    failure = failure_from_source(item, source, fn.module, fn.name)
+    if failure is not None:
+        raise failure
 
 
 @pytest.hookimpl(wrapper=True)
