@@ -18,13 +18,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from autograder.checks import loops, programs, purity, states, structure, values
+from autograder.checks import loops, programs, purity, retraces, states, structure, values
 from autograder.checks.scenario import drawn_key, drawn_seed
 from autograder.checks.strategies import drawn_constant, drawn_from_seed, float32s, floats, integers, linear_problems
 from autograder.core.failures import CheckFailure
 
 correctness = pytest.mark.correctness
 program = pytest.mark.decided("program")  # the grader runs and inspects the program the function compiles to
+# Decided from the program (one program, the learning rate traced, serves every step) and the source (no jax.jit made
+# per call: autograder.core.retrace_sources); the count of traces is observed first, in the student's process.
+one_program_per_loop = pytest.mark.decided("program", "retraces_in_a_loop")
 # Decided on the trusted side from recorded values (issue 42); what values cannot show (module state, a leaked
 # tracer) is a check of its own, observed in the student's process.
 values_decided = pytest.mark.decided("values")
@@ -151,20 +154,33 @@ def test_sgd_update_moves_both_W_and_b(student, regression):
     )
 
 
-def test_sgd_update_does_not_retrace_in_a_training_loop(student, regression):
+@one_program_per_loop
+def test_sgd_update_does_not_retrace_in_a_training_loop(student, reference, regression):
     """Each step's params are the previous step's output, with a new learning rate (a schedule) and new data."""
     params, x, y = regression
 
     def make_args(i, params):
         return params, 0.2 / (1 + i), x + 0.01 * i, y - 0.01 * i
 
-    loops.assert_no_retrace_in_loop(
+    retraces.observed(
         student.sgd_update,
-        purity.fresh_copy(params),
-        make_args,
-        lambda i, params, new: new,
+        "loop",
+        lambda real: loops.assert_no_retrace_in_loop(
+            real,
+            purity.fresh_copy(params),
+            make_args,
+            lambda i, params, new: new,
+            name="sgd_update",
+            loop="a loop of gradient steps with a decaying learning rate",
+        ),
+    )
+    retraces.assert_one_program(
+        student.sgd_update,
+        *retraces.reference_loop(
+            reference.sgd_update, purity.fresh_copy(params), make_args, lambda i, params, new: new, calls=4
+        ),
         name="sgd_update",
-        loop="a loop of gradient steps with a decaying learning rate",
+        check="sgd_update does not trace or compile again in a loop of gradient steps with a decaying learning rate",
     )
 
 

@@ -19,7 +19,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from autograder.checks import programs, purity, tracing, values, vmapped
+from autograder.checks import programs, purity, retraces, values, vmapped
 from autograder.checks.strategies import LINEAR_SHAPES, linear_problems
 from autograder.core.failures import CheckFailure
 
@@ -28,6 +28,9 @@ program = pytest.mark.decided("program")  # the grader runs and inspects the pro
 # Decided on the trusted side from recorded values (issue 42); what values cannot show (module state, a leaked
 # tracer) is a check of its own, observed in the student's process.
 values_decided = pytest.mark.decided("values")
+# Decided from the program (no varying argument baked into it) and the source (no jax.jit of a function made per call,
+# no cache cleared: autograder.core.retrace_sources); the count of traces is observed first, in the student's process.
+one_program = pytest.mark.decided("program", "retraces")
 
 
 def as_arrays(arrays, use_jax):
@@ -77,12 +80,13 @@ def test_linear_keeps_no_module_state_and_leaks_no_tracer(student):
     purity.assert_no_leaked_tracers(student.linear, xs[0], W, b, module=student)
 
 
-def test_linear_does_not_retrace(student):
+@one_program
+def test_linear_does_not_retrace(student, reference):
     def make_args(i):
         xs, W, b, _ = problem(LINEAR_SHAPES[2], i)
         return xs[0], W, b
 
-    tracing.assert_no_retrace(student.linear, make_args, name="linear")
+    retraces.assert_no_retrace(student.linear, make_args, reference=reference.linear, name="linear")
 
 
 # batched_linear -------------------------------------------------------------
@@ -124,8 +128,14 @@ def test_batched_linear_keeps_no_module_state_and_leaks_no_tracer(student):
     purity.assert_no_leaked_tracers(student.batched_linear, xs, W, b, module=student)
 
 
-def test_batched_linear_does_not_retrace(student):
-    tracing.assert_no_retrace(student.batched_linear, lambda i: problem(LINEAR_SHAPES[2], i)[:3], name="batched_linear")
+@one_program
+def test_batched_linear_does_not_retrace(student, reference):
+    retraces.assert_no_retrace(
+        student.batched_linear,
+        lambda i: problem(LINEAR_SHAPES[2], i)[:3],
+        reference=reference.batched_linear,
+        name="batched_linear",
+    )
 
 
 # per_example_grads ----------------------------------------------------------
@@ -232,9 +242,12 @@ def test_per_example_grads_keeps_no_module_state_and_leaks_no_tracer(student):
     purity.assert_no_leaked_tracers(student.per_example_grads, params_of(W, b), xs, ys, module=student)
 
 
-def test_per_example_grads_does_not_retrace(student):
+@one_program
+def test_per_example_grads_does_not_retrace(student, reference):
     def make_args(i):
         xs, W, b, ys = problem(LINEAR_SHAPES[2], i)
         return params_of(W, b), xs, ys
 
-    tracing.assert_no_retrace(student.per_example_grads, make_args, name="per_example_grads")
+    retraces.assert_no_retrace(
+        student.per_example_grads, make_args, reference=reference.per_example_grads, name="per_example_grads"
+    )

@@ -18,12 +18,17 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
+from autograder.core import retrace_sources
 from autograder.core.failures import CheckFailure
 
 Analysis = Callable[[str, str, str], "CheckFailure | None"]
 
 # The analyses a check may be decided by (the second argument of its ``decided("source", ...)`` mark).
-ANALYSES: Mapping[str, Analysis] = {}
+ANALYSES: Mapping[str, Analysis] = {
+    "retraces": retrace_sources.no_retrace_cause,
+    "retraces_in_a_loop": retrace_sources.no_retrace_cause_in_a_loop,
+    "jitted_without_retraces": retrace_sources.jitted_without_retrace_cause,
+}
 
 
 def decide_from_source(analysis: str, source: str | bytes | None, module: str, function: str) -> CheckFailure | None:

@@ -31,31 +31,19 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from autograder.core import syntax
+from autograder.core.failures import CheckFailure
+from autograder.core.source_names import (
+    ModuleNames,
+    is_partial,
+    jitted_binding,
+    literal,
+    locals_of,
+    named,
+    tracer_of,
+)
 
-# Callables of jax (and flax) that trace the function they are given and cache by that function object: by the last
-# part of their name, the positions (and keywords) of their function arguments.
-TRACERS = {
-    "jit": (0,),
-    "pmap": (0,),
-    "pjit": (0,),
-    "xla_computation": (0,),
-    "eval_shape": (0,),
-    "make_jaxpr": (0,),
-    "shard_map": (0,),
-    "export": (0,),
-}
-# jax.lax's loops and branches, run eagerly (outside jit), compile their body anew for a new function object.
-LAX_TRACERS = {
-    "scan": (0,),
-    "map": (0,),
-    "fori_loop": (2,),
-    "while_loop": (0, 1),
-    "cond": (1, 2),
-    "switch": (1,),
-    "associative_scan": (0,),
-}
+# The keywords that hand a tracer its function (``jax.lax.cond(p, true_fun=...)``).
 FUNCTION_KEYWORDS = frozenset({"f", "fun", "fn", "body_fun", "cond_fun", "true_fun", "false_fun", "branches"})
-LIBRARIES = frozenset({"jax", "flax"})
 CLEARS = frozenset({"clear_caches", "clear_cache", "clear_backends"})
 AHEAD_OF_TIME = frozenset({"lower", "compile", "trace"})
 STATIC_FIELDS = ("apply_fn", "tx")
@@ -83,193 +71,10 @@ class Analysis:
     causes: list[Cause] = field(default_factory=list)
 
 
-class _Module:
-    """The module's bindings: imports (to dotted names), module-level definitions, names rebound by ``global``."""
-
-    def __init__(self, tree: ast.Module):
-        self.aliases: dict[str, str] = {}
-        self.tracers: dict[str, tuple[str, tuple[int, ...]]] = {}  # module-level names of a partial of a tracer
-        self.bindings: dict[str, ast.AST] = {}
-        for node in tree.body:
-            self._bind(node)
-        self.rebound = {n for node in ast.walk(tree) if isinstance(node, ast.Global) for n in node.names}
-
-    def _bind(self, node: ast.stmt) -> None:
-        if isinstance(node, ast.Import):
-            for alias in node.names:
-                self.aliases[alias.asname or alias.name.split(".")[0]] = (
-                    alias.name if alias.asname else alias.name.split(".")[0]
-                )
-        elif isinstance(node, ast.ImportFrom) and node.module:
-            for alias in node.names:
-                self.aliases[alias.asname or alias.name] = f"{node.module}.{alias.name}"
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            self.aliases.pop(node.name, None)
-            self.bindings[node.name] = node
-        elif isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            dotted = self.dotted(node.value)
-            tracer = tracer_of(self, node.value, frozenset()) if dotted is None else None
-            for target in targets:
-                for name in _names_stored(target):
-                    self.aliases.pop(name, None)
-                    self.tracers.pop(name, None)
-                    self.bindings[name] = node.value
-                    if dotted is not None and isinstance(target, ast.Name):  # ``jit = jax.jit``: an alias
-                        self.aliases[name] = dotted
-                    elif tracer is not None and isinstance(target, ast.Name):  # ``pjit = partial(jax.jit, ...)``
-                        self.tracers[name] = tracer
-        elif isinstance(node, (ast.If, ast.Try, ast.With, ast.For)):
-            for inner in ast.iter_child_nodes(node):
-                if isinstance(inner, ast.stmt):
-                    self._bind(inner)
-
-    def dotted(self, node: ast.AST, local: frozenset[str] = frozenset()) -> str | None:
-        """``jax.jit`` for ``jax.jit``, ``jit`` (``from jax import jit``), ``j.jit`` (``import jax as j``): the
-        dotted name of an imported object, or None."""
-        if isinstance(node, ast.Name):
-            return None if node.id in local else self.aliases.get(node.id)
-        if isinstance(node, ast.Attribute):
-            base = self.dotted(node.value, local)
-            return None if base is None else f"{base}.{node.attr}"
-        named = _attribute_by_name(node)  # getattr(jax, "jit"), operator.attrgetter("jit")(jax)
-        if named is not None:
-            base = self.dotted(named[0], local)
-            return None if base is None else f"{base}.{named[1]}"
-        return None
-
-    def stable(self, node: ast.AST, local: frozenset[str]) -> bool:
-        """``node`` names one object for the life of the module: a module-level name (never rebound by
-        ``global``, not shadowed by a local), or an attribute of an imported module."""
-        if isinstance(node, ast.Name):
-            return node.id not in local and node.id not in self.rebound and node.id in (*self.bindings, *self.aliases)
-        return self.dotted(node, local) is not None
-
-
-def _attribute_by_name(node: ast.AST) -> tuple[ast.AST, str] | None:
-    """(object, name) of ``getattr(obj, "name")`` or ``operator.attrgetter("name")(obj)`` (constant names: the screen
-    refuses computed ones)."""
-    if not isinstance(node, ast.Call):
-        return None
-    func, args = node.func, node.args
-    if isinstance(func, ast.Name) and func.id == "getattr" and len(args) >= 2 and isinstance(args[1], ast.Constant):
-        return (args[0], str(args[1].value)) if isinstance(args[1].value, str) else None
-    if isinstance(func, ast.Call) and len(args) == 1 and len(func.args) == 1 and isinstance(func.args[0], ast.Constant):
-        name = _last(func.func)
-        if name == "attrgetter" and isinstance(func.args[0].value, str):
-            return args[0], func.args[0].value
-    return None
-
-
-def _named(node: ast.AST) -> bool:
-    """A name, an attribute, or ``getattr``/``attrgetter`` of a constant name (what can stand for ``jax.jit``)."""
-    return isinstance(node, (ast.Name, ast.Attribute)) or _attribute_by_name(node) is not None
-
-
-def _last(node: ast.AST) -> str:
-    return node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else ""
-
-
-def _names_stored(target: ast.AST) -> Iterator[str]:
-    for node in ast.walk(target):
-        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
-            yield node.id
-
-
-def tracer_of(module: _Module, node: ast.AST, local: frozenset[str]) -> tuple[str, tuple[int, ...]] | None:
-    """(name, positions of its function arguments) when ``node`` is a jax tracer (:data:`TRACERS`,
-    :data:`LAX_TRACERS`) or ``partial(<tracer>, ...)``."""
-    if isinstance(node, ast.Name) and node.id in module.tracers and node.id not in local:
-        return module.tracers[node.id]
-    dotted = module.dotted(node, local)
-    if dotted is not None:
-        parts = dotted.split(".")
-        if parts[0] in LIBRARIES and parts[-1] in TRACERS:
-            return dotted, TRACERS[parts[-1]]
-        if parts[0] == "jax" and "lax" in parts[1:-1] and parts[-1] in LAX_TRACERS:
-            return dotted, LAX_TRACERS[parts[-1]]
-        return None
-    if isinstance(node, ast.Call) and _is_partial(module, node.func, local) and node.args:
-        inner = tracer_of(module, node.args[0], local)
-        if inner is not None:
-            return f"partial({inner[0]}, ...)", inner[1]
-    return None
-
-
-def _is_partial(module: _Module, node: ast.AST, local: frozenset[str]) -> bool:
-    """``functools.partial`` or ``jax.tree_util.Partial``."""
-    return (module.dotted(node, local) or "").split(".")[-1] in ("partial", "Partial")
-
-
-def _locals(fn: ast.AST) -> frozenset[str]:
-    """The names a function (or lambda) binds: its parameters, assignments, nested defs and imports."""
-    names: set[str] = set()
-    arguments = getattr(fn, "args", None)
-    if isinstance(arguments, ast.arguments):
-        every = [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs, arguments.vararg, arguments.kwarg]
-        names |= {a.arg for a in every if a is not None}
-    for node in ast.walk(fn):
-        if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
-            names.add(node.id)
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node is not fn:
-            names.add(node.name)
-        elif isinstance(node, (ast.Import, ast.ImportFrom)):
-            names |= {a.asname or a.name.split(".")[0] for a in node.names}
-    globals_ = {n for node in ast.walk(fn) if isinstance(node, ast.Global) for n in node.names}
-    return frozenset(names - globals_)
-
-
-def _literal(node: ast.AST | None) -> tuple | None:
-    if node is None:
-        return ()
-    try:
-        value = ast.literal_eval(node)
-    except ValueError:
-        return None
-    return tuple(value) if isinstance(value, (tuple, list)) else (value,)
-
-
-def _static_of(call: ast.Call) -> tuple | None:
-    """The static arguments a ``jax.jit``/``jax.pmap`` call (or ``partial`` of one) declares, as written."""
-    found: tuple = ()
-    for keyword in call.keywords:
-        if keyword.arg in ("static_argnums", "static_argnames", "static_broadcasted_argnums"):
-            value = _literal(keyword.value)
-            if value is None:
-                return None
-            found += value
-        elif keyword.arg is None:  # **options: not known here
-            return None
-    return found
-
-
-def jitted_binding(module: _Module, node: ast.AST) -> tuple[list[ast.AST], tuple | None] | None:
-    """(what is traced, static arguments) when a module-level binding is a ``jax.jit``/``jax.pmap`` function: a def
-    whose outermost decorator is one, or ``jax.jit(X, ...)``/``partial(jax.jit, ...)(X)``; else None."""
-    compiles = ("jit", "pmap", "pjit")
-    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.decorator_list:
-        top = node.decorator_list[0]
-        tracer = tracer_of(module, top, frozenset()) or (
-            tracer_of(module, top.func, frozenset()) if isinstance(top, ast.Call) and not top.args else None
-        )
-        if tracer is not None and tracer[0].rstrip(", .)").split(".")[-1] in compiles:
-            return [node], (_static_of(top) if isinstance(top, ast.Call) else ())
-        return None
-    if isinstance(node, ast.Call) and node.args:
-        tracer = tracer_of(module, node.func, frozenset())
-        if tracer is not None and tracer[0].rstrip(", .)").split(".")[-1] in compiles:
-            static = _static_of(node)
-            if isinstance(node.func, ast.Call):  # partial(jax.jit, static_argnames=...)(X)
-                outer = _static_of(node.func)
-                static = None if static is None or outer is None else static + outer
-            return [node.args[0]], static
-    return None
-
-
 class _Walk:
     """The code that runs on every call of a function, and the code traced once, followed through the module."""
 
-    def __init__(self, module: _Module, parents: dict[int, ast.AST], chained: bool):
+    def __init__(self, module: ModuleNames, parents: dict[int, ast.AST], chained: bool):
         self.module = module
         self.parents = parents
         self.chained = chained
@@ -284,11 +89,12 @@ class _Walk:
             return
         self.seen[id(node)] = per_call
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
-            local = _locals(node)
+            local = locals_of(node)
             if per_call:
                 self.per_call_causes(node, local)
             self.anywhere_causes(node, local)
             self.follow(node, local, per_call)
+            self.callbacks(node, local)
         else:  # a module-level value: made once at import; the functions in it run per call (or traced)
             self.anywhere_causes(node, frozenset())
             for inner in ast.walk(node):  # ``TOOLS = [jax.jit]``: a tracer kept to be called later
@@ -301,6 +107,20 @@ class _Walk:
                 if isinstance(inner, ast.Lambda):
                     self.visit(inner, per_call)
             self.follow(node, frozenset(), per_call)
+
+    def callbacks(self, node: ast.AST, local: frozenset[str]) -> None:
+        """What a jitted function hands to a host callback (``jax.debug.callback``, ``jax.pure_callback``) runs on
+        every call of the compiled program: per call."""
+        for inner in ast.walk(node):
+            if (
+                isinstance(inner, ast.Call)
+                and "callback" in (self.module.dotted(inner.func, local) or "").split(".")[-1]
+            ):
+                for arg in [*inner.args, *(k.value for k in inner.keywords)]:
+                    if isinstance(arg, ast.Lambda):
+                        self.visit(arg, True)
+                    else:
+                        self.follow(arg, local, True)
 
     def follow(self, node: ast.AST, local: frozenset[str], per_call: bool) -> None:
         """Visit the module-level bindings ``node`` names (a jitted one: what it traces, traced only)."""
@@ -324,7 +144,7 @@ class _Walk:
                     given = bool(inner.args or inner.keywords)
                     if given == (inner.func.attr != "compile"):
                         self.add(inner, f".{inner.func.attr}(...): compiles ahead of time on every call")
-            if (_named(inner) or isinstance(inner, ast.Call)) and tracer_of(module, inner, local) is not None:
+            if (named(inner) or isinstance(inner, ast.Call)) and tracer_of(module, inner, local) is not None:
                 parent = self.parents.get(id(inner))
                 if isinstance(parent, (ast.FunctionDef, ast.AsyncFunctionDef)) and parent is not node:
                     self.add(inner, f"a function defined on every call and decorated with {ast.unparse(inner)}")
@@ -373,12 +193,12 @@ def _elements(node: ast.AST) -> Iterator[ast.AST]:
         yield node
 
 
-def _called_or_partial(node: ast.AST, parent: ast.AST | None, module: _Module, local: frozenset[str]) -> bool:
+def _called_or_partial(node: ast.AST, parent: ast.AST | None, module: ModuleNames, local: frozenset[str]) -> bool:
     """``node`` is called (``jax.jit(f)``) or handed to ``partial`` as its function (``partial(jax.jit, ...)``)."""
     if isinstance(parent, ast.Call):
         if parent.func is node:
             return True
-        return bool(parent.args) and parent.args[0] is node and _is_partial(module, parent.func, local)
+        return bool(parent.args) and parent.args[0] is node and is_partial(module, parent.func, local)
     return isinstance(parent, ast.Attribute)  # jax.jit.<attr>: its own attribute, judged as a name of its own
 
 
@@ -397,7 +217,7 @@ def analyse(source: str | bytes, function: str, *, chained: bool = False) -> Ana
         tree = syntax.parse(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return Analysis()
-    module = _Module(tree)
+    module = ModuleNames(tree)
     binding = module.bindings.get(function)
     if binding is None:
         return Analysis()
@@ -411,7 +231,7 @@ def analyse(source: str | bytes, function: str, *, chained: bool = False) -> Ana
         walk.add(binding, "code nested too deeply to be read")
     if chained:
         for node in ast.walk(tree):
-            if isinstance(node, ast.keyword) and node.arg == "pytree_node" and _literal(node.value) == (False,):
+            if isinstance(node, ast.keyword) and node.arg == "pytree_node" and literal(node.value) == (False,):
                 walk.add(
                     node.value,
                     "a static field of a state class of the module's own (pytree_node=False): "
@@ -419,3 +239,59 @@ def analyse(source: str | bytes, function: str, *, chained: bool = False) -> Ana
                 )
     causes = sorted(dict.fromkeys(walk.causes), key=lambda c: (c.line, c.what))
     return Analysis(jitted=jitted is not None, static=jitted[1] if jitted else (), found=True, causes=causes)
+
+
+RETRACE_ADVICE = (
+    "make every jax.jit (or jax.pmap) function once, at module level (@jax.jit, `name = jax.jit(...)`, "
+    "jax.jit(a_module_level_function) inside a body), never of a lambda, a nested function, a partial or a bound "
+    "method made on every call; compile nothing ahead of time per call; never clear JAX's caches"
+)
+LOOP_ADVICE = (
+    RETRACE_ADVICE + "; return a state built from the one you received (state.apply_gradients(...), "
+    "state.replace(...)) with the same apply_fn and tx objects"
+)
+
+
+def _failure(function: str, found: Analysis, check: str, advice: str) -> CheckFailure | None:
+    if not found.found:
+        return CheckFailure(check, f"{function} is not defined at module level", advice)
+    if not found.causes:
+        return None
+    shown = "\n".join(f"- {cause}" for cause in found.causes[:5])
+    return CheckFailure(
+        check, f"{function} would trace and compile again on calls that one program serves:\n{shown}", advice
+    )
+
+
+def no_retrace_cause(source: str, module: str, function: str) -> CheckFailure | None:
+    """The analysis ``retraces`` (:data:`autograder.core.from_source.ANALYSES`): no Python-side retrace cause."""
+    check = f"{function} does not trace or compile again on same-shaped inputs once warm (read from {module}.py)"
+    return _failure(function, analyse(source, function), check, RETRACE_ADVICE)
+
+
+def no_retrace_cause_in_a_loop(source: str, module: str, function: str) -> CheckFailure | None:
+    """The analysis ``retraces_in_a_loop``: no retrace cause, nor a returned state with new static parts."""
+    check = f"{function} does not trace or compile again in a training loop once warm (read from {module}.py)"
+    return _failure(function, analyse(source, function, chained=True), check, LOOP_ADVICE)
+
+
+def jitted_without_retrace_cause(source: str, module: str, function: str) -> CheckFailure | None:
+    """The analysis ``jitted_without_retraces``: a ``jax.jit`` function at module level whose static arguments are
+    written out (one program per static value, traced once), and no retrace cause."""
+    check = f"{function} is one jax.jit function, traced once per new static value (read from {module}.py)"
+    found = analyse(source, function)
+    if found.found and not found.jitted:
+        return CheckFailure(
+            check,
+            f"{function} is not a jax.jit function made at module level: how often it traces cannot be read from "
+            "its source",
+            f"decorate it with @jax.jit (or functools.partial(jax.jit, static_argnames=...)), or write "
+            f"`{function} = jax.jit(...)` at module level",
+        )
+    if found.found and found.static is None:
+        return CheckFailure(
+            check,
+            f"the static arguments of {function}'s jax.jit are not written out (**options)",
+            "name them in the call: static_argnames=('...',)",
+        )
+    return _failure(function, found, check, RETRACE_ADVICE)

@@ -11,6 +11,10 @@
   source text with the named static analysis (:mod:`autograder.core.from_source`), without running the check;
   the student's process runs the same analysis before the check's body (:func:`failure_from_source`), so a
   student reads the same message, and the body still observes what the analysis does not see.
+- ``program`` and ``source``: ``@pytest.mark.decided("program", "<analysis>")``, both: a claimed pass stands when
+  the analysis of the source finds nothing (else it fails with its message, not replayed) and the replayed check,
+  from the program, passes (the retracing checks: what was compiled from the program, how often Python traces it
+  from the source, :mod:`autograder.core.retrace_sources`).
 - ``observed``: anything else: witnessed in the student's process, tamper-evident (tripwires, the static screen,
   the audit hook), and withheld from a submission that needs review.
 
@@ -37,12 +41,13 @@ MARKER_HELP = (
 
 
 def source_analysis(item: pytest.Item) -> str | None:
-    """The analysis of a check marked ``decided("source", analysis)`` (None for any other check, or an analysis
-    the course does not know: such a check is observed)."""
+    """The analysis of a check marked ``decided("source", analysis)``, or ``decided("program", analysis)`` (decided
+    from the program *and* the source: both must pass); None for any other check, or an analysis the course does not
+    know (a ``source`` check is then observed, a ``program`` one decided from its program alone)."""
     mark = item.get_closest_marker(MARK)
     if mark is None or item.get_closest_marker("correctness") is not None:
         return None
-    if len(mark.args) == 2 and mark.args[0] == SOURCE and mark.args[1] in ANALYSES:
+    if len(mark.args) == 2 and mark.args[0] in (SOURCE, PROGRAM) and mark.args[1] in ANALYSES:
         return str(mark.args[1])
     return None
 

@@ -45,7 +45,7 @@ from autograder.grading.trusted.replays import ReplayState, other_function, repl
 from autograder.grading.trusted.shared import ClassResults
 from autograder.grading.trusted.trusted_only import modules_judged_on_the_trusted_side, modules_with_givens
 from autograder.grading.wire import PlannedCheck, Replay, Verdict, VerifierRequest, pytest_args
-from autograder.pytest_plugin.decided import OBSERVED, SOURCE, decided_where, failure_from_source
+from autograder.pytest_plugin.decided import OBSERVED, SOURCE, decided_where, failure_from_source, source_analysis
 
 if TYPE_CHECKING:
     from autograder.core.course import Function
@@ -115,10 +115,11 @@ class Verifier:
                 )
             )
             collected.append((item, fn.module, where != OBSERVED))
-            if self.mode == "verify" and cid in self.claims and where == SOURCE:
-                self.verdicts[cid] = verdict_from_the_source(
-                    item, self.sources.get(fn.module), fn
-                )  # the check is not run
+            from_the_source = None
+            if self.mode == "verify" and cid in self.claims and source_analysis(item) is not None:
+                from_the_source = verdict_from_the_source(item, self.sources.get(fn.module), fn)
+            if from_the_source is not None and (where == SOURCE or from_the_source.outcome != Replay.PASSED):
+                self.verdicts[cid] = from_the_source  # the check is not run: decided by the source alone, or failed
             elif self.mode == "verify" and cid in self.claims and where != OBSERVED:
                 keep.append(item)
                 self.ids[item.nodeid] = (cid, fn)

@@ -59,9 +59,7 @@ RETRACING = {
     "getattr-of-jit": 'def f(x):\n    return getattr(jax, "jit")(lambda x: x + 1)(x)',
     "attrgetter-of-jit": 'def f(x):\n    return operator.attrgetter("jit")(jax)(lambda x: x + 1)(x)',
     "private-path-to-jit": "from jax._src.api import jit\ndef f(x):\n    return jit(lambda x: x + 1)(x)",
-    "global-rebound-function": (
-        "G = None\ndef f(x):\n    global G\n    G = lambda x: x + 1\n    return jax.jit(G)(x)"
-    ),
+    "global-rebound-function": ("G = None\ndef f(x):\n    global G\n    G = lambda x: x + 1\n    return jax.jit(G)(x)"),
     "clear-caches-per-call": "_g = jax.jit(_linear)\ndef f(x, W, b):\n    jax.clear_caches()\n    return _g(x, W, b)",
     "clear-caches-while-tracing": "@jax.jit\ndef f(x):\n    jax.clear_caches()\n    return x + 1",
     "clear-cache-of-a-function": "_g = jax.jit(_linear)\ndef f(x, W, b):\n    _g.clear_cache()\n    return _g(x, W, b)",
@@ -86,6 +84,12 @@ RETRACING = {
         "trainer = Trainer()\nf = trainer.step"
     ),
     "module-level-lambda-that-jits": "f = lambda x: jax.jit(lambda y: y + 1)(x)",
+    "host-callback-that-jits-on-every-call": (
+        "def _log(x):\n    jax.jit(lambda y: y)(x)\n@jax.jit\ndef f(x):\n    jax.debug.callback(_log, x)\n    return x"
+    ),
+    "host-callback-lambda-that-jits": (
+        "@jax.jit\ndef f(x):\n    jax.debug.callback(lambda v: jax.jit(lambda y: y)(v), x)\n    return x"
+    ),
 }
 
 
