@@ -93,18 +93,29 @@ def assert_one_program(
     name = name or function_name(fn)
     check = check or f"{name} compiles to one program that serves every call of the loop"
     (args, kwargs), first = calls[0], expected[0]
-    program = programs.program_of(
-        fn,
-        *args,
-        result_like=first,
-        static_argnums=static_argnums,
-        static_argnames=static_argnames,
-        as_is=as_is,
-        name=name,
-        check=check,
-        advice=BAKED_ADVICE,
-        **kwargs,
-    )
+    try:
+        program = programs.program_of(
+            fn,
+            *args,
+            result_like=first,
+            static_argnums=static_argnums,
+            static_argnames=static_argnames,
+            as_is=as_is,
+            name=name,
+            check=check,
+            advice=BAKED_ADVICE,
+            **kwargs,
+        )
+    except CheckFailure:
+        raise
+    except Exception as err:  # noqa: BLE001 - e.g. a traced argument handed on as a static one (not hashable)
+        first_line = (str(err).strip().splitlines() or [""])[0][:200]
+        raise CheckFailure(
+            check,
+            f"{name} cannot be compiled with the arguments that change between calls traced ({type(err).__name__}: "
+            f"{first_line})",
+            BAKED_ADVICE,
+        ) from None
     for i, ((args, kwargs), want) in enumerate(zip(calls, expected)):
         dynamic = tuple(a for j, a in enumerate(args) if j not in static_argnums)
         given = {k: v for k, v in kwargs.items() if k not in static_argnames}
@@ -134,7 +145,9 @@ def assert_no_retrace(
     and its calls served by one program (:func:`assert_one_program`); mark the check
     ``decided("program", "retraces")`` for the rest (the source)."""
     name = name or function_name(fn)
-    observed(fn, "fresh", lambda real: tracing.assert_no_retrace(real, make_args, warmup=warmup, calls=calls, name=name))
+    observed(
+        fn, "fresh", lambda real: tracing.assert_no_retrace(real, make_args, warmup=warmup, calls=calls, name=name)
+    )
     every = [(make_args(i), {}) for i in range(warmup + calls)]
     assert_one_program(
         fn,

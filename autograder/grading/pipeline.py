@@ -351,7 +351,8 @@ class SubmissionPipeline(ChildRuns):
         claims = [c.id for c in self.plan if c.confirmed and verdicts[c.id].status == Status.PASSED]
         if not claims:
             return {}
-        modules = {c.module for c in self.plan if c.id in claims and c.decided == "source"}
+        # the checks decided from the source, alone or with the program (the retracing checks)
+        modules = {c.module for c in self.plan if c.id in claims and c.decided in ("source", "program")}
         try:
             answers = self.trusted.verify(
                 claims,
