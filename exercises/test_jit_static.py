@@ -204,7 +204,7 @@ def test_pad_to_multiple_takes_multiple_as_static_by_position_and_keyword(studen
 def test_pad_to_multiple_does_not_retrace_once_warm(student, reference):
     """New values of x of one shape, multiple=3 by position and by keyword: no trace once warm, and one program
     (multiple static, x traced) gives the reference's values for every x."""
-    xs = [np.random.RandomState(i).normal(size=(5,)).astype(np.float32) for i in range(5)]
+    xs = [np.random.RandomState(i).normal(size=(5,)).astype(np.float32) for i in range(6)]  # 2 warm, 3 counted, 1 told
     for style in ("position", "keyword"):
         retraces.observed(student.pad_to_multiple, style, pad_loop(xs, 3, style))
         retraces.assert_one_program(

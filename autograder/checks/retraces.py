@@ -148,7 +148,7 @@ def assert_no_retrace(
     observed(
         fn, "fresh", lambda real: tracing.assert_no_retrace(real, make_args, warmup=warmup, calls=calls, name=name)
     )
-    every = [(make_args(i), {}) for i in range(warmup + calls)]
+    every: list[tuple[tuple, dict]] = [(make_args(i), {}) for i in range(warmup + calls)]
     assert_one_program(
         fn,
         every,
@@ -164,7 +164,8 @@ def reference_loop(
     """The calls of a loop (``make_args(i, carry)``, then ``carry = next_carry(i, carry, result)``, as
     ``loops.assert_no_retrace_in_loop`` runs it) with the reference's results fed back, and those results: what
     :func:`assert_one_program` runs the student's one program on."""
-    every, expected = [], []
+    every: list[tuple[tuple, dict]] = []
+    expected: list[Any] = []
     for i in range(calls):
         args = make_args(i, carry)
         result = reference(*purity.fresh_copy(args))

@@ -34,6 +34,7 @@ from autograder.core import syntax
 from autograder.core.failures import CheckFailure
 from autograder.core.source_names import (
     ModuleNames,
+    attribute_by_name,
     is_partial,
     jitted_binding,
     literal,
@@ -47,6 +48,17 @@ FUNCTION_KEYWORDS = frozenset({"f", "fun", "fn", "body_fun", "cond_fun", "true_f
 CLEARS = frozenset({"clear_caches", "clear_cache", "clear_backends"})
 AHEAD_OF_TIME = frozenset({"lower", "compile", "trace"})
 STATIC_FIELDS = ("apply_fn", "tx")
+# jax callables that run a function they are given without compiling it, or make a new function of it: a function
+# made per call handed to any *other* jax callable (lax.reduce, jax.checkpoint, odeint, ...) is compiled anew.
+RUNS_UNCOMPILED = frozenset(
+    {"vmap", "grad", "value_and_grad", "jacfwd", "jacrev", "hessian", "jvp", "vjp", "linearize", "custom_jvp"}
+    | {"custom_vjp", "named_call", "named_scope", "vectorize", "apply_along_axis", "apply_over_axes", "print"}
+    | {"callback", "pure_callback", "io_callback", "Partial", "defjvp", "defvjp", "closure_convert"}
+)
+MAKES_FUNCTIONS = frozenset(
+    {"partial", "Partial", "vmap", "grad", "value_and_grad", "jacfwd", "jacrev", "hessian", "checkpoint", "remat"}
+    | {"custom_jvp", "custom_vjp", "named_call", "jit", "pmap", "vectorize"}
+)
 
 
 @dataclass(frozen=True)
@@ -133,6 +145,7 @@ class _Walk:
 
     def per_call_causes(self, node: ast.AST, local: frozenset[str]) -> None:
         module = self.module
+        fresh = self.fresh_functions(node, local)
         for inner in ast.walk(node):
             if isinstance(inner, ast.Call):
                 tracer = tracer_of(module, inner.func, local)
@@ -140,16 +153,55 @@ class _Walk:
                     for arg in _function_arguments(inner, tracer[1]):
                         if not module.stable(arg, local):
                             self.add(inner, f"{tracer[0]} of {_describe(arg)}, made on every call")
+                elif self.compiles_its_functions(inner.func, local):
+                    given = [*inner.args, *(k.value for k in inner.keywords)]
+                    for arg in (element for value in given for element in _elements(value)):
+                        if (
+                            isinstance(arg, ast.Lambda)
+                            or (isinstance(arg, ast.Name) and arg.id in fresh)
+                            or (isinstance(arg, ast.Call) and self.makes_a_function(arg.func, local))
+                        ):
+                            dotted = module.dotted(inner.func, local)
+                            self.add(inner, f"{dotted} given {_describe(arg)}, made on every call (compiled anew)")
                 if isinstance(inner.func, ast.Attribute) and inner.func.attr in AHEAD_OF_TIME:
                     given = bool(inner.args or inner.keywords)
                     if given == (inner.func.attr != "compile"):
                         self.add(inner, f".{inner.func.attr}(...): compiles ahead of time on every call")
+            if isinstance(inner, ast.Name) and inner.id in module.modules and inner.id not in local:
+                parent = self.parents.get(id(inner))
+                if not (isinstance(parent, ast.Attribute) and parent.value is inner) and not (
+                    isinstance(parent, ast.Call) and inner in parent.args[:1] and attribute_by_name(parent)
+                ):
+                    self.add(inner, f"the module {inner.id} used as a value on every call (its jax.jit out of sight)")
             if (named(inner) or isinstance(inner, ast.Call)) and tracer_of(module, inner, local) is not None:
                 parent = self.parents.get(id(inner))
                 if isinstance(parent, (ast.FunctionDef, ast.AsyncFunctionDef)) and parent is not node:
                     self.add(inner, f"a function defined on every call and decorated with {ast.unparse(inner)}")
                 elif not _called_or_partial(inner, parent, module, local):
                     self.add(inner, f"{ast.unparse(inner)} used as a value on every call")
+
+    def compiles_its_functions(self, func: ast.AST, local: frozenset[str]) -> bool:
+        """A jax callable other than those that run a function they are given without compiling it."""
+        parts = (self.module.dotted(func, local) or "").split(".")
+        return parts[0] == "jax" and not ({"tree", "tree_util"} & set(parts) or parts[-1] in RUNS_UNCOMPILED)
+
+    def makes_a_function(self, func: ast.AST, local: frozenset[str]) -> bool:
+        """``partial``, ``jax.vmap``, ``jax.grad``...: a new function object on every call."""
+        return (self.module.dotted(func, local) or "").split(".")[-1] in MAKES_FUNCTIONS
+
+    def fresh_functions(self, node: ast.AST, local: frozenset[str]) -> set[str]:
+        """The names a function binds to functions it makes on every call (nested defs, lambdas, partials...)."""
+        names = {
+            n.name for n in ast.walk(node) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n is not node
+        }
+        for inner in ast.walk(node):
+            if isinstance(inner, ast.Assign) and (
+                isinstance(inner.value, ast.Lambda)
+                or isinstance(inner.value, ast.Call)
+                and self.makes_a_function(inner.value.func, local)
+            ):
+                names |= {t.id for t in inner.targets if isinstance(t, ast.Name)}
+        return names
 
     def anywhere_causes(self, node: ast.AST, local: frozenset[str]) -> None:
         for inner in ast.walk(node):

@@ -33,6 +33,10 @@ LAX_TRACERS = {
     "associative_scan": (0,),
 }
 LIBRARIES = frozenset({"jax", "flax"})
+# Modules of jax and flax a ``from ... import`` may bind (``from jax import lax``, ``from flax import linen as nn``).
+SUBMODULES = frozenset(
+    {"lax", "numpy", "linen", "nn", "experimental", "tree_util", "tree", "api", "export", "sharding"}
+)
 
 
 class ModuleNames:
@@ -42,6 +46,7 @@ class ModuleNames:
         self.aliases: dict[str, str] = {}
         self.tracers: dict[str, tuple[str, tuple[int, ...]]] = {}  # module-level names of a partial of a tracer
         self.bindings: dict[str, ast.AST] = {}
+        self.modules: set[str] = set()  # names bound to a module (``import jax``, ``from jax import lax``)
         for node in tree.body:
             self._bind(node)
         self.rebound = {n for node in ast.walk(tree) if isinstance(node, ast.Global) for n in node.names}
@@ -49,12 +54,14 @@ class ModuleNames:
     def _bind(self, node: ast.stmt) -> None:
         if isinstance(node, ast.Import):
             for alias in node.names:
-                self.aliases[alias.asname or alias.name.split(".")[0]] = (
-                    alias.name if alias.asname else alias.name.split(".")[0]
-                )
+                bound = alias.asname or alias.name.split(".")[0]
+                self.aliases[bound] = alias.name if alias.asname else alias.name.split(".")[0]
+                self.modules.add(bound)
         elif isinstance(node, ast.ImportFrom) and node.module:
             for alias in node.names:
                 self.aliases[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+                if alias.name in SUBMODULES:
+                    self.modules.add(alias.asname or alias.name)
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             self.aliases.pop(node.name, None)
             self.bindings[node.name] = node

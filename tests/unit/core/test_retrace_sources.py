@@ -56,6 +56,10 @@ RETRACING = {
     "partial-jit-as-a-local-value": "def f(x):\n    wrap = partial(jax.jit, donate_argnums=())\n    return wrap(lambda x: x)(x)",
     "partial-jit-at-module-level": "WRAP = partial(jax.jit, donate_argnums=())\ndef f(x):\n    return WRAP(lambda x: x)(x)",
     "jit-kept-in-a-list": "TOOLS = [jax.jit]\ndef f(x):\n    return TOOLS[0](lambda x: x + 1)(x)",
+    "the-module-as-a-local-value": "def f(x):\n    m = jax\n    return m.jit(lambda x: x + 1)(x)",
+    "the-module-handed-to-a-helper": (
+        "def helper(library, x):\n    return library.jit(lambda y: y)(x)\ndef f(x):\n    return helper(jax, x)"
+    ),
     "getattr-of-jit": 'def f(x):\n    return getattr(jax, "jit")(lambda x: x + 1)(x)',
     "attrgetter-of-jit": 'def f(x):\n    return operator.attrgetter("jit")(jax)(lambda x: x + 1)(x)',
     "private-path-to-jit": "from jax._src.api import jit\ndef f(x):\n    return jit(lambda x: x + 1)(x)",
@@ -84,6 +88,12 @@ RETRACING = {
         "trainer = Trainer()\nf = trainer.step"
     ),
     "module-level-lambda-that-jits": "f = lambda x: jax.jit(lambda y: y + 1)(x)",
+    "eager-lax-reduce-of-a-lambda": "def f(x):\n    return jax.lax.reduce(x, 0.0, lambda a, b: a + b, (0,))",
+    "eager-checkpoint-of-a-nested-def": (
+        "def f(x):\n    def g(y):\n        return jnp.sin(y)\n    return jax.checkpoint(g)(x)"
+    ),
+    "eager-remat-of-a-vmap-made-per-call": ("def f(x):\n    g = jax.vmap(jnp.sin)\n    return jax.remat(g)(x)"),
+    "piecewise-with-lambdas": "def f(x):\n    return jnp.piecewise(x, [x < 0], [lambda v: -v, lambda v: v])",
     "host-callback-that-jits-on-every-call": (
         "def _log(x):\n    jax.jit(lambda y: y)(x)\n@jax.jit\ndef f(x):\n    jax.debug.callback(_log, x)\n    return x"
     ),
@@ -136,6 +146,14 @@ HONEST = {
     "jit-of-a-module-level-function-inside-the-body": "def f(x, W, b):\n    return jax.jit(_linear)(x, W, b)",
     "pmap-of-a-module-level-function-inside-the-body": "def f(x, W, b):\n    return jax.pmap(_linear)(x, W, b)",
     "jit-of-a-library-function-inside-the-body": "def f(x):\n    return jax.jit(jnp.sum)(x)",
+    "tree-map-and-vectorize-of-lambdas-per-call": (
+        "def f(params, grads, x):\n    jnp.vectorize(lambda v: v * 2)(x)\n"
+        "    return jax.tree.map(lambda p, g: p - 0.1 * g, params, grads)"
+    ),
+    "value-and-grad-of-a-nested-def-per-call": (
+        "def f(params, x, y):\n    def loss(p):\n        return _loss(p, x, y)\n"
+        "    return jax.value_and_grad(loss)(params)"
+    ),
     "vmap-and-grad-per-call": "def f(params, xs, ys):\n    return jax.vmap(jax.grad(_loss), in_axes=(None, 0, 0))(params, xs, ys)",
     "vmap-at-module-level": "f = jax.vmap(jax.grad(_loss), in_axes=(None, 0, 0))",
     "lambdas-and-scans-inside-jit": (
