@@ -144,41 +144,50 @@ class _Walk:
                     self.visit(target, per_call and jitted is None)
 
     def per_call_causes(self, node: ast.AST, local: frozenset[str]) -> None:
-        module = self.module
         fresh = self.fresh_functions(node, local)
         for inner in ast.walk(node):
             if isinstance(inner, ast.Call):
-                tracer = tracer_of(module, inner.func, local)
-                if tracer is not None:
-                    for arg in _function_arguments(inner, tracer[1]):
-                        if not module.stable(arg, local):
-                            self.add(inner, f"{tracer[0]} of {_describe(arg)}, made on every call")
-                elif self.compiles_its_functions(inner.func, local):
-                    given = [*inner.args, *(k.value for k in inner.keywords)]
-                    for arg in (element for value in given for element in _elements(value)):
-                        if (
-                            isinstance(arg, ast.Lambda)
-                            or (isinstance(arg, ast.Name) and arg.id in fresh)
-                            or (isinstance(arg, ast.Call) and self.makes_a_function(arg.func, local))
-                        ):
-                            dotted = module.dotted(inner.func, local)
-                            self.add(inner, f"{dotted} given {_describe(arg)}, made on every call (compiled anew)")
-                if isinstance(inner.func, ast.Attribute) and inner.func.attr in AHEAD_OF_TIME:
-                    given = bool(inner.args or inner.keywords)
-                    if given == (inner.func.attr != "compile"):
-                        self.add(inner, f".{inner.func.attr}(...): compiles ahead of time on every call")
-            if isinstance(inner, ast.Name) and inner.id in module.modules and inner.id not in local:
-                parent = self.parents.get(id(inner))
-                if not (isinstance(parent, ast.Attribute) and parent.value is inner) and not (
-                    isinstance(parent, ast.Call) and inner in parent.args[:1] and attribute_by_name(parent)
+                self.call_causes(inner, local, fresh)
+            self.value_causes(inner, node, local)
+
+    def call_causes(self, call: ast.Call, local: frozenset[str], fresh: set[str]) -> None:
+        """A tracer given a function that is not one object for the module's life, any other compiling jax callable
+        given a function made on this call, a compilation ahead of time."""
+        module = self.module
+        tracer = tracer_of(module, call.func, local)
+        if tracer is not None:
+            for arg in _function_arguments(call, tracer[1]):
+                if not module.stable(arg, local):
+                    self.add(call, f"{tracer[0]} of {_describe(arg)}, made on every call")
+        elif self.compiles_its_functions(call.func, local):
+            given = [*call.args, *(k.value for k in call.keywords)]
+            for arg in (element for value in given for element in _elements(value)):
+                if (
+                    isinstance(arg, ast.Lambda)
+                    or (isinstance(arg, ast.Name) and arg.id in fresh)
+                    or (isinstance(arg, ast.Call) and self.makes_a_function(arg.func, local))
                 ):
-                    self.add(inner, f"the module {inner.id} used as a value on every call (its jax.jit out of sight)")
-            if (named(inner) or isinstance(inner, ast.Call)) and tracer_of(module, inner, local) is not None:
-                parent = self.parents.get(id(inner))
-                if isinstance(parent, (ast.FunctionDef, ast.AsyncFunctionDef)) and parent is not node:
-                    self.add(inner, f"a function defined on every call and decorated with {ast.unparse(inner)}")
-                elif not _called_or_partial(inner, parent, module, local):
-                    self.add(inner, f"{ast.unparse(inner)} used as a value on every call")
+                    dotted = module.dotted(call.func, local)
+                    self.add(call, f"{dotted} given {_describe(arg)}, made on every call (compiled anew)")
+        if isinstance(call.func, ast.Attribute) and call.func.attr in AHEAD_OF_TIME:
+            has_arguments = bool(call.args or call.keywords)
+            if has_arguments == (call.func.attr != "compile"):
+                self.add(call, f".{call.func.attr}(...): compiles ahead of time on every call")
+
+    def value_causes(self, inner: ast.AST, node: ast.AST, local: frozenset[str]) -> None:
+        """A library module or a tracer used as a value (kept, handed on, aliased), or decorating a nested def."""
+        module = self.module
+        parent = self.parents.get(id(inner))
+        if isinstance(inner, ast.Name) and inner.id in module.modules and inner.id not in local:
+            if not (isinstance(parent, ast.Attribute) and parent.value is inner) and not (
+                isinstance(parent, ast.Call) and inner in parent.args[:1] and attribute_by_name(parent)
+            ):
+                self.add(inner, f"the module {inner.id} used as a value on every call (its jax.jit out of sight)")
+        if (named(inner) or isinstance(inner, ast.Call)) and tracer_of(module, inner, local) is not None:
+            if isinstance(parent, (ast.FunctionDef, ast.AsyncFunctionDef)) and parent is not node:
+                self.add(inner, f"a function defined on every call and decorated with {ast.unparse(inner)}")
+            elif not _called_or_partial(inner, parent, module, local):
+                self.add(inner, f"{ast.unparse(inner)} used as a value on every call")
 
     def compiles_its_functions(self, func: ast.AST, local: frozenset[str]) -> bool:
         """A jax callable other than those that run a function they are given without compiling it."""
