@@ -222,14 +222,34 @@ class _Walk:
                     self.add(inner, f"{dotted}: clears the compiled programs, so the next call compiles again")
                 elif dotted == "jax.config" or dotted.startswith("jax.config."):
                     self.add(inner, "jax.config: a configuration change is a new signature for every jitted function")
-            elif self.chained and isinstance(inner, ast.Call):
-                for keyword in inner.keywords:
-                    if keyword.arg in STATIC_FIELDS and not self.same_static(keyword.value, keyword.arg, local):
+            elif self.chained:
+                self.static_parts(inner, local)
+
+    def static_parts(self, node: ast.AST, local: frozenset[str]) -> None:
+        """A state's static field given a new object (``tx=optax.sgd(...)``, ``{"apply_fn": ...}``), or a state built
+        from positional arguments (which may be anything)."""
+        given: list[tuple[str, ast.AST]] = []
+        if isinstance(node, ast.Call):
+            given = [(k.arg, k.value) for k in node.keywords if k.arg is not None]
+            if "State" in ast.unparse(node.func).split(".")[-1]:  # a state built from positional arguments
+                for arg in node.args:
+                    if (
+                        isinstance(arg, ast.Lambda)
+                        or isinstance(arg, ast.Call)
+                        and self.makes_a_function(arg.func, local)
+                    ):
                         self.add(
-                            inner,
-                            f"{keyword.arg}={ast.unparse(keyword.value)[:60]}: a returned state whose {keyword.arg} is a "
-                            "new object (a static field) compiles again in the next step",
+                            node, f"{_describe(arg)} in a state: a new function object every step (a static field)"
                         )
+        elif isinstance(node, ast.Dict):
+            given = [(k.value, v) for k, v in zip(node.keys, node.values) if isinstance(k, ast.Constant)]
+        for name, value in given:
+            if name in STATIC_FIELDS and not self.same_static(value, name, local):
+                self.add(
+                    node,
+                    f"{name}={ast.unparse(value)[:60]}: a returned state whose {name} is a new object (a static field) "
+                    "compiles again in the next step",
+                )
 
     def same_static(self, value: ast.AST, name: str, local: frozenset[str]) -> bool:
         """``<state>.apply_fn`` (the given state's own object) or a module-level object made once."""

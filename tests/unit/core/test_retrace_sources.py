@@ -116,6 +116,13 @@ CHAINED = {
         "@jax.jit\ndef f(state, batch):\n    return state.replace(apply_fn=functools.partial(state.apply_fn))"
     ),
     "new-apply-fn-lambda": "@jax.jit\ndef f(state, batch):\n    return state.replace(apply_fn=lambda *a: state.apply_fn(*a))",
+    "new-optimizer-through-a-dict": (
+        "@jax.jit\ndef f(state, batch):\n    return state.replace(**{'tx': optax.sgd(0.1)})"
+    ),
+    "state-built-positionally": (
+        "@jax.jit\ndef f(state, batch):\n    return train_state.TrainState(state.step, lambda *a: 0, state.params, "
+        "state.tx, state.opt_state)"
+    ),
     "optimizer-made-in-a-helper": (
         "def fresh(state):\n    tx = optax.sgd(0.1)\n    return state.replace(tx=tx)\n"
         "@jax.jit\ndef f(state, batch):\n    return fresh(state)"
@@ -173,6 +180,10 @@ HONEST = {
     ),
     "module-level-jitted-helper-called-per-call": (
         "_acc = jax.jit(lambda a, b: jnp.mean(a == b))\ndef f(x, y):\n    return _acc(x, y)"
+    ),
+    "a-state-of-the-given-class-built-positionally": (
+        "@jax.jit\ndef f(state, batch):\n    return type(state)(state.step + 1, state.apply_fn, "
+        "optax.apply_updates(state.params, state.params), state.tx, state.opt_state)"
     ),
     "step-int-python-at-first": "@jax.jit\ndef f(state, batch):\n    return state.replace(step=state.step + 1)",
     "lazily-cached-module-level-jit": (
