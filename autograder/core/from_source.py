@@ -19,11 +19,14 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 
 from autograder.core.failures import CheckFailure
+from autograder.core.state_writes import module_state_failure
 
 Analysis = Callable[[str, str, str], "CheckFailure | None"]
 
 # The analyses a check may be decided by (the second argument of its ``decided("source", ...)`` mark).
-ANALYSES: Mapping[str, Analysis] = {}
+ANALYSES: Mapping[str, Analysis] = {
+    "module_state": module_state_failure,  # calling it writes no state that outlives the call (core.state_writes)
+}
 
 
 def decide_from_source(analysis: str, source: str | bytes | None, module: str, function: str) -> CheckFailure | None:
