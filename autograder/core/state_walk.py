@@ -230,6 +230,9 @@ def is_stateful(value: ast.AST, model: Any) -> bool:
     if not isinstance(value, ast.Call):
         return False
     name = dotted(value.func).rsplit(".", 1)[-1]
-    generator = model.functions.get(name)
-    yields = generator is not None and any(isinstance(n, (ast.Yield, ast.YieldFrom)) for n in ast.walk(generator))
+    yields = any(
+        isinstance(n, (ast.Yield, ast.YieldFrom))
+        for generator in model.functions.get(name, [])
+        for n in ast.walk(generator)
+    )
     return name in STATEFUL_MAKERS or yields

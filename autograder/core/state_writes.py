@@ -57,8 +57,10 @@ ADVICE = (
 class ModuleModel:
     """What the module binds at its top level (``if``/``try``/``with`` blocks included)."""
 
-    functions: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = field(default_factory=dict)
-    classes: dict[str, ast.ClassDef] = field(default_factory=dict)
+    # name -> every top-level definition of it (a later one rebinds the name, but an earlier one may be kept
+    # under another: ``_g = f`` between two ``def f``)
+    functions: dict[str, list[ast.FunctionDef | ast.AsyncFunctionDef]] = field(default_factory=dict)
+    classes: dict[str, list[ast.ClassDef]] = field(default_factory=dict)
     bindings: dict[str, list[ast.expr]] = field(default_factory=dict)  # name -> the values bound to it
     imports: dict[str, str] = field(default_factory=dict)  # name -> what it was imported as (``functools.cache``)
     names: set[str] = field(default_factory=set)  # every name bound at the top level
@@ -69,10 +71,10 @@ class ModuleModel:
         model = cls(tree=tree)
         for node in _top_level(tree.body):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                model.functions[node.name] = node
+                model.functions.setdefault(node.name, []).append(node)
                 model.names.add(node.name)
             elif isinstance(node, ast.ClassDef):
-                model.classes[node.name] = node
+                model.classes.setdefault(node.name, []).append(node)
                 model.names.add(node.name)
             elif isinstance(node, (ast.Import, ast.ImportFrom)):
                 for alias in node.names:
@@ -138,12 +140,13 @@ class Reach:
 
     def run(self, function: str) -> list[Write]:
         self.name(function, False, function)
-        for cls in self.model.classes.values():
-            self._class(cls)
+        for classes in self.model.classes.values():
+            for cls in classes:
+                self._class(cls)
         while self.todo:
             name, at_import, via = self.todo.pop()
-            if name in self.model.functions:
-                self._function(self.model.functions[name], at_import, via, Scope.module(self.model))
+            for node in self.model.functions.get(name, []):
+                self._function(node, at_import, via, Scope.module(self.model))
             for value in self.model.bindings.get(name, []):
                 self._binding(name, value, via)
         return self.writes
@@ -234,13 +237,11 @@ class Reach:
 
     def mutates_a_parameter(self, function: str) -> int | None:
         """The line where the module function ``function`` changes a parameter in place (``acc += x``), or None."""
-        node = self.model.functions.get(function)
-        if node is None:
-            return None
-        params = {a.arg for a in node.args.posonlyargs + node.args.args + node.args.kwonlyargs}
-        for sub in ast.walk(node):
-            if isinstance(sub, ast.AugAssign) and isinstance(sub.target, ast.Name) and sub.target.id in params:
-                return sub.lineno
+        for node in self.model.functions.get(function, []):
+            params = {a.arg for a in node.args.posonlyargs + node.args.args + node.args.kwonlyargs}
+            for sub in ast.walk(node):
+                if isinstance(sub, ast.AugAssign) and isinstance(sub.target, ast.Name) and sub.target.id in params:
+                    return sub.lineno
         return None
 
     def _class(self, cls: ast.ClassDef) -> None:

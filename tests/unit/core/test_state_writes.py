@@ -181,6 +181,14 @@ HOSTILE = {
         "    def draw(self):\n        return self.rng.normal()\nd = D()\ndef f(x):\n    return x + d.draw()\n",
         "self.rng",
     ),
+    "an-earlier-definition-kept-under-another-name": (
+        "L = []\ndef f(x):\n    L.append(x)\n    return x\n_kept = f\ndef f(x):\n    return _kept(x)\n",
+        "L.append",
+    ),
+    "an-earlier-class-kept-under-another-name": (
+        "class C:\n    def go(self):\n        self.n = 1\n_K = C\nclass C:\n    pass\nk = _K()\ndef f(x):\n    k.go()\n    return x\n",
+        "self.n",
+    ),
     "lambda-at-module-level": ("L = []\nf = lambda x: L.append(x) or x\n", "L.append"),
     "lru-cache": (
         "import functools\n@functools.lru_cache(maxsize=None)\ndef f(x):\n    return x\n",
