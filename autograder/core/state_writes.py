@@ -280,10 +280,11 @@ def module_state_failure(source: str, module: str, function: str) -> CheckFailur
         return None
     first = found[0]
     where = "" if first.function == function else f" (in {first.function}, which {function} runs)"
+    said = first.what if first.kind == "unreadable" else f"{first.function} {first.what}{where}"
     more = f"\n({len(found) - 1} more such line(s): " + ", ".join(f"{module}.py:{w.line}" for w in found[1:4]) + ")"
     return CheckFailure(
         f"{function} writes no state that outlives its call (decided from the source of {module}.py)",
-        f"{module}.py:{first.line}: {first.function} {first.what}{where}",
+        f"{module}.py:{first.line}: {said}",
         ADVICE + (more if len(found) > 1 else ""),
     )
 
