@@ -234,12 +234,15 @@ class FunctionWalk:
             return
         if self._is_stateful_attribute(node):
             self.add(node, f"uses {ast.unparse(node)}, a generator every draw advances, outside __init__/setup")
-        if not _mutating(node.attr) or self._of_an_import(obj) or fresh_expr(obj, self.scope):
+        if not _mutating(node.attr) or self._of_an_import(obj):
             return
+        parent = getattr(node, "parent_call", None)
+        called = isinstance(parent, ast.Call) and parent.func is node
+        if fresh_expr(obj, self.scope) and (called or not self.scope.persistent):
+            return  # a fresh object's method, called here (a factory run at import may hand it out: log.append)
         if self._own_attribute(obj) or self._own_method(obj, node.attr):
             return  # an initialising method changing its own object, or a method of the class (walked itself)
-        parent = getattr(node, "parent_call", None)
-        if node.attr == "update" and isinstance(parent, ast.Call) and len(parent.args) >= 2:
+        if node.attr == "update" and called and isinstance(parent, ast.Call) and len(parent.args) >= 2:
             return  # an optax transformation's update(updates, state, params): pure, not dict.update
         self.add(node, self._changes(obj, f"calls {ast.unparse(node)}"))
 

@@ -155,6 +155,9 @@ class Reach:
         for decorator in node.decorator_list:
             if is_cache_decorator(decorator, self.model.imports):
                 self.writes.append(Write(node.lineno, f"is cached with {ast.unparse(decorator)}", node.name, "cache"))
+        defaults = [d for d in [*node.args.defaults, *node.args.kw_defaults] if d is not None]
+        for expression in [*node.decorator_list, *defaults]:
+            self._import_time(expression, node.name, via)
         walk = FunctionWalk(node, outer, self, via, method_of, persistent=at_import)
         self.writes.extend(walk.run())
 
@@ -170,6 +173,17 @@ class Reach:
             elif isinstance(node, ast.Name) and node.id in self.model.names:
                 self.name(node.id, False, via)
         for lam in lambdas_of(value):
+            self.writes.extend(FunctionWalk(lam, Scope.module(self.model), self, via, None, False).run())
+
+    def _import_time(self, expression: ast.expr, label: str, via: str) -> None:
+        """An expression run at import around a definition (a decorator, a default, a class's base or attribute):
+        the module's functions it names may have run then (a decorator made the function the call runs, a
+        factory the closure a default holds) and may run in the call."""
+        for node in ast.walk(expression):
+            if isinstance(node, ast.Name) and node.id in self.model.names:
+                self.name(node.id, True, via)
+                self.name(node.id, False, via)
+        for lam in lambdas_of(expression):
             self.writes.extend(FunctionWalk(lam, Scope.module(self.model), self, via, None, False).run())
 
     def init_like(self, cls: ast.ClassDef) -> frozenset[str]:
@@ -248,10 +262,13 @@ class Reach:
         for node in cls.body:
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 self._function(node, False, f"{cls.name}.{node.name}", Scope.module(self.model), cls)
-        for decorator in cls.decorator_list:
-            for sub in ast.walk(decorator):
-                if isinstance(sub, ast.Name) and sub.id in self.model.names:
-                    self.name(sub.id, False, cls.name)
+        run_at_import: list[ast.AST] = [*cls.decorator_list, *cls.bases, *(k.value for k in cls.keywords)]
+        run_at_import += [n for n in cls.body if not isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+        for part in run_at_import:  # a class's decorators, bases and attributes run at import
+            parts = [part] if isinstance(part, ast.expr) else list(ast.iter_child_nodes(part))
+            for expression in parts:
+                if isinstance(expression, ast.expr):
+                    self._import_time(expression, cls.name, cls.name)
 
 
 def writes_of(source: str | bytes, module: str, function: str) -> list[Write]:

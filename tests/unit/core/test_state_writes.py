@@ -189,6 +189,25 @@ HOSTILE = {
         "class C:\n    def go(self):\n        self.n = 1\n_K = C\nclass C:\n    pass\nk = _K()\ndef f(x):\n    k.go()\n    return x\n",
         "self.n",
     ),
+    "a-decorator-of-the-module": (
+        "CALLS = []\ndef counting(fn):\n    def wrapped(*a):\n        CALLS.append(1)\n        return fn(*a)\n    return wrapped\n"
+        "@counting\ndef f(x):\n    return x\n",
+        "CALLS.append",
+    ),
+    "a-decorator-factory-keeping-a-closure": (
+        "def memo(fn):\n    seen = {}\n    def wrapped(x):\n        seen[x] = 1\n        return fn(x)\n    return wrapped\n"
+        "@memo\ndef f(x):\n    return x\n",
+        "'seen' of an enclosing function",
+    ),
+    "a-default-made-by-a-factory": (
+        "def make():\n    log = []\n    return log.append\ndef f(x, _log=make()):\n    _log(x)\n    return x\n",
+        "log.append",
+    ),
+    "a-class-attribute-made-by-a-factory": (
+        "def make():\n    n = [0]\n    def tick():\n        n[0] += 1\n    return tick\nclass C:\n    tick = staticmethod(make())\n"
+        "def f(x):\n    C.tick()\n    return x\n",
+        "'n' of an enclosing function",
+    ),
     "lambda-at-module-level": ("L = []\nf = lambda x: L.append(x) or x\n", "L.append"),
     "lru-cache": (
         "import functools\n@functools.lru_cache(maxsize=None)\ndef f(x):\n    return x\n",
