@@ -33,7 +33,10 @@ FRESH_BUILTINS = frozenset(
     {"dict", "list", "set", "tuple", "frozenset", "bytearray", "sorted", "str", "int", "float", "bool", "range"}
     | {"enumerate", "zip", "map", "filter", "reversed", "len", "sum", "min", "max", "abs", "round", "repr", "object"}
 )
-COPY_METHODS = frozenset({"copy", "deepcopy", "unfreeze", "clone", "tolist", "astype", "to_dict", "replace"})
+# Methods that return a new object (a copy, a new state; Flax's variables live in the scope of one apply).
+COPY_METHODS = frozenset(
+    {"copy", "deepcopy", "unfreeze", "clone", "tolist", "astype", "to_dict", "replace", "variable", "param"}
+)
 # Module-level objects every use of which draws from or advances them.
 STATEFUL_MAKERS = frozenset(
     {"default_rng", "RandomState", "Random", "Generator", "iter", "count", "cycle", "repeat", "PRNGKeyIterator"}

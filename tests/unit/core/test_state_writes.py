@@ -278,6 +278,11 @@ HONEST = {
         "        return self.dense(x)\nclass D:\n    def __init__(self, n):\n        self.n = n\n        self._fill()\n    def _fill(self):\n"
         "        self.data = list(range(self.n))\ndef f(x):\n    return M().apply({}, x)\n"
     ),
+    "a-flax-variable-of-its-own": (
+        "import flax.linen as nn\nimport jax.numpy as jnp\nclass Norm(nn.Module):\n    @nn.compact\n    def __call__(self, x):\n"
+        "        mean = self.variable('batch_stats', 'mean', jnp.zeros, x.shape[-1:])\n        mean.value = x.mean(0)\n"
+        "        return x - mean.value\ndef f(x):\n    return Norm().init_with_output({}, x)\n"
+    ),
     "a-fresh-object-of-a-class": "class S: pass\ndef f(x):\n    s = S()\n    s.a = x\n    return s\n",
     "jitted-by-assignment": "import jax\ndef _g(x):\n    return x + 1\nf = jax.jit(_g)\n",
     "partial-jit": "import functools\nimport jax\n@functools.partial(jax.jit, static_argnums=1)\ndef f(x, n):\n    return x * n\n",
