@@ -221,6 +221,7 @@ def test_create_train_state_bn_is_pure(student, classifier):
     )
 
 
+@pytest.mark.decided("source", "module_state")
 def test_create_train_state_bn_keeps_no_module_state(student, classifier):
     purity.assert_module_state_unchanged(student, student.create_train_state_bn, *create_args(classifier))
 
@@ -372,6 +373,7 @@ def test_train_step_bn_is_pure(student, reference, trained, steps):
     )
 
 
+@pytest.mark.decided("source", "module_state")
 def test_train_step_bn_keeps_no_module_state_and_leaks_no_tracer(student, trained, steps):
     state, batch = trained[1], full_batches(steps)[0]
     purity.assert_module_state_unchanged(
@@ -471,6 +473,7 @@ def test_eval_step_bn_is_pure(student, reference, trained, test_batches):
     )
 
 
+@pytest.mark.decided("source", "module_state")
 def test_eval_step_bn_keeps_no_module_state_and_leaks_no_tracer(student, trained, test_batches):
     state = trained[-1]
     purity.assert_module_state_unchanged(

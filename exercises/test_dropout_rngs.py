@@ -250,6 +250,7 @@ def test_create_train_state_dropout_is_pure(student, classifier):
     )
 
 
+@pytest.mark.decided("source", "module_state")
 def test_create_train_state_dropout_keeps_no_module_state(student, classifier):
     purity.assert_module_state_unchanged(student, student.create_train_state_dropout, *create_args(classifier))
 
@@ -447,6 +448,7 @@ def test_train_step_dropout_is_pure(student, reference, trained, steps):
     )
 
 
+@pytest.mark.decided("source", "module_state")
 def test_train_step_dropout_keeps_no_module_state_and_leaks_no_tracer(student, trained, steps):
     args = lambda: (purity.fresh_copy(trained), purity.fresh_copy(steps[1][1]), dropout_key())  # noqa: E731
     assert_tracing_writes_no_module_state(student, student.train_step_dropout, *args())
@@ -618,6 +620,7 @@ def test_eval_step_dropout_changes_nothing(student, start, trained, test_batches
         )
 
 
+@pytest.mark.decided("source", "module_state")
 def test_eval_step_dropout_keeps_no_module_state_and_leaks_no_tracer(student, trained, test_batches):
     assert_tracing_writes_no_module_state(
         student, student.eval_step_dropout, purity.fresh_copy(trained), purity.fresh_copy(test_batches[0])
@@ -748,6 +751,7 @@ def test_mc_dropout_predict_leaves_the_state_unchanged(student, trained):
     )
 
 
+@pytest.mark.decided("source", "module_state")
 def test_mc_dropout_predict_keeps_no_module_state(student, trained):
     assert_tracing_writes_no_module_state(
         student, student.mc_dropout_predict, trained, MC_X, keys.make_key(4, "typed"), MC_SAMPLES, static_argnums=(3,)

@@ -83,6 +83,7 @@ def test_mse_is_pure(student, problem):
     purity.assert_pure_by_values(student.mse, *problem)
 
 
+@pytest.mark.decided("source", "module_state")
 @settings(max_examples=3)
 @given(problem=regression_problems())
 def test_mse_keeps_no_module_state_and_leaks_no_tracer(student, problem):
@@ -196,6 +197,7 @@ def test_sgd_update_is_pure(student, regression):
     purity.assert_pure_by_values(student.sgd_update, purity.fresh_copy(params), 0.1, x, y)
 
 
+@pytest.mark.decided("source", "module_state")
 def test_sgd_update_keeps_no_module_state_and_leaks_no_tracer(student, regression):
     params, x, y = regression
     purity.assert_module_state_unchanged(student, purity.cold(student.sgd_update), purity.fresh_copy(params), 0.1, x, y)
@@ -336,6 +338,7 @@ def test_fit_is_pure(student, regression, monkeypatch):
     purity.assert_pure_by_values(student.fit, purity.fresh_copy(params), x, y, 0.1, 2)
 
 
+@pytest.mark.decided("source", "module_state")
 def test_fit_keeps_no_module_state(student, regression, monkeypatch):
     """With a pure step in place of sgd_update, as for test_fit_is_pure."""
     params, x, y = regression
@@ -409,6 +412,7 @@ def test_global_norm_is_pure(student, case):
     purity.assert_pure_by_values(student.global_norm, case[1])
 
 
+@pytest.mark.decided("source", "module_state")
 @settings(max_examples=3)
 @given(case=trees_of(NORM_TREES))
 def test_global_norm_keeps_no_module_state(student, case):
@@ -515,6 +519,7 @@ def test_param_count_is_pure(student):
     purity.assert_pure_by_values(student.param_count, tree)
 
 
+@pytest.mark.decided("source", "module_state")
 def test_param_count_keeps_no_module_state(student):
     tree = {"W": np.zeros((2, 3), np.float32), "b": [np.zeros(3, np.float32), 1.0]}
     purity.assert_module_state_unchanged(student, student.param_count, tree)

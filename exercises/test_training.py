@@ -211,6 +211,7 @@ def test_create_train_state_is_pure(student, classifier):
     )
 
 
+@pytest.mark.decided("source", "module_state")
 def test_create_train_state_keeps_no_module_state(student, classifier):
     purity.assert_module_state_unchanged(student, student.create_train_state, *create_args(classifier))
 
@@ -355,6 +356,7 @@ def test_calculate_loss_acc_is_pure(student, points, loss_states, inputs):
     purity.assert_pure_by_values(student.calculate_loss_acc, state, params, batch)
 
 
+@pytest.mark.decided("source", "module_state")
 @settings(max_examples=3)
 @given(inputs=loss_inputs())
 def test_calculate_loss_acc_keeps_no_module_state_and_leaks_no_tracer(student, points, loss_states, inputs):
@@ -472,6 +474,7 @@ def test_train_step_is_pure(student, reference, trained, steps):
     )
 
 
+@pytest.mark.decided("source", "module_state")
 def test_train_step_keeps_no_module_state_and_leaks_no_tracer(student, start, steps):
     batch = full_batches(steps)[0]
     purity.assert_module_state_unchanged(
@@ -557,6 +560,7 @@ def test_eval_step_is_pure(student, reference, trained, test_batches):
     )
 
 
+@pytest.mark.decided("source", "module_state")
 def test_eval_step_keeps_no_module_state_and_leaks_no_tracer(student, trained, test_batches):
     state = trained[-1]
     purity.assert_module_state_unchanged(

@@ -3,7 +3,7 @@ real (grading process and verifier) with what the verifier was given and said, a
 records (what a forger replaces).
 
 - :func:`graded_for_real`  a context: ``(grader, result, seen)``, ``seen`` holding the claims, the transcripts, the
-                           sources (of modules with checks decided from them) and the verdicts of the grade run (the tests' own later calls of the verifier are not spied on)
+                           sources (checks decided from the source), the verdicts of the grade run and the plan (the tests' own later calls of the verifier are not spied on)
 - :func:`programs_of`      the recorded programs of one check's transcript, by key
 - :func:`arguments`        the argument types of a recorded program's ``main`` (what a forged program must take)
 """
@@ -34,7 +34,13 @@ def graded_for_real(folder: Path, modules: Sequence[str], timeout: int = 60) -> 
     for module in modules:
         (folder / f"{module}.py").write_bytes((ROOT / "solutions" / f"{module}.py").read_bytes())
     grader = Grader(load_course(ROOT), Options(tuple(modules), timeout, 4000, 1), workers=1)
-    seen: dict = {"claims": [], "transcripts": {}, "verdicts": {}, "sources": {}}
+    seen: dict = {
+        "claims": [],
+        "transcripts": {},
+        "verdicts": {},
+        "sources": {},
+        "plan": {c.id: c for c in grader.trusted.plan},
+    }
     verify = grader.trusted.verify
 
     def spy(claims, transcripts, sources=None):

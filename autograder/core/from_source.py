@@ -20,11 +20,14 @@ from collections.abc import Callable, Mapping
 
 from autograder.core import retrace_sources
 from autograder.core.failures import CheckFailure
+from autograder.core.state_writes import module_state_failure
 
 Analysis = Callable[[str, str, str], "CheckFailure | None"]
 
-# The analyses a check may be decided by (the second argument of its ``decided("source", ...)`` mark).
+# The analyses a check may be decided by (the second argument of its ``decided("source", ...)`` mark, or of a
+# ``decided("program", ...)`` one: the retracing checks, decided from the program and the source).
 ANALYSES: Mapping[str, Analysis] = {
+    "module_state": module_state_failure,  # calling it writes no state that outlives the call (core.state_writes)
     "retraces": retrace_sources.no_retrace_cause,
     "retraces_in_a_loop": retrace_sources.no_retrace_cause_in_a_loop,
     "jitted_without_retraces": retrace_sources.jitted_without_retrace_cause,
