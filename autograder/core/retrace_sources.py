@@ -242,7 +242,7 @@ class _Walk:
                             node, f"{_describe(arg)} in a state: a new function object every step (a static field)"
                         )
         elif isinstance(node, ast.Dict):
-            given = [(k.value, v) for k, v in zip(node.keys, node.values) if isinstance(k, ast.Constant)]
+            given = [(str(k.value), v) for k, v in zip(node.keys, node.values) if isinstance(k, ast.Constant)]
         for name, value in given:
             if name in STATIC_FIELDS and not self.same_static(value, name, local):
                 self.add(
