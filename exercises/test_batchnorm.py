@@ -23,7 +23,7 @@ import numpy as np
 import optax
 import pytest
 
-from autograder.checks import loops, purity, states, structure, train_steps, values
+from autograder.checks import loops, purity, retraces, states, structure, train_steps, values
 from autograder.checks.keys import make_key
 from autograder.checks.scenario import (
     BATCH,
@@ -50,6 +50,9 @@ correctness = pytest.mark.correctness
 decided_by_values = pytest.mark.decided("values")
 # Decided on the trusted side from the program the student's own jax.jit function compiles to (issue 42).
 decided_by_program = pytest.mark.decided("program")
+# Decided from the program (one program serves every step) and the source (no jax.jit made per call, no new static
+# parts in a returned state: autograder.core.retrace_sources); the count of traces is observed first.
+one_program_per_loop = pytest.mark.decided("program", "retraces_in_a_loop")
 
 HIDDEN, LEARNING_RATE = 6, 0.3
 # A second model size for the value checks: no one model kept at module level matches both, so only
@@ -218,6 +221,7 @@ def test_create_train_state_bn_is_pure(student, classifier):
     )
 
 
+@pytest.mark.decided("source", "module_state")
 def test_create_train_state_bn_keeps_no_module_state(student, classifier):
     purity.assert_module_state_unchanged(student, student.create_train_state_bn, *create_args(classifier))
 
@@ -334,10 +338,28 @@ def test_train_step_bn_is_jitted(student, reference, trained, steps):
     )
 
 
-def test_train_step_bn_does_not_retrace(student, trained, steps):
+@one_program_per_loop
+def test_train_step_bn_does_not_retrace(student, reference, trained, steps):
     """A training loop: each step is given the state the previous one returned, from an unseen step number."""
-    loops.assert_chained_steps_do_not_retrace(
-        student.train_step_bn, unseen_step(trained[1], 0), full_batches(steps), name="train_step_bn"
+    batches = full_batches(steps)
+    retraces.observed(
+        student.train_step_bn,
+        "chained",
+        lambda real: loops.assert_chained_steps_do_not_retrace(
+            real, unseen_step(trained[1], 0), batches, name="train_step_bn"
+        ),
+    )
+    retraces.assert_one_program(
+        student.train_step_bn,
+        *retraces.reference_loop(
+            reference.train_step_bn,
+            unseen_step(trained[1], 0),
+            lambda i, state: (state, purity.fresh_copy(batches[i % len(batches)])),
+            lambda i, state, result: result[0],
+            calls=4,
+        ),
+        name="train_step_bn",
+        check="train_step_bn does not trace or compile again in a training loop once warm",
     )
 
 
@@ -351,6 +373,7 @@ def test_train_step_bn_is_pure(student, reference, trained, steps):
     )
 
 
+@pytest.mark.decided("source", "module_state")
 def test_train_step_bn_keeps_no_module_state_and_leaks_no_tracer(student, trained, steps):
     state, batch = trained[1], full_batches(steps)[0]
     purity.assert_module_state_unchanged(
@@ -412,19 +435,32 @@ def test_eval_step_bn_is_jitted(student, reference, trained, test_batches):
     )
 
 
-def test_eval_step_bn_does_not_retrace(student, trained, test_batches):
+@one_program_per_loop
+def test_eval_step_bn_does_not_retrace(student, reference, trained, test_batches):
     """Evaluation inside a training loop: each call's state is new (the next step, new params and running averages)."""
 
     def a_step_later(state, _):
         moved = jax.tree.map(lambda p: p * 0.9 + 0.01, {"params": state.params, "batch_stats": state.batch_stats})
         return state.replace(step=state.step + 1, **moved)
 
-    loops.assert_chained_steps_do_not_retrace(
+    retraces.observed(
         student.eval_step_bn,
-        unseen_step(trained[1], 1),
-        [test_batches[0]],
-        next_state=a_step_later,
+        "chained",
+        lambda real: loops.assert_chained_steps_do_not_retrace(
+            real, unseen_step(trained[1], 1), [test_batches[0]], next_state=a_step_later, name="eval_step_bn"
+        ),
+    )
+    retraces.assert_one_program(
+        student.eval_step_bn,
+        *retraces.reference_loop(
+            reference.eval_step_bn,
+            unseen_step(trained[1], 1),
+            lambda i, state: (state, purity.fresh_copy(test_batches[0])),
+            lambda i, state, result: a_step_later(state, result),
+            calls=4,
+        ),
         name="eval_step_bn",
+        check="eval_step_bn does not trace or compile again in a training loop once warm",
     )
 
 
@@ -437,6 +473,7 @@ def test_eval_step_bn_is_pure(student, reference, trained, test_batches):
     )
 
 
+@pytest.mark.decided("source", "module_state")
 def test_eval_step_bn_keeps_no_module_state_and_leaks_no_tracer(student, trained, test_batches):
     state = trained[-1]
     purity.assert_module_state_unchanged(

@@ -27,7 +27,7 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from autograder.checks import keys, keyuse, loops, programs, purity, states, structure, train_steps, values
+from autograder.checks import keys, keyuse, loops, programs, purity, retraces, states, structure, train_steps, values
 from autograder.checks.scenario import (
     assert_is_train_state,
     created_state,
@@ -47,6 +47,9 @@ correctness = pytest.mark.correctness
 decided_by_values = pytest.mark.decided("values")
 # Decided on the trusted side from the program the student's function compiles to (issue 42).
 decided_by_program = pytest.mark.decided("program")
+# Decided from the program (one program serves every step) and the source (no jax.jit made per call, no new static
+# parts in a returned state: autograder.core.retrace_sources); the count of traces is observed first.
+one_program_per_loop = pytest.mark.decided("program", "retraces_in_a_loop")
 
 HIDDEN, RATE, LEARNING_RATE = 7, 0.4, 0.3
 TRAIN_SIZE, TEST_SIZE, BATCH, EPOCHS = 96, 32, 32, 2  # full batches: one shape, one compilation
@@ -247,6 +250,7 @@ def test_create_train_state_dropout_is_pure(student, classifier):
     )
 
 
+@pytest.mark.decided("source", "module_state")
 def test_create_train_state_dropout_keeps_no_module_state(student, classifier):
     purity.assert_module_state_unchanged(student, student.create_train_state_dropout, *create_args(classifier))
 
@@ -416,7 +420,8 @@ def test_train_step_dropout_uses_the_base_key_without_consuming_it(student, refe
     )
 
 
-def test_train_step_dropout_does_not_retrace_in_a_training_loop(student, start, steps):
+@one_program_per_loop
+def test_train_step_dropout_does_not_retrace_in_a_training_loop(student, reference, start, steps):
     """A real loop: each step gets the previous step's new_state, a new batch, and the same base key."""
     batches = full_batches(steps, BATCH)
 
@@ -431,8 +436,20 @@ def test_train_step_dropout_does_not_retrace_in_a_training_loop(student, start, 
             check="train_step_dropout(state, batch, dropout_key) returns (new_state, loss)",
         )[0]
 
-    loops.assert_no_retrace_in_loop(
-        student.train_step_dropout, purity.fresh_copy(start), make_args, next_state, name="train_step_dropout"
+    retraces.observed(
+        student.train_step_dropout,
+        "loop",
+        lambda real: loops.assert_no_retrace_in_loop(
+            real, purity.fresh_copy(start), make_args, next_state, name="train_step_dropout"
+        ),
+    )
+    retraces.assert_one_program(
+        student.train_step_dropout,
+        *retraces.reference_loop(
+            reference.train_step_dropout, purity.fresh_copy(start), make_args, next_state, calls=4
+        ),
+        name="train_step_dropout",
+        check="train_step_dropout does not trace or compile again in a training loop once warm",
     )
 
 
@@ -478,6 +495,7 @@ def test_train_step_dropout_is_pure(student, reference, trained, steps):
     )
 
 
+@pytest.mark.decided("source", "module_state")
 def test_train_step_dropout_keeps_no_module_state_and_leaks_no_tracer(student, trained, steps):
     args = lambda: (purity.fresh_copy(trained), purity.fresh_copy(steps[1][1]), dropout_key())  # noqa: E731
     assert_tracing_writes_no_module_state(student, student.train_step_dropout, *args())
@@ -604,20 +622,36 @@ def test_eval_step_dropout_takes_no_key(student):
         )
 
 
-def test_eval_step_dropout_does_not_retrace_in_a_training_loop(student, start, test_batches):
+@one_program_per_loop
+def test_eval_step_dropout_does_not_retrace_in_a_training_loop(student, reference, start, test_batches):
     """Evaluate after every step of a loop: every state is new (new params, the next step), and the evaluation
     compiles once."""
 
     def a_step_later(i, state, _):
         return state.replace(step=state.step + 1, params=jax.tree.map(lambda p: p * 0.9 + 0.01, state.params))
 
-    loops.assert_no_retrace_in_loop(
+    def evaluation(i, state):
+        return state, purity.fresh_copy(test_batches[0])
+
+    retraces.observed(
         student.eval_step_dropout,
-        purity.fresh_copy(start),
-        lambda i, state: (state, purity.fresh_copy(test_batches[0])),
-        a_step_later,
+        "loop",
+        lambda real: loops.assert_no_retrace_in_loop(
+            real,
+            purity.fresh_copy(start),
+            evaluation,
+            a_step_later,
+            name="eval_step_dropout",
+            loop="a training loop that evaluates after every step",
+        ),
+    )
+    retraces.assert_one_program(
+        student.eval_step_dropout,
+        *retraces.reference_loop(
+            reference.eval_step_dropout, purity.fresh_copy(start), evaluation, a_step_later, calls=4
+        ),
         name="eval_step_dropout",
-        loop="a training loop that evaluates after every step",
+        check="eval_step_dropout does not trace or compile again in a training loop once warm",
     )
 
 
@@ -633,6 +667,7 @@ def test_eval_step_dropout_changes_nothing(student, start, trained, test_batches
         )
 
 
+@pytest.mark.decided("source", "module_state")
 def test_eval_step_dropout_keeps_no_module_state_and_leaks_no_tracer(student, trained, test_batches):
     assert_tracing_writes_no_module_state(
         student, student.eval_step_dropout, purity.fresh_copy(trained), purity.fresh_copy(test_batches[0])
@@ -769,6 +804,7 @@ def test_mc_dropout_predict_leaves_the_state_unchanged(student, trained):
     )
 
 
+@pytest.mark.decided("source", "module_state")
 def test_mc_dropout_predict_keeps_no_module_state(student, trained):
     assert_tracing_writes_no_module_state(
         student, student.mc_dropout_predict, trained, MC_X, keys.make_key(4, "typed"), MC_SAMPLES, static_argnums=(3,)

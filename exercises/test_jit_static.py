@@ -29,12 +29,17 @@ import pytest
 from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 
-from autograder.checks import output, programs, purity, slopes, structure, tracing, values, vmapped
+from autograder.checks import output, programs, purity, retraces, slopes, structure, tracing, values, vmapped
 from autograder.checks.strategies import float32_arrays, floats, integers
 from autograder.core.failures import CheckFailure
 
 correctness = pytest.mark.correctness
 program = pytest.mark.decided("program")  # the grader runs and inspects the program the function compiles to
+# Retracing, decided from the program (nothing that changes is baked into it) and the source
+# (autograder.core.retrace_sources: no jax.jit made per call, no cache cleared; "jitted_without_retraces": a jax.jit
+# function made at module level, traced once per static value); the count of traces is observed first.
+one_program = pytest.mark.decided("program", "retraces")
+one_jit_function = pytest.mark.decided("program", "jitted_without_retraces")
 # Decided on the trusted side from recorded values (issue 42); what values cannot show (module state) is a check
 # of its own, observed in the student's process.
 values_decided = pytest.mark.decided("values")
@@ -121,9 +126,21 @@ def own_program(
 
 
 def call_pad(student, x, multiple, style):
-    if style == "keyword":
-        return student.pad_to_multiple(x, multiple=multiple)
-    return student.pad_to_multiple(x, multiple)
+    return pad_call(student.pad_to_multiple, x, multiple, style)
+
+
+def pad_call(fn, x, multiple, style):
+    return fn(x, multiple=multiple) if style == "keyword" else fn(x, multiple)
+
+
+def pad_calls(xs, multiple, style):
+    """The calls ``(args, kwargs)`` of ``pad_to_multiple`` on each of ``xs`` with ``multiple`` passed by ``style``."""
+    return [((x, multiple), {}) if style == "position" else ((x,), {"multiple": multiple}) for x in xs]
+
+
+def pad_static(style):
+    """jit's static arguments for ``multiple`` passed by ``style``."""
+    return {"static_argnums": (1,)} if style == "position" else {"static_argnames": ("multiple",)}
 
 
 @correctness
@@ -184,22 +201,61 @@ def test_pad_to_multiple_takes_multiple_as_static_by_position_and_keyword(studen
     programs.assert_gives(compiled, x, expected=expected)
 
 
-def test_pad_to_multiple_does_not_retrace_once_warm(student):
-    rng = np.random.RandomState(0)
+@one_program
+def test_pad_to_multiple_does_not_retrace_once_warm(student, reference):
+    """New values of x of one shape, multiple=3 by position and by keyword: no trace once warm, and one program
+    (multiple static, x traced) gives the reference's values for every x."""
+    xs = [np.random.RandomState(i).normal(size=(5,)).astype(np.float32) for i in range(6)]  # 2 warm, 3 counted, 1 told
     for style in ("position", "keyword"):
-        tracing.assert_no_retrace(
-            named(lambda x, style=style: call_pad(student, x, 3, style), "pad_to_multiple"),
-            lambda i: (rng.normal(size=(5,)).astype(np.float32),),
+        retraces.observed(student.pad_to_multiple, style, pad_loop(xs, 3, style))
+        retraces.assert_one_program(
+            student.pad_to_multiple,
+            pad_calls(xs, 3, style),
+            [reference.pad_to_multiple(x, 3) for x in xs],
+            name="pad_to_multiple",
+            check=f"pad_to_multiple does not trace or compile again once warm (multiple passed by {style})",
+            **pad_static(style),
         )
 
 
-def test_pad_to_multiple_traces_once_per_new_multiple(student):
-    fn = purity.cold(student.pad_to_multiple)  # whatever ran before in this process
-    first, second = FRESH_MULTIPLES
+def pad_loop(xs, multiple, style):
+    """The observed loop: no trace once warm on ``xs`` with ``multiple`` passed by ``style``."""
+
+    def loop(pad):
+        def call(x):
+            return pad_call(pad, x, multiple, style)
+
+        tracing.assert_no_retrace(named(call, "pad_to_multiple"), lambda i: (xs[i],))
+
+    return loop
+
+
+@one_jit_function
+def test_pad_to_multiple_traces_once_per_new_multiple(student, reference):
+    """Observed: one trace for a new multiple, none for one seen before. Decided: pad_to_multiple is a jax.jit function
+    made at module level (the source), whose own program for a new multiple (static) gives the reference's values."""
+    _, second = FRESH_MULTIPLES
     x = make_pad_input(FRESH_SHAPE, np.float32, 2)
+    retraces.observed(student.pad_to_multiple, "new_multiple", lambda real: traces_once_per_new_multiple(real, x))
+    retraces.assert_one_program(
+        student.pad_to_multiple,
+        pad_calls([x, x + 1], second, "position"),
+        [reference.pad_to_multiple(x, second), reference.pad_to_multiple(x + 1, second)],
+        as_is=True,
+        name="pad_to_multiple",
+        check="pad_to_multiple traces exactly once for a new multiple",
+        static_argnums=(1,),
+    )
+
+
+def traces_once_per_new_multiple(pad, x):
+    """The observed part, on the student's own function ``pad``: its Python body runs once for a new multiple (the
+    first call with it), and never for a multiple and call style it has seen."""
+    fn = purity.cold(pad)  # whatever ran before in this process
+    first, second = FRESH_MULTIPLES
     for style in ("position", "keyword"):  # warm both call styles with the first multiple
-        jax.block_until_ready(call_pad(student, x, first, style))
-    runs = body_runs(fn, lambda: jax.block_until_ready(call_pad(student, x, second, "position")))
+        jax.block_until_ready(pad_call(pad, x, first, style))
+    runs = body_runs(fn, lambda: jax.block_until_ready(pad_call(pad, x, second, "position")))
     if runs != 1:
         raise CheckFailure(
             "pad_to_multiple traces exactly once for a new multiple",
@@ -212,7 +268,7 @@ def test_pad_to_multiple_traces_once_per_new_multiple(student):
             ),
         )
     for multiple, style in ((second, "position"), (first, "position"), (first, "keyword")):
-        runs = body_runs(fn, lambda: jax.block_until_ready(call_pad(student, x, multiple, style)))  # noqa: B023 - called at once
+        runs = body_runs(fn, lambda: jax.block_until_ready(pad_call(pad, x, multiple, style)))  # noqa: B023 - called at once
         if runs:
             call = f"pad_to_multiple(x, {'multiple=' if style == 'keyword' else ''}{multiple})"
             raise CheckFailure(
@@ -230,6 +286,7 @@ def test_pad_to_multiple_is_pure(student):
     purity.assert_pure_by_values(student.pad_to_multiple, x, 3)
 
 
+@pytest.mark.decided("source", "module_state")
 def test_pad_to_multiple_keeps_no_module_state(student):
     x = make_pad_input((5,), np.int32, 3)
     purity.assert_module_state_unchanged(student, purity.cold(student.pad_to_multiple), x, 3)
@@ -348,6 +405,7 @@ def test_clip_by_norm_is_pure(student):
     purity.assert_pure_by_values(student.clip_by_norm, x, 1.0)
 
 
+@pytest.mark.decided("source", "module_state")
 def test_clip_by_norm_keeps_no_module_state(student):
     x = np.linspace(-2.0, 2.0, 6, dtype=np.float32).reshape(2, 3)
     purity.assert_module_state_unchanged(student, purity.cold(student.clip_by_norm), x, 1.0)
@@ -434,6 +492,7 @@ def test_newton_sqrt_program_does_not_grow_with_n_steps(student, reference):
     )
 
 
+@pytest.mark.decided("source", "module_state")
 def test_newton_sqrt_writes_no_module_state_and_leaks_no_tracer(student):
     a = np.linspace(1.0, 2.0, NEWTON_SIZE, dtype=np.float32)
     fn = purity.cold(student.newton_sqrt)
@@ -564,6 +623,7 @@ def test_standardize_logged_prints_the_mean_and_std(student):
                 )
 
 
+@pytest.mark.decided("source", "jitted_without_retraces")  # its print is a host callback: no program to export
 def test_standardize_logged_does_not_retrace(student):
     inputs = logged_inputs(calls=8, seed=5)
     with output.captured_stdout():

@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from autograder.checks import loops, programs, purity, shardings, structure, values
+from autograder.checks import loops, programs, purity, retraces, shardings, structure, values
 from autograder.checks.strategies import integers
 from autograder.core.failures import CheckFailure
 from autograder.runtime.devices import COURSE_CPU_DEVICES, wrong_device_count_advice
@@ -34,6 +34,10 @@ decided_by_values = pytest.mark.decided("values")
 # Decided on the trusted side from the program the function compiles to: it runs the program on inputs it places
 # on its own devices (against the reference) and reads where the results of its run live.
 program = pytest.mark.decided("program")
+# Retracing, decided from the program (one program, the learning rate traced, serves every call of the loop: run on
+# inputs the check places) and the source (no jax.jit or jax.pmap made per call, no cache cleared:
+# autograder.core.retrace_sources); the count of traces is observed first, in the student's process.
+one_program_per_loop = pytest.mark.decided("program", "retraces_in_a_loop")
 
 X_DIM, Y_DIM = 3, 2
 ROWS_PER_DEVICE = 2
@@ -196,12 +200,31 @@ def test_all_device_mean_result_lives_on_n_devices(student, reference):
         shardings.assert_results_on_devices(got, n, name="result", check=check, advice=ON_N_DEVICES)
 
 
-def test_all_device_mean_does_not_retrace(student):
-    loops.assert_no_retrace_when_fed_back(
+def fed_back(first_args, next_args):
+    """The loop of ``loops.assert_no_retrace_when_fed_back`` (call 0 gets ``first_args``, call i ``next_args(result of
+    call i - 1, i)``) as ``retraces.reference_loop``'s ``make_args`` and ``next_carry``."""
+    return (lambda i, out: first_args if i == 0 else next_args(out, i)), (lambda i, carry, out: out)
+
+
+def placed_split(n):
+    """The program's arguments split over ``n`` devices, as a pmap function takes them."""
+    return lambda args: shardings.placed(args, n, split=True)
+
+
+@one_program_per_loop
+def test_all_device_mean_does_not_retrace(student, reference):
+    first, following = (slices(COURSE_CPU_DEVICES, 0),), lambda out, i: (out * 0.5 + i,)
+    retraces.observed(
         student.all_device_mean,
-        (slices(COURSE_CPU_DEVICES, 0),),
-        lambda out, i: (out * 0.5 + i,),
+        "fed_back",
+        lambda real: loops.assert_no_retrace_when_fed_back(real, first, following, name="all_device_mean"),
+    )
+    retraces.assert_one_program(
+        student.all_device_mean,
+        *retraces.reference_loop(reference.all_device_mean, None, *fed_back(first, following), calls=4),
         name="all_device_mean",
+        check="all_device_mean does not trace or compile again when fed its own results",
+        run=placed_split(COURSE_CPU_DEVICES),
     )
 
 
@@ -302,7 +325,7 @@ def test_pmap_sgd_step_outputs_are_spread_over_the_devices(student, reference):
         shardings.assert_results_on_devices(got, n, name="(new_params, loss)", check=check, advice=advice)
 
 
-def pmap_loop(student, new_learning_rate):
+def pmap_loop(student, reference, new_learning_rate):
     n = COURSE_CPU_DEVICES
     first, _ = pmap_inputs(n, 2)
 
@@ -310,17 +333,35 @@ def pmap_loop(student, new_learning_rate):
         (_, xs, ys), _ = pmap_inputs(n, 10 + i)
         return (out[0], xs, ys, 0.1 * (i + 1) if new_learning_rate else 0.1)
 
-    loops.assert_no_retrace_when_fed_back(student.pmap_sgd_step, (*first, 0.1), next_args, name="pmap_sgd_step")
+    label = "new_learning_rate" if new_learning_rate else "fed_back"
+    retraces.observed(
+        student.pmap_sgd_step,
+        label,
+        lambda real: loops.assert_no_retrace_when_fed_back(real, (*first, 0.1), next_args, name="pmap_sgd_step"),
+    )
+    retraces.assert_one_program(
+        student.pmap_sgd_step,
+        *retraces.reference_loop(reference.pmap_sgd_step, None, *fed_back((*first, 0.1), next_args), calls=4),
+        name="pmap_sgd_step",
+        check="pmap_sgd_step does not trace or compile again in a loop of steps"
+        + (" with a new learning rate each step" if new_learning_rate else ""),
+        run=lambda args: (
+            *shardings.placed(args[:3], n, split=True),
+            shardings.placed(np.float32(args[3]), n, split=False),
+        ),
+    )
 
 
-def test_pmap_sgd_step_does_not_retrace(student):
+@one_program_per_loop
+def test_pmap_sgd_step_does_not_retrace(student, reference):
     """A loop of steps on new batches, each step's params fed to the next."""
-    pmap_loop(student, new_learning_rate=False)
+    pmap_loop(student, reference, new_learning_rate=False)
 
 
-def test_pmap_sgd_step_new_learning_rate_does_not_retrace(student):
+@one_program_per_loop
+def test_pmap_sgd_step_new_learning_rate_does_not_retrace(student, reference):
     """learning_rate is broadcast with in_axes None and traced: a schedule must not compile every step."""
-    pmap_loop(student, new_learning_rate=True)
+    pmap_loop(student, reference, new_learning_rate=True)
 
 
 # distribute -----------------------------------------------------------------
@@ -588,14 +629,25 @@ def test_sharded_sgd_step_compiles_to_an_all_reduce(student, reference, mesh):
     )
 
 
-def test_sharded_sgd_step_new_learning_rate_does_not_retrace(student, mesh):
+@one_program_per_loop
+def test_sharded_sgd_step_new_learning_rate_does_not_retrace(student, reference, mesh):
     first = sharded_inputs(mesh, 3)
 
     def next_args(out, i):
         _, x, y = sharded_inputs(mesh, 20 + i)
         return (out[0], x, y, 0.1 * (i + 1))
 
-    loops.assert_no_retrace_when_fed_back(student.sharded_sgd_step, (*first, 0.1), next_args, name="sharded_sgd_step")
+    retraces.observed(
+        student.sharded_sgd_step,
+        "new_learning_rate",
+        lambda real: loops.assert_no_retrace_when_fed_back(real, (*first, 0.1), next_args, name="sharded_sgd_step"),
+    )
+    retraces.assert_one_program(
+        student.sharded_sgd_step,
+        *retraces.reference_loop(reference.sharded_sgd_step, None, *fed_back((*first, 0.1), next_args), calls=4),
+        name="sharded_sgd_step",
+        check="sharded_sgd_step does not trace or compile again in a loop of steps with a new learning rate each step",
+    )
 
 
 @decided_by_values
@@ -604,6 +656,7 @@ def test_sharded_sgd_step_is_pure(student, mesh):
     purity.assert_pure_by_values(student.sharded_sgd_step, *placed, 0.1)
 
 
+@pytest.mark.decided("source", "module_state")
 def test_sharded_sgd_step_keeps_no_module_state_and_leaks_no_tracer(student, mesh):
     placed = sharded_inputs(mesh, 4)
     purity.assert_module_state_unchanged(student, purity.cold(student.sharded_sgd_step), *placed, 0.1)

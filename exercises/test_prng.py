@@ -109,6 +109,7 @@ def test_two_normals_randomness_comes_from_the_key(student):
     assert_randomness_comes_from_the_key(student.two_normals, lambda key: (key,), ())
 
 
+@pytest.mark.decided("source", "module_state")
 def test_two_normals_keeps_no_module_state(student):
     assert_keeps_no_module_state(student.two_normals, lambda key: (key,), student)
 
@@ -143,6 +144,7 @@ def test_init_mlp_randomness_comes_from_the_key(student):
     assert_randomness_comes_from_the_key(student.init_mlp, lambda key: (key, (3, 4, 2)), (1,))
 
 
+@pytest.mark.decided("source", "module_state")
 def test_init_mlp_keeps_no_module_state(student):
     assert_keeps_no_module_state(student.init_mlp, lambda key: (key, (3, 4, 2)), student)
 
@@ -200,6 +202,7 @@ def test_dropout_randomness_comes_from_the_key(student):
     assert_randomness_comes_from_the_key(student.dropout, lambda key: (key, DROPOUT_INPUT, 0.5), (2,))
 
 
+@pytest.mark.decided("source", "module_state")
 def test_dropout_keeps_no_module_state(student):
     assert_keeps_no_module_state(student.dropout, lambda key: (key, DROPOUT_INPUT, 0.5), student)
 
@@ -247,6 +250,7 @@ def test_random_walk_randomness_comes_from_the_key(student):
     assert_randomness_comes_from_the_key(student.random_walk, lambda key: (key, 5), (1,), eagerly=True)
 
 
+@pytest.mark.decided("source", "module_state")
 def test_random_walk_keeps_no_module_state(student):
     assert_keeps_no_module_state(
         student.random_walk, lambda key: (key, 5), student, eager=structure.eagerly(student.random_walk)

@@ -18,13 +18,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from autograder.checks import loops, programs, purity, states, structure, values
+from autograder.checks import loops, programs, purity, retraces, states, structure, values
 from autograder.checks.scenario import drawn_key, drawn_seed
 from autograder.checks.strategies import drawn_constant, drawn_from_seed, float32s, floats, integers, linear_problems
 from autograder.core.failures import CheckFailure
 
 correctness = pytest.mark.correctness
 program = pytest.mark.decided("program")  # the grader runs and inspects the program the function compiles to
+# Decided from the program (one program, the learning rate traced, serves every step) and the source (no jax.jit made
+# per call: autograder.core.retrace_sources); the count of traces is observed first, in the student's process.
+one_program_per_loop = pytest.mark.decided("program", "retraces_in_a_loop")
 # Decided on the trusted side from recorded values (issue 42); what values cannot show (module state, a leaked
 # tracer) is a check of its own, observed in the student's process.
 values_decided = pytest.mark.decided("values")
@@ -80,6 +83,7 @@ def test_mse_is_pure(student, problem):
     purity.assert_pure_by_values(student.mse, *problem)
 
 
+@pytest.mark.decided("source", "module_state")
 @settings(max_examples=3)
 @given(problem=regression_problems())
 def test_mse_keeps_no_module_state_and_leaks_no_tracer(student, problem):
@@ -151,20 +155,33 @@ def test_sgd_update_moves_both_W_and_b(student, regression):
     )
 
 
-def test_sgd_update_does_not_retrace_in_a_training_loop(student, regression):
+@one_program_per_loop
+def test_sgd_update_does_not_retrace_in_a_training_loop(student, reference, regression):
     """Each step's params are the previous step's output, with a new learning rate (a schedule) and new data."""
     params, x, y = regression
 
     def make_args(i, params):
         return params, 0.2 / (1 + i), x + 0.01 * i, y - 0.01 * i
 
-    loops.assert_no_retrace_in_loop(
+    retraces.observed(
         student.sgd_update,
-        purity.fresh_copy(params),
-        make_args,
-        lambda i, params, new: new,
+        "loop",
+        lambda real: loops.assert_no_retrace_in_loop(
+            real,
+            purity.fresh_copy(params),
+            make_args,
+            lambda i, params, new: new,
+            name="sgd_update",
+            loop="a loop of gradient steps with a decaying learning rate",
+        ),
+    )
+    retraces.assert_one_program(
+        student.sgd_update,
+        *retraces.reference_loop(
+            reference.sgd_update, purity.fresh_copy(params), make_args, lambda i, params, new: new, calls=4
+        ),
         name="sgd_update",
-        loop="a loop of gradient steps with a decaying learning rate",
+        check="sgd_update does not trace or compile again in a loop of gradient steps with a decaying learning rate",
     )
 
 
@@ -180,6 +197,7 @@ def test_sgd_update_is_pure(student, regression):
     purity.assert_pure_by_values(student.sgd_update, purity.fresh_copy(params), 0.1, x, y)
 
 
+@pytest.mark.decided("source", "module_state")
 def test_sgd_update_keeps_no_module_state_and_leaks_no_tracer(student, regression):
     params, x, y = regression
     purity.assert_module_state_unchanged(student, purity.cold(student.sgd_update), purity.fresh_copy(params), 0.1, x, y)
@@ -320,6 +338,7 @@ def test_fit_is_pure(student, regression, monkeypatch):
     purity.assert_pure_by_values(student.fit, purity.fresh_copy(params), x, y, 0.1, 2)
 
 
+@pytest.mark.decided("source", "module_state")
 def test_fit_keeps_no_module_state(student, regression, monkeypatch):
     """With a pure step in place of sgd_update, as for test_fit_is_pure."""
     params, x, y = regression
@@ -393,6 +412,7 @@ def test_global_norm_is_pure(student, case):
     purity.assert_pure_by_values(student.global_norm, case[1])
 
 
+@pytest.mark.decided("source", "module_state")
 @settings(max_examples=3)
 @given(case=trees_of(NORM_TREES))
 def test_global_norm_keeps_no_module_state(student, case):
@@ -499,6 +519,7 @@ def test_param_count_is_pure(student):
     purity.assert_pure_by_values(student.param_count, tree)
 
 
+@pytest.mark.decided("source", "module_state")
 def test_param_count_keeps_no_module_state(student):
     tree = {"W": np.zeros((2, 3), np.float32), "b": [np.zeros(3, np.float32), 1.0]}
     purity.assert_module_state_unchanged(student, student.param_count, tree)

@@ -27,7 +27,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from autograder.checks import loops, purity, states, structure, train_steps, values
+from autograder.checks import loops, purity, retraces, states, structure, train_steps, values
 from autograder.checks.keys import make_key
 from autograder.checks.scenario import (
     BATCH,
@@ -58,6 +58,10 @@ correctness = pytest.mark.correctness
 decided_by_values = pytest.mark.decided("values")
 # Decided on the trusted side from the program the student's own jax.jit function compiles to (issue 42).
 decided_by_program = pytest.mark.decided("program")
+# Decided from the program (one program serves every step: nothing that changes is baked into it) and the source
+# (no jax.jit made per call, no new optimizer or apply_fn in a returned state: autograder.core.retrace_sources); the
+# count of traces in the loop is observed first, in the student's process.
+one_program_per_loop = pytest.mark.decided("program", "retraces_in_a_loop")
 
 # The scenario: a SimpleClassifier(5, 1) trained with SGD(0.3) on 100 XOR
 # points in batches of 32 (the last batch of every epoch has 4), 3 epochs.
@@ -207,6 +211,7 @@ def test_create_train_state_is_pure(student, classifier):
     )
 
 
+@pytest.mark.decided("source", "module_state")
 def test_create_train_state_keeps_no_module_state(student, classifier):
     purity.assert_module_state_unchanged(student, student.create_train_state, *create_args(classifier))
 
@@ -351,6 +356,7 @@ def test_calculate_loss_acc_is_pure(student, points, loss_states, inputs):
     purity.assert_pure_by_values(student.calculate_loss_acc, state, params, batch)
 
 
+@pytest.mark.decided("source", "module_state")
 @settings(max_examples=3)
 @given(inputs=loss_inputs())
 def test_calculate_loss_acc_keeps_no_module_state_and_leaks_no_tracer(student, points, loss_states, inputs):
@@ -434,11 +440,28 @@ def test_train_step_leaves_its_input_state_unchanged(student, start, trained, st
         )
 
 
-def test_train_step_does_not_retrace(student, start, steps):
+@one_program_per_loop
+def test_train_step_does_not_retrace(student, reference, start, steps):
     """A training loop: each step is given the state the previous one returned, from a step number no
     other check used (a step number passed as a static argument retraces for every new value)."""
     batches = full_batches(steps)
-    loops.assert_chained_steps_do_not_retrace(student.train_step, unseen_step(start, 0), batches, name="train_step")
+    retraces.observed(
+        student.train_step,
+        "chained",
+        lambda real: loops.assert_chained_steps_do_not_retrace(real, unseen_step(start, 0), batches, name="train_step"),
+    )
+    retraces.assert_one_program(
+        student.train_step,
+        *retraces.reference_loop(
+            reference.train_step,
+            unseen_step(start, 0),
+            lambda i, state: (state, purity.fresh_copy(batches[i % len(batches)])),
+            lambda i, state, result: result[0],
+            calls=4,
+        ),
+        name="train_step",
+        check="train_step does not trace or compile again in a training loop once warm",
+    )
 
 
 @decided_by_values
@@ -451,6 +474,7 @@ def test_train_step_is_pure(student, reference, trained, steps):
     )
 
 
+@pytest.mark.decided("source", "module_state")
 def test_train_step_keeps_no_module_state_and_leaks_no_tracer(student, start, steps):
     batch = full_batches(steps)[0]
     purity.assert_module_state_unchanged(
@@ -496,20 +520,34 @@ def test_eval_step_is_jitted(student, reference, trained, test_batches):
     )
 
 
-def test_eval_step_does_not_retrace(student, start, test_batches):
+@one_program_per_loop
+def test_eval_step_does_not_retrace(student, reference, start, test_batches):
     """Evaluation inside a training loop: every state is new (new params, the next step), and the evaluation
     compiles once."""
 
     def a_step_later(i, state, _):
         return state.replace(step=state.step + 1, params=jax.tree.map(lambda p: p * 0.9 + 0.01, state.params))
 
-    loops.assert_no_retrace_in_loop(
+    def evaluation(i, state):
+        return state, purity.fresh_copy(test_batches[0])
+
+    retraces.observed(
         student.eval_step,
-        unseen_step(start, 1),
-        lambda i, state: (state, purity.fresh_copy(test_batches[0])),
-        a_step_later,
+        "loop",
+        lambda real: loops.assert_no_retrace_in_loop(
+            real,
+            unseen_step(start, 1),
+            evaluation,
+            a_step_later,
+            name="eval_step",
+            loop="a training loop that evaluates after every step",
+        ),
+    )
+    retraces.assert_one_program(
+        student.eval_step,
+        *retraces.reference_loop(reference.eval_step, unseen_step(start, 1), evaluation, a_step_later, calls=4),
         name="eval_step",
-        loop="a training loop that evaluates after every step",
+        check="eval_step does not trace or compile again in a training loop once warm",
     )
 
 
@@ -522,6 +560,7 @@ def test_eval_step_is_pure(student, reference, trained, test_batches):
     )
 
 
+@pytest.mark.decided("source", "module_state")
 def test_eval_step_keeps_no_module_state_and_leaks_no_tracer(student, trained, test_batches):
     state = trained[-1]
     purity.assert_module_state_unchanged(

@@ -21,7 +21,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from autograder.checks import programs, purity, tracing, values, vmap_program
+from autograder.checks import programs, purity, retraces, values, vmap_program
 from autograder.checks.strategies import LINEAR_SHAPES, linear_problems
 from autograder.core.failures import CheckFailure
 
@@ -30,6 +30,9 @@ program = pytest.mark.decided("program")  # the grader runs and inspects the pro
 # Decided on the trusted side from recorded values (issue 42); what values cannot show (module state, a leaked
 # tracer) is a check of its own, observed in the student's process.
 values_decided = pytest.mark.decided("values")
+# Decided from the program (no varying argument baked into it) and the source (no jax.jit of a function made per call,
+# no cache cleared: autograder.core.retrace_sources); the count of traces is observed first, in the student's process.
+one_program = pytest.mark.decided("program", "retraces")
 
 
 def as_arrays(arrays, use_jax):
@@ -73,18 +76,20 @@ def test_linear_is_pure(student):
     purity.assert_pure_by_values(student.linear, np.asarray(xs[0]), np.asarray(W), np.asarray(b))
 
 
+@pytest.mark.decided("source", "module_state")
 def test_linear_keeps_no_module_state_and_leaks_no_tracer(student):
     xs, W, b, _ = problem(LINEAR_SHAPES[1])
     purity.assert_module_state_unchanged(student, student.linear, np.asarray(xs[0]), np.asarray(W), np.asarray(b))
     purity.assert_no_leaked_tracers(student.linear, xs[0], W, b, module=student)
 
 
-def test_linear_does_not_retrace(student):
+@one_program
+def test_linear_does_not_retrace(student, reference):
     def make_args(i):
         xs, W, b, _ = problem(LINEAR_SHAPES[2], i)
         return xs[0], W, b
 
-    tracing.assert_no_retrace(student.linear, make_args, name="linear")
+    retraces.assert_no_retrace(student.linear, make_args, reference=reference.linear, name="linear")
 
 
 # batched_linear -------------------------------------------------------------
@@ -130,14 +135,21 @@ def test_batched_linear_is_pure(student):
     purity.assert_pure_by_values(student.batched_linear, np.asarray(xs), np.asarray(W), np.asarray(b))
 
 
+@pytest.mark.decided("source", "module_state")
 def test_batched_linear_keeps_no_module_state_and_leaks_no_tracer(student):
     xs, W, b, _ = problem(LINEAR_SHAPES[1])
     purity.assert_module_state_unchanged(student, student.batched_linear, np.asarray(xs), np.asarray(W), np.asarray(b))
     purity.assert_no_leaked_tracers(student.batched_linear, xs, W, b, module=student)
 
 
-def test_batched_linear_does_not_retrace(student):
-    tracing.assert_no_retrace(student.batched_linear, lambda i: problem(LINEAR_SHAPES[2], i)[:3], name="batched_linear")
+@one_program
+def test_batched_linear_does_not_retrace(student, reference):
+    retraces.assert_no_retrace(
+        student.batched_linear,
+        lambda i: problem(LINEAR_SHAPES[2], i)[:3],
+        reference=reference.batched_linear,
+        name="batched_linear",
+    )
 
 
 # per_example_grads ----------------------------------------------------------
@@ -238,15 +250,19 @@ def test_per_example_grads_is_pure(student):
     purity.assert_pure_by_values(student.per_example_grads, params_of(W, b), xs, ys)
 
 
+@pytest.mark.decided("source", "module_state")
 def test_per_example_grads_keeps_no_module_state_and_leaks_no_tracer(student):
     xs, W, b, ys = (np.asarray(a) for a in problem(LINEAR_SHAPES[1]))
     purity.assert_module_state_unchanged(student, student.per_example_grads, params_of(W, b), xs, ys)
     purity.assert_no_leaked_tracers(student.per_example_grads, params_of(W, b), xs, ys, module=student)
 
 
-def test_per_example_grads_does_not_retrace(student):
+@one_program
+def test_per_example_grads_does_not_retrace(student, reference):
     def make_args(i):
         xs, W, b, ys = problem(LINEAR_SHAPES[2], i)
         return params_of(W, b), xs, ys
 
-    tracing.assert_no_retrace(student.per_example_grads, make_args, name="per_example_grads")
+    retraces.assert_no_retrace(
+        student.per_example_grads, make_args, reference=reference.per_example_grads, name="per_example_grads"
+    )

@@ -3,7 +3,7 @@ values), and their share of the course's points: the list the README gives under
 process".
 
     python scripts/observed_checks.py        # a Markdown table, one row per function with such checks, and the
-                                             # share of the points decided where (values, program, observed)
+                                             # share of the points decided where (values, program, source, observed)
 
 A function earns ``points x passed checks / checks`` (nothing while a correctness check fails), so a check's
 share of the points is its function's points divided by its number of checks. Correctness checks are replayed
@@ -71,8 +71,9 @@ def main() -> None:
     print(f"\nIn all {share:.2f} of the course's {total:g} points ({100 * share / total:.1f} %).")
     # Where each kind of verdict is decided (issue 42, autograder.pytest_plugin.decided): the trusted side from
     # recorded values (the correctness checks and the checks marked decided("values"), replayed against the
-    # reference), the trusted side from the program the student's function traces to (decided("program")), and
-    # the student's own grading process, observed there and tamper-evident.
+    # reference), the trusted side from the program the student's function traces to (decided("program")), the
+    # trusted side from the submission's source text (decided("source", analysis): autograder.core.from_source),
+    # and the student's own grading process, observed there and tamper-evident.
     by_kind: dict = defaultdict(float)
     for key, kinds in decided.items():
         for where, n in kinds.items():
@@ -82,6 +83,7 @@ def main() -> None:
     for kind, points_of_kind in (
         ("trusted side, from recorded values", by_kind["values"]),
         ("trusted side, from the program", by_kind["program"]),
+        ("trusted side, from the source", by_kind["source"]),
         ("observed in the student's process, tamper-evident", by_kind["observed"]),
     ):
         print(f"| {kind} | {points_of_kind:.2f} | {100 * points_of_kind / total:.1f} % |")

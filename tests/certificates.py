@@ -2,8 +2,8 @@
 real (grading process and verifier) with what the verifier was given and said, and the programs a transcript
 records (what a forger replaces).
 
-- :func:`graded_for_real`  a context: ``(grader, result, seen)``, ``seen`` holding the claims, the transcripts and
-                           the verdicts of the grade run (the tests' own later calls of the verifier are not spied on)
+- :func:`graded_for_real`  a context: ``(grader, result, seen)``, ``seen`` holding the claims, the transcripts, the
+                           sources (checks decided from the source), the verdicts of the grade run and the plan (the tests' own later calls of the verifier are not spied on)
 - :func:`programs_of`      the recorded programs of one check's transcript, by key
 - :func:`arguments`        the argument types of a recorded program's ``main`` (what a forged program must take)
 """
@@ -36,14 +36,21 @@ def graded_for_real(folder: Path, modules: Sequence[str], timeout: int = 60) -> 
     for module in modules:
         (folder / f"{module}.py").write_bytes((ROOT / "solutions" / f"{module}.py").read_bytes())
     grader = Grader(load_course(ROOT), Options(tuple(modules), timeout, 4000, 1), workers=1)
-    seen: dict = {"claims": [], "transcripts": {}, "verdicts": {}}
+    seen: dict = {
+        "claims": [],
+        "transcripts": {},
+        "verdicts": {},
+        "sources": {},
+        "plan": {c.id: c for c in grader.trusted.plan},
+    }
     verify = grader.trusted.verify
 
-    def spy(claims, transcripts):
-        verdicts = verify(claims, transcripts)
+    def spy(claims, transcripts, sources=None):
+        verdicts = verify(claims, transcripts, sources)
         seen["claims"] += list(claims)
         seen["transcripts"].update(transcripts)
         seen["verdicts"].update(verdicts)
+        seen["sources"].update(sources or {})
         return verdicts
 
     grader.trusted.verify = spy

@@ -1,6 +1,11 @@
 """Module state: what a call of the student's function leaves in the module's globals, and what a jitted call
 lets escape (observed in the student's process; values cannot show either).
 
+A check that calls these is marked ``@pytest.mark.decided("source", "module_state")``: the trusted side decides it
+from the submission's source (:mod:`autograder.core.state_writes`: no write that outlives the call), and the
+student's process runs the same analysis before the check's body (the same message); what is observed here
+still fails a check the analysis passes (a failure is never forged in a student's favour).
+
 - :func:`assert_module_state_unchanged` no module-level variable is added, rebound or mutated
 - :func:`assert_no_leaked_tracers`    nothing traced escapes a ``jax.jit`` of the function
 - :func:`tracer_ids`                  the JAX tracers a value holds

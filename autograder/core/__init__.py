@@ -11,4 +11,7 @@
 - :mod:`~autograder.core.hints`        the hints it paces
 - :mod:`~autograder.core.versions`     the library versions this kit was tested with, and the installed ones
 - :mod:`~autograder.core.syntax`       parsing and compiling syntax trees, one thread at a time (a CPython 3.11 race)
+- :mod:`~autograder.core.from_source`  checks decided from a submission's source: the analyses by name
+- :mod:`~autograder.core.state_writes` the analysis "module_state": what a call can write that outlives it
+  (its walk of one function: :mod:`~autograder.core.state_walk`, :mod:`~autograder.core.state_function`)
 """

@@ -333,7 +333,8 @@ class SubmissionPipeline(ChildRuns):
                 verdicts.setdefault(check.id, CheckVerdict(Status.FAILED, missing[check.module]))
             verdicts.setdefault(check.id, CheckVerdict(Status.ERROR, "this check could not be run on your submission"))
         started = time.monotonic()
-        verdicts.update(self.confirmed(verdicts, submission.transcripts))
+        sources = {m: data.decode("utf-8", "replace") for m, data in submission.submitted.files.items()}
+        verdicts.update(self.confirmed(verdicts, submission.transcripts, sources))
         timings["verify_seconds"] = time.monotonic() - started
         stop_if_set(self.stop)  # a run killed by the stop must not become a result
         outcomes = [
@@ -343,14 +344,21 @@ class SubmissionPipeline(ChildRuns):
         review = [line for m in self.options.modules for line in submission.review.get(m, [])]
         return StudentResult(submission.student, score_functions(self.course, outcomes), outcomes, timings, review)
 
-    def confirmed(self, verdicts: Verdicts, transcripts: dict) -> Verdicts:
+    def confirmed(self, verdicts: Verdicts, transcripts: dict, sources: dict[str, str] | None = None) -> Verdicts:
         """The verdicts the trusted side changes: of each claimed pass of a check it decides (a correctness check, or
-        one marked ``decided``), confirmed or not."""
+        one marked ``decided``), confirmed or not (``sources``: the student's files, for the checks decided from
+        the source)."""
         claims = [c.id for c in self.plan if c.confirmed and verdicts[c.id].status == Status.PASSED]
         if not claims:
             return {}
+        # the checks decided from the source, alone or with the program (the retracing checks)
+        modules = {c.module for c in self.plan if c.id in claims and c.decided in ("source", "program")}
         try:
-            answers = self.trusted.verify(claims, {c: transcripts.get(c, {}) for c in claims})
+            answers = self.trusted.verify(
+                claims,
+                {c: transcripts.get(c, {}) for c in claims},
+                {m: text for m, text in (sources or {}).items() if m in modules},
+            )
         except Exception as err:  # noqa: BLE001 - never trust an unconfirmed pass
             answers = {c: Verdict(Replay.FAILED, f"the grader could not confirm this check ({err})") for c in claims}
         trusted_only = {c.id for c in self.plan if c.trusted_only}

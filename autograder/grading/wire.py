@@ -139,7 +139,8 @@ class PlannedCheck:
     function: str
     correctness: bool
     # where its verdict is decided (autograder.pytest_plugin.decided): "values" or "program" (the trusted side
-    # replays a claimed pass) or "observed" (the grading process's verdict, tamper-evident)
+    # replays a claimed pass), "source" (the trusted side analyses the submission's source) or "observed" (the
+    # grading process's verdict, tamper-evident)
     decided: str = "observed"
     # its module is judged on the trusted side only (autograder.grading.trusted.trusted_only): the
     # grading process holds no reference, and the verifier's verdict is the check's
@@ -195,7 +196,7 @@ class PlannedCheck:
 def _decided(value: object, correctness: bool) -> str:
     if correctness:
         return "values"
-    return str(value) if value in ("values", "program") else "observed"
+    return str(value) if value in ("values", "program", "source") else "observed"
 
 
 class Replay(StrEnum):
@@ -289,6 +290,9 @@ class VerifierRequest:
     givens: str = ""
     # serve: share the reference's results between the students it verifies (grading.trusted.shared)
     share: bool = True
+    # verify: module -> the text of the student's <module>.py as the grader read it (core.submission), what the
+    # checks decided from the source are decided from (never imported here)
+    sources: dict = field(default_factory=dict)
 
     def to_wire(self) -> dict:
         return asdict(self)

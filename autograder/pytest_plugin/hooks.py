@@ -44,7 +44,7 @@ from autograder.core.status import Status
 from autograder.core.submission import SubmissionImportError, not_started
 from autograder.pytest_plugin import garbage, parallel, profiles, report
 from autograder.pytest_plugin.compile_time import CompileClock, is_slow
-from autograder.pytest_plugin.decided import MARKER_HELP
+from autograder.pytest_plugin.decided import MARKER_HELP, SOURCE, decided_where, failure_from_source, source_analysis
 from autograder.pytest_plugin.session import (
     COMPILE_SECONDS_KEY,
     SESSION_KEY,
@@ -255,9 +255,28 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_pyfunc_call(pyfuncitem: pytest.Function):
-    """An untouched stub fails at once, without running its checks."""
+    """An untouched stub fails at once, without running its checks; so does a check decided from the source
+    whose analysis finds something (the trusted side's message: :mod:`autograder.pytest_plugin.decided`). A check
+    decided from its program and the source runs first, its analysis after it (``pytest_runtest_call``): what the
+    body observes (JAX's own explanation of a retrace) is the better message."""
     _fail_if_stub(pyfuncitem)
+    if decided_where(pyfuncitem) == SOURCE:
+        _fail_from_source(pyfuncitem)
     return None
+
+
+def _fail_from_source(item: pytest.Item) -> None:
+    fn = CourseSession.function_of(item)
+    course_session = session_of(item.config)
+    if fn is None or course_session is None or source_analysis(item) is None:
+        return
+    try:
+        source: bytes | None = course_session.student_file(fn.module).read_bytes()
+    except OSError:
+        source = None
+    failure = failure_from_source(item, source, fn.module, fn.name)
+    if failure is not None:
+        raise failure
 
 
 @pytest.hookimpl(wrapper=True)
@@ -272,6 +291,8 @@ def pytest_runtest_call(item: pytest.Item):
     with CompileClock() if timed else contextlib.nullcontext() as clock:
         try:
             result = yield
+            if decided_where(item) != SOURCE:  # decided from the program and the source: the analysis after the body
+                _fail_from_source(item)
             unjudged = len(recorded.misses()) - before
             if unjudged and timed:  # passed, judged on fewer of its inputs than the course generates
                 item.stash[UNJUDGED_KEY] = unjudged

@@ -104,7 +104,7 @@ WRONG = [
             CALLS.append(1)
             return jnp.where(x < 0, value, x)
      """,
-        r"changed the contents of the module-level variable 'CALLS'",
+        r"change[sd] the contents of the module-level variable 'CALLS'",
     ),
     (
         "keeps-inputs-in-a-module-list",

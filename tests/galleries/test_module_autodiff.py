@@ -187,7 +187,7 @@ WRONG = [
             HISTORY.append(np.asarray(x).copy())
             return jax.value_and_grad(f)(x)
      """,
-        r"changed the contents of the module-level variable 'HISTORY'",
+        r"change[sd] the contents of the module-level variable 'HISTORY'",
         "value_and_gradient and module_state",
         id="global-log",
     ),

@@ -532,7 +532,7 @@ WRONG = [
             STEPS["count"] += 1
             return _jitted(state, batch)
      """),
-        r"changed the contents of the module-level variable 'STEPS' \(at STEPS\['count'\]\)",
+        r"changes the contents of the module-level variable 'STEPS' \(writes STEPS\['count'\]\)",
         "train_step_keeps_no_module_state",
     ),
     # impure: the loss it returns depends on how often it was called (a counter kept between calls)

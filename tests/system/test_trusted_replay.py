@@ -48,7 +48,9 @@ def test_the_references_answers_are_replayed_and_confirmed(graded_reference):
 
 
 def replayable(seen) -> list[str]:
-    return list(seen["claims"])
+    """The claims replayed from what the grading process recorded (a check decided from the source records nothing:
+    ``tests/system/test_source_certificates.py``)."""
+    return [claim for claim in seen["claims"] if seen["plan"][claim].decided != "source"]
 
 
 def test_a_pass_claimed_without_answers_is_not_confirmed(graded_reference):
@@ -97,14 +99,14 @@ def test_one_trusted_process_confirms_student_after_student(graded_reference):
     honest = {claim: seen["transcripts"][claim] for claim in replayable(seen)}
     [server] = grader.trusted.verifiers.started()
     grader.trusted.verify(replayable(seen), {claim: {} for claim in replayable(seen)})
-    verdicts = grader.trusted.verify(replayable(seen), honest)
+    verdicts = grader.trusted.verify(replayable(seen), honest, seen["sources"])  # the retrace checks read it
     assert {v.outcome for v in verdicts.values()} == {str(Status.PASSED)}, verdicts
     assert grader.trusted.verifiers.started() == [server] and server.alive()
 
     os.kill(server.handle.pid, signal.SIGKILL)
     while server.alive():
         time.sleep(0.05)
-    verdicts = grader.trusted.verify(replayable(seen), honest)
+    verdicts = grader.trusted.verify(replayable(seen), honest, seen["sources"])  # the retrace checks read it
     assert {v.outcome for v in verdicts.values()} == {str(Status.PASSED)}, verdicts
     [replaced] = grader.trusted.verifiers.started()
     assert replaced is not server and replaced.alive()
@@ -264,5 +266,5 @@ def test_a_values_decided_pass_claimed_with_a_wrong_functions_values_is_not_conf
         }
     verdicts = grader.trusted.verify(claims, forged)
     assert {claim: v.outcome for claim, v in verdicts.items()} == dict.fromkeys(claims, str(Status.FAILED))
-    honest = grader.trusted.verify(claims, {claim: seen["transcripts"][claim] for claim in claims})
+    honest = grader.trusted.verify(claims, {claim: seen["transcripts"][claim] for claim in claims}, seen["sources"])
     assert {v.outcome for v in honest.values()} == {str(Status.PASSED)}, honest

@@ -91,13 +91,19 @@ class TrustedSide:
             raise RuntimeError("the course has no checks for the selected modules")
         return checks
 
-    def verify(self, claims: list[str], transcripts: dict) -> dict[str, Verdict]:
-        """The trusted side's verdict on each claimed pass (``transcripts``: what the student's process recorded)."""
+    def verify(self, claims: list[str], transcripts: dict, sources: dict[str, str] | None = None) -> dict[str, Verdict]:
+        """The trusted side's verdict on each claimed pass (``transcripts``: what the student's process recorded;
+        ``sources``: module -> the text of the student's file, as the grader read it)."""
         if not claims:
             return {}
         givens = str(self.givens_dir) if self.modules_with_givens else ""
         request = VerifierRequest(
-            "verify", checks=claims, transcripts=transcripts, seed=self.options.seed, givens=givens
+            "verify",
+            checks=claims,
+            transcripts=transcripts,
+            seed=self.options.seed,
+            givens=givens,
+            sources=dict(sources or {}),
         )
         if not self.options.zygote:
             return _verdicts(self._answer(request, VERIFY_TIMEOUT))

@@ -45,7 +45,7 @@ from autograder.grading.trusted.replays import ReplayState, other_function, repl
 from autograder.grading.trusted.shared import ClassResults
 from autograder.grading.trusted.trusted_only import modules_judged_on_the_trusted_side, modules_with_givens
 from autograder.grading.wire import PlannedCheck, Replay, Verdict, VerifierRequest, pytest_args
-from autograder.pytest_plugin.decided import OBSERVED, decided_where
+from autograder.pytest_plugin.decided import OBSERVED, SOURCE, decided_where, failure_from_source, source_analysis
 
 if TYPE_CHECKING:
     from autograder.core.course import Function
@@ -89,6 +89,8 @@ class Verifier:
         # verify: the givens the grading processes answered their fixtures from; fixtures here answer from
         # them too, so both sides build the checks' inputs from the same data
         self.givens = request.givens if request.mode == "verify" else ""
+        # verify: what the grader read of each module (hostile text, only ever parsed: core.from_source)
+        self.sources: dict = request.sources if isinstance(request.sources, dict) else {}
 
     @pytest.hookimpl(trylast=True)
     def pytest_collection_modifyitems(self, session, config, items) -> None:
@@ -113,7 +115,12 @@ class Verifier:
                 )
             )
             collected.append((item, fn.module, where != OBSERVED))
-            if self.mode == "verify" and cid in self.claims and where != OBSERVED:
+            from_the_source = None
+            if self.mode == "verify" and cid in self.claims and source_analysis(item) is not None:
+                from_the_source = verdict_from_the_source(item, self.sources.get(fn.module), fn)
+            if from_the_source is not None and (where == SOURCE or from_the_source.outcome != Replay.PASSED):
+                self.verdicts[cid] = from_the_source  # the check is not run: decided by the source alone, or failed
+            elif self.mode == "verify" and cid in self.claims and where != OBSERVED:
                 keep.append(item)
                 self.ids[item.nodeid] = (cid, fn)
         if self.mode == "plan":
@@ -190,6 +197,13 @@ class Verifier:
             self.verdicts[cid] = Verdict(Replay.FAILED, _message(report), state is not None and state.missing)
         elif report.when == "call" and cid not in self.verdicts:
             self.verdicts[cid] = Verdict(Replay.PASSED)
+
+
+def verdict_from_the_source(item: pytest.Item, source: object, fn: Function) -> Verdict:
+    """The verdict on a check decided from the source: its analysis of ``fn`` in ``source`` (not text: none)."""
+    text = source if isinstance(source, str) else None
+    failure = failure_from_source(item, text, fn.module, fn.name)
+    return Verdict(Replay.PASSED) if failure is None else Verdict(Replay.FAILED, str(failure))
 
 
 def _message(report) -> str:

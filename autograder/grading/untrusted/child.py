@@ -63,7 +63,7 @@ from autograder.grading.untrusted.handed import HandedChecks
 from autograder.grading.untrusted.output import bounded_output
 from autograder.grading.untrusted.recorder import recording
 from autograder.grading.wire import CLAIMABLE, ChildRequest, Claim, pytest_args
-from autograder.pytest_plugin.decided import decided_on_the_trusted_side
+from autograder.pytest_plugin.decided import replayed_on_the_trusted_side
 from autograder.runtime import compile_cache
 
 if TYPE_CHECKING:  # types only: a grading process imports them when it needs them
@@ -169,7 +169,7 @@ class ChildReporter:
     def pytest_pyfunc_call(self, pyfuncitem):
         entry = self.ids.get(pyfuncitem.nodeid)
         student = pyfuncitem.funcargs.get("student")
-        if not (self.record and entry and student is not None and decided_on_the_trusted_side(pyfuncitem)):
+        if not (self.record and entry and student is not None and replayed_on_the_trusted_side(pyfuncitem)):
             return (yield)
         cid, fn = entry
         original = getattr(student, fn.name, None)
