@@ -23,6 +23,9 @@ from autograder.core.state_walk import (
 )
 
 FunctionNode = ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda
+# Names that end in "_" but write nothing (NumPy's scalar types); any other such function (torch's init.normal_)
+# writes its first argument.
+NOT_IN_PLACE = frozenset({"round_", "float_", "int_", "bool_", "object_", "str_", "bytes_", "complex_", "unicode_"})
 
 
 def _mutating(attr: str) -> bool:
@@ -284,7 +287,8 @@ class FunctionWalk:
         imported = isinstance(func, ast.Name) and self.scope.kind(func.id) == "import"
         if imported and isinstance(func, ast.Name):
             last = self.scope.model.imports.get(func.id, func.id).rsplit(".", 1)[-1]
-        if (isinstance(func, ast.Attribute) or imported) and last in FIRST_ARG_WRITERS and first is not None:
+        writer = last in FIRST_ARG_WRITERS or (_mutating(last) and last not in MUTATING_METHODS | NOT_IN_PLACE)
+        if (isinstance(func, ast.Attribute) or imported) and writer and first is not None:
             if not fresh_expr(first, self.scope):
                 self.add(node, self._changes(first, f"writes {ast.unparse(first)} with {ast.unparse(func)}"))
         if last == "methodcaller" and first is not None and not isinstance(first, ast.Constant):

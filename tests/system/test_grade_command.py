@@ -100,8 +100,12 @@ def _check_student(graded: Graded, student: str) -> None:
                 f"{student}.{fn}: {test['output']}"
             )
         elif expect == WITHHELD:  # right values, confirmed; the checks witnessed in its process withheld for review
-            assert 0 < test["score"] < test["max_score"] and test["status"] == "failed", f"{student}.{fn}: {test}"
-            assert re.search(pattern, test["output"]), f"{student}.{fn}: {pattern!r} not in\n{test['output']}"
+            # (a function whose every check is decided on the trusted side, as at_updates' are since its
+            # module-state checks are decided from the source, keeps all of its points)
+            assert 0 < test["score"] <= test["max_score"], f"{student}.{fn}: {test}"
+            if test["score"] < test["max_score"]:
+                assert test["status"] == "failed", f"{student}.{fn}: {test}"
+                assert re.search(pattern, test["output"]), f"{student}.{fn}: {pattern!r} not in\n{test['output']}"
             assert row["needs_review"], f"{student} is not listed as needing review"
         else:
             assert test["score"] == 0 and test["status"] == "failed", f"{student}.{fn} should earn nothing: {test}"
@@ -197,13 +201,22 @@ def test_files_written_by_a_student_are_overwritten(graded):
             assert path.read_bytes() == (ROOT / folder / path.name).read_bytes(), path
 
 
+def _kept_all(results: dict, fn: str) -> bool:
+    return any(t["name"].split(".", 1)[1] == fn and t["score"] == t["max_score"] for t in results["tests"])
+
+
 def test_summary_counts_passes_and_common_failures(graded):
     text = (graded.out / "summary.md").read_text(encoding="utf-8")
     from autograder.core.course import load_course
 
     n = len(graded.expected)
     for fn in load_course(ROOT).module(MODULE).functions:
-        passed = sum(graded.expected[s][fn.name][0] == FULL for s in graded.expected)
+        # a function that needs review keeps its points where every check of it is decided on the trusted side
+        passed = sum(
+            graded.expected[s][fn.name][0] == FULL
+            or (graded.expected[s][fn.name][0] == WITHHELD and _kept_all(graded.results(s), fn.name))
+            for s in graded.expected
+        )
         assert re.search(rf"^\| {fn.name} \| {passed}/{n} \|", text, re.M), text
     outputs = "\n".join(
         graded.results(s)["tests"][i]["output"] for s in graded.expected for i in range(len(graded.results(s)["tests"]))

@@ -60,6 +60,10 @@ HOSTILE = {
         "np.add.at",
     ),
     "torch-in-place": ("import torch\nT = torch.zeros(3)\ndef f(x):\n    T.add_(1)\n    return x\n", "T.add_"),
+    "torch-in-place-function": (
+        "import torch\nW = torch.zeros(3)\ndef f(x):\n    torch.nn.init.normal_(W)\n    return x\n",
+        "torch.nn.init.normal_",
+    ),
     "random-shuffle": ("import random\nL = [1, 2]\ndef f(x):\n    random.shuffle(L)\n    return x\n", "random.shuffle"),
     "next-on-a-global-iterator": ("IT = iter(range(9))\ndef f(x):\n    return x + next(IT)\n", "next()"),
     "a-global-generator-in-a-loop": (
@@ -268,6 +272,7 @@ HONEST = {
     "kwargs-pop": "def f(x, **kwargs):\n    kwargs.pop('a', None)\n    return x\n",
     "numpy-copy": "import numpy as np\ndef f(x):\n    y = np.array(x)\n    y[0] = 0\n    y.fill(1)\n    return y\n",
     "numpy-module-functions": "import numpy as np\nimport jax.numpy as jnp\ndef f(x):\n    return np.sort(x) + jnp.sort(x)\n",
+    "numpy-scalar-types": "import numpy as np\ndef f(x):\n    return np.float_(x) + np.bool_(x) + np.round_(x)\n",
     "jax-at": "def f(x):\n    return x.at[0].add(1).at[1].set(2)\n",
     "optax-update": "def f(state, grads):\n    updates, opt = state.tx.update(grads, state.opt_state, state.params)\n    return updates, opt\n",
     "closure-over-a-fresh-local": "def f(x):\n    leaves = []\n    def g(v):\n        leaves.append(v)\n    g(x)\n    return leaves\n",
