@@ -62,6 +62,7 @@ def test_numpy_collate_leaves_the_batch_unchanged(student, batch):
     purity.assert_arguments_unchanged_by_values(student.numpy_collate, batch)
 
 
+@pytest.mark.decided("source", "module_state")
 @given(batch=collate_batches())
 def test_numpy_collate_keeps_no_module_state(student, batch):
     purity.assert_module_state_unchanged(student, student.numpy_collate, batch)
@@ -449,6 +450,7 @@ def test_make_loader_loaders_made_together_keep_their_own_order(loader_module, s
         )
 
 
+@pytest.mark.decided("source", "module_state")
 def test_make_loader_keeps_no_module_state(loader_module):
     """Making a loader and iterating it changes nothing at module level (a shared generator, a list of loaders)."""
 

@@ -686,6 +686,7 @@ def test_train_model_is_pure(student, reference, start, shuffled_epochs):
     )
 
 
+@pytest.mark.decided("source", "module_state")
 def test_train_model_keeps_no_module_state(student, start, shuffled_epochs):
     purity.assert_module_state_unchanged(
         student, student.train_model, purity.fresh_copy(start), EpochsLoader(shuffled_epochs), 1
