@@ -22,6 +22,7 @@ from autograder.core.outcomes import StudentResult
 from autograder.core.submission import Submission
 from autograder.grading import preflight
 from autograder.grading.executor import LocalThreads
+from autograder.grading.preflight.plans import KeptPlans
 from autograder.grading.isolation.scratch import Snapshot
 from autograder.grading.options import Options
 from autograder.grading.pipeline import RunFault, SubmissionPipeline, SubmissionRun
@@ -53,7 +54,9 @@ class Grader:
         try:
             workers = min(max(0, workers), options.jobs)
             self.pool.start_spares(workers)  # the first students' sandboxes import the libraries while the plan is made
-            self.trusted = TrustedSide(self.pool, options, self.stop, workers)
+            # the plan an earlier call of the same setting listed (AUTOGRADER_CLASS_SHARING=0: listed again)
+            plans = KeptPlans.of(self.pool.snapshot, options, self.pool.isolation) if sharing_enabled() else None
+            self.trusted = TrustedSide(self.pool, options, self.stop, workers, kept_plans=plans)
         except BaseException:
             self.close()
             raise
