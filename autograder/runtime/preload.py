@@ -73,6 +73,7 @@ def grading_set(imported: Iterable[str]) -> tuple[str, ...]:
     optional = tuple(name for top, names in LIBRARIES_BY_IMPORT.items() if top in wanted for name in names)
     return CORE_LIBRARIES + optional + FORK_SAFE_KIT
 
+
 # A process that runs many pytest sessions in-process (the kit's tests with pytester,
 # which drops the modules first imported during a run): native libraries must not be
 # imported twice, and the reference cache (autograder.core.oracle) must outlive the runs.
