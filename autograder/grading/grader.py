@@ -22,11 +22,11 @@ from autograder.core.outcomes import StudentResult
 from autograder.core.submission import Submission
 from autograder.grading import preflight
 from autograder.grading.executor import LocalThreads
-from autograder.grading.preflight.plans import KeptPlans
 from autograder.grading.isolation.scratch import Snapshot
 from autograder.grading.options import Options
 from autograder.grading.pipeline import RunFault, SubmissionPipeline, SubmissionRun
 from autograder.grading.pool import GradingPool
+from autograder.grading.preflight.plans import KeptPlans
 from autograder.grading.trusted.client import TrustedSide
 from autograder.grading.trusted.shared import sharing_enabled
 from autograder.grading.verdicts import failed_result
