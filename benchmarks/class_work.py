@@ -42,8 +42,8 @@ from autograder.grading.trusted.shared import SWITCH  # noqa: E402
 PYTHON = sys.executable
 
 
-def grade_cmd(folder: Path, out: Path, modules: list[str], jobs: int) -> list[str]:
-    cmd = [PYTHON, "-m", "autograder", "grade", str(folder), "--out", str(out), "--jobs", str(jobs)]
+def grade_cmd(folder: Path, out: Path, modules: list[str], jobs: int, python: str = PYTHON) -> list[str]:
+    cmd = [python, "-m", "autograder", "grade", str(folder), "--out", str(out), "--jobs", str(jobs)]
     for module in modules:
         cmd += ["--only", module]
     return cmd
@@ -56,6 +56,12 @@ def main() -> None:
     parser.add_argument("--modules", help="comma-separated modules (default: every module of course.toml)")
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--skip", default="", help="comma-separated rows to skip: class,again")
+    parser.add_argument(
+        "--baseline",
+        type=Path,
+        help="another checkout of the kit with its own .venv (an earlier commit): row b) grades with it too, "
+        "in the same rounds, and prints this/baseline",
+    )
     args = parser.parse_args()
     skip = set(filter(None, args.skip.split(",")))
     modules = args.modules.split(",") if args.modules else [m.name for m in load_course(ROOT).modules]
@@ -75,10 +81,26 @@ def main() -> None:
         # the proofs every later call reuses (modules and --jobs are part of a proof's key: one per call made below)
         meter.run(grade_cmd(one.parent, scratch / "prove-1", ["at_updates"], 1), env)
         meter.run(grade_cmd(one.parent, scratch / "prove-j", modules, args.jobs), env)
+        baseline = str(args.baseline.resolve() / ".venv" / "bin" / "python") if args.baseline else None
+        if baseline:
+            (scratch / "proofs-baseline").mkdir()
+            base_env = {"AUTOGRADER_PREFLIGHT_CACHE": str(scratch / "proofs-baseline")}
+            meter.run(
+                grade_cmd(one.parent, scratch / "prove-b", ["at_updates"], 1, baseline), base_env, cwd=args.baseline
+            )
         grades: dict[str, bytes] = {}
         for r in range(args.rounds):
             print(f"round {r + 1}/{args.rounds} (load {load()})", flush=True)
             order = ("on", "off") if r % 2 == 0 else ("off", "on")
+            if "again" not in skip and baseline:
+                samples.setdefault("floor", []).append(meter.run([PYTHON, "-c", FLOOR])[:2])
+                wall, cpu, log = meter.run(
+                    grade_cmd(one.parent, scratch / f"again-baseline-{r}", ["at_updates"], 1, baseline),
+                    base_env,
+                    cwd=args.baseline,
+                )
+                samples.setdefault("again_baseline", []).append((wall, cpu))
+                print(f"  a second call, baseline: {wall:.1f} s wall, {cpu:.1f} s CPU", flush=True)
             if "again" not in skip:
                 for mode in order:
                     samples.setdefault("floor", []).append(meter.run([PYTHON, "-c", FLOOR])[:2])
@@ -130,9 +152,17 @@ def print_table(samples, args, n, modules, meter, load_before, grades) -> None:
         floor = statistics.median(s[0] for s in samples["floor"])
         print("b) a second grade call (at_updates, the reference, proof reused) vs the stack-import floor")
         print(f"  floor {floor:.1f} s (median of {len(samples['floor'])})")
-        for mode in ("off", "on"):
+        for mode in ("baseline", "off", "on"):
+            if f"again_{mode}" not in samples:
+                continue
             wall, cpu = med(f"again_{mode}", 0), med(f"again_{mode}", 1)
-            print(f"  sharing {mode:4s} {wall:6.1f} s wall {cpu:6.1f} s CPU  {wall / floor:5.2f}x the floor")
+            name = "baseline" if mode == "baseline" else f"sharing {mode}"
+            print(f"  {name:12s} {wall:6.1f} s wall {cpu:6.1f} s CPU  {wall / floor:5.2f}x the floor")
+        if "again_baseline" in samples:
+            ratio = med("again_on", 0) / med("again_baseline", 0)
+            print(
+                f"  this/baseline (sharing on): {ratio:.2f} wall, {med('again_on', 1) / med('again_baseline', 1):.2f} CPU"
+            )
 
 
 if __name__ == "__main__":

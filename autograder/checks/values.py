@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import sys
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -59,8 +60,12 @@ def is_key(x: Any) -> bool:
 
 
 def _thaw(tree: Any) -> Any:
-    """Flax ``FrozenDict``s become plain dicts, so the two compare as equal."""
-    from flax.core import FrozenDict
+    """Flax ``FrozenDict``s become plain dicts, so the two compare as equal (without Flax imported there are none:
+    a grading process of a module that does not use Flax does not import it for this)."""
+    flax_core = sys.modules.get("flax.core")
+    if flax_core is None:
+        return tree
+    FrozenDict = flax_core.FrozenDict  # noqa: N806 - the class
 
     def thaw(node):
         return {k: _thaw(v) for k, v in node.items()} if isinstance(node, FrozenDict) else node

@@ -270,7 +270,13 @@ def start_executor(
         from autograder.grading.cluster import ClusterGrader
 
         return ClusterGrader(course, options, cluster, stop, snapshot=snapshot)
-    grader = start_grader(lambda: Grader(course, options, stop, snapshot=snapshot, workers=pre_started))
+    # A setting proven earlier (its proof reused by preflight.check) needs no interpreter probe of its own: the
+    # grader's own processes are it (its sandboxes import the libraries, its trusted side's first process makes
+    # the course's devices compute: verifier.devices_compute), and the first student follows sooner.
+    proven = prove and preflight.kept_proof(snapshot, options, bubblewrap.isolation())[1] is not None
+    grader = start_grader(
+        lambda: Grader(course, options, stop, snapshot=snapshot, workers=pre_started), probe=not proven
+    )
     executor = LocalThreads(grader)
     if prove:  # before the first student
         try:
@@ -291,22 +297,26 @@ def default_seed(snapshot: Snapshot) -> int:
     return instructor_seed(solutions)
 
 
-def start_grader(make):
+def _nothing() -> None:
+    pass
+
+
+def start_grader(make, probe: bool = True):
     """``make()`` (a new :class:`Grader`), while this Python shows beside it that it can start a grading process
     (:func:`~autograder.grading.preflight.check_interpreter`, in a thread of its own: the probe's interpreter,
     the trusted side and the first sandboxes import the libraries at the same time). The probe's verdict comes
     first: an interpreter that cannot grade raises its :class:`~autograder.grading.preflight.PreflightFailed`
     (the grader, if it started, is closed); a grader that cannot start here (its trusted side or its grading
-    processes fail to start) raises one saying why."""
+    processes fail to start) raises one saying why. ``probe=False``: no probe beside it (a proven setting)."""
     verdict: list[BaseException] = []
 
-    def probe() -> None:
+    def check() -> None:
         try:
             preflight.check_interpreter(child_env())
         except BaseException as err:  # noqa: BLE001 - raised in the caller's thread below
             verdict.append(err)
 
-    prober = threading.Thread(target=probe, name="interpreter-probe", daemon=True)
+    prober = threading.Thread(target=check if probe else _nothing, name="interpreter-probe", daemon=True)
     prober.start()
     try:
         grader = make()

@@ -26,6 +26,7 @@ from autograder.grading.isolation.scratch import Snapshot
 from autograder.grading.options import Options
 from autograder.grading.pipeline import RunFault, SubmissionPipeline, SubmissionRun
 from autograder.grading.pool import GradingPool
+from autograder.grading.preflight.plans import KeptPlans
 from autograder.grading.trusted.client import TrustedSide
 from autograder.grading.trusted.shared import sharing_enabled
 from autograder.grading.verdicts import failed_result
@@ -53,7 +54,9 @@ class Grader:
         try:
             workers = min(max(0, workers), options.jobs)
             self.pool.start_spares(workers)  # the first students' sandboxes import the libraries while the plan is made
-            self.trusted = TrustedSide(self.pool, options, self.stop, workers)
+            # the plan an earlier call of the same setting listed (AUTOGRADER_CLASS_SHARING=0: listed again)
+            plans = KeptPlans.of(self.pool.snapshot, options, self.pool.isolation) if sharing_enabled() else None
+            self.trusted = TrustedSide(self.pool, options, self.stop, workers, kept_plans=plans)
         except BaseException:
             self.close()
             raise

@@ -25,6 +25,7 @@ from autograder.grading.isolation.processes import child_env, file_tail, start_d
 from autograder.grading.isolation.scratch import Snapshot, remove_abandoned_scratch, remove_folder, scratch_dir
 from autograder.grading.wire import CHILD
 from autograder.runtime import compile_cache
+from autograder.runtime.preload import grading_set
 
 TRUSTED_ZYGOTE = "trusted_zygote"  # the slot of a thread's trusted zygote (the only slot there is)
 
@@ -56,6 +57,8 @@ class GradingPool:
         try:
             remove_abandoned_scratch()  # a killed grader's, the references' copies among them
             self.snapshot = snapshot or Snapshot.take(course.root)
+            # What every grading process of this grader imports before it forks: the libraries of the modules graded
+            self.libraries = list(grading_set(self.snapshot.imported_names(list(options.modules))))
             # No compilation cache in the students' environment: each student gets their own (Box.folder).
             self.env = child_env()
             self.run_as = RunAs.lookup(options.run_as) if options.run_as else None
@@ -104,7 +107,13 @@ class GradingPool:
         """How a grading child of ``box``'s student starts: forked by the student's zygote, or a fresh interpreter."""
         if box.zygote is None:
             return start_direct(
-                CHILD, self.shared / "kit", self.box_env(box), self.options.memory_mb, self.lifeline.fd, box=box
+                CHILD,
+                self.shared / "kit",
+                self.box_env(box),
+                self.options.memory_mb,
+                self.lifeline.fd,
+                box=box,
+                libraries=self.libraries,
             )
         return box.zygote.start
 
@@ -138,6 +147,7 @@ class GradingPool:
                 self.lifeline.fd,
                 self.stop,
                 box=box,
+                libraries=self.libraries,
             )
         with self._lock:
             if self.stop.is_set():  # close() may have run while this one started
@@ -177,6 +187,10 @@ class GradingPool:
             setattr(self._local, slot, zygote)
         return zygote
 
+    def has_zygote(self, slot: str = TRUSTED_ZYGOTE) -> bool:
+        """Whether this thread started a zygote for ``slot`` (:meth:`zygote`)."""
+        return getattr(self._local, slot, None) is not None
+
     def take_zygote(self, slot: str = TRUSTED_ZYGOTE) -> Zygote:
         """This thread's zygote for ``slot``, handed over: the thread no longer uses it."""
         return vars(self._local).pop(slot)
@@ -193,7 +207,7 @@ class GradingPool:
         env, memory_mb = (self.trusted_env, None) if trusted else (self.env, self.options.memory_mb)
         if run_as:
             env = dict(env, HOME=str(scratch))  # a home the user may write to; each child gets its student's
-        zygote = Zygote(kit, scratch, env, memory_mb, self.lifeline.fd, self.stop, run_as)
+        zygote = Zygote(kit, scratch, env, memory_mb, self.lifeline.fd, self.stop, run_as, libraries=self.libraries)
         with self._lock:
             self._zygotes.append((zygote, scratch))
             if self.stop.is_set():  # close() may have run while this one started

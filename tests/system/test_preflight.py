@@ -266,6 +266,8 @@ def test_a_pass_is_reused_only_for_the_very_same_setting(tmp_path):
         "    try:\n"
         "        os.makedirs(_d, exist_ok=True)\n"
         "        open(os.path.join(_d, 'forged.json'), 'w').write(json.dumps({'seconds': 0, 'points': 99, 'functions': 1}))\n"
+        "        os.makedirs(os.path.join(_d, 'plans', 'forged'), exist_ok=True)\n"
+        "        open(os.path.join(_d, 'plans', 'forged', 'plan.json'), 'w').write('[]')\n"
         "    except OSError:\n"
         "        pass\n"
     )
@@ -299,10 +301,15 @@ def test_a_pass_is_reused_only_for_the_very_same_setting(tmp_path):
     assert "pre-flight passed in" in first.stderr + first.stdout and preflight.REUSED not in first.stderr + first.stdout
     assert [p.name for p in kept.iterdir()] and not list(kept.glob("forged*")), list(kept.iterdir())
     assert len(list(kept.glob("*.json"))) == 1
+    # the trusted side's plan is kept beside the proof (preflight.plans) and listed by no later call
+    plans = list((kept / "plans").iterdir())
+    assert [p.name for p in plans] == [next(kept.glob("*.json")).stem], plans
+    listed = (plans[0] / "plan.json").stat().st_mtime_ns
     again = grade("two")
-    assert preflight.REUSED in again.stderr + again.stdout
+    assert preflight.REUSED in again.stderr + again.stdout, again.stderr[-3000:]
     assert (tmp_path / "two" / "grades.csv").read_bytes() == (tmp_path / "one" / "grades.csv").read_bytes()
     assert not list(kept.glob("forged*")) and len(list(kept.glob("*.json"))) == 1
+    assert list((kept / "plans").iterdir()) == plans and (plans[0] / "plan.json").stat().st_mtime_ns == listed
     forced = grade("forced", "--preflight")
     assert "pre-flight passed in" in forced.stderr + forced.stdout
     assert preflight.REUSED not in forced.stderr + forced.stdout, "--preflight proves again"

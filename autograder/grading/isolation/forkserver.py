@@ -62,7 +62,9 @@ class Zygote:
         stop: threading.Event | None = None,
         run_as: RunAs | None = None,
         box: Box | None = None,
+        libraries: list[str] | None = None,
     ):
+        """``libraries``: what it imports before it forks (:func:`autograder.grading.isolation.zygote.preload`)."""
         import socket
 
         self.stop = stop
@@ -78,7 +80,7 @@ class Zygote:
                 "autograder.grading.isolation.zygote",
                 kit,
                 cwd,
-                {"sock": theirs.fileno()},
+                {"sock": theirs.fileno(), "libraries": libraries},
                 memory_mb=memory_mb,
                 env=env,
                 # never in a folder the student may write to: the grader opens it by name

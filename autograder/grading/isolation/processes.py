@@ -171,8 +171,10 @@ def start_direct(
     lifeline: int | None = None,
     run_as: RunAs | None = None,
     box: Box | None = None,
+    libraries: list[str] | None = None,
 ):
-    """A starter for :func:`supervise`: a fresh interpreter per run (no zygote), in ``box`` when given."""
+    """A starter for :func:`supervise`: a fresh interpreter per run (no zygote), in ``box`` when given, importing
+    ``libraries`` first (the zygote's list: :func:`autograder.grading.isolation.zygote.preload`)."""
 
     def start(cwd: Path, cfg: dict, event_fd: int, stderr_path: Path, *extra_fds: int) -> PopenHandle:
         leaf = box.leaf(box.run_name()) if box is not None else None
@@ -180,7 +182,7 @@ def start_direct(
             module,
             kit,
             cwd,
-            cfg,
+            dict(cfg, libraries=libraries),
             memory_mb=memory_mb,
             env=env,
             stderr_path=stderr_path,

@@ -108,6 +108,30 @@ class Snapshot:
             if isinstance(name, str)
         }
 
+    def imported_names(self, modules: list[str]) -> set[str]:
+        """The top-level names imported (at module level or in a function) by what grading ``modules`` runs: each
+        module's stub, checks and reference, the course's ``conftest.py``, the grading processes' own kit modules,
+        and every kit module these import, followed (:func:`autograder.runtime.preload.grading_set` turns them into
+        the libraries imported before the fork)."""
+        roots = ["conftest.py", *[f"{d}/{p}{m}.py" for m in modules for d, p in _MODULE_FILES]]
+        course_files = [self.course[rel] for rel in roots if rel in self.course]
+        pending = [*course_files, *(self.kit.get(rel) for rel in _GRADING_KIT)]
+        seen: set[str] = set()
+        names: set[str] = set()
+        while pending:
+            source = pending.pop()
+            if source is None:
+                continue
+            for name, deferred in _imports(source):
+                if deferred and source not in course_files:  # the kit's deferred imports run where they are needed
+                    continue
+                names.add(name.split(".")[0])
+                for rel in _kit_files(name):
+                    if rel in self.kit and rel not in seen:
+                        seen.add(rel)
+                        pending.append(self.kit[rel])
+        return names
+
     def hidden_lines(self, module: str) -> frozenset[str]:
         """The lines of ``module``'s hidden checks that no other part of its check file holds, squeezed
         (:func:`squeeze`; at least :data:`HIDDEN_LINE_CHARS` characters left): a message from the student's process
@@ -155,6 +179,47 @@ def withhold_hidden(text: str, hidden: frozenset[str]) -> str:
         return text
     squeezed = squeeze(text)
     return WITHHELD if any(line in squeezed for line in hidden) else text
+
+
+_MODULE_FILES = (("exercises", ""), ("exercises", "test_"), ("solutions", ""))
+# What every grading process runs of the kit: the student's child, the trusted verifier and the course's plugin.
+_GRADING_KIT = (
+    "autograder/grading/untrusted/child.py",
+    "autograder/grading/trusted/verifier.py",
+    "autograder/pytest_plugin/hooks.py",
+)
+
+
+def _imports(source: bytes) -> set[tuple[str, bool]]:
+    """The dotted names ``source`` imports (``from a.b import c`` gives ``a.b`` and ``a.b.c``), each with whether
+    the import is deferred to a call (inside a function); none when it does not parse."""
+    try:
+        tree = syntax.parse(source)
+    except (ValueError, SyntaxError):
+        return set()
+    deferred = {
+        id(inner)
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+        for inner in ast.walk(node)
+    }
+    names: set[tuple[str, bool]] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update((alias.name, id(node) in deferred) for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names.add((node.module, id(node) in deferred))
+            names.update((f"{node.module}.{alias.name}", id(node) in deferred) for alias in node.names)
+    return names
+
+
+def _kit_files(name: str) -> list[str]:
+    """The kit files (snapshot paths) importing ``name`` runs: each package on the way, and the module itself."""
+    parts = name.split(".")
+    if parts[0] != "autograder":
+        return []
+    found = [f"{'/'.join(parts[:k])}/__init__.py" for k in range(1, len(parts) + 1)]
+    return [*found, f"{'/'.join(parts)}.py"]
 
 
 def _write(path: Path, data: bytes) -> None:

@@ -38,11 +38,12 @@ from autograder.grading.isolation import lifeline
 from autograder.grading.wire import CHILD
 
 
-def preload() -> None:
+def preload(libraries: object = None) -> None:
     """Import the libraries every grading process starts with (the same set, forked or not, so that
     a student's process and the trusted verifier generate the same inputs), with the course's
     8 CPU devices set before JAX is imported (a forked child starts JAX's backend with them).
-    The list is :data:`autograder.runtime.preload.GRADING`.
+    The list is the grader's (``libraries``: :func:`autograder.runtime.preload.grading_set` of the modules it
+    grades), else :data:`autograder.runtime.preload.GRADING`.
 
     What the imports leave alive is then set aside from garbage collection (``gc.freeze()``): a
     forked child's full collections would otherwise walk, and copy page by page, the whole heap of
@@ -54,7 +55,8 @@ def preload() -> None:
     from autograder.runtime.devices import use_course_backend
 
     use_course_backend()
-    names.import_all(names.GRADING)
+    wanted = libraries if isinstance(libraries, list) and all(isinstance(n, str) for n in libraries) else None
+    names.import_all(wanted if wanted is not None else names.GRADING)
     gc.freeze()
 
 
@@ -81,7 +83,7 @@ def boot(run) -> None:
     sys.stdin.close()
     lifeline.die_with_parent(cfg.get("parent"))
     lifeline.watch(cfg.get("lifeline"))
-    preload()
+    preload(cfg.get("libraries"))
     run(cfg)
 
 
@@ -152,7 +154,7 @@ def main() -> None:
     lifeline.die_with_parent(cfg.get("parent"), signal.SIGTERM)
     lifeline.watch(cfg.get("lifeline"), end_children)
     sock = socket.socket(fileno=int(cfg["sock"]))
-    preload()
+    preload(cfg.get("libraries"))
     devnull = os.open(os.devnull, os.O_RDWR)
     if not _send(sock, {"ready": True}):
         end_children()

@@ -8,8 +8,7 @@ The table of students sorts by any column, colours each score from red (none)
 to green (full marks), marks students who submitted nothing and, when a due
 date was given, shows when each submitted, how late, and the penalised score;
 a click on a student opens their messages for every function (what their
-``results.json`` says). The plots are drawn by matplotlib's SVG backend and
-embedded inline; there is no network access, no external file, and the only
+``results.json`` says). The plots are inline SVG (:mod:`.charts`); there is no network access, no external file, and the only
 script is the small one below (sorting, opening a student), which the page's
 Content-Security-Policy allows by its hash: whatever a student names a folder
 or puts in an error message is escaped text, and could not run even if it
@@ -23,14 +22,13 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import io
 import statistics
 from typing import Any
 
 from autograder.core.course import Course
 from autograder.core.outcomes import FunctionScore, StudentResult, points_text
 from autograder.grading.desk.late import Lateness, format_late_by, format_time
-from autograder.grading.outputs import templates
+from autograder.grading.outputs import charts, templates
 from autograder.grading.outputs.class_report import function_columns, function_output, student_total
 from autograder.grading.outputs.failures import (
     MISSING,
@@ -68,46 +66,12 @@ for (const button of document.querySelectorAll("button.student")) {
 """
 
 
-def _svg(figure, salt: str) -> str:
-    """A matplotlib figure as inline SVG markup, reproducible byte for byte."""
-    import matplotlib
-
-    buffer = io.StringIO()
-    with matplotlib.rc_context({"svg.hashsalt": salt, "svg.fonttype": "path"}):
-        figure.savefig(buffer, format="svg", metadata={"Date": None, "Creator": None}, bbox_inches="tight")
-    text = buffer.getvalue()
-    return text[text.index("<svg") :]
-
-
-def _figure(width: float, height: float):
-    from matplotlib.figure import Figure
-
-    return Figure(figsize=(width, height), dpi=96)
-
-
 def score_histogram(totals: list[float], max_score: float) -> str:
-    figure = _figure(4.6, 3.0)
-    axes = figure.subplots()
-    bins = max(1, min(20, int(max_score) or 1))
-    axes.hist(totals, bins=bins, range=(0, max_score or 1), color="#4477aa", edgecolor="white")
-    axes.set_xlabel(f"score (out of {points_text(max_score)})")
-    axes.set_ylabel("students")
-    axes.yaxis.get_major_locator().set_params(integer=True)
-    axes.spines[["top", "right"]].set_visible(False)
-    return _svg(figure, "score-distribution")
+    return charts.histogram(totals, max_score, f"score (out of {points_text(max_score)})")
 
 
 def pass_rate_chart(names: list[str], rates: list[float]) -> str:
-    figure = _figure(5.0, 0.8 + 0.28 * len(names))
-    axes = figure.subplots()
-    positions = range(len(names))
-    axes.barh(positions, [100 * r for r in rates], color="#228833")
-    axes.set_yticks(positions, names)
-    axes.invert_yaxis()  # course order from the top
-    axes.set_xlim(0, 100)
-    axes.set_xlabel("students passing every check (%)")
-    axes.spines[["top", "right"]].set_visible(False)
-    return _svg(figure, "pass-rate")
+    return charts.pass_rates(names, rates, "students passing every check (%)")
 
 
 def colour(fraction: float) -> str:

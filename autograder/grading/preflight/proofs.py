@@ -108,6 +108,11 @@ def machine_seen() -> dict[str, object]:
 
 
 def proven_setting(grader) -> str:
+    """A digest of everything a pre-flight pass vouches for (:func:`setting_of` the grader's parts)."""
+    return setting_of(grader.snapshot, grader.options, getattr(grader, "isolation", None))
+
+
+def setting_of(snapshot, options, isolation) -> str:
     """A digest of everything a pre-flight pass vouches for: the course and kit (every byte the grading
     processes get), the options and limits, the isolation in force, this interpreter and its libraries, the
     grading processes' environment (the XLA flags as probed, the backend), the CPUs and memory seen. A pass is
@@ -116,10 +121,9 @@ def proven_setting(grader) -> str:
     from autograder.grading.isolation.processes import child_env
 
     digest = hashlib.sha256()
-    for files in (grader.snapshot.course, grader.snapshot.kit):
+    for files in (snapshot.course, snapshot.kit):
         for name in sorted(files):
             digest.update(name.encode() + b"\0" + hashlib.sha256(files[name]).digest())
-    options = grader.options
     env = child_env()
     setting = {
         "modules": list(options.modules),
@@ -128,7 +132,7 @@ def proven_setting(grader) -> str:
         "jobs": options.jobs,
         "seed": getattr(options, "seed", None),
         "run_as": getattr(options, "run_as", None),
-        "isolation": repr(getattr(grader, "isolation", None)),
+        "isolation": repr(isolation),
         "python": sys.executable,
         "version": sys.version,
         "libraries": versions.installed(),
@@ -138,6 +142,16 @@ def proven_setting(grader) -> str:
     }
     digest.update(json.dumps(setting, sort_keys=True, default=str).encode())
     return digest.hexdigest()
+
+
+def kept_proof(snapshot, options, isolation) -> tuple[Path | None, Passed | None]:
+    """Where a pass of this setting is kept (None where proofs cannot be trusted: :func:`unsafe_folder`), and the
+    pass kept there, if any and unless ``options.prove_again`` (``--preflight``)."""
+    folder = proof_folder()
+    if unsafe_folder(folder, isolation):
+        return None, None
+    kept = folder / f"{setting_of(snapshot, options, isolation)}.json"
+    return kept, None if getattr(options, "prove_again", False) else read_proof(kept)
 
 
 def read_proof(path: Path) -> Passed | None:

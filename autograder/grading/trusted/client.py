@@ -29,8 +29,11 @@ class TrustedSide:
     """The plan of ``options.modules`` (made now, while the first students' sandboxes import) and the verifiers
     that confirm claimed passes. ``workers``: how many threads will ask (one verifier per few of them)."""
 
-    def __init__(self, pool: GradingPool, options, stop: threading.Event, workers: int):
+    def __init__(self, pool: GradingPool, options, stop: threading.Event, workers: int, kept_plans=None):
+        """``kept_plans``: the plan kept by an earlier call of the same setting
+        (:class:`~autograder.grading.preflight.plans.KeptPlans`), used instead of listing the checks again."""
         self.pool = pool
+        self.kept_plans = kept_plans
         self.options = options
         self.stop = stop
         self._trusted_zygotes = []  # the verifiers', one per slot of self.verifiers
@@ -39,10 +42,16 @@ class TrustedSide:
         self.plan = self._plan()
         if options.zygote:
             # The verifiers' trusted zygotes: the planning thread's first (it is done with it), then new ones.
-            self._trusted_zygotes = [pool.take_zygote()]
-            self._trusted_zygotes += [pool.new_zygote() for _ in range(verifiers_for(workers) - 1)]
+            planner = pool.take_zygote() if pool.has_zygote() else None
+            self._trusted_zygotes = [planner] if planner is not None else []
+            self._trusted_zygotes += [pool.new_zygote() for _ in range(verifiers_for(workers) - (planner is not None))]
         # Without zygotes there are none: each verification is a fresh trusted process (verify).
         self.verifiers = Verifiers(len(self._trusted_zygotes), self._start_verifier, stop)
+        # started now, so that they import the references and check the devices while the first students run
+        # (from a zygote alive now only: a new zygote dies with the thread that starts it)
+        for slot, zygote in enumerate(self._trusted_zygotes):
+            if zygote.alive():
+                self.verifiers.start_ahead(slot)
         self.modules_with_givens = {c.module for c in self.plan if c.givens}
         # per server, its totals so far (trusted.shared): the reference's results answered from the class's (hits)
         # and computed (misses), claimed checks answered with a verdict reached on the same transcript (verdicts)
@@ -61,6 +70,7 @@ class TrustedSide:
             cfg = replace(
                 asked, course_root=str(course_root), modules=list(self.options.modules), kit=str(kit)
             ).to_wire()
+            cfg["libraries"] = self.pool.libraries  # what it imports first, as the students' processes do
             zygote = self.pool.zygote() if self.options.zygote else None
             if zygote is not None:
                 run_to_end(zygote, work, cfg, scratch / "stderr.txt", timeout)
@@ -83,12 +93,17 @@ class TrustedSide:
             self.pool.remove(scratch)
 
     def _plan(self) -> list[PlannedCheck]:
+        kept = self.kept_plans.load(self.givens_dir) if self.kept_plans is not None else None
+        if kept is not None:
+            return kept
         data = self._answer(
             VerifierRequest("plan", seed=self.options.seed, givens=str(self.givens_dir)), VERIFY_TIMEOUT
         )
         checks = [PlannedCheck.from_wire(c) for c in data["plan"]]
         if not checks:
             raise RuntimeError("the course has no checks for the selected modules")
+        if self.kept_plans is not None:
+            self.kept_plans.keep(checks, self.givens_dir)
         return checks
 
     def verify(self, claims: list[str], transcripts: dict, sources: dict[str, str] | None = None) -> dict[str, Verdict]:

@@ -113,6 +113,28 @@ class Verifiers:
         self._free: queue.Queue[int] = queue.Queue()
         for slot in range(count):
             self._free.put(slot)
+        self._ahead: dict[int, threading.Thread] = {}
+        self._lock = threading.Lock()
+
+    def start_ahead(self, slot: int) -> None:
+        """Start the server of ``slot`` now, in a thread of its own (its first loan waits for it); one that fails to
+        start is started again at its first loan."""
+
+        def start() -> None:
+            try:
+                server = self._start(slot)
+            except BaseException:  # noqa: BLE001 - started again, and failing there, at its first loan
+                return
+            with self._lock:
+                if self._servers[slot] is None:
+                    self._servers[slot] = server
+                    return
+            server.close()
+
+        thread = threading.Thread(target=start, name=f"verifier-{slot}", daemon=True)
+        with self._lock:
+            self._ahead[slot] = thread
+        thread.start()
 
     @contextlib.contextmanager
     def lend(self) -> Iterator[TrustedServer]:
@@ -125,6 +147,10 @@ class Verifiers:
             except queue.Empty:
                 pass
         try:
+            with self._lock:
+                ahead = self._ahead.pop(slot, None)
+            if ahead is not None:
+                ahead.join()
             server = self._servers[slot]
             if server is None or not server.alive():
                 server = self._servers[slot] = self._start(slot)
