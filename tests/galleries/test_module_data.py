@@ -504,7 +504,7 @@ WRONG = [
             return data.DataLoader(dataset, batch_size=batch_size, shuffle=shuffle, drop_last=drop_last,
                                    collate_fn=numpy_collate, generator=GENERATOR)
      """,
-        SHARED_GENERATOR + r"(.*\n)*.*changed the contents of the module-level variable 'GENERATOR'",
+        SHARED_GENERATOR + r"(.*\n)*.*change[sd] the contents of the module-level variable 'GENERATOR'",
     ),
     # one generator per seed, cached at module level: two loaders with one seed share it
     (
