@@ -77,10 +77,12 @@ def results(course: Course, modules: tuple[str, ...], result, seconds: float) ->
             tests.append(later)
     score = round(sum(s.points for s in result.scores if s.module in modules), 2)
     maximum = sum(fn.points for fn in course.functions if fn.module in modules)
+    # a submission flagged for review says so where the student reads it, whatever it kept (issue 42)
+    review = "".join(f"\nneeds review: {line}" for line in getattr(result, "review", None) or ())
     return {
         "score": score,
         "execution_time": int(round(seconds)),
-        "output": f"{course.title}: {points_text(score, None)}/{points_text(maximum, None)} points",
+        "output": f"{course.title}: {points_text(score, None)}/{points_text(maximum, None)} points{review}",
         "visibility": "visible",
         "stdout_visibility": "hidden",
         "tests": tests,
