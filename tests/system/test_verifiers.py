@@ -7,6 +7,7 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
 from support import ROOT
 
 from autograder.core.course import load_course
@@ -30,9 +31,21 @@ class Server:
         self.closed = True
 
 
-def test_one_verifier_serves_up_to_four_workers():
-    assert [verifiers_for(n) for n in (0, 1, 2, 4, 5, 8, 9)] == [0, 1, 1, 1, 2, 2, 3]
+def test_one_verifier_serves_up_to_four_workers_and_a_grader_without_workers_has_one():
+    """A grader built without worker threads (each Dask worker's: its tasks run on Dask's threads) still gets a
+    verifier: with a plan kept by an earlier call, no planning zygote is left over to become one, and its first
+    claimed pass waited for a server forever (CI's timeout, 2026-11-29)."""
+    assert [verifiers_for(n) for n in (0, 1, 2, 4, 5, 8, 9)] == [1, 1, 1, 1, 2, 2, 3]
     assert WORKERS_PER_VERIFIER == 4
+
+
+def test_a_pool_of_no_verifiers_refuses_a_loan_at_once():
+    pool = Verifiers(0, Server, threading.Event())
+    started = time.monotonic()
+    with pytest.raises(RuntimeError, match="no verifier"):
+        with pool.lend():
+            pass
+    assert time.monotonic() - started < 1
 
 
 def test_a_server_is_lent_to_one_worker_at_a_time_and_kept_for_the_next():
@@ -104,3 +117,23 @@ def test_two_workers_share_one_verifier_for_a_whole_class(tmp_path: Path):
     for result in results:
         assert {o.status for o in result.outcomes} == {Status.PASSED}, result.outcomes
         assert sum(s.points for s in result.scores) == sum(s.max_points for s in result.scores)
+
+
+def test_a_grader_without_workers_confirms_passes_with_a_kept_plan(tmp_path: Path, monkeypatch):
+    """The Dask worker's case end to end: an earlier grader kept the plan, so the next one lists no checks (no
+    planning zygote left over); built without worker threads, it still confirms a correct student's passes."""
+    monkeypatch.setenv("AUTOGRADER_PREFLIGHT_CACHE", str(tmp_path / "kept"))
+    (tmp_path / "kept").mkdir(mode=0o700)
+    (tmp_path / "ada").mkdir()
+    (tmp_path / "ada" / "at_updates.py").write_bytes((ROOT / "solutions" / "at_updates.py").read_bytes())
+    options = Options(("at_updates",), 60, 4000, 1)
+    first = Grader(load_course(ROOT), options, workers=1)
+    first.close()
+    assert list((tmp_path / "kept" / "plans").iterdir()), "the first grader kept no plan"
+    grader = Grader(load_course(ROOT), options)  # as cluster._worker_grader builds it
+    try:
+        assert grader.trusted.verifiers.count == 1
+        [result] = grader.grade_class([("ada", tmp_path / "ada")])
+    finally:
+        grader.close()
+    assert {o.status for o in result.outcomes} == {Status.PASSED}, result.outcomes

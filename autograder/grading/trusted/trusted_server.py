@@ -38,8 +38,9 @@ WORKERS_PER_VERIFIER = 4
 
 
 def verifiers_for(workers: int) -> int:
-    """How many long-lived verifiers serve ``workers`` worker threads (none without workers)."""
-    return -(-workers // WORKERS_PER_VERIFIER) if workers > 0 else 0
+    """How many long-lived verifiers serve ``workers`` worker threads: one at least, since a grader built without
+    worker threads (a Dask worker's, whose tasks run on the worker's own threads) verifies all the same."""
+    return max(1, -(-workers // WORKERS_PER_VERIFIER))
 
 
 class TrustedServer:
@@ -107,6 +108,7 @@ class Verifiers:
     :meth:`discard`-ed. A worker waits for a free one; :attr:`stop` ends the wait."""
 
     def __init__(self, count: int, start: Callable[[int], TrustedServer], stop: threading.Event):
+        """``count`` servers, started by ``start(slot)``; a pool of none lends nothing (:meth:`lend` raises)."""
         self._start = start
         self.stop = stop
         self._servers: list[TrustedServer | None] = [None] * count
@@ -138,7 +140,10 @@ class Verifiers:
 
     @contextlib.contextmanager
     def lend(self) -> Iterator[TrustedServer]:
-        """A live server for this worker alone until the block ends; raises :class:`Interrupted` on stop."""
+        """A live server for this worker alone until the block ends; raises :class:`Interrupted` on stop, and
+        RuntimeError at once when the pool has no server to wait for (a wait that could never end)."""
+        if not self._servers:
+            raise RuntimeError("no verifier to confirm claimed passes with (a grader started without any)")
         slot = None
         while slot is None:
             check(self.stop)
