@@ -5,6 +5,7 @@ this scope around them."""
 from __future__ import annotations
 
 import ast
+import builtins
 
 from autograder.core.screen import COURSE_IMPORTS, DUNDERS_ALLOWED
 from autograder.core.state_walk import (
@@ -342,6 +343,10 @@ class FunctionWalk:
         if root is None:
             return f"changes an object it did not create in the call ({how})"
         kind = self.scope.kind(root.id)
+        if kind == "builtin" and not hasattr(builtins, root.id):
+            # bound outside this source (a notebook's other cells, put in by globals().update; a star import): a
+            # global of the module all the same
+            kind = "module"
         if self.method_of is not None and root.id == self.self_name:
             return f"changes its object {root.id} outside __init__/setup, and the object outlives the call ({how})"
         words = {

@@ -34,6 +34,17 @@ HOSTILE = {
         "rebinds 'n' of an enclosing function",
     ),
     "subscript-store": ("C = {}\ndef f(x):\n    C['k'] = x\n    return x\n", "module-level variable 'C'"),
+    # a global bound outside the source the grader reads (a notebook's other cell, through the generated module's
+    # globals().update; a star import): still the module's variable, and said so
+    "global-from-the-notebook-namespace": (
+        "import autograder.notebooks.runtime as _nb\nglobals().update(_nb.namespace('nb1'))\n\n"
+        "def f(x):\n    _seen.append(x)\n    return x\n",
+        "changes the contents of the module-level variable '_seen' (calls _seen.append)",
+    ),
+    "global-from-a-star-import": (
+        "from helpers import *\ndef f(x):\n    SEEN[x] = 1\n    return x\n",
+        "module-level variable 'SEEN'",
+    ),
     "nested-subscript-store": ("C = {'a': {}}\ndef f(x):\n    C['a']['k'] = x\n    return x\n", "'C'"),
     "attribute-store": ("class S: pass\nST = S()\ndef f(x):\n    ST.last = x\n    return x\n", "'ST'"),
     "del-item": ("C = {1: 2}\ndef f(x):\n    del C[1]\n    return x\n", "deletes C[1]"),
