@@ -730,7 +730,8 @@ for _folder in {{"/tmp", "/var/tmp", "/dev/shm", _tempfile.gettempdir(), _os.env
         pass
 """
 
-# Fails (raises) when it finds a classmate's mark, a classmate's private file or another student's folder.
+# Fails (raises) when it finds a classmate's mark, a classmate's private file or another student's folder. It looks
+# once, at import (a run-once cache in a module-level list would be module state, which its grade would lose).
 LOOKS_FOR_CLASSMATES = """
 import glob as _glob
 import os as _os
@@ -738,20 +739,12 @@ import pathlib as _pathlib
 import tempfile as _tempfile
 
 
-_found_classmate = []
-
-
-def _look_for_classmates():
-    if _found_classmate == [None]:
-        return
-    if _found_classmate:
-        raise RuntimeError(_found_classmate[0])
+def _find_classmates():
     places = {{"/tmp", "/var/tmp", "/dev/shm", _tempfile.gettempdir(), _os.environ.get("HOME") or "/tmp",
               *map(str, _pathlib.Path.cwd().parents)}}
     for _folder in places:
         if _os.path.isdir(_folder) and any(n.startswith("MARK-") for n in _os.listdir(_folder)):
-            _found_classmate.append("a classmate's mark in " + _folder)
-            raise RuntimeError(_found_classmate[0])
+            return "a classmate's mark in " + _folder
     paths = _glob.glob("/proc/*/cwd/*.py") + _glob.glob("/proc/*/cwd/../*/*.py") + _glob.glob("/proc/*/cwd/../../*/*/*.py")
     for _folder in places - {{"/"}}:
         for _depth in ("/*", "/*/*", "/*/*/*"):
@@ -760,12 +753,18 @@ def _look_for_classmates():
         try:
             with open(_path, "rb") as _f:
                 if {private!r}[::-1].encode() in _f.read():  # (reversed: this file does not hold it)
-                    _found_classmate.append("a classmate's file: " + _path)
+                    return "a classmate's file: " + _path
         except OSError:
             pass
-    if _found_classmate:
-        raise RuntimeError(_found_classmate[0])
-    _found_classmate.append(None)
+    return None
+
+
+_FOUND_CLASSMATE = _find_classmates()
+
+
+def _look_for_classmates():
+    if _FOUND_CLASSMATE is not None:
+        raise RuntimeError(_FOUND_CLASSMATE)
 """
 
 # Forks {forks} sleeping processes from a small interpreter of its own (fast), reports how many it made, then ends
@@ -958,14 +957,13 @@ raise RuntimeError("the hidden check says: " + line[:half] + "\\x1b[0m" + line[h
 # quota) at its first call; pytest kept a check's output in a file inside the quota ("disk quota").
 PRINTS_PAST_QUOTA = """
 
-_printed = []
-
-
 def _print_past_quota():
-    if not _printed:
-        _printed.append(True)
-        for _ in range(300):
-            print("x" * 1_000_000)
+    try:  # the first call in the student's folder (a marker file there, not module state its grade would lose)
+        open("printed-past-quota", "x").close()
+    except FileExistsError:
+        return
+    for _ in range(300):
+        print("x" * 1_000_000)
 """
 PRINTS_WITHOUT_BOUND = """
 while True:

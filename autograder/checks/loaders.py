@@ -31,12 +31,15 @@ import torch.utils.data as tud
 
 from autograder.checks.values import assert_trees_close
 from autograder.core.failures import CheckFailure
+from autograder.runtime.copies import fresh_copy
 
 WORKER_TIMEOUT = 15.0  # seconds a DataLoader waits for one batch from its workers
 
 
 class SampleDataset(tud.Dataset):
-    """A map-style dataset whose ``ds[i]`` is ``samples[i]``."""
+    """A map-style dataset whose ``ds[i]`` is a fresh copy of ``samples[i]``, as a dataset that builds its items
+    gives: a collate function that writes into the samples it is handed changes no later check's samples (in-process,
+    a check that ran after one that emptied them judged the empty samples, while the trusted side judged full ones)."""
 
     def __init__(self, samples: Sequence[Any]):
         self.samples = list(samples)
@@ -45,7 +48,7 @@ class SampleDataset(tud.Dataset):
         return len(self.samples)
 
     def __getitem__(self, index: int) -> Any:
-        return self.samples[index]
+        return fresh_copy(self.samples[index])
 
 
 def indexed_samples(n: int) -> list[tuple[np.ndarray, np.int32]]:

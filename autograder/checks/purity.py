@@ -40,11 +40,13 @@ from autograder.checks.pure_values import (  # noqa: F401  (named here: check fi
 )
 from autograder.checks.recorders import (  # noqa: F401  (named here: check files call purity.<name>)
     ARGUMENTS_AFTER,
+    ARGUMENTS_LEFT,
     CALLED_TWICE,
     CALLED_TWICE_ON_COPIES,
     DELETED,
     GLOBAL_RNGS_AFTER,
     arguments_after_the_call,
+    arguments_left,
     as_after_the_call,
     assert_arguments_unchanged_as_values,
     assert_as_before,

@@ -109,6 +109,21 @@ def _as_left_tree(tree: Any) -> Any:
     return jax.tree_util.tree_map(leaf, tree)
 
 
+ARGUMENTS_LEFT = "the arguments as the call left them"
+
+
+def arguments_left(fn: Callable) -> Callable:
+    """The transform (label :data:`ARGUMENTS_LEFT`) that calls ``fn`` and returns only its arguments as the call left
+    them (:func:`called_twice`'s third part, alone): a check of the arguments does not record the result, so a
+    result that is not data (a torch tensor) fails only the checks of results."""
+
+    def called(*args: Any) -> tuple:
+        fn(*args)
+        return _as_left(args)
+
+    return called
+
+
 def called_twice(fn: Callable) -> Callable:
     """The form of ``fn`` that :func:`assert_pure_by_values` records: called on the arguments with every global
     random generator seeded alike, then again on fresh copies of them, seeded alike again, and once more for each

@@ -24,6 +24,7 @@ from autograder.grading.preflight.proofs import (
     read_proof,
     unsafe_folder,
 )
+from autograder.grading.wire import FaultKind
 from autograder.runtime import atomic
 
 REFERENCE = "reference"
@@ -120,7 +121,15 @@ def _check(grader, stream=None) -> Passed:
                 for s in wrong[:12]
             ]
     if problems:
-        tails = [tail for _module, _fault, tail in grader.faults[faults_before:] if tail.strip()]
+        faults = grader.faults[faults_before:]
+        if any(f.fault.kind == FaultKind.MEMORY for f in faults):
+            # the limit, not the course, is what to change: a cgroup's kill leaves no last lines of its own to read
+            problems.append(
+                f"the memory limit of {grader.options.memory_mb} MB per grading process (grade --memory, "
+                "memory_limit_mb in course.toml) is too low for the course's own reference: its grading process was "
+                "killed by it; raise it"
+            )
+        tails = [f.stderr_tail for f in faults if f.stderr_tail.strip()]
         raise PreflightFailed(_header(modules, limits) + "\n".join(problems) + (last_lines(tails[0]) if tails else ""))
     assert reference is not None  # else a problem was raised above
     passed = Passed(

@@ -38,6 +38,20 @@ def test_workers_and_main_process_give_the_same_batches():
         assert all(torch.equal(x, y) for x, y in zip(a, b))
 
 
+def test_a_collate_that_empties_its_samples_changes_no_later_loaders_samples():
+    """Each item is a fresh copy: a check run after one whose collate function emptied the samples judges the same
+    samples as the trusted side (the in-process verdict and grade's disagreed on such a collate)."""
+    samples = [{"x": np.full(2, i, np.float32), "y": i} for i in range(4)]
+
+    def emptying(batch):
+        return {k: np.stack([np.asarray(s.pop(k)) for s in batch]) for k in list(batch[0])}
+
+    for _ in range(2):
+        [batch] = loaders.load_batches(loaders.SampleDataset(samples), emptying, batch_size=4)
+        assert sorted(batch) == ["x", "y"] and batch["y"].tolist() == [0, 1, 2, 3]
+    assert all(sorted(s) == ["x", "y"] for s in samples)
+
+
 def test_an_error_in_the_collate_function_is_reported():
     def broken(batch):
         raise ValueError("boom")
