@@ -121,16 +121,7 @@ def _check(grader, stream=None) -> Passed:
                 for s in wrong[:12]
             ]
     if problems:
-        faults = grader.faults[faults_before:]
-        if any(f.fault.kind == FaultKind.MEMORY for f in faults):
-            # the limit, not the course, is what to change: a cgroup's kill leaves no last lines of its own to read
-            problems.append(
-                f"the memory limit of {grader.options.memory_mb} MB per grading process (grade --memory, "
-                "memory_limit_mb in course.toml) is too low for the course's own reference: its grading process was "
-                "killed by it; raise it"
-            )
-        tails = [f.stderr_tail for f in faults if f.stderr_tail.strip()]
-        raise PreflightFailed(_header(modules, limits) + "\n".join(problems) + (last_lines(tails[0]) if tails else ""))
+        raise _failed(grader, modules, limits, problems, grader.faults[faults_before:])
     assert reference is not None  # else a problem was raised above
     passed = Passed(
         time.monotonic() - started,
@@ -139,6 +130,19 @@ def _check(grader, stream=None) -> Passed:
     )
     print(passed.line(), file=stream or sys.stderr, flush=True)
     return passed
+
+
+def _failed(grader, modules: tuple[str, ...], limits: str, problems: list[str], faults: list) -> PreflightFailed:
+    """The failure naming ``problems``, and the memory limit when a grading process of the course's own was killed
+    by it (the limit, not the course, is what to change: a cgroup's kill leaves no last lines of its own to read)."""
+    if any(f.fault.kind == FaultKind.MEMORY for f in faults):
+        problems = problems + [
+            f"the memory limit of {grader.options.memory_mb} MB per grading process (grade --memory, "
+            "memory_limit_mb in course.toml) is too low for the course's own reference: its grading process was "
+            "killed by it; raise it"
+        ]
+    tails = [f.stderr_tail for f in faults if f.stderr_tail.strip()]
+    return PreflightFailed(_header(modules, limits) + "\n".join(problems) + (last_lines(tails[0]) if tails else ""))
 
 
 def _header(modules: tuple[str, ...], limits: str) -> str:
