@@ -274,23 +274,18 @@ def test_every_module_of_the_course_grades_the_reference_full_and_stubs_zero(tmp
     """Every module through the real grader (sandbox limits, zygotes, verifier): later modules' scenarios
     (training's loaders) need earlier references after solutions/ is removed; parallel needs the course's
     8 devices in the child and the verifier (the run starts without JAX_NUM_CPU_DEVICES), and checkpointing
-    writes only into its checks' temporary directories."""
+    writes only into its checks' temporary directories. ``autograder preflight`` grades the course's reference and
+    stubs exactly as ``grade`` grades students (``grade`` runs it before its first student) and insists on full
+    marks and stubs judged "not started" with 0 points; grading the two again as students doubled the work."""
     course = copy_course(tmp_path / "course")
-    submissions = tmp_path / "class"
-    for student, source in (("reference", ROOT / "solutions"), ("stubs", ROOT / "exercises")):
-        (submissions / student).mkdir(parents=True)
-        for module in load_course(ROOT).modules:
-            shutil.copy(source / f"{module.name}.py", submissions / student / f"{module.name}.py")
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    proofs = tmp_path / "proofs"  # a folder of its own: this run proves, it reuses no proof of another test
+    proofs.mkdir(mode=0o700)
+    env = dict(os.environ, PYTHONPATH=str(ROOT), AUTOGRADER_PREFLIGHT_CACHE=str(proofs))
     env.pop("CI", None)
     env.pop("JAX_NUM_CPU_DEVICES", None)
-    cmd = [sys.executable, "-m", "autograder", "grade", str(submissions), "--out", str(tmp_path / "out")]
-    cmd += ["--course", str(course), "--jobs", "2"]
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=1800)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    with open(tmp_path / "out" / "grades.csv", newline="", encoding="utf-8") as f:
-        rows = {row["student"]: row for row in csv.DictReader(f)}
-    assert rows["reference"]["score"] == rows["reference"]["max_score"] == f"{load_course(ROOT).points:g}", rows[
-        "reference"
-    ]
-    assert float(rows["stubs"]["score"]) == 0
+    cmd = [sys.executable, "-m", "autograder", "preflight", "--course", str(course), "--jobs", "2"]
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=1800, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
+    points = f"{load_course(ROOT).points:g}"
+    assert f"the course's reference got full marks ({points} points) and its stubs nothing" in proc.stdout, proc.stdout
+    assert "reused" not in proc.stdout
