@@ -39,4 +39,6 @@ if [ "${1:-}" = "--quick" ]; then
     shift
     tiers=(tests/unit/)
 fi
-exec .venv/bin/python -m pytest "${tiers[@]}" --assert=rewrite -q -p no:randomly --durations=25 -n "$workers" --dist loadfile --no-loadscope-reorder "$@"
+# A test that hangs fails alone, named, after 30 minutes (a file's own pytest.mark.timeout wins): a hang
+# once ran CI into its time limit with no name in the output.
+exec .venv/bin/python -m pytest "${tiers[@]}" --assert=rewrite -q -p no:randomly --durations=25 --timeout=1800 -n "$workers" --dist loadfile --no-loadscope-reorder "$@"
