@@ -12,6 +12,7 @@ from support import ROOT
 
 from autograder.core.course import load_course
 from autograder.core.status import Status
+from autograder.grading import preflight
 from autograder.grading.grader import Grader, Options
 from autograder.grading.isolation import limits
 from autograder.grading.trusted.trusted_server import WORKERS_PER_VERIFIER, Verifiers, verifiers_for
@@ -122,7 +123,7 @@ def test_two_workers_share_one_verifier_for_a_whole_class(tmp_path: Path):
 def test_a_grader_without_workers_confirms_passes_with_a_kept_plan(tmp_path: Path, monkeypatch):
     """The Dask worker's case end to end: an earlier grader kept the plan, so the next one lists no checks (no
     planning zygote left over); built without worker threads, it still confirms a correct student's passes."""
-    monkeypatch.setenv("AUTOGRADER_PREFLIGHT_CACHE", str(tmp_path / "kept"))
+    monkeypatch.setenv(preflight.REUSE_ENV, str(tmp_path / "kept"))
     (tmp_path / "kept").mkdir(mode=0o700)
     (tmp_path / "ada").mkdir()
     (tmp_path / "ada" / "at_updates.py").write_bytes((ROOT / "solutions" / "at_updates.py").read_bytes())
