@@ -103,13 +103,12 @@ DICT_TYPES = (dict, collections.OrderedDict)
 def _is_data_class(cls: type) -> bool:
     import dataclasses
 
-    import flax.linen as nn
-
     if issubclass(cls, dict):
         return cls in DICT_TYPES
     if issubclass(cls, tuple) and hasattr(cls, "_fields"):
         return True
-    if issubclass(cls, nn.Module):
+    nn = sys.modules.get("flax.linen")  # a flax module class was found, so flax.linen is loaded if it is one
+    if nn is not None and issubclass(cls, nn.Module):
         return True
     return dataclasses.is_dataclass(cls) and any("pytree_node" in f.metadata for f in dataclasses.fields(cls))
 

@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -42,10 +43,9 @@ def as_dataset(live: Any) -> RecordedDataset | None:
     """A live ``torch.utils.data.Dataset`` with array attributes, as a :class:`RecordedDataset`; or an object of a
     course's own class that indexes like one (``__len__``, ``__getitem__``) without subclassing it (that it
     should is another check's finding: its data and items are still what they are)."""
-    try:
-        from torch.utils.data import Dataset
-    except ImportError:
-        return None
+    # Only a process that imported torch's data package can hold a torch Dataset: one that did not is not made to
+    # import it here (seconds of every ``training`` grading process, whose files never import torch).
+    data = sys.modules.get("torch.utils.data")
     kind = type(live)
     indexes_like_one = (
         kind.__module__.split(".")[0] not in _NOT_DATASETS
@@ -54,7 +54,8 @@ def as_dataset(live: Any) -> RecordedDataset | None:
         and not isinstance(live, (list, tuple, dict, str, bytes))
         and not hasattr(live, "__array__")
     )
-    if not (isinstance(live, Dataset) or indexes_like_one) or not hasattr(live, "__len__"):
+    is_torch_dataset = data is not None and isinstance(live, data.Dataset)
+    if not (is_torch_dataset or indexes_like_one) or not hasattr(live, "__len__"):
         return None
     attributes = {k: v for k, v in vars(live).items() if not k.startswith("_") and _is_data(v)}
     return RecordedDataset(attributes, [live[i] for i in range(len(live))], plain_data.class_ref(type(live)))
@@ -107,10 +108,7 @@ class RecordedLoader:
 
 def as_loader(live: Any, call: str) -> RecordedLoader | None:
     """A live ``torch.utils.data.DataLoader``, as a :class:`RecordedLoader` that records its batches (or None)."""
-    try:
-        from torch.utils.data import DataLoader
-    except ImportError:
-        return None
-    if not isinstance(live, DataLoader):
+    data = sys.modules.get("torch.utils.data")  # no process that never imported it holds a DataLoader
+    if data is None or not isinstance(live, data.DataLoader):
         return None
     return RecordedLoader(call, len(live), [], live)

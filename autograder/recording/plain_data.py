@@ -21,6 +21,7 @@ import dataclasses
 import hashlib
 import importlib
 import json
+import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -71,9 +72,9 @@ def is_typed_key(value: Any) -> bool:
 
 
 def is_flax_module(value: Any) -> bool:
-    import flax.linen as nn
-
-    return isinstance(value, nn.Module)
+    # Only a process that imported flax.linen can hold a module of it; one that did not is not made to import it.
+    nn = sys.modules.get("flax.linen")
+    return nn is not None and isinstance(value, nn.Module)
 
 
 def module_fields(value: Any) -> dict[str, Any]:
