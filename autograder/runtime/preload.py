@@ -24,6 +24,10 @@ CORE_LIBRARIES = (
     "hypothesis",
     "hypothesis.extra.numpy",
     "pytest",
+    # What JAX's CPU backend loads the first time a process lowers a call of an exported program (jax.export:
+    # every is_jitted and retrace check, and the verifier's replays): its LAPACK kernels come from SciPy, half a
+    # second a process, paid once in the zygote instead (importing it starts no JAX backend).
+    "scipy.linalg.cython_lapack",
 )
 
 # The others, by the top-level name a module's files import: a grader imports them before it forks only where the

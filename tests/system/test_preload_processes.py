@@ -61,3 +61,20 @@ def test_importing_the_grading_wing_imports_no_jax_and_no_orchestrator_into_a_gr
         "assert grade_class.__module__ == 'autograder.grading.api' and 'jax' not in sys.modules\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT, env={"PYTHONPATH": str(ROOT)})
+
+
+def test_calling_an_exported_program_imports_nothing_the_preload_did_not():
+    """The checks' ``is_jitted`` and retrace certificates call the student's exported program in every grading
+    process: what JAX's CPU backend imports for it the first time (SciPy's LAPACK) comes with the preload."""
+    code = (
+        "import sys\n"
+        "from autograder.grading.isolation.zygote import preload\n"
+        "preload()\n"
+        "import jax, jax.numpy as jnp\n"
+        "jnp.zeros(3).block_until_ready()\n"
+        "before = set(sys.modules)\n"
+        "exported = jax.export.export(jax.jit(lambda x: jnp.sin(x) * 2))(jax.ShapeDtypeStruct((3,), jnp.float32))\n"
+        "jax.jit(exported.call)(jnp.ones(3, jnp.float32)).block_until_ready()\n"
+        "print(sorted({m.split('.')[0] for m in set(sys.modules) - before} - {'jax', 'jaxlib'}))"
+    )
+    assert run_python(code) == "[]"
