@@ -141,7 +141,7 @@ def _add_environment(parser: argparse.ArgumentParser) -> None:
         "--preflight",
         action="store_true",
         help="prove the environment again before grading (the reference full marks, the stubs nothing) instead "
-        "of reusing the proof an earlier run of the same course, kit, environment and limits kept",
+        "of reusing the proof an earlier run of the same course, kit and environment kept under the same limits or tighter ones",
     )
     parser.add_argument(
         "--gradebook",
@@ -214,7 +214,7 @@ def add_preflight(subparsers) -> argparse.ArgumentParser:
         description="Grade the course's reference and its stubs exactly as `grade` would (the same sandbox, "
         "limits, XLA flags and backend): exit 0 when the reference gets full marks and the stubs nothing, "
         "else 1 with the cause. `grade` does this itself before its first student, and reuses the proof this "
-        "command keeps (for the same course, kit, environment, machine and limits).",
+        "command keeps (for the same course, kit, environment and machine, under the same limits or looser ones).",
     )
     parser.add_argument("--jobs", type=int, default=2, metavar="N", help="parallel workers (default: 2)")
     parser.add_argument("--timeout", type=float, metavar="S", help="seconds per function (default: course.toml)")

@@ -42,13 +42,16 @@ from autograder.grading.preflight.proofs import (
     REUSED,
     TRUSTED_COMPILED,
     Passed,
+    find_proof,
     kept_compile_cache,
     kept_proof,
     machine_seen,
     proof_folder,
+    proof_path,
     proven_setting,
     read_proof,
     unsafe_folder,
+    vouches_for,
 )
 
 __all__ = [
@@ -65,6 +68,7 @@ __all__ = [
     "check",
     "check_interpreter",
     "fault_before_student",
+    "find_proof",
     "grader_error",
     "kept_compile_cache",
     "kept_proof",
@@ -73,7 +77,9 @@ __all__ = [
     "machine_seen",
     "no_terminal_control",
     "proof_folder",
+    "proof_path",
     "proven_setting",
     "read_proof",
     "unsafe_folder",
+    "vouches_for",
 ]

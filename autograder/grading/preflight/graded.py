@@ -5,6 +5,7 @@ and raises :class:`PreflightFailed` with the instructor's message when they do n
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import sys
@@ -19,9 +20,10 @@ from autograder.grading.preflight.proofs import (
     REUSE_ENV,
     REUSED,
     Passed,
+    find_proof,
     proof_folder,
+    proof_path,
     proven_setting,
-    read_proof,
     unsafe_folder,
 )
 from autograder.grading.wire import FaultKind
@@ -42,8 +44,8 @@ def check(grader, stream=None, *, force: bool | None = None) -> Passed:
     :class:`~autograder.grading.grader.Grader`); raises :class:`PreflightFailed` unless the reference gets
     full marks and the stubs nothing. Prints one line when it passed (on ``stream``, stderr by default).
 
-    A pass is kept as a proof in :func:`proof_folder` under its :func:`proven_setting` and reused, said so, by
-    every later call of the very same setting (``grade``, ``--student``, ``--resume``, a Dask worker, a
+    A pass is kept as a proof in :func:`proof_folder` under its :func:`proven_setting` and limits, and reused, said
+    so, by every later call of the very same setting under the same limits or looser ones (``grade``, ``--student``, ``--resume``, a Dask worker, a
     Gradescope submission after ``setup.sh``); ``force`` (``--preflight``) proves again. Each call still starts
     this interpreter as a grading process and its grader's sandboxes (what can change between calls). A failure
     is never kept, and a folder a student's process could have written is never read (:func:`unsafe_folder`)."""
@@ -52,25 +54,25 @@ def check(grader, stream=None, *, force: bool | None = None) -> Passed:
         force = bool(getattr(grader.options, "prove_again", False))
     folder = proof_folder()
     why = unsafe_folder(folder, getattr(grader, "isolation", None))
-    kept = None if why else folder / f"{proven_setting(grader)}.json"
+    setting = None if why else proven_setting(grader)
     if why and (os.environ.get(REUSE_ENV) or force):
         print(f"pre-flight proofs are not kept: {why}", file=out, flush=True)
-    if kept is not None and not force:
-        earlier = read_proof(kept)
+    if setting is not None and not force:
+        earlier = find_proof(folder, setting, grader.options)
         if earlier is not None:
             print(
                 earlier.line()
-                + f" (proven earlier for this same course, kit, environment, machine and limits; {REUSED})",
+                + " (proven earlier for this same course, kit, environment and machine, under the same limits or "
+                f"tighter ones; {REUSED})",
                 file=out,
                 flush=True,
             )
             return earlier
     passed = _check(grader, stream)
-    if kept is not None:
+    if setting is not None:
+        record = dataclasses.asdict(passed)
         try:
-            atomic.write_text(
-                kept, json.dumps({"seconds": passed.seconds, "points": passed.points, "functions": passed.functions})
-            )
+            atomic.write_text(proof_path(folder, setting, grader.options), json.dumps(record))
         except OSError:
             pass  # not kept: the next run proves it again
     return passed
@@ -127,6 +129,8 @@ def _check(grader, stream=None) -> Passed:
         time.monotonic() - started,
         sum(s.max_points for s in reference.scores if s.module in modules),
         sum(1 for s in reference.scores if s.module in modules),
+        grader.options.timeout_per_function,
+        grader.options.memory_mb or None,
     )
     print(passed.line(), file=stream or sys.stderr, flush=True)
     return passed

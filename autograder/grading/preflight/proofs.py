@@ -22,6 +22,10 @@ class Passed:
     seconds: float
     points: float
     functions: int
+    # The limits the pass was proven under (per function, per grading process; None: none): it vouches for every
+    # call of its setting whose limits are the same or looser (:func:`vouches_for`).
+    timeout: float | None = None
+    memory_mb: int | None = None
 
     def line(self) -> str:
         return (
@@ -108,15 +112,17 @@ def machine_seen() -> dict[str, object]:
 
 
 def proven_setting(grader) -> str:
-    """A digest of everything a pre-flight pass vouches for (:func:`setting_of` the grader's parts)."""
+    """A digest of everything a pre-flight pass vouches for but its limits (:func:`setting_of` the grader's parts)."""
     return setting_of(grader.snapshot, grader.options, getattr(grader, "isolation", None))
 
 
 def setting_of(snapshot, options, isolation) -> str:
-    """A digest of everything a pre-flight pass vouches for: the course and kit (every byte the grading
-    processes get), the options and limits, the isolation in force, this interpreter and its libraries, the
-    grading processes' environment (the XLA flags as probed, the backend), the CPUs and memory seen. A pass is
-    reused only for the very same setting; a failure is never kept."""
+    """A digest of everything a pre-flight pass vouches for but the limits it kept to: the course and kit (every
+    byte the grading processes get), the modules and the seed, the isolation in force, this interpreter and its
+    libraries, the grading processes' environment (the XLA flags as probed, the backend), the CPUs and memory seen.
+    A pass is reused only for the very same setting, under the same limits or looser ones (:func:`vouches_for`);
+    ``--jobs`` is not part of it (the pre-flight grades two submissions, the reference and the stubs, whatever the
+    number of jobs); a failure is never kept."""
     from autograder.core import versions
     from autograder.grading.isolation.processes import child_env
 
@@ -127,9 +133,6 @@ def setting_of(snapshot, options, isolation) -> str:
     env = child_env()
     setting = {
         "modules": list(options.modules),
-        "timeout": options.timeout_per_function,
-        "memory": options.memory_mb,
-        "jobs": options.jobs,
         "seed": getattr(options, "seed", None),
         "run_as": getattr(options, "run_as", None),
         "isolation": repr(isolation),
@@ -144,14 +147,43 @@ def setting_of(snapshot, options, isolation) -> str:
     return digest.hexdigest()
 
 
+def vouches_for(passed: Passed, options) -> bool:
+    """A pass proven under ``passed``'s limits holds for ``options``' limits: the same or looser (a reference that
+    finished every function within a shorter time, in less memory, finishes within more; no limit is the
+    loosest)."""
+    timeout, memory = options.timeout_per_function, options.memory_mb or None
+    time_ok = passed.timeout is not None and (timeout is None or timeout >= passed.timeout)
+    memory_ok = memory is None or (passed.memory_mb is not None and memory >= passed.memory_mb)
+    return time_ok and memory_ok
+
+
+def proof_path(folder: Path, setting: str, options) -> Path:
+    """Where a pass of ``setting`` proven under ``options``' limits is kept."""
+    return folder / f"{setting}.t{options.timeout_per_function:g}.m{options.memory_mb or 0}.json"
+
+
+def find_proof(folder: Path, setting: str, options) -> Passed | None:
+    """A kept pass of ``setting`` that vouches for ``options``' limits (:func:`vouches_for`), or None."""
+    try:
+        names = sorted(p.name for p in folder.iterdir() if p.name.startswith(f"{setting}.") and p.suffix == ".json")
+    except OSError:
+        return None
+    for name in names:
+        passed = read_proof(folder / name)
+        if passed is not None and vouches_for(passed, options):
+            return passed
+    return None
+
+
 def kept_proof(snapshot, options, isolation) -> tuple[Path | None, Passed | None]:
-    """Where a pass of this setting is kept (None where proofs cannot be trusted: :func:`unsafe_folder`), and the
-    pass kept there, if any and unless ``options.prove_again`` (``--preflight``)."""
+    """Where a pass of this setting and limits is kept (None where proofs cannot be trusted: :func:`unsafe_folder`),
+    and a kept pass that vouches for it, if any and unless ``options.prove_again`` (``--preflight``)."""
     folder = proof_folder()
     if unsafe_folder(folder, isolation):
         return None, None
-    kept = folder / f"{setting_of(snapshot, options, isolation)}.json"
-    return kept, None if getattr(options, "prove_again", False) else read_proof(kept)
+    setting = setting_of(snapshot, options, isolation)
+    kept = proof_path(folder, setting, options)
+    return kept, None if getattr(options, "prove_again", False) else find_proof(folder, setting, options)
 
 
 def read_proof(path: Path) -> Passed | None:
@@ -166,7 +198,14 @@ def read_proof(path: Path) -> Passed | None:
             return None
         with os.fdopen(fd, "rb", closefd=False) as f:
             data = json.loads(f.read().decode("utf-8"))
-        passed = Passed(float(data["seconds"]), float(data["points"]), int(data["functions"]))
+        timeout, memory = data["timeout"], data["memory_mb"]
+        passed = Passed(
+            float(data["seconds"]),
+            float(data["points"]),
+            int(data["functions"]),
+            None if timeout is None else float(timeout),
+            None if memory is None else int(memory),
+        )
     except (OSError, ValueError, TypeError, KeyError):
         return None
     finally:

@@ -56,10 +56,17 @@ def test_a_kept_plan_is_read_back_whole_with_its_givens(kept_here, tmp_path, sna
     assert (again / "data" / "given.json").read_text() == '{"x": 1}'
 
 
-@pytest.mark.parametrize("change", [{"seed": 8}, {"memory_mb": 1024}, {"modules": ["at_updates", "prng"]}])
+@pytest.mark.parametrize("change", [{"seed": 8}, {"modules": ["at_updates", "prng"]}])
 def test_another_setting_lists_its_checks_again(kept_here, tmp_path, snapshot, change):
     KeptPlans.of(snapshot, options(), SANDBOXED).keep(PLAN, tmp_path / "none")
     assert KeptPlans.of(snapshot, options(**change), SANDBOXED).load(tmp_path / "g") is None
+
+
+@pytest.mark.parametrize("change", [{"memory_mb": 1024}, {"timeout_per_function": 5.0}, {"jobs": 7}])
+def test_other_limits_or_jobs_keep_the_plan(kept_here, tmp_path, snapshot, change):
+    """What a plan lists (the checks, the givens the trusted side records) does not depend on the limits or jobs."""
+    KeptPlans.of(snapshot, options(), SANDBOXED).keep(PLAN, tmp_path / "none")
+    assert KeptPlans.of(snapshot, options(**change), SANDBOXED).load(tmp_path / "g") == PLAN
 
 
 def test_a_changed_course_lists_its_checks_again(kept_here, tmp_path, snapshot):
