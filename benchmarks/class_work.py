@@ -1,6 +1,7 @@
 """A class graded by the work: the whole course's CPU per student with and without sharing, and a second call's cost.
 
     python benchmarks/class_work.py [--rounds N] [--class-size N] [--modules m1,m2] [--jobs J] [--skip class,again]
+                                    [--again-module MODULE] [--baseline CHECKOUT]
 
 Rows, rounds alternated in one run, medians and ratios:
 
@@ -9,7 +10,8 @@ a) the whole course (or ``--modules``) graded for a class of ``--class-size`` (b
    answers the reference's results it computed for an earlier student: ``autograder.grading.trusted.shared``)
    and off (``AUTOGRADER_CLASS_SHARING=0``): CPU seconds per student (a cpuacct control group per command, every
    process it starts, sandboxes included) and wall seconds per student; on/off;
-b) the fixed cost of a ``grade`` call: one correct ``at_updates`` submission graded again with nothing changed
+b) the fixed cost of a ``grade`` call: one correct ``at_updates`` (``--again-module``) submission graded again with
+   nothing changed
    (the pre-flight's proof reused), with the sharing on (the trusted side's compiled programs kept from earlier
    calls: ``autograder.grading.preflight.kept_compile_cache``) and off, beside the stack-import floor
    (benchmarks/speed.py's FLOOR) measured in the same round; again/floor.
@@ -56,6 +58,7 @@ def main() -> None:
     parser.add_argument("--modules", help="comma-separated modules (default: every module of course.toml)")
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--skip", default="", help="comma-separated rows to skip: class,again")
+    parser.add_argument("--again-module", default="at_updates", help="row b)'s module (default: at_updates)")
     parser.add_argument(
         "--baseline",
         type=Path,
@@ -77,17 +80,16 @@ def main() -> None:
         n = build_class(klass, 0, modules, args.class_size)
         one = scratch / "one" / "student"
         one.mkdir(parents=True)
-        (one / "at_updates.py").write_bytes((ROOT / "solutions" / "at_updates.py").read_bytes())
+        again = [args.again_module]
+        (one / f"{again[0]}.py").write_bytes((ROOT / "solutions" / f"{again[0]}.py").read_bytes())
         # the proofs every later call reuses (modules and --jobs are part of a proof's key: one per call made below)
-        meter.run(grade_cmd(one.parent, scratch / "prove-1", ["at_updates"], 1), env)
+        meter.run(grade_cmd(one.parent, scratch / "prove-1", again, 1), env)
         meter.run(grade_cmd(one.parent, scratch / "prove-j", modules, args.jobs), env)
         baseline = str(args.baseline.resolve() / ".venv" / "bin" / "python") if args.baseline else None
         if baseline:
             (scratch / "proofs-baseline").mkdir()
             base_env = {"AUTOGRADER_PREFLIGHT_CACHE": str(scratch / "proofs-baseline")}
-            meter.run(
-                grade_cmd(one.parent, scratch / "prove-b", ["at_updates"], 1, baseline), base_env, cwd=args.baseline
-            )
+            meter.run(grade_cmd(one.parent, scratch / "prove-b", again, 1, baseline), base_env, cwd=args.baseline)
         grades: dict[str, bytes] = {}
         for r in range(args.rounds):
             print(f"round {r + 1}/{args.rounds} (load {load()})", flush=True)
@@ -95,7 +97,7 @@ def main() -> None:
             if "again" not in skip and baseline:
                 samples.setdefault("floor", []).append(meter.run([PYTHON, "-c", FLOOR])[:2])
                 wall, cpu, log = meter.run(
-                    grade_cmd(one.parent, scratch / f"again-baseline-{r}", ["at_updates"], 1, baseline),
+                    grade_cmd(one.parent, scratch / f"again-baseline-{r}", again, 1, baseline),
                     base_env,
                     cwd=args.baseline,
                 )
@@ -105,7 +107,7 @@ def main() -> None:
                 for mode in order:
                     samples.setdefault("floor", []).append(meter.run([PYTHON, "-c", FLOOR])[:2])
                     wall, cpu, log = meter.run(
-                        grade_cmd(one.parent, scratch / f"again-{mode}-{r}", ["at_updates"], 1),
+                        grade_cmd(one.parent, scratch / f"again-{mode}-{r}", again, 1),
                         {**env, SWITCH: "1" if mode == "on" else "0"},
                     )
                     if REUSED not in log:
@@ -150,7 +152,7 @@ def print_table(samples, args, n, modules, meter, load_before, grades) -> None:
         print(f"  grades.csv byte-identical across every run: {same}")
     if "again_on" in samples:
         floor = statistics.median(s[0] for s in samples["floor"])
-        print("b) a second grade call (at_updates, the reference, proof reused) vs the stack-import floor")
+        print(f"b) a second grade call ({args.again_module}, the reference, proof reused) vs the stack-import floor")
         print(f"  floor {floor:.1f} s (median of {len(samples['floor'])})")
         for mode in ("baseline", "off", "on"):
             if f"again_{mode}" not in samples:
