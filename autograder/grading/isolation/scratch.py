@@ -114,7 +114,6 @@ class Snapshot:
         and every kit module these import, followed (:func:`autograder.runtime.preload.grading_set` turns them into
         the libraries imported before the fork)."""
         roots = ["conftest.py", *[f"{d}/{p}{m}.py" for m in modules for d, p in _MODULE_FILES]]
-        roots += [f"{d}/{m}.py" for m in self._siblings(modules) for d in ("exercises", "solutions")]
         course_files = [self.course[rel] for rel in roots if rel in self.course]
         pending = [*course_files, *(self.kit.get(rel) for rel in _GRADING_KIT)]
         seen: set[str] = set()
@@ -132,20 +131,6 @@ class Snapshot:
                         seen.add(rel)
                         pending.append(self.kit[rel])
         return names
-
-    def _siblings(self, modules: list[str]) -> set[str]:
-        """The course modules whose reference (and given names) ``modules``' checks load: ``sibling(reference,
-        "data")`` in training's checks loads data's reference, whose file imports torch."""
-        from autograder.core.oracle import siblings_named
-
-        found: set[str] = set()
-        for module in modules:
-            checks = self.course.get(f"exercises/test_{module}.py")
-            try:
-                found |= siblings_named(checks.decode("utf-8")) if checks is not None else set()
-            except (ValueError, SyntaxError):
-                continue
-        return found - set(modules)
 
     def hidden_lines(self, module: str) -> frozenset[str]:
         """The lines of ``module``'s hidden checks that no other part of its check file holds, squeezed
