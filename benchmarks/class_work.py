@@ -82,7 +82,7 @@ def main() -> None:
         one.mkdir(parents=True)
         again = [args.again_module]
         (one / f"{again[0]}.py").write_bytes((ROOT / "solutions" / f"{again[0]}.py").read_bytes())
-        # the proofs every later call reuses (modules and --jobs are part of a proof's key: one per call made below)
+        # the proofs every later call reuses (the modules are part of a proof's key: one per call made below)
         meter.run(grade_cmd(one.parent, scratch / "prove-1", again, 1), env)
         meter.run(grade_cmd(one.parent, scratch / "prove-j", modules, args.jobs), env)
         baseline = str(args.baseline.resolve() / ".venv" / "bin" / "python") if args.baseline else None

@@ -45,10 +45,10 @@ def check(grader, stream=None, *, force: bool | None = None) -> Passed:
     full marks and the stubs nothing. Prints one line when it passed (on ``stream``, stderr by default).
 
     A pass is kept as a proof in :func:`proof_folder` under its :func:`proven_setting` and limits, and reused, said
-    so, by every later call of the very same setting under the same limits or looser ones (``grade``, ``--student``, ``--resume``, a Dask worker, a
-    Gradescope submission after ``setup.sh``); ``force`` (``--preflight``) proves again. Each call still starts
-    this interpreter as a grading process and its grader's sandboxes (what can change between calls). A failure
-    is never kept, and a folder a student's process could have written is never read (:func:`unsafe_folder`)."""
+    so, by every later call of the very same setting under the same limits or looser ones (``grade``,
+    ``--student``, ``--resume``, a Dask worker, a Gradescope submission after ``setup.sh``); ``force``
+    (``--preflight``) proves again. Each call still starts this interpreter as a grading process and its grader's
+    sandboxes (what can change between calls). A failure is never kept, and a folder a student's process could have written is never read (:func:`unsafe_folder`)."""
     out = stream or sys.stderr
     if force is None:
         force = bool(getattr(grader.options, "prove_again", False))
