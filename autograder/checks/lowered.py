@@ -18,6 +18,7 @@ import jax
 import numpy as np
 
 from autograder.core.failures import CheckFailure
+from autograder.runtime import stores
 
 # A lowered course function is a few kilobytes to a few hundred; a program over this is refused unread.
 MAX_PROGRAM_BYTES = 4_000_000
@@ -64,6 +65,26 @@ def _sharding_from(text: Any) -> Any:
     return xla_client.HloSharding.from_proto(proto)
 
 
+MAX_REBUILT = 256  # programs kept rebuilt in one process (a few kilobytes each)
+# (bytes, argument structure and avals, result structure and avals) -> (Exported, text): a check's examples send the
+# same program for every call of one signature; it is parsed, rebuilt and screened once
+_rebuilt: dict[tuple, tuple[Any, str]] = stores.register("checks.lowered.rebuilt", {})
+
+
+def _aval(x: Any) -> Any:
+    """The abstract value jax.export's own deserializer builds for ``x`` (an argument or a result leaf)."""
+    from jax._src import core as jax_core  # ShapedArray: the avals jax.export's own deserializer builds
+
+    if isinstance(x, jax.ShapeDtypeStruct):
+        shape = x
+    else:
+        try:
+            shape = jax.typeof(x)
+        except TypeError:  # not a JAX value itself: what it is as a traced constant
+            shape = jax.eval_shape(lambda: x)
+    return jax_core.ShapedArray(shape.shape, shape.dtype, weak_type=getattr(shape, "weak_type", False))
+
+
 class Program:
     """A program rebuilt from the bytes a process sent, for calling with ``args``/``kwargs`` and returning
     ``result_like``'s structure (both the check's own). Raises :class:`CheckFailure` (``check``) when the bytes
@@ -73,26 +94,34 @@ class Program:
         self.name = name
         self.check = check
         raw = self._bytes(payload)
-        header, module = self._parse(raw)
-        from jax._src import core as jax_core  # ShapedArray: the avals jax.export's own deserializer builds
-
-        def aval(x: Any) -> Any:
-            shape = jax.eval_shape(lambda: x) if not isinstance(x, jax.ShapeDtypeStruct) else x
-            return jax_core.ShapedArray(shape.shape, shape.dtype, weak_type=getattr(shape, "weak_type", False))
-
         in_leaves, in_tree = jax.tree.flatten((tuple(args), dict(kwargs)))
         out_leaves, out_tree = jax.tree.flatten(result_like)
-        kept, devices, shardings = self._calling(header, len(in_leaves), len(out_leaves))
+        in_avals, out_avals = tuple(_aval(x) for x in in_leaves), tuple(_aval(x) for x in out_leaves)
+        key = (raw, in_tree, in_avals, out_tree, out_avals, name)
+        found = _rebuilt.get(key)
+        if found is not None:  # the same bytes for the same call, rebuilt and screened before
+            self.exported, self.text = found
+            return
+        self._rebuild(raw, in_tree, in_avals, out_tree, out_avals)
+        if len(_rebuilt) >= MAX_REBUILT:
+            _rebuilt.pop(next(iter(_rebuilt)))
+        _rebuilt[key] = (self.exported, self.text)
+
+    def _rebuild(self, raw: bytes, in_tree: Any, in_avals: tuple, out_tree: Any, out_avals: tuple) -> None:
+        """The program of ``raw`` for arguments and results of these structures and avals, refused (a
+        :class:`CheckFailure`) when it is not one the grader runs."""
+        header, module = self._parse(raw)
+        kept, devices, shardings = self._calling(header, len(in_avals), len(out_avals))
         try:
             self.exported = exported_from(
-                fun_name=name,
+                fun_name=self.name,
                 in_tree=in_tree,
-                in_avals=tuple(aval(x) for x in in_leaves),
+                in_avals=in_avals,
                 out_tree=out_tree,
-                out_avals=tuple(aval(x) for x in out_leaves),
+                out_avals=out_avals,
                 _has_named_shardings=False,
-                _in_named_shardings=tuple(None for _ in in_leaves),
-                _out_named_shardings=tuple(None for _ in out_leaves),
+                _in_named_shardings=tuple(None for _ in in_avals),
+                _out_named_shardings=tuple(None for _ in out_avals),
                 in_shardings_hlo=tuple(None if s is None else _sharding_from(s) for s in shardings[0]),
                 out_shardings_hlo=tuple(None if s is None else _sharding_from(s) for s in shardings[1]),
                 nr_devices=devices,

@@ -33,6 +33,7 @@ from autograder.checks.lowered import MAX_PROGRAM_BYTES, Program, pack  # noqa: 
 from autograder.checks.values import assert_trees_close, function_name
 from autograder.core.failures import CheckFailure
 
+MAX_PROGRAMS_KEPT = 64  # per function and check form: the programs of a check's examples (a few kilobytes each)
 JIT_ADVICE = "under jit every shape must be known before the values are, and Python sees tracers, not numbers"
 
 
@@ -63,12 +64,52 @@ def _exporter(
                 static_argnames=static_argnames,
             )
 
+        made: dict[tuple, np.ndarray] = {}  # this function's programs so far, by the signature of the call
+
         def lowered(*args: Any, **kwargs: Any) -> np.ndarray:
-            return pack(jax.export.export(target)(*args, **kwargs))
+            # jit traces a function once per signature, so the same signature lowers to the same program: a later
+            # example of it reuses the bytes (exporting them again cost most of a program check's time)
+            key = _signature(args, kwargs, None if as_is else (tuple(static_argnums), tuple(static_argnames)))
+            if key is not None and key in made:
+                return made[key].copy()
+            program = pack(jax.export.export(target)(*args, **kwargs))
+            if key is not None and len(made) < MAX_PROGRAMS_KEPT:
+                made[key] = program.copy()
+            return program
 
         return lowered
 
     return transform
+
+
+def _signature(args: tuple, kwargs: dict, statics: tuple[tuple[int, ...], tuple[str, ...]] | None) -> tuple | None:
+    """What jit keys its trace of a call on, or None when it cannot be told here: the arguments' structure, each
+    array's type, shape, dtype, weak type and placement, and the value of every static argument (``statics``: the
+    positions and names the check made static; None: the function's own jit, whose static arguments are not known,
+    so every Python scalar's value counts)."""
+    static_nums, static_names = statics if statics is not None else ((), ())
+    entries: list[Any] = [bool(jax.config.read("jax_enable_x64"))]
+    named = [(i, a) for i, a in enumerate(args)] + [(k, v) for k, v in sorted(kwargs.items())]
+    try:
+        for where, value in named:
+            static = where in static_nums if isinstance(where, int) else where in static_names
+            leaves, tree = jax.tree.flatten(value)
+            entries.append((where, tree))
+            for leaf in leaves:
+                if isinstance(leaf, jax.core.Tracer):
+                    return None
+                if static or (statics is None and isinstance(leaf, (bool, int, float, complex))):
+                    entries.append((type(leaf), leaf))
+                elif isinstance(leaf, (jax.Array, np.ndarray, np.generic, bool, int, float, complex)):
+                    placed = leaf.sharding if isinstance(leaf, jax.Array) else None
+                    entries.append((type(leaf), jax.typeof(leaf), placed))
+                else:
+                    return None
+        key = tuple(entries)
+        hash(key)
+    except Exception:  # noqa: BLE001 - an argument jit would not key on plainly (unhashable, a tracer): not kept
+        return None
+    return key
 
 
 def _dynamic(args: tuple, kwargs: dict, static_argnums: Sequence[int], static_argnames: Sequence[str]):

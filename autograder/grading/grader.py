@@ -12,9 +12,10 @@ Callers outside the grading wing never build one: they call :func:`autograder.gr
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from autograder.core.course import Course
@@ -26,6 +27,7 @@ from autograder.grading.isolation.scratch import Snapshot
 from autograder.grading.options import Options
 from autograder.grading.pipeline import RunFault, SubmissionPipeline, SubmissionRun
 from autograder.grading.pool import GradingPool
+from autograder.grading.preflight.confirmations import KeptConfirmations
 from autograder.grading.preflight.plans import KeptPlans
 from autograder.grading.trusted.client import TrustedSide
 from autograder.grading.trusted.shared import sharing_enabled
@@ -55,8 +57,14 @@ class Grader:
             workers = min(max(0, workers), options.jobs)
             self.pool.start_spares(workers)  # the first students' sandboxes import the libraries while the plan is made
             # the plan an earlier call of the same setting listed (AUTOGRADER_CLASS_SHARING=0: listed again)
-            plans = KeptPlans.of(self.pool.snapshot, options, self.pool.isolation) if sharing_enabled() else None
-            self.trusted = TrustedSide(self.pool, options, self.stop, workers, kept_plans=plans)
+            # and the verifier's answers to the very same requests (preflight.confirmations; =0: replayed again)
+            kept_plans, kept_confirmations = None, None
+            if sharing_enabled():
+                kept_plans = KeptPlans.of(self.pool.snapshot, options, self.pool.isolation)
+                kept_confirmations = KeptConfirmations.of(self.pool.snapshot, options, self.pool.isolation)
+            self.trusted = TrustedSide(
+                self.pool, options, self.stop, workers, kept_plans=kept_plans, kept_confirmations=kept_confirmations
+            )
         except BaseException:
             self.close()
             raise
@@ -88,6 +96,16 @@ class Grader:
     @property
     def modules_with_givens(self) -> set[str]:
         return self.pipeline.modules_with_givens
+
+    @contextlib.contextmanager
+    def proving(self) -> Iterator[None]:
+        """While the pre-flight grades the course's own submissions: the trusted side replays every claim (no
+        answer kept by an earlier call stands in for one: the pre-flight proves that the verifier answers now)."""
+        self.trusted.proving = True
+        try:
+            yield
+        finally:
+            self.trusted.proving = False
 
     def unconfirmable_functions(self) -> list[str]:
         """Functions with no correctness check: their passes cannot be confirmed by the trusted side."""

@@ -36,6 +36,10 @@ def child_env(extra: dict[str, str] | None = None) -> dict[str, str]:
         XLA_FLAGS=devices.with_quick_compile("--xla_cpu_multi_thread_eigen=false"),
         OMP_NUM_THREADS="1",
         TF_CPP_MIN_LOG_LEVEL="3",
+        # no source locations in the programs a process lowers: the same program has the same bytes whatever folder
+        # it was traced in (a sandbox's is new every run), so the trusted side's answers can be kept for it
+        # (grading.preflight.confirmations); no check reads them
+        JAX_TRACEBACK_IN_LOCATIONS_LIMIT="0",
     )
     env.update(devices.checked_env())  # the course's CPU backend; the XLA flags checked once (runtime.devices)
     env.update(extra or {})

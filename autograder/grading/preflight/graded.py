@@ -92,7 +92,8 @@ def _check(grader, stream=None) -> Passed:
                 (folder / f"{module}.py").write_bytes((course.root / source / f"{module}.py").read_bytes())
             folders.append((name, folder))
         try:
-            results = {r.student: r for r in grader.grade_class(folders)}
+            with grader.proving():
+                results = {r.student: r for r in grader.grade_class(folders)}
         except GraderError as err:
             raise PreflightFailed(_header(modules, limits) + str(err)) from None
     if grader.stop.is_set():

@@ -15,10 +15,9 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import stat
 from pathlib import Path
 
-from autograder.grading.preflight.proofs import proof_folder, setting_of, unsafe_folder
+from autograder.grading.preflight.proofs import grader_owned, proof_folder, setting_of, unsafe_folder
 from autograder.grading.wire import PlannedCheck
 from autograder.runtime import atomic
 
@@ -43,10 +42,10 @@ class KeptPlans:
 
     def load(self, givens: Path) -> list[PlannedCheck] | None:
         """The kept plan, its givens copied into ``givens``; None when there is none that reads back whole."""
-        if self.folder is None or not _ours(self.folder, directory=True):
+        if self.folder is None or not grader_owned(self.folder, directory=True):
             return None
         plan_file = self.folder / "plan.json"
-        if not _ours(plan_file) or plan_file.stat().st_size > MAX_PLAN_BYTES:
+        if not grader_owned(plan_file) or plan_file.stat().st_size > MAX_PLAN_BYTES:
             return None
         try:
             data = json.loads(plan_file.read_text(encoding="utf-8"))
@@ -57,7 +56,7 @@ class KeptPlans:
             return None
         kept_givens = self.folder / "givens"
         if kept_givens.exists():
-            if not _ours(kept_givens, directory=True):
+            if not grader_owned(kept_givens, directory=True):
                 return None
             try:
                 shutil.copytree(kept_givens, givens, symlinks=True, dirs_exist_ok=True)
@@ -82,16 +81,6 @@ class KeptPlans:
                 shutil.rmtree(partial, ignore_errors=True)
         except OSError:
             shutil.rmtree(partial, ignore_errors=True)
-
-
-def _ours(path: Path, *, directory: bool = False) -> bool:
-    """``path`` is a real file (or folder) of the grader's own that nobody else may write."""
-    try:
-        st = os.lstat(path)
-    except OSError:
-        return False
-    kind = stat.S_ISDIR if directory else stat.S_ISREG
-    return kind(st.st_mode) and st.st_uid == os.geteuid() and not st.st_mode & 0o022
 
 
 def _size(folder: Path) -> int:

@@ -186,18 +186,42 @@ def kept_proof(snapshot, options, isolation) -> tuple[Path | None, Passed | None
     return kept, None if getattr(options, "prove_again", False) else find_proof(folder, setting, options)
 
 
-def read_proof(path: Path) -> Passed | None:
-    """The proof at ``path``, when it is a plain file of the grader's own that nobody else may write."""
+def grader_owned(path: Path, *, directory: bool = False) -> bool:
+    """``path`` is a real file (or folder, no link) of the grader's own uid that nobody else may write."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return False
+    kind = stat.S_ISDIR if directory else stat.S_ISREG
+    return kind(st.st_mode) and st.st_uid == os.geteuid() and not st.st_mode & 0o022
+
+
+def read_grader_owned(path: Path, max_bytes: int) -> bytes | None:
+    """The bytes of ``path`` when it is a plain file (never through a link) of the grader's own that nobody else may
+    write, of at most ``max_bytes``; else None."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
     except OSError:
         return None
     try:
         st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o022 or st.st_size > 4096:
+        if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o022 or st.st_size > max_bytes:
             return None
         with os.fdopen(fd, "rb", closefd=False) as f:
-            data = json.loads(f.read().decode("utf-8"))
+            return f.read(max_bytes + 1)[:max_bytes]
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def read_proof(path: Path) -> Passed | None:
+    """The proof at ``path``, when it is a plain file of the grader's own that nobody else may write."""
+    raw = read_grader_owned(path, 4096)
+    if raw is None:
+        return None
+    try:
+        data = json.loads(raw.decode("utf-8"))
         timeout, memory = data["timeout"], data["memory_mb"]
         passed = Passed(
             float(data["seconds"]),
@@ -206,8 +230,6 @@ def read_proof(path: Path) -> Passed | None:
             None if timeout is None else float(timeout),
             None if memory is None else int(memory),
         )
-    except (OSError, ValueError, TypeError, KeyError):
+    except (ValueError, TypeError, KeyError):
         return None
-    finally:
-        os.close(fd)
     return passed

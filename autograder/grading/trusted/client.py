@@ -29,11 +29,24 @@ class TrustedSide:
     """The plan of ``options.modules`` (made now, while the first students' sandboxes import) and the verifiers
     that confirm claimed passes. ``workers``: how many threads will ask (one verifier per few of them)."""
 
-    def __init__(self, pool: GradingPool, options, stop: threading.Event, workers: int, kept_plans=None):
+    def __init__(
+        self,
+        pool: GradingPool,
+        options,
+        stop: threading.Event,
+        workers: int,
+        kept_plans=None,
+        kept_confirmations=None,
+    ):
         """``kept_plans``: the plan kept by an earlier call of the same setting
-        (:class:`~autograder.grading.preflight.plans.KeptPlans`), used instead of listing the checks again."""
+        (:class:`~autograder.grading.preflight.plans.KeptPlans`), used instead of listing the checks again;
+        ``kept_confirmations``: the verifier's answers kept by earlier calls of the same setting
+        (:class:`~autograder.grading.preflight.confirmations.KeptConfirmations`), given again for the very same
+        request instead of replaying it."""
         self.pool = pool
         self.kept_plans = kept_plans
+        self.kept_confirmations = kept_confirmations
+        self.proving = False  # while the pre-flight grades: every request is replayed (it proves the verifier answers)
         self.options = options
         self.stop = stop
         self._trusted_zygotes = []  # the verifiers', one per slot of self.verifiers
@@ -111,6 +124,21 @@ class TrustedSide:
         ``sources``: module -> the text of the student's file, as the grader read it)."""
         if not claims:
             return {}
+        kept = None if self.proving else self.kept_confirmations
+        key = (
+            kept.key(claims, transcripts, dict(sources or {}), self.options.seed, bool(self.modules_with_givens))
+            if kept
+            else None
+        )
+        known = kept.load(key, claims) if kept else None
+        if known is not None:
+            return known
+        answered = self._verify(claims, transcripts, sources)
+        if kept:
+            kept.keep(key, claims, answered)
+        return answered
+
+    def _verify(self, claims: list[str], transcripts: dict, sources: dict[str, str] | None) -> dict[str, Verdict]:
         givens = str(self.givens_dir) if self.modules_with_givens else ""
         request = VerifierRequest(
             "verify",

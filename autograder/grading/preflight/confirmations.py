@@ -1,0 +1,117 @@
+"""The trusted side's confirmations kept beside the proofs: the same claims on the same evidence are not replayed again.
+
+The verifier (:mod:`autograder.grading.trusted.verifier`) is a function of what it is asked and of the setting it runs
+in: the claimed checks, the transcripts the student's process recorded for them, the student's files it decides
+source checks from, the seed, and the course, kit, libraries and machine a pre-flight proof's key covers
+(:func:`~autograder.grading.preflight.proofs.setting_of`). A later ``grade`` call of the same setting that asks the
+very same thing (a second call of an unchanged submission, a ``--student`` regrade, a classmate whose request is the
+same byte for byte) gets the same answer: :class:`KeptConfirmations` keeps each answer, keyed by the digest of the
+whole request, in the grader's own proof folder (never one a student's process can write:
+:func:`~autograder.grading.preflight.proofs.unsafe_folder`), and hands it back instead of replaying the checks.
+
+What is kept is only ever the trusted side's own answer: written by the grader from what its verifier answered, read
+back only as the grader's own file (a real file of its uid that nobody else may write), and only when every claim
+was confirmed or found not replayable (a claim the verifier failed is asked again each call: a failure may be the
+machine's, and a grade must never keep a zero that is the grader's fault). The student's process writes none of it:
+its transcripts are only the key's input. The pre-flight never reads them (it proves the verifier answers now), and
+``AUTOGRADER_CLASS_SHARING=0`` turns them off with the rest of what the trusted side shares.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from pathlib import Path
+
+from autograder.grading.preflight.proofs import (
+    grader_owned,
+    proof_folder,
+    read_grader_owned,
+    setting_of,
+    unsafe_folder,
+)
+from autograder.grading.wire import Replay, Verdict
+
+CONFIRMED = "confirmed"  # beside the proofs
+MAX_ANSWER_BYTES = 4 << 20  # one request's answer (a whole course's verdicts with messages: a few KB)
+MAX_KEPT = 50_000  # answers kept per setting, at most (then nothing more is kept: they are only a speed-up)
+
+
+class KeptConfirmations:
+    """The trusted side's answers of one setting, kept between calls; ``folder`` None: nothing is kept."""
+
+    def __init__(self, folder: Path | None):
+        self.folder = folder
+
+    @classmethod
+    def of(cls, snapshot, options, isolation) -> KeptConfirmations:
+        """The answers kept for this setting, in the proof folder where proofs may be kept (else none)."""
+        root = proof_folder()
+        if unsafe_folder(root, isolation) is not None:
+            return cls(None)
+        return cls(root / CONFIRMED / setting_of(snapshot, options, isolation))
+
+    @staticmethod
+    def key(claims: list[str], transcripts: dict, sources: dict, seed: int | None, givens: bool) -> str | None:
+        """The digest of a whole verify request (None: it is not plain JSON data, so it is never kept)."""
+        asked = {
+            "checks": sorted(claims),
+            "transcripts": transcripts,
+            "sources": sources,
+            "seed": seed,
+            "givens": givens,
+        }
+        try:
+            text = json.dumps(asked, sort_keys=True, ensure_ascii=True, allow_nan=True)
+        except (TypeError, ValueError):
+            return None
+        return hashlib.sha256(text.encode()).hexdigest()
+
+    def load(self, key: str | None, claims: list[str]) -> dict[str, Verdict] | None:
+        """The answer kept for the request ``key``: a verdict for every claim, none of them a failure; else None."""
+        if self.folder is None or key is None or not grader_owned(self.folder, directory=True):
+            return None
+        raw = read_grader_owned(self.folder / f"{key}.json", MAX_ANSWER_BYTES)
+        if raw is None:
+            return None
+        try:
+            data = json.loads(raw.decode("utf-8"))
+            verdicts = {check: Verdict.from_wire(data[check]) for check in claims}
+        except (ValueError, TypeError, KeyError, AttributeError):
+            return None
+        if not _keepable(verdicts, claims):
+            return None
+        return verdicts
+
+    def keep(self, key: str | None, claims: list[str], verdicts: dict[str, Verdict]) -> None:
+        """Keep the verifier's answer ``verdicts`` to the request ``key`` (best effort: one not kept is asked again)."""
+        if self.folder is None or key is None or not _keepable(verdicts, claims):
+            return
+        try:
+            self.folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+            if not grader_owned(self.folder, directory=True) or _count(self.folder) >= MAX_KEPT:
+                return
+            fd, tmp = tempfile.mkstemp(dir=self.folder, prefix=f".{key}.", suffix=".partial")
+            try:
+                with os.fdopen(fd, "w", encoding="utf-8") as f:
+                    json.dump({check: verdicts[check].to_wire() for check in claims}, f)
+                os.replace(tmp, self.folder / f"{key}.json")
+            except BaseException:
+                Path(tmp).unlink(missing_ok=True)
+                raise
+        except OSError:
+            pass
+
+
+def _keepable(verdicts: dict[str, Verdict], claims: list[str]) -> bool:
+    """A verdict for every claim and no failure among them (a failure is asked again: it may be the machine's)."""
+    return bool(claims) and all(
+        check in verdicts and verdicts[check].outcome in (Replay.PASSED, Replay.UNVERIFIABLE) for check in claims
+    )
+
+
+def _count(folder: Path) -> int:
+    with os.scandir(folder) as entries:
+        return sum(1 for _ in entries)
