@@ -9,7 +9,9 @@ a) the whole course (or ``--modules``) graded for a class of ``--class-size`` (b
    correct, stub, wrong, broken, then again) at ``--jobs J``, with the class's sharing on (the trusted verifier
    answers the reference's results it computed for an earlier student: ``autograder.grading.trusted.shared``)
    and off (``AUTOGRADER_CLASS_SHARING=0``): CPU seconds per student (a cpuacct control group per command, every
-   process it starts, sandboxes included) and wall seconds per student; on/off;
+   process it starts, sandboxes included) and wall seconds per student; on/off. Each is the class's first call
+   (the verifier's answers kept by an earlier call are removed first: the proofs and plans stay). With
+   ``--baseline``, the baseline grades it too (its own sharing on), and on/baseline is printed;
 b) the fixed cost of a ``grade`` call: one correct ``at_updates`` (``--again-module``) submission graded again with
    nothing changed
    (the pre-flight's proof reused), with the sharing on (the trusted side's compiled programs kept from earlier
@@ -35,7 +37,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from grade_class import build as build_class  # noqa: E402
-from otter_compare import REUSED, Meter, load  # noqa: E402
+from otter_compare import REUSED, Meter, forget_answers, load  # noqa: E402
 from speed import FLOOR  # noqa: E402
 
 from autograder.core.course import load_course  # noqa: E402
@@ -90,6 +92,12 @@ def main() -> None:
             (scratch / "proofs-baseline").mkdir()
             base_env = {"AUTOGRADER_PREFLIGHT_CACHE": str(scratch / "proofs-baseline")}
             meter.run(grade_cmd(one.parent, scratch / "prove-b", again, 1, baseline), base_env, cwd=args.baseline)
+            if "class" not in skip:
+                meter.run(
+                    grade_cmd(one.parent, scratch / "prove-bj", modules, args.jobs, baseline),
+                    base_env,
+                    cwd=args.baseline,
+                )
         grades: dict[str, bytes] = {}
         for r in range(args.rounds):
             print(f"round {r + 1}/{args.rounds} (load {load()})", flush=True)
@@ -115,8 +123,17 @@ def main() -> None:
                     samples.setdefault(f"again_{mode}", []).append((wall, cpu))
                     print(f"  a second call, sharing {mode}: {wall:.1f} s wall, {cpu:.1f} s CPU", flush=True)
                 samples.setdefault("floor", []).append(meter.run([PYTHON, "-c", FLOOR])[:2])
+            if "class" not in skip and baseline:
+                out = scratch / f"class-baseline-{r}"
+                wall, cpu, log = meter.run(
+                    grade_cmd(klass, out, modules, args.jobs, baseline), base_env, cwd=args.baseline
+                )
+                samples.setdefault("class_baseline", []).append((wall / n, cpu / n))
+                grades[f"baseline-{r}"] = (out / "grades.csv").read_bytes()
+                print(f"  class, baseline: {wall:.0f} s wall, {cpu:.0f} s CPU", flush=True)
             if "class" not in skip:
                 for mode in order:
+                    forget_answers(proofs)  # a class graded for the first time: no verifier's answer kept before
                     out = scratch / f"class-{mode}-{r}"
                     wall, cpu, log = meter.run(
                         grade_cmd(klass, out, modules, args.jobs), {**env, SWITCH: "1" if mode == "on" else "0"}
@@ -142,14 +159,23 @@ def print_table(samples, args, n, modules, meter, load_before, grades) -> None:
         label = "whole course" if len(modules) == len(load_course(ROOT).modules) else ",".join(modules)
         print(f"a) {label}, class of {n}, --jobs {args.jobs} (median per student)")
         print(f"{'':28s} {'wall s':>8s} {'CPU s':>8s}")
-        for mode in ("off", "on"):
-            print(f"  sharing {mode:19s} {med(f'class_{mode}', 0):8.1f} {med(f'class_{mode}', 1):8.1f}")
+        for mode in ("baseline", "off", "on"):
+            if f"class_{mode}" in samples:
+                name = "baseline" if mode == "baseline" else f"sharing {mode}"
+                print(f"  {name:27s} {med(f'class_{mode}', 0):8.1f} {med(f'class_{mode}', 1):8.1f}")
+        if "class_baseline" in samples:
+            print(
+                f"  on/baseline {'':15s} {med('class_on', 0) / med('class_baseline', 0):8.2f} "
+                f"{med('class_on', 1) / med('class_baseline', 1):8.2f}"
+            )
         print(
             f"  on/off {'':20s} {med('class_on', 0) / med('class_off', 0):8.2f} "
             f"{med('class_on', 1) / med('class_off', 1):8.2f}"
         )
-        same = len(set(grades.values())) == 1
-        print(f"  grades.csv byte-identical across every run: {same}")
+        ours = {v for k, v in grades.items() if not k.startswith("baseline")}
+        print(f"  grades.csv byte-identical across every run of this tree: {len(ours) == 1}")
+        if "class_baseline" in samples:
+            print(f"  and the baseline's the same bytes: {ours == set(grades.values())}")
     if "again_on" in samples:
         floor = statistics.median(s[0] for s in samples["floor"])
         print(f"b) a second grade call ({args.again_module}, the reference, proof reused) vs the stack-import floor")

@@ -54,8 +54,8 @@ def build(dest: Path, copies: int, modules: list[str], size: int | None = None) 
                 return n
             folder = dest / f"{kind}_{copy:03d}"
             folder.mkdir(parents=True)
-            for module in modules:
-                (folder / f"{module}.py").write_text(make(module))
+            for module in modules:  # each student's own file (no two byte-identical, as in a real class)
+                (folder / f"{module}.py").write_text(make(module) + f"\n# {folder.name}\n")
             n += 1
     return n
 

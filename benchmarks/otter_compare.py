@@ -52,6 +52,7 @@ from grade_class import build as build_class  # noqa: E402
 from speed import FLOOR  # noqa: E402
 
 from autograder.core.course import load_course  # noqa: E402
+from autograder.grading.preflight.confirmations import CONFIRMED  # noqa: E402
 
 PYTHON = sys.executable
 MODULE = "at_updates"
@@ -222,6 +223,12 @@ def grade_cmd(folder: Path, out: Path, *extra: str) -> list[str]:
     return [PYTHON, "-m", "autograder", "grade", str(folder), "--out", str(out), "--only", MODULE, *extra]
 
 
+def forget_answers(proofs: Path) -> None:
+    """The verifier's answers kept by earlier calls, removed (``autograder.grading.preflight.confirmations``): the
+    proofs and plans stay."""
+    shutil.rmtree(proofs / CONFIRMED, ignore_errors=True)
+
+
 def lay_out_gradescope(scratch: Path, submission: str, meter: Meter, proofs: Path) -> Path:
     """A Gradescope root as tests/system/test_gradescope.py lays it out, and setup.sh's pre-flight run once."""
     bundle = scratch / "gradescope.zip"
@@ -326,7 +333,9 @@ def main() -> None:
             if REUSED not in log:
                 notes.append(f"round {r + 1}: the second call proved the pre-flight again")
             add("otter_one", *otter_run(submission)[:2])
-            # b) the class at --jobs 2 (its pre-flight: the proof of the calls above, reused if the key matches)
+            # b) the class at --jobs 2 (its pre-flight: the proof of the calls above, reused if the key matches), with
+            # no verifier's answer kept by an earlier call (a class graded for the first time)
+            forget_answers(proofs)
             wall, cpu, log = meter.run(grade_cmd(klass, scratch / f"kit-class-{r}", "--jobs", "2"), env)
             add("kit_class", wall, cpu)
             if REUSED not in log and r == 0:
@@ -336,7 +345,9 @@ def main() -> None:
                 w, c, _ = otter_run(path)
                 wall, cpu = wall + w, cpu + c
             add("otter_class", wall, cpu)
-            # c) Gradescope's run_autograder (setup.sh's proof reused) vs otter run on the same file
+            # c) Gradescope's run_autograder (setup.sh's proof reused) vs otter run on the same file; every submission
+            # runs in a fresh container of the image setup.sh built: no verifier's answer of an earlier one is there
+            forget_answers(gs_proofs)
             wall, cpu, log = meter.run(["bash", str(gs_root / "run_autograder")], gs_env, cwd=gs_root)
             add("kit_gradescope", wall, cpu)
             if REUSED not in log:

@@ -269,6 +269,8 @@ def test_a_pass_is_reused_only_for_the_very_same_setting(tmp_path):
         "        open(os.path.join(_d, 'forged.json'), 'w').write(json.dumps({'seconds': 0, 'points': 99, 'functions': 1}))\n"
         "        os.makedirs(os.path.join(_d, 'plans', 'forged'), exist_ok=True)\n"
         "        open(os.path.join(_d, 'plans', 'forged', 'plan.json'), 'w').write('[]')\n"
+        "        os.makedirs(os.path.join(_d, 'confirmed', 'forged'), exist_ok=True)\n"
+        "        open(os.path.join(_d, 'confirmed', 'forged', 'forged.json'), 'w').write('{}')\n"
         "    except OSError:\n"
         "        pass\n"
     )
@@ -312,6 +314,8 @@ def test_a_pass_is_reused_only_for_the_very_same_setting(tmp_path):
     assert (tmp_path / "two" / "grades.csv").read_bytes() == (tmp_path / "one" / "grades.csv").read_bytes()
     assert not list(kept.glob("forged*")) and len(list(kept.glob("*.json"))) == 1
     assert list((kept / "plans").iterdir()) == plans and (plans[0] / "plan.json").stat().st_mtime_ns == listed
+    # the verifier's answers are kept beside them, by the grader alone (preflight.confirmations)
+    assert [p.name for p in (kept / "confirmed").iterdir()] == [plans[0].name] and not list(kept.rglob("forged*"))
     forced = grade("forced", "--preflight")
     assert "pre-flight passed in" in forced.stderr + forced.stdout
     assert preflight.REUSED not in forced.stderr + forced.stdout, "--preflight proves again"

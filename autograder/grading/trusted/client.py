@@ -69,6 +69,7 @@ class TrustedSide:
         # per server, its totals so far (trusted.shared): the reference's results answered from the class's (hits)
         # and computed (misses), claimed checks answered with a verdict reached on the same transcript (verdicts)
         self._shared: dict[int, dict[str, int]] = {}
+        self._kept = {"given": 0, "asked": 0}  # verify requests answered from kept answers, and asked (kept_answers)
         self._lock = threading.Lock()
 
     def _answer(self, request: VerifierRequest, timeout: float) -> dict:
@@ -131,12 +132,21 @@ class TrustedSide:
             else None
         )
         known = kept.load(key, claims) if kept else None
+        with self._lock:
+            self._kept["given" if known is not None else "asked"] += 1
         if known is not None:
             return known
         answered = self._verify(claims, transcripts, sources)
         if kept:
             kept.keep(key, claims, answered)
         return answered
+
+    @property
+    def kept_answers(self) -> dict[str, int]:
+        """Of this grader's verify requests: how many were answered from what an earlier call's verifier answered
+        to the very same request (``given``), and how many were asked of the verifier (``asked``)."""
+        with self._lock:
+            return dict(self._kept)
 
     def _verify(self, claims: list[str], transcripts: dict, sources: dict[str, str] | None) -> dict[str, Verdict]:
         givens = str(self.givens_dir) if self.modules_with_givens else ""
