@@ -25,13 +25,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from autograder.grading.preflight.proofs import (
-    grader_owned,
-    proof_folder,
-    read_grader_owned,
-    setting_of,
-    unsafe_folder,
-)
+from autograder.grading.preflight.proofs import grader_owned, kept_beside, read_grader_owned
 from autograder.grading.wire import Replay, Verdict
 
 CONFIRMED = "confirmed"  # beside the proofs
@@ -48,10 +42,7 @@ class KeptConfirmations:
     @classmethod
     def of(cls, snapshot, options, isolation) -> KeptConfirmations:
         """The answers kept for this setting, in the proof folder where proofs may be kept (else none)."""
-        root = proof_folder()
-        if unsafe_folder(root, isolation) is not None:
-            return cls(None)
-        return cls(root / CONFIRMED / setting_of(snapshot, options, isolation))
+        return cls(kept_beside(CONFIRMED, snapshot, options, isolation))
 
     @staticmethod
     def key(claims: list[str], transcripts: dict, sources: dict, seed: int | None, givens: bool) -> str | None:

@@ -17,7 +17,7 @@ import os
 import shutil
 from pathlib import Path
 
-from autograder.grading.preflight.proofs import grader_owned, proof_folder, setting_of, unsafe_folder
+from autograder.grading.preflight.proofs import grader_owned, kept_beside
 from autograder.grading.wire import PlannedCheck
 from autograder.runtime import atomic
 
@@ -35,10 +35,7 @@ class KeptPlans:
     @classmethod
     def of(cls, snapshot, options, isolation) -> KeptPlans:
         """The kept plan of this setting, in the proof folder where proofs may be kept (else none)."""
-        root = proof_folder()
-        if unsafe_folder(root, isolation) is not None:
-            return cls(None)
-        return cls(root / PLANS / setting_of(snapshot, options, isolation))
+        return cls(kept_beside(PLANS, snapshot, options, isolation))
 
     def load(self, givens: Path) -> list[PlannedCheck] | None:
         """The kept plan, its givens copied into ``givens``; None when there is none that reads back whole."""

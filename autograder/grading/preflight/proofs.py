@@ -186,6 +186,15 @@ def kept_proof(snapshot, options, isolation) -> tuple[Path | None, Passed | None
     return kept, None if getattr(options, "prove_again", False) else find_proof(folder, setting, options)
 
 
+def kept_beside(kind: str, snapshot, options, isolation) -> Path | None:
+    """Where what the grader keeps of ``kind`` for this setting lives beside the proofs (``plans``, ``confirmed``):
+    ``<proof folder>/<kind>/<setting>``; None where proofs cannot be trusted (:func:`unsafe_folder`)."""
+    root = proof_folder()
+    if unsafe_folder(root, isolation) is not None:
+        return None
+    return root / kind / setting_of(snapshot, options, isolation)
+
+
 def grader_owned(path: Path, *, directory: bool = False) -> bool:
     """``path`` is a real file (or folder, no link) of the grader's own uid that nobody else may write."""
     try:

@@ -9,10 +9,8 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from support import ROOT
 
 from autograder.grading import preflight
-from autograder.grading.isolation.scratch import Snapshot
 from autograder.grading.preflight.confirmations import KeptConfirmations
 from autograder.grading.wire import Replay, Verdict
 
@@ -23,36 +21,20 @@ SOURCES = {"at_updates": "def set_diagonal(x, value):\n    return x.at[0, 0].set
 PASSED = {c: Verdict(Replay.PASSED) for c in CLAIMS}
 
 
-def options(**changes) -> SimpleNamespace:
-    base = dict(modules=["at_updates"], timeout_per_function=60, memory_mb=2048, jobs=1, seed=7, run_as=None)
-    return SimpleNamespace(**{**base, **changes})
-
-
-@pytest.fixture
-def kept_here(monkeypatch, tmp_path) -> Path:
-    monkeypatch.setenv(preflight.REUSE_ENV, str(tmp_path / "proofs"))
-    return tmp_path / "proofs"
-
-
-@pytest.fixture(scope="module")
-def snapshot() -> Snapshot:
-    return Snapshot.take(ROOT)
-
-
 def key(**changes) -> str | None:
     asked = dict(claims=CLAIMS, transcripts=TRANSCRIPTS, sources=SOURCES, seed=7, givens=False)
     asked.update(changes)
     return KeptConfirmations.key(**asked)
 
 
-def kept_answer(kept_here, snapshot) -> tuple[KeptConfirmations, Path]:
+def kept_answer(kept_here, snapshot, options) -> tuple[KeptConfirmations, Path]:
     kept = KeptConfirmations.of(snapshot, options(), SANDBOXED)
     kept.keep(key(), CLAIMS, PASSED)
     return kept, kept.folder / f"{key()}.json"
 
 
-def test_an_answer_is_given_back_for_the_very_same_request(kept_here, snapshot):
-    kept, path = kept_answer(kept_here, snapshot)
+def test_an_answer_is_given_back_for_the_very_same_request(kept_here, snapshot, options):
+    kept, path = kept_answer(kept_here, snapshot, options)
     assert path.parent.parent == kept_here / "confirmed" and oct(path.stat().st_mode & 0o777) == "0o600"
     assert KeptConfirmations.of(snapshot, options(), SANDBOXED).load(key(), CLAIMS) == PASSED
     # a later call with other limits or jobs asks the same verifier the same thing
@@ -70,20 +52,20 @@ def test_an_answer_is_given_back_for_the_very_same_request(kept_here, snapshot):
         dict(givens=True),
     ],
 )
-def test_another_request_is_asked_again(kept_here, snapshot, change):
-    kept, _ = kept_answer(kept_here, snapshot)
+def test_another_request_is_asked_again(kept_here, snapshot, options, change):
+    kept, _ = kept_answer(kept_here, snapshot, options)
     other = key(**change)
     assert other != key() and kept.load(other, change.get("claims", CLAIMS)) is None
 
 
-def test_another_setting_has_answers_of_its_own(kept_here, snapshot):
-    kept_answer(kept_here, snapshot)
+def test_another_setting_has_answers_of_its_own(kept_here, snapshot, options):
+    kept_answer(kept_here, snapshot, options)
     for other in (options(seed=8), options(modules=["at_updates", "prng"])):
         assert KeptConfirmations.of(snapshot, other, SANDBOXED).load(key(), CLAIMS) is None
 
 
 @pytest.mark.parametrize("outcome", [Replay.FAILED, None])
-def test_an_answer_with_a_failure_or_a_claim_unanswered_is_never_kept(kept_here, snapshot, outcome):
+def test_an_answer_with_a_failure_or_a_claim_unanswered_is_never_kept(kept_here, snapshot, outcome, options):
     """A failed replay may be the machine's (a verifier short of memory): it is asked again on every call."""
     kept = KeptConfirmations.of(snapshot, options(), SANDBOXED)
     answered = dict(PASSED)
@@ -95,7 +77,7 @@ def test_an_answer_with_a_failure_or_a_claim_unanswered_is_never_kept(kept_here,
     assert kept.load(key(), CLAIMS) is None and not list(kept_here.rglob("*.json"))
 
 
-def test_an_unverifiable_claim_is_kept_with_its_answer(kept_here, snapshot):
+def test_an_unverifiable_claim_is_kept_with_its_answer(kept_here, snapshot, options):
     kept = KeptConfirmations.of(snapshot, options(), SANDBOXED)
     answered = {**PASSED, CLAIMS[1]: Verdict(Replay.UNVERIFIABLE, "a loader is not data")}
     kept.keep(key(), CLAIMS, answered)
@@ -144,15 +126,15 @@ def _the_folder_group_writable(path: Path) -> None:
         _the_folder_group_writable,
     ],
 )
-def test_an_answer_not_as_the_grader_wrote_it_is_asked_again(kept_here, snapshot, how):
+def test_an_answer_not_as_the_grader_wrote_it_is_asked_again(kept_here, snapshot, options, how):
     if how is _someone_elses and os.geteuid() != 0:
         pytest.skip("giving a file away needs root")
-    kept, path = kept_answer(kept_here, snapshot)
+    kept, path = kept_answer(kept_here, snapshot, options)
     how(path)
     assert kept.load(key(), CLAIMS) is None
 
 
-def test_nothing_is_kept_where_a_students_process_could_write(monkeypatch, tmp_path, snapshot):
+def test_nothing_is_kept_where_a_students_process_could_write(monkeypatch, tmp_path, snapshot, options):
     monkeypatch.setenv(preflight.REUSE_ENV, str(tmp_path / "proofs"))
     unsandboxed = KeptConfirmations.of(snapshot, options(), SimpleNamespace(sandbox="none"))
     assert unsandboxed.folder is None

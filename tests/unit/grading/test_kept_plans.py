@@ -24,22 +24,6 @@ PLAN = [
 ]
 
 
-def options(**changes) -> SimpleNamespace:
-    base = dict(modules=["at_updates"], timeout_per_function=60, memory_mb=2048, jobs=1, seed=7, run_as=None)
-    return SimpleNamespace(**{**base, **changes})
-
-
-@pytest.fixture
-def kept_here(monkeypatch, tmp_path) -> Path:
-    monkeypatch.setenv(preflight.REUSE_ENV, str(tmp_path / "proofs"))
-    return tmp_path / "proofs"
-
-
-@pytest.fixture(scope="module")
-def snapshot() -> Snapshot:
-    return Snapshot.take(ROOT)
-
-
 def givens_with(tmp_path: Path, name: str) -> Path:
     folder = tmp_path / name
     (folder / "data").mkdir(parents=True)
@@ -47,7 +31,7 @@ def givens_with(tmp_path: Path, name: str) -> Path:
     return folder
 
 
-def test_a_kept_plan_is_read_back_whole_with_its_givens(kept_here, tmp_path, snapshot):
+def test_a_kept_plan_is_read_back_whole_with_its_givens(kept_here, tmp_path, snapshot, options):
     plans = KeptPlans.of(snapshot, options(), SANDBOXED)
     assert plans.load(tmp_path / "nothing-yet") is None
     plans.keep(PLAN, givens_with(tmp_path, "recorded"))
@@ -57,26 +41,26 @@ def test_a_kept_plan_is_read_back_whole_with_its_givens(kept_here, tmp_path, sna
 
 
 @pytest.mark.parametrize("change", [{"seed": 8}, {"modules": ["at_updates", "prng"]}])
-def test_another_setting_lists_its_checks_again(kept_here, tmp_path, snapshot, change):
+def test_another_setting_lists_its_checks_again(kept_here, tmp_path, snapshot, change, options):
     KeptPlans.of(snapshot, options(), SANDBOXED).keep(PLAN, tmp_path / "none")
     assert KeptPlans.of(snapshot, options(**change), SANDBOXED).load(tmp_path / "g") is None
 
 
 @pytest.mark.parametrize("change", [{"memory_mb": 1024}, {"timeout_per_function": 5.0}, {"jobs": 7}])
-def test_other_limits_or_jobs_keep_the_plan(kept_here, tmp_path, snapshot, change):
+def test_other_limits_or_jobs_keep_the_plan(kept_here, tmp_path, snapshot, change, options):
     """What a plan lists (the checks, the givens the trusted side records) does not depend on the limits or jobs."""
     KeptPlans.of(snapshot, options(), SANDBOXED).keep(PLAN, tmp_path / "none")
     assert KeptPlans.of(snapshot, options(**change), SANDBOXED).load(tmp_path / "g") == PLAN
 
 
-def test_a_changed_course_lists_its_checks_again(kept_here, tmp_path, snapshot):
+def test_a_changed_course_lists_its_checks_again(kept_here, tmp_path, snapshot, options):
     KeptPlans.of(snapshot, options(), SANDBOXED).keep(PLAN, tmp_path / "none")
     course = dict(snapshot.course, **{"exercises/test_at_updates.py": b"# changed\n"})
     assert KeptPlans.of(Snapshot(course, snapshot.kit), options(), SANDBOXED).load(tmp_path / "g") is None
 
 
 @pytest.mark.parametrize("how", ["group-writable plan", "plan is a link", "truncated plan", "someone else's folder"])
-def test_a_plan_not_as_the_grader_wrote_it_is_made_again(kept_here, tmp_path, snapshot, how):
+def test_a_plan_not_as_the_grader_wrote_it_is_made_again(kept_here, tmp_path, snapshot, how, options):
     plans = KeptPlans.of(snapshot, options(), SANDBOXED)
     plans.keep(PLAN, givens_with(tmp_path, "recorded"))
     assert plans.folder is not None
@@ -95,7 +79,7 @@ def test_a_plan_not_as_the_grader_wrote_it_is_made_again(kept_here, tmp_path, sn
     assert plans.load(tmp_path / "g") is None
 
 
-def test_nothing_is_kept_where_a_students_process_could_write(monkeypatch, tmp_path, snapshot):
+def test_nothing_is_kept_where_a_students_process_could_write(monkeypatch, tmp_path, snapshot, options):
     folder = tmp_path / "proofs"
     folder.mkdir(mode=0o777)
     folder.chmod(0o777)
