@@ -217,7 +217,8 @@ def read_grader_owned(path: Path, max_bytes: int) -> bytes | None:
         if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o022 or st.st_size > max_bytes:
             return None
         with os.fdopen(fd, "rb", closefd=False) as f:
-            return f.read(max_bytes + 1)[:max_bytes]
+            raw = f.read(max_bytes + 1)
+        return raw if len(raw) <= max_bytes else None  # grown past the limit since: not read
     except OSError:
         return None
     finally:
