@@ -127,8 +127,16 @@ def files_written_by(save):
 
     def written(state):
         with files.new_directory() as directory:
-            save(directory / "ckpt", state)
-            return files.snapshot(directory / "ckpt")
+            try:
+                save(directory / "ckpt", state)
+            except Exception as err:
+                if not lost_its_folder(err):
+                    raise
+                return {}  # an earlier save of the same checkpointer, never waited for, failed: nothing was written
+            try:
+                return files.snapshot(directory / "ckpt")
+            finally:
+                settled(directory)
 
     return written
 
@@ -176,6 +184,22 @@ def restored_from_run(restore_latest):
 
 def leftovers(root: Path) -> list[str]:
     return sorted(p for p in files.listing(root) if p.endswith(TMP_SUFFIX) or TMP_SUFFIX + "/" in p)
+
+
+def settled(directory: Path) -> None:
+    """Wait (30 s at most) for a save left running in the background under ``directory`` to finish, before the
+    folder goes: a folder removed under a running write makes that write fail, and the checkpointer's next save
+    raises its error."""
+    for _ in range(600):
+        if not leftovers(directory):
+            return
+        time.sleep(0.05)
+
+
+def lost_its_folder(err: BaseException) -> bool:
+    """Whether a save raised because a save of the same checkpointer, left running in the background, found its
+    temporary folder gone (Orbax raises a background write's error from the next save)."""
+    return TMP_SUFFIX in str(err)
 
 
 def assert_same_state(got, expected, *, check, name="restored"):
@@ -310,23 +334,33 @@ def saved_on_return(save):
     when it returned, and then all of its files (what is still being written included; a save still running in the
     background may remove some while they are read: then the names only), what it returned, and the state as it
     is after the call. Recorded as values: the trusted side judges the save's checks from them. A save left running
-    is waited for (a while) before the folder goes, so that the next save of the same checkpointer starts clean."""
+    is waited for (a while) before the folder goes, so that the next save of the same checkpointer starts clean; a
+    save that raised because an earlier one, never waited for, lost its folder is recorded as that
+    (``earlier_unfinished``), whichever way the race with Orbax's background writer went."""
 
     def saved(state):
         with tempfile.TemporaryDirectory(prefix="check-", ignore_cleanup_errors=True) as tmp:
             directory = Path(tmp).resolve()
             (directory / "cwd").mkdir()
             with contextlib.chdir(directory / "cwd"):
-                returned = save(directory / "ckpt", state)
+                try:
+                    returned = save(directory / "ckpt", state)
+                except Exception as err:
+                    if not lost_its_folder(err):
+                        raise
+                    return {
+                        "names": [],
+                        "files": {},
+                        "returned": None,
+                        "state": purity.as_after_the_call(state),
+                        "earlier_unfinished": True,
+                    }
                 names = sorted(os.listdir(directory))
                 try:
                     on_return = files.snapshot(directory)
                 except (OSError, files.UnsafeFiles):
                     on_return = None
-            for _ in range(200):  # at most 10 s
-                if not leftovers(directory):
-                    break
-                time.sleep(0.05)
+            settled(directory)
             return {
                 "names": names,
                 "files": on_return,
@@ -360,6 +394,13 @@ def test_save_checkpoint_is_complete_on_return(student, to_save):
     """Judged from the folder's files right when save_checkpoint returned (recorded as values)."""
     check = "save_checkpoint returns only when the checkpoint directory is complete under its final name"
     found = save_on_return(student, to_save)
+    if found.get("earlier_unfinished"):
+        raise CheckFailure(
+            check,
+            f"save_checkpoint returned while ckpt{TMP_SUFFIX} was still being written (its next save found that "
+            "folder gone and failed)",
+            NOT_WAITED,
+        )
     written = written_on_return(found)
     unfinished = sorted(p for p in written if p.endswith(TMP_SUFFIX) or TMP_SUFFIX + "/" in p)
     if unfinished:

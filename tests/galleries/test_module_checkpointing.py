@@ -159,6 +159,22 @@ WRONG = [
     ),
     (
         "save_checkpoint",
+        "no-wait-and-the-next-save-fails",
+        """
+        _checkpointer = ocp.StandardCheckpointer()
+
+        def save_checkpoint(path, state):
+            # What Orbax raises from the next save when an earlier save, never waited for, lost its folder
+            # under the background writer (the race a loaded machine can end this way).
+            import tempfile
+
+            leftover = os.path.join(tempfile.gettempdir(), "check-" + os.urandom(4).hex(), "ckpt.orbax-checkpoint-tmp")
+            raise FileNotFoundError(2, "No such file or directory", os.path.join(leftover, "ocdbt.process_0", "d"))
+    """,
+        r"save_checkpoint returned while ckpt\.orbax-checkpoint-tmp was still being written \(its next save",
+    ),
+    (
+        "save_checkpoint",
         "pickle",
         """
         def save_checkpoint(path, state):
