@@ -54,7 +54,7 @@ from autograder.pytest_plugin.session import (
     Unimportable,
     session_of,
 )
-from autograder.runtime import compile_cache, devices, lowering
+from autograder.runtime import compile_cache, devices, lowering, staging
 from autograder.runtime.devices import use_course_backend
 
 
@@ -154,6 +154,7 @@ def pytest_configure(config: pytest.Config) -> None:
     if not settings_.grading:
         use_compile_cache(compile_cache.student_cache_dir(root))
     lowering.reuse_ir_contexts()
+    staging.stage_without_compiling()
     garbage.skip_final_collection(config)
 
 

@@ -8,6 +8,7 @@ callers are already running JAX).
 
 - :mod:`~autograder.runtime.devices`       the course's 8 CPU devices and quick-compiling XLA flags, set before JAX starts
 - :mod:`~autograder.runtime.lowering`      lowering to MLIR in reused contexts
+- :mod:`~autograder.runtime.staging`       NumPy arrays and scalars put on the device without compiling a program
 - :mod:`~autograder.runtime.compile_cache` JAX's persistent compilation cache settings (students, grade)
 - :mod:`~autograder.runtime.preload`       the libraries every grading process imports first (names only)
 - :mod:`~autograder.runtime.imports`       runs of pytest in one process that do not see each other's modules

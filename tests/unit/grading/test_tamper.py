@@ -5,6 +5,7 @@ submission can change a function, a class or its members; the grading tests (`te
 show the same on real submissions.
 """
 
+import gc
 import sys
 import types
 
@@ -192,3 +193,25 @@ def test_a_plugin_registered_or_removed_by_any_route_is_found(register):
     register(pm)
     found = tamper.hooks_changed(pm, before)
     assert found and set(found) <= {"pytest plugins", "pytest hook pytest_runtest_logreport"}, found
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_the_snapshot_sets_off_no_collection_and_leaves_the_collector_as_it_was(enabled):
+    """Tens of thousands of entries in every grading process: the garbage collector is paused while they are
+    made (each pass of it would walk the young heap), and left as it was found."""
+    runs = []
+
+    def count(phase, info):
+        if phase == "start":
+            runs.append(info["generation"])
+
+    was = gc.isenabled()
+    (gc.enable if enabled else gc.disable)()
+    gc.callbacks.append(count)
+    try:
+        before = tamper.snapshot()
+        assert gc.isenabled() is enabled
+    finally:
+        gc.callbacks.remove(count)
+        (gc.enable if was else gc.disable)()
+    assert len(before) > 1000 and runs == []
