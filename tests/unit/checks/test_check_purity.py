@@ -3,6 +3,7 @@
 import random
 import types
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -118,6 +119,45 @@ def test_a_tracer_stored_in_a_global_is_caught():
     module = module_from("LOG = []\ndef f(x):\n    LOG.append(x)\n    return x * 2")
     with pytest.raises(CheckFailure, match=r"leaked a tracer out of jax.jit|holds a tracer"):
         purity.assert_no_leaked_tracers(module.f, jnp.ones(2), module=module)
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "LOG = []\ndef f(x):\n    LOG.append(x)\n    return x * 2",
+        "import jax.numpy as jnp\ndef f(x):\n    f.kept = jnp.sin(x)\n    return x",
+        "import jax\nLOG = []\n@jax.jit\ndef f(x):\n    LOG.append(x + 1)\n    return x",
+    ],
+    ids=["into-a-global-list", "into-an-attribute", "from-the-students-own-jit"],
+)
+def test_leaks_are_found_by_tracing_alone_nothing_compiled_nor_run(source):
+    """The leak checker works while tracing: a leak is found, and a clean function costs no program (nor its
+    donated arguments)."""
+    from autograder.runtime import monitoring
+
+    compiled = []
+
+    def listen(event, duration):
+        if event == "/jax/core/compile/backend_compile_duration":
+            compiled.append(event)
+
+    ones, x = np.ones(7, np.float32), np.arange(1.0, 12.0, dtype=np.float32)
+    ones, x = jax.device_put(ones), jax.device_put(x)  # made before: no program of the test's own
+    monitoring.subscribe(listen)
+    try:
+        module = module_from(source)
+        with pytest.raises(CheckFailure, match=r"leaked a tracer out of jax.jit|holds a tracer"):
+            purity.assert_no_leaked_tracers(module.f, ones, module=module)
+        clean = module_from(
+            "import jax\nfrom functools import partial\n"
+            "@partial(jax.jit, donate_argnums=0)\ndef g(x):\n    return x * 3"
+        )
+        purity.assert_no_leaked_tracers(clean.g, x, module=clean)
+        purity.assert_no_leaked_tracers(pure, x, 5.0, static_argnums=(1,))
+    finally:
+        monitoring.unsubscribe(listen)
+    assert compiled == []
+    assert not x.is_deleted()
 
 
 def test_a_function_that_cannot_be_jitted_is_left_to_the_jit_check():
