@@ -26,6 +26,25 @@ SOLUTIONS = ROOT / "solutions"
 EXERCISES = ROOT / "exercises"
 
 
+def compiles_during(fn):
+    """``(fn(), how many programs XLA compiled while it ran)``: JAX's compile events, through the kit's one
+    listener (:mod:`autograder.runtime.monitoring`)."""
+    from autograder.runtime import monitoring
+
+    seen = []
+
+    def listen(event, duration):
+        if event == "/jax/core/compile/backend_compile_duration":
+            seen.append(event)
+
+    monitoring.subscribe(listen)
+    try:
+        result = fn()
+    finally:
+        monitoring.unsubscribe(listen)
+    return result, len(seen)
+
+
 def reference_source(module: str) -> str:
     return (SOLUTIONS / f"{module}.py").read_text(encoding="utf-8")
 

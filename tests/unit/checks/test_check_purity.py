@@ -8,6 +8,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 import torch
+from support import compiles_during
 
 from autograder.checks import purity
 from autograder.core.failures import CheckFailure
@@ -133,30 +134,21 @@ def test_a_tracer_stored_in_a_global_is_caught():
 def test_leaks_are_found_by_tracing_alone_nothing_compiled_nor_run(source):
     """The leak checker works while tracing: a leak is found, and a clean function costs no program (nor its
     donated arguments)."""
-    from autograder.runtime import monitoring
-
-    compiled = []
-
-    def listen(event, duration):
-        if event == "/jax/core/compile/backend_compile_duration":
-            compiled.append(event)
-
     ones, x = np.ones(7, np.float32), np.arange(1.0, 12.0, dtype=np.float32)
     ones, x = jax.device_put(ones), jax.device_put(x)  # made before: no program of the test's own
-    monitoring.subscribe(listen)
-    try:
+
+    def leak_checks():
         module = module_from(source)
         with pytest.raises(CheckFailure, match=r"leaked a tracer out of jax.jit|holds a tracer"):
             purity.assert_no_leaked_tracers(module.f, ones, module=module)
         clean = module_from(
-            "import jax\nfrom functools import partial\n"
-            "@partial(jax.jit, donate_argnums=0)\ndef g(x):\n    return x * 3"
+            "import jax\nfrom functools import partial\n@partial(jax.jit, donate_argnums=0)\ndef g(x):\n    return x * 3"
         )
         purity.assert_no_leaked_tracers(clean.g, x, module=clean)
         purity.assert_no_leaked_tracers(pure, x, 5.0, static_argnums=(1,))
-    finally:
-        monitoring.unsubscribe(listen)
-    assert compiled == []
+
+    _, compiled = compiles_during(leak_checks)
+    assert compiled == 0
     assert not x.is_deleted()
 
 

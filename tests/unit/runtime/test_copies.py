@@ -6,23 +6,9 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
+from support import compiles_during
 
-from autograder.runtime import monitoring
 from autograder.runtime.copies import fresh_copy
-
-
-def compiles_during(fn):
-    seen = []
-
-    def listen(event, duration):
-        if event == "/jax/core/compile/backend_compile_duration":
-            seen.append(event)
-
-    monitoring.subscribe(listen)
-    try:
-        return fn(), len(seen)
-    finally:
-        monitoring.unsubscribe(listen)
 
 
 def test_every_leaf_is_a_new_buffer_of_the_same_array_and_nothing_is_compiled():

@@ -9,8 +9,9 @@ import ml_dtypes
 import numpy as np
 import pytest
 from jax._src import core
+from support import compiles_during
 
-from autograder.runtime import monitoring, staging
+from autograder.runtime import staging
 
 VALUES = [
     *(np.arange(6).reshape(2, 3).astype(dtype) for dtype in (np.float64, np.float32, np.float16, ml_dtypes.bfloat16)),
@@ -31,22 +32,6 @@ def stage():
     impl = core.stage_p.impl
     assert impl.puts_without_compiling
     return impl
-
-
-def compiled_programs(fn):
-    """How many programs XLA compiled while ``fn`` ran (and its result)."""
-    seen = []
-
-    def listen(event, duration):
-        if event == "/jax/core/compile/backend_compile_duration":
-            seen.append(event)
-
-    monitoring.subscribe(listen)
-    try:
-        result = fn()
-    finally:
-        monitoring.unsubscribe(listen)
-    return len(seen), result
 
 
 def assert_same_array(got, want):
@@ -74,14 +59,14 @@ def test_every_kind_of_value_is_the_array_the_program_gives(stage, x64):
 def test_lifting_compiles_nothing_and_jax_would(stage):
     shapes = [(5, 7), (7, 5), (3, 11)]
     dtypes = [np.float32, np.int32, np.uint8]
-    ours, _ = compiled_programs(lambda: [stage(np.ones(s, d)) for s, d in itertools.product(shapes, dtypes)])
+    _, ours = compiles_during(lambda: [stage(np.ones(s, d)) for s, d in itertools.product(shapes, dtypes)])
     assert ours == 0
-    theirs, _ = compiled_programs(lambda: [stage.jax_impl(np.ones((13, 17), d)) for d in dtypes])
+    _, theirs = compiles_during(lambda: [stage.jax_impl(np.ones((13, 17), d)) for d in dtypes])
     assert theirs == 3  # the control: JAX's own stage compiles a program per new shape and dtype
 
 
 def test_jnp_asarray_and_eager_operations_on_numpy_compile_no_lift(stage):
-    count, result = compiled_programs(lambda: jax.numpy.asarray(np.arange(12.0, dtype=np.float32).reshape(3, 4) + 19))
+    result, count = compiles_during(lambda: jax.numpy.asarray(np.arange(12.0, dtype=np.float32).reshape(3, 4) + 19))
     assert count == 0 and result.dtype == np.float32 and float(result[2, 3]) == 30.0
 
 
