@@ -13,7 +13,8 @@ a) the whole course (or ``--modules``) graded for a class of ``--class-size`` (b
    (the verifier's answers kept by an earlier call are removed first: the proofs and plans stay). With
    ``--baseline``, the baseline grades it too (its own sharing on), and on/baseline is printed;
 b) the fixed cost of a ``grade`` call: one correct ``at_updates`` (``--again-module``) submission graded again with
-   nothing changed
+   nothing changed, right after an untimed first call of it (so that row a's removal of kept answers does not
+   turn the second call into a first one)
    (the pre-flight's proof reused), with the sharing on (the trusted side's compiled programs kept from earlier
    calls: ``autograder.grading.preflight.kept_compile_cache``) and off, beside the stack-import floor
    (benchmarks/speed.py's FLOOR) measured in the same round; again/floor.
@@ -104,6 +105,12 @@ def main() -> None:
             order = ("on", "off") if r % 2 == 0 else ("off", "on")
             if "again" not in skip and baseline:
                 samples.setdefault("floor", []).append(meter.run([PYTHON, "-c", FLOOR])[:2])
+                # the first call (untimed): what a second call may reuse is there, whatever row a) removed
+                meter.run(
+                    grade_cmd(one.parent, scratch / f"first-baseline-{r}", again, 1, baseline),
+                    base_env,
+                    cwd=args.baseline,
+                )
                 wall, cpu, log = meter.run(
                     grade_cmd(one.parent, scratch / f"again-baseline-{r}", again, 1, baseline),
                     base_env,
@@ -114,16 +121,16 @@ def main() -> None:
             if "again" not in skip:
                 for mode in order:
                     samples.setdefault("floor", []).append(meter.run([PYTHON, "-c", FLOOR])[:2])
-                    wall, cpu, log = meter.run(
-                        grade_cmd(one.parent, scratch / f"again-{mode}-{r}", again, 1),
-                        {**env, SWITCH: "1" if mode == "on" else "0"},
-                    )
+                    mode_env = {**env, SWITCH: "1" if mode == "on" else "0"}
+                    meter.run(grade_cmd(one.parent, scratch / f"first-{mode}-{r}", again, 1), mode_env)  # untimed
+                    wall, cpu, log = meter.run(grade_cmd(one.parent, scratch / f"again-{mode}-{r}", again, 1), mode_env)
                     if REUSED not in log:
                         print("  (the call proved the pre-flight again)", flush=True)
                     samples.setdefault(f"again_{mode}", []).append((wall, cpu))
                     print(f"  a second call, sharing {mode}: {wall:.1f} s wall, {cpu:.1f} s CPU", flush=True)
                 samples.setdefault("floor", []).append(meter.run([PYTHON, "-c", FLOOR])[:2])
             if "class" not in skip and baseline:
+                forget_answers(scratch / "proofs-baseline")  # the baseline's class graded for the first time too
                 out = scratch / f"class-baseline-{r}"
                 wall, cpu, log = meter.run(
                     grade_cmd(klass, out, modules, args.jobs, baseline), base_env, cwd=args.baseline
