@@ -13,8 +13,8 @@ a) the whole course (or ``--modules``) graded for a class of ``--class-size`` (b
    (the verifier's answers kept by an earlier call are removed first: the proofs and plans stay). With
    ``--baseline``, the baseline grades it too (its own sharing on), and on/baseline is printed;
 b) the fixed cost of a ``grade`` call: one correct ``at_updates`` (``--again-module``) submission graded again with
-   nothing changed, right after an untimed first call of it (so that row a's removal of kept answers does not
-   turn the second call into a first one)
+   nothing changed, with the sharing on right after an untimed first call of it (so that row a's removal of kept
+   answers does not turn the second call into a first one)
    (the pre-flight's proof reused), with the sharing on (the trusted side's compiled programs kept from earlier
    calls: ``autograder.grading.preflight.kept_compile_cache``) and off, beside the stack-import floor
    (benchmarks/speed.py's FLOOR) measured in the same round; again/floor.
@@ -122,7 +122,8 @@ def main() -> None:
                 for mode in order:
                     samples.setdefault("floor", []).append(meter.run([PYTHON, "-c", FLOOR])[:2])
                     mode_env = {**env, SWITCH: "1" if mode == "on" else "0"}
-                    meter.run(grade_cmd(one.parent, scratch / f"first-{mode}-{r}", again, 1), mode_env)  # untimed
+                    if mode == "on":  # the untimed first call (with the sharing off nothing is kept for a second)
+                        meter.run(grade_cmd(one.parent, scratch / f"first-{mode}-{r}", again, 1), mode_env)
                     wall, cpu, log = meter.run(grade_cmd(one.parent, scratch / f"again-{mode}-{r}", again, 1), mode_env)
                     if REUSED not in log:
                         print("  (the call proved the pre-flight again)", flush=True)

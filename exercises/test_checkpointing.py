@@ -182,8 +182,13 @@ def restored_from_run(restore_latest):
     return restored
 
 
+def unfinished(paths) -> list[str]:
+    """The paths that are (or lie under) a save's temporary folder, sorted."""
+    return sorted(p for p in paths if p.endswith(TMP_SUFFIX) or TMP_SUFFIX + "/" in p)
+
+
 def leftovers(root: Path) -> list[str]:
-    return sorted(p for p in files.listing(root) if p.endswith(TMP_SUFFIX) or TMP_SUFFIX + "/" in p)
+    return unfinished(files.listing(root))
 
 
 def settled(directory: Path) -> None:
@@ -402,9 +407,11 @@ def test_save_checkpoint_is_complete_on_return(student, to_save):
             NOT_WAITED,
         )
     written = written_on_return(found)
-    unfinished = sorted(p for p in written if p.endswith(TMP_SUFFIX) or TMP_SUFFIX + "/" in p)
-    if unfinished:
-        raise CheckFailure(check, f"save_checkpoint returned while {unfinished[0]} was still being written", NOT_WAITED)
+    still_written = unfinished(written)
+    if still_written:
+        raise CheckFailure(
+            check, f"save_checkpoint returned while {still_written[0]} was still being written", NOT_WAITED
+        )
     if "ckpt" not in written or written["ckpt"] is not None:
         shown = sorted(p for p in written if p != "cwd")
         raise CheckFailure(
