@@ -28,6 +28,7 @@ from autograder.grading.isolation.processes import child_env
 from autograder.grading.isolation.scratch import Snapshot
 from autograder.grading.options import Options
 from autograder.grading.outputs import class_files, run_state
+from autograder.runtime import cpus
 
 
 @dataclass(frozen=True)
@@ -139,7 +140,17 @@ def grade_class(
     executor: ClassExecutor | None = None
     try:
         pre_started = workers if workers is not None else max(2, len(run.students) - len(run.finished))
-        executor = start_executor(course, run.options, cluster, stop, run.snapshot, pre_started, prove, log)
+        executor = start_executor(
+            course,
+            run.options,
+            cluster,
+            stop,
+            run.snapshot,
+            pre_started,
+            prove,
+            log,
+            alone=len(run.students) - len(run.finished) == 1,
+        )
         grades.trusted_only_modules = sorted({c.module for c in executor.plan if c.trusted_only})
         weak = executor.unconfirmable_functions()
         if weak:
@@ -262,10 +273,18 @@ def start_executor(
     pre_started: int,
     prove: bool,
     log: TextIO | None,
+    *,
+    alone: bool = False,
 ) -> ClassExecutor:
     """The class's executor: on the Dask scheduler at ``cluster`` (each worker proves its environment before its
     first submission: :mod:`autograder.grading.cluster`), else a local grader with ``pre_started`` sandboxes,
-    proven first with ``prove`` (the reference and the stubs, graded; closed again when that fails)."""
+    proven first with ``prove`` (the reference and the stubs, graded; closed again when that fails).
+
+    ``alone``: one submission is graded (a Gradescope submission, a regrade, a late arrival). When its setting's
+    proof was reused and a CPU is spare, the verifier rehearses the pre-flight's request of the reference while the
+    student's code runs (:mod:`autograder.grading.preflight.rehearsal`): the student's own request then meets a
+    warm verifier instead of a cold one after the grading process ends. (A class warms its verifiers on its first
+    students; a proof made now left the verifier warm.)"""
     if cluster:
         from autograder.grading.cluster import ClusterGrader
 
@@ -284,6 +303,8 @@ def start_executor(
         except BaseException:
             executor.close()
             raise
+    if proven and alone and cpus.usable() >= 2:
+        grader.trusted.rehearse()
     return executor
 
 

@@ -29,6 +29,7 @@ from autograder.grading.pipeline import RunFault, SubmissionPipeline, Submission
 from autograder.grading.pool import GradingPool
 from autograder.grading.preflight.confirmations import KeptConfirmations
 from autograder.grading.preflight.plans import KeptPlans
+from autograder.grading.preflight.rehearsal import KeptRehearsal
 from autograder.grading.trusted.client import TrustedSide
 from autograder.grading.trusted.shared import sharing_enabled
 from autograder.grading.verdicts import failed_result
@@ -58,12 +59,21 @@ class Grader:
             self.pool.start_spares(workers)  # the first students' sandboxes import the libraries while the plan is made
             # the plan an earlier call of the same setting listed (AUTOGRADER_CLASS_SHARING=0: listed again)
             # and the verifier's answers to the very same requests (preflight.confirmations; =0: replayed again)
-            kept_plans, kept_confirmations = None, None
+            # and the pre-flight's request of the reference, which a later call's verifier rehearses (=0: none)
+            kept_plans, kept_confirmations, kept_rehearsal = None, None, None
             if sharing_enabled():
-                kept_plans = KeptPlans.of(self.pool.snapshot, options, self.pool.isolation)
-                kept_confirmations = KeptConfirmations.of(self.pool.snapshot, options, self.pool.isolation)
+                snapshot, isolation = self.pool.snapshot, self.pool.isolation
+                kept_plans = KeptPlans.of(snapshot, options, isolation)
+                kept_confirmations = KeptConfirmations.of(snapshot, options, isolation)
+                kept_rehearsal = KeptRehearsal.of(snapshot, options, isolation)
             self.trusted = TrustedSide(
-                self.pool, options, self.stop, workers, kept_plans=kept_plans, kept_confirmations=kept_confirmations
+                self.pool,
+                options,
+                self.stop,
+                workers,
+                kept_plans=kept_plans,
+                kept_confirmations=kept_confirmations,
+                kept_rehearsal=kept_rehearsal,
             )
         except BaseException:
             self.close()

@@ -271,6 +271,8 @@ def test_a_pass_is_reused_only_for_the_very_same_setting(tmp_path):
         "        open(os.path.join(_d, 'plans', 'forged', 'plan.json'), 'w').write('[]')\n"
         "        os.makedirs(os.path.join(_d, 'confirmed', 'forged'), exist_ok=True)\n"
         "        open(os.path.join(_d, 'confirmed', 'forged', 'forged.json'), 'w').write('{}')\n"
+        "        os.makedirs(os.path.join(_d, 'rehearsal', 'forged'), exist_ok=True)\n"
+        "        open(os.path.join(_d, 'rehearsal', 'forged', 'request.json'), 'w').write('{}')\n"
         "    except OSError:\n"
         "        pass\n"
     )
@@ -316,6 +318,8 @@ def test_a_pass_is_reused_only_for_the_very_same_setting(tmp_path):
     assert list((kept / "plans").iterdir()) == plans and (plans[0] / "plan.json").stat().st_mtime_ns == listed
     # the verifier's answers are kept beside them, by the grader alone (preflight.confirmations)
     assert [p.name for p in (kept / "confirmed").iterdir()] == [plans[0].name] and not list(kept.rglob("forged*"))
+    # and the pre-flight's request of the reference, which a later call's verifier rehearses (preflight.rehearsal)
+    assert [p.name for p in (kept / "rehearsal").iterdir()] == [plans[0].name]
     forced = grade("forced", "--preflight")
     assert "pre-flight passed in" in forced.stderr + forced.stdout
     assert preflight.REUSED not in forced.stderr + forced.stdout, "--preflight proves again"

@@ -23,7 +23,9 @@ grader's failure, never a student's score (the run stops).
 
 The rooms: :mod:`.graded` (the check itself), :mod:`.proofs` (passes kept and reused, the trusted side's kept
 compilation cache), :mod:`.interpreter` (this interpreter started as a grading process) and :mod:`.failures`
-(the two errors and how a crashed process is quoted).
+(the two errors and how a crashed process is quoted); what else is kept beside a proof for later calls of its
+setting: :mod:`.plans` (the trusted side's plan), :mod:`.confirmations` (the verifier's answers) and
+:mod:`.rehearsal` (the pre-flight's request of the reference, which a verifier of one submission rehearses).
 """
 
 from autograder.grading.preflight.failures import (

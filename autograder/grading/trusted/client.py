@@ -19,7 +19,7 @@ from autograder.grading.isolation.forkserver import run_to_end
 from autograder.grading.isolation.processes import file_tail, run_python, wait_or_stop
 from autograder.grading.pool import GradingPool
 from autograder.grading.trusted.trusted_server import TrustedServer, Verifiers, verifiers_for
-from autograder.grading.wire import PlannedCheck, Verdict, VerifierRequest
+from autograder.grading.wire import PlannedCheck, Replay, Verdict, VerifierRequest
 
 VERIFY_TIMEOUT = 600.0
 SHARED_COUNTS = ("hits", "misses", "verdicts")
@@ -37,15 +37,18 @@ class TrustedSide:
         workers: int,
         kept_plans=None,
         kept_confirmations=None,
+        kept_rehearsal=None,
     ):
         """``kept_plans``: the plan kept by an earlier call of the same setting
         (:class:`~autograder.grading.preflight.plans.KeptPlans`), used instead of listing the checks again;
         ``kept_confirmations``: the verifier's answers kept by earlier calls of the same setting
         (:class:`~autograder.grading.preflight.confirmations.KeptConfirmations`), given again for the very same
-        request instead of replaying it."""
+        request instead of replaying it; ``kept_rehearsal``: where the pre-flight's own request of the reference is
+        kept for :meth:`rehearse` (:class:`~autograder.grading.preflight.rehearsal.KeptRehearsal`)."""
         self.pool = pool
         self.kept_plans = kept_plans
         self.kept_confirmations = kept_confirmations
+        self.kept_rehearsal = kept_rehearsal
         self.proving = False  # while the pre-flight grades: every request is replayed (it proves the verifier answers)
         self.options = options
         self.stop = stop
@@ -139,7 +142,28 @@ class TrustedSide:
         answered = self._verify(claims, transcripts, sources)
         if kept:
             kept.keep(key, claims, answered)
+        if self.proving and self.kept_rehearsal is not None and confirmed_all(answered, claims):
+            # the pre-flight's request of the reference (its stubs claim nothing): what a later call rehearses
+            self.kept_rehearsal.keep(list(claims), transcripts, dict(sources or {}))
         return answered
+
+    def rehearse(self) -> bool:
+        """Send the kept rehearsal (:mod:`autograder.grading.preflight.rehearsal`) to a verifier now, in a thread
+        of its own, its answer thrown away: the verifier warms up on the reference while the student's code runs.
+        The first student's request waits for it (the verifier answers one request at a time). Whether one was
+        sent (none kept, or no long-lived verifier: nothing)."""
+        asked = self.kept_rehearsal.load() if self.kept_rehearsal is not None else None
+        if asked is None or not self.options.zygote or not self.verifiers.count:
+            return False
+
+        def rehearse() -> None:
+            try:
+                self._verify(asked.claims, asked.transcripts, asked.sources, rehearsal=True)
+            except BaseException:  # noqa: BLE001 - a rehearsal decides nothing: the student's request is asked anew
+                pass
+
+        threading.Thread(target=rehearse, name="verifier-rehearsal", daemon=True).start()
+        return True
 
     @property
     def kept_answers(self) -> dict[str, int]:
@@ -148,7 +172,11 @@ class TrustedSide:
         with self._lock:
             return dict(self._kept)
 
-    def _verify(self, claims: list[str], transcripts: dict, sources: dict[str, str] | None) -> dict[str, Verdict]:
+    def _verify(
+        self, claims: list[str], transcripts: dict, sources: dict[str, str] | None, *, rehearsal: bool = False
+    ) -> dict[str, Verdict]:
+        """The verifier's answer to the request of ``claims``; a ``rehearsal`` is only sent to a verifier already
+        started (none is started for it: it may come after the grader closed), and answers nothing."""
         givens = str(self.givens_dir) if self.modules_with_givens else ""
         request = VerifierRequest(
             "verify",
@@ -160,19 +188,21 @@ class TrustedSide:
         )
         if not self.options.zygote:
             return _verdicts(self._answer(request, VERIFY_TIMEOUT))
-        scratch = self.pool.scratch_dir()
-        try:
-            asked = _in_files(request, scratch)
-            out = Path(asked.out)
-            with self.verifiers.lend() as server:
+        with self.verifiers.lend(start=not rehearsal) as server:
+            if server is None:  # a rehearsal, and no verifier started
+                return {}
+            scratch = self.pool.scratch_dir()
+            try:
+                asked = _in_files(request, scratch)
+                out = Path(asked.out)
                 if not server.answer(asked, VERIFY_TIMEOUT) or not out.is_file():
                     self.verifiers.discard(server)
                     raise RuntimeError(f"the trusted grader failed:\n{file_tail(server.stderr)}")
                 answered = json.loads(out.read_text(encoding="utf-8"))
                 self._count_shared(server, answered.get("shared"))
-            return _verdicts(answered)
-        finally:
-            self.pool.remove(scratch)
+            finally:
+                self.pool.remove(scratch)
+        return {} if rehearsal else _verdicts(answered)
 
     def _count_shared(self, server: TrustedServer, counts) -> None:
         """Keep ``server``'s totals so far (it reports its own, from its start)."""
@@ -195,6 +225,13 @@ class TrustedSide:
         return TrustedServer(
             zygote, self.pool.scratch_dir(), self.pool.snapshot, list(self.options.modules), self.options.seed
         )
+
+
+def confirmed_all(verdicts: dict[str, Verdict], claims: list[str]) -> bool:
+    """A verdict for every claim and no failure among them (confirmed, or found not replayable)."""
+    return bool(claims) and all(
+        check in verdicts and verdicts[check].outcome in (Replay.PASSED, Replay.UNVERIFIABLE) for check in claims
+    )
 
 
 def _verdicts(answer: dict) -> dict[str, Verdict]:

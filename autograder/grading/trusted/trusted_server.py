@@ -139,9 +139,10 @@ class Verifiers:
         thread.start()
 
     @contextlib.contextmanager
-    def lend(self) -> Iterator[TrustedServer]:
+    def lend(self, start: bool = True) -> Iterator[TrustedServer | None]:
         """A live server for this worker alone until the block ends; raises :class:`Interrupted` on stop, and
-        RuntimeError at once when the pool has no server to wait for (a wait that could never end)."""
+        RuntimeError at once when the pool has no server to wait for (a wait that could never end). ``start=False``:
+        the server already started (ahead, or by an earlier loan), else None (nothing is started for the caller)."""
         if not self._servers:
             raise RuntimeError("no verifier to confirm claimed passes with (a grader started without any)")
         slot = None
@@ -157,9 +158,9 @@ class Verifiers:
             if ahead is not None:
                 ahead.join()
             server = self._servers[slot]
-            if server is None or not server.alive():
+            if (server is None or not server.alive()) and start:
                 server = self._servers[slot] = self._start(slot)
-            yield server
+            yield server if start or (server is not None and server.alive()) else None
         finally:
             self._free.put(slot)
 

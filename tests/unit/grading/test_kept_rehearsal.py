@@ -1,0 +1,111 @@
+"""The pre-flight's request of the reference kept beside its proof (autograder.grading.preflight.rehearsal): read
+back only as the grader wrote it, for the very same setting, and never where a student's process could write."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from autograder.grading import preflight
+from autograder.grading.preflight.rehearsal import MAX_REQUEST_BYTES, REQUEST, KeptRehearsal, Rehearsal
+
+SANDBOXED = SimpleNamespace(sandbox="bubblewrap")
+CLAIMS = ["at_updates::test_set_diagonal_matches_reference", "at_updates::test_set_diagonal_works_under_jit"]
+TRANSCRIPTS = {CLAIMS[0]: {"d1": {"a": [1.0, 2.0]}}, CLAIMS[1]: {"d2": {"b": "QUdQUk9H"}}}
+SOURCES = {"at_updates": "def set_diagonal(x, value):\n    return x.at[0, 0].set(value)\n"}
+
+
+def kept_request(snapshot, options) -> tuple[KeptRehearsal, Path]:
+    kept = KeptRehearsal.of(snapshot, options(), SANDBOXED)
+    kept.keep(CLAIMS, TRANSCRIPTS, SOURCES)
+    return kept, kept.folder / REQUEST
+
+
+def test_the_request_reads_back_as_it_was_asked(kept_here, snapshot, options):
+    _, path = kept_request(snapshot, options)
+    assert path.parent.parent == kept_here / "rehearsal" and oct(path.stat().st_mode & 0o777) == "0o600"
+    assert oct(path.parent.stat().st_mode & 0o777) == "0o700"
+    # a later call of the same setting (other limits or jobs) reads it
+    later = KeptRehearsal.of(snapshot, options(memory_mb=4096, jobs=4), SANDBOXED).load()
+    assert later == Rehearsal(CLAIMS, TRANSCRIPTS, SOURCES)
+
+
+def test_another_setting_has_none(kept_here, snapshot, options):
+    kept_request(snapshot, options)
+    for other in (options(seed=8), options(modules=["at_updates", "prng"])):
+        assert KeptRehearsal.of(snapshot, other, SANDBOXED).load() is None
+
+
+def test_no_claim_or_what_is_not_plain_data_is_never_kept(kept_here, snapshot, options):
+    kept = KeptRehearsal.of(snapshot, options(), SANDBOXED)
+    kept.keep([], TRANSCRIPTS, SOURCES)
+    kept.keep(CLAIMS, {CLAIMS[0]: {"d1": object()}}, SOURCES)
+    assert kept.load() is None and not list(kept_here.rglob(REQUEST))
+
+
+def _group_writable(path: Path) -> None:
+    path.chmod(0o666)
+
+
+def _someone_elses(path: Path) -> None:
+    os.chown(path, 65534, 65534)
+
+
+def _a_link(path: Path) -> None:
+    real = path.with_name("real.json")
+    path.rename(real)
+    path.symlink_to(real)
+
+
+def _not_json(path: Path) -> None:
+    path.write_text("{")
+
+
+def _no_claims(path: Path) -> None:
+    path.write_text('{"claims": [], "transcripts": {}, "sources": {}}')
+
+
+def _a_claim_not_text(path: Path) -> None:
+    path.write_text('{"claims": [1], "transcripts": {}, "sources": {}}')
+
+
+def _too_large(path: Path) -> None:
+    with path.open("a") as f:
+        f.truncate(MAX_REQUEST_BYTES + 1)
+
+
+def _the_folder_group_writable(path: Path) -> None:
+    path.parent.chmod(0o777)
+
+
+@pytest.mark.parametrize(
+    "how",
+    [
+        _group_writable,
+        _someone_elses,
+        _a_link,
+        _not_json,
+        _no_claims,
+        _a_claim_not_text,
+        _too_large,
+        _the_folder_group_writable,
+    ],
+)
+def test_a_request_not_as_the_grader_wrote_it_is_not_read(kept_here, snapshot, options, how):
+    if how is _someone_elses and os.geteuid() != 0:
+        pytest.skip("giving a file away needs root")
+    kept, path = kept_request(snapshot, options)
+    assert kept.load() is not None  # the control
+    how(path)
+    assert kept.load() is None
+
+
+def test_nothing_is_kept_where_a_students_process_could_write(monkeypatch, tmp_path, snapshot, options):
+    monkeypatch.setenv(preflight.REUSE_ENV, str(tmp_path / "proofs"))
+    unsandboxed = KeptRehearsal.of(snapshot, options(), SimpleNamespace(sandbox="none"))
+    assert unsandboxed.folder is None
+    unsandboxed.keep(CLAIMS, TRANSCRIPTS, SOURCES)
+    assert unsandboxed.load() is None and not list((tmp_path / "proofs").rglob(REQUEST))
