@@ -36,15 +36,14 @@ from pathlib import Path
 import pytest
 
 from autograder.core.course import Course, CourseError, load_course
+from autograder.runtime import cpus
 
 MAX_WORKERS = 4  # each worker holds JAX, the stack and its module's programs (about 0.5 GiB)
 
 
 def available_cores() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        return os.cpu_count() or 1
+    """The CPUs this process may keep busy (its cores, cut to a container's CPU quota: :mod:`autograder.runtime.cpus`)."""
+    return cpus.usable()
 
 
 def selected_modules(course: Course, invocation_dir: Path, paths: list[str]) -> list[str]:
