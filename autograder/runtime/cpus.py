@@ -3,7 +3,7 @@
 A container given "1.5 CPUs" (Docker's ``--cpus``, a Gradescope or Kubernetes CPU limit) still sees every core of
 its host in its affinity mask; the limit is a CFS quota in its control group (v2: ``cpu.max``; v1:
 ``cpu.cfs_quota_us`` over ``cpu.cfs_period_us``). Work that only pays off on a spare core (running beside the
-grading process, not after it) asks :func:`usable` first.
+grading process, not after it) asks :func:`spare` first.
 """
 
 from __future__ import annotations
@@ -22,6 +22,19 @@ def usable(cgroup: Path = CGROUP) -> int:
         cores = os.cpu_count() or 1
     quota = quota_cpus(cgroup)
     return max(1, min(cores, int(quota)) if quota is not None else cores)
+
+
+def spare(cgroup: Path = CGROUP) -> bool:
+    """Whether a CPU is left for work beside the grading process: two usable at least, and the machine's load (its
+    last minute's average of running processes, which a container shares with its host) leaves half of one idle
+    beside the one the grading process takes. On a busy machine (another grade, a second CI worker) such work would
+    only take the grading process's CPU."""
+    try:
+        load = os.getloadavg()[0]
+    except OSError:  # not known: not spare
+        return False
+    cores = usable(cgroup)
+    return cores >= 2 and cores - load >= 0.5
 
 
 def quota_cpus(cgroup: Path = CGROUP) -> float | None:

@@ -64,7 +64,7 @@ def test_a_submission_graded_alone_meets_a_verifier_that_rehearsed_and_gets_the_
     # right, and not the reference byte for byte: no answer the pre-flight's verifier gave stands in for its own
     (student / f"{MODULE}.py").write_text(reference_source(MODULE) + "\n# my own copy\n")
 
-    monkeypatch.setattr(cpus, "usable", lambda: 2)
+    monkeypatch.setattr(cpus, "spare", lambda: True)
     # the first call proves the setting: its pre-flight keeps its request of the reference
     grade_alone(course, options, snapshot, student, tmp_path / "proving")
     kept = list((proofs / REHEARSAL).glob(f"*/{REQUEST}"))
@@ -75,10 +75,10 @@ def test_a_submission_graded_alone_meets_a_verifier_that_rehearsed_and_gets_the_
         return grade_alone(course, replace(options, **changes), snapshot, student, tmp_path / out)
 
     rehearsed = again("rehearsed")
-    # the controls: one CPU (nothing to spare), a class (not graded alone), no kept rehearsal
-    monkeypatch.setattr(cpus, "usable", lambda: 1)
-    one = again("one_cpu")
-    monkeypatch.setattr(cpus, "usable", lambda: 2)
+    # the controls: no idle CPU, a class (not graded alone), no kept rehearsal
+    monkeypatch.setattr(cpus, "spare", lambda: False)
+    one = again("busy")
+    monkeypatch.setattr(cpus, "spare", lambda: True)
     shutil.rmtree(proofs / CONFIRMED, ignore_errors=True)
     klass = grade_alone(course, options, snapshot, student, tmp_path / "class", alone=False)
     shutil.rmtree(proofs / REHEARSAL)
@@ -87,7 +87,7 @@ def test_a_submission_graded_alone_meets_a_verifier_that_rehearsed_and_gets_the_
     # student's checks asked of the reference computed already (while the student's code ran), and computed no more
     assert rehearsed["hits"] > one["hits"] == klass["hits"] == none["hits"], (rehearsed, one, klass, none)
     assert rehearsed["misses"] == one["misses"] == klass["misses"] == none["misses"]
-    graded = [files(tmp_path / out) for out in ("proving", "rehearsed", "one_cpu", "class", "none_kept")]
+    graded = [files(tmp_path / out) for out in ("proving", "rehearsed", "busy", "class", "none_kept")]
     assert {"grades.csv", "student/results.json"} <= set(graded[0])
     assert all(other == graded[0] for other in graded[1:])
     assert b"10" in graded[0]["grades.csv"]  # full marks (10 points), confirmed

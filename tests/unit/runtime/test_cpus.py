@@ -48,3 +48,20 @@ def test_a_quota_cuts_the_cores_to_whole_cpus_and_never_below_one(tmp_path):
     assert cpus.usable(v2(tmp_path / "b", "150000 100000")) == 1  # 1.5 CPUs: no second one to spare
     assert cpus.usable(v2(tmp_path / "c", "50000 100000")) == 1
     assert cpus.usable(v2(tmp_path / "d", f"{100000 * (CORES + 4)} 100000")) == CORES  # a quota above the cores
+
+
+def test_a_cpu_is_spare_only_when_the_load_leaves_one_idle(tmp_path, monkeypatch):
+    two = v2(tmp_path / "two", "200000 100000")
+    monkeypatch.setattr(os, "getloadavg", lambda: (0.4, 0.0, 0.0))
+    assert cpus.spare(two) is (CORES >= 2)
+    monkeypatch.setattr(os, "getloadavg", lambda: (1.2, 0.0, 0.0))  # the last command's grading process
+    assert cpus.spare(two) is (CORES >= 2)
+    monkeypatch.setattr(os, "getloadavg", lambda: (1.8, 0.0, 0.0))  # both busy (another grade, a second CI worker)
+    assert cpus.spare(two) is False
+    assert cpus.spare(v2(tmp_path / "one", "100000 100000")) is False  # one CPU: none spare, whatever the load
+
+    def unknown():
+        raise OSError("no load average")
+
+    monkeypatch.setattr(os, "getloadavg", unknown)
+    assert cpus.spare(two) is False
