@@ -1,6 +1,7 @@
 """The kit's grading beside otter-grader's, in one run: one submission, a class, the Gradescope path.
 
     python benchmarks/otter_compare.py [--quick] [--rounds N] [--class-size N] [--otter-version 7.0.0]
+                                       [--gradescope-only] [--baseline CHECKOUT]
 
 otter-grader is installed into a throwaway venv of its own (``~/.cache/autograder/otter-venv/<version>``: otter
 and the libraries the ``at_updates`` checks import, at the versions of the kit's environment). Its autograder for
@@ -20,7 +21,10 @@ b) a class of ``--class-size`` (benchmarks/grade_class.py's mix: correct, stub, 
    vs ``otter run`` on each submission one after another;
 c) Gradescope: the bundle's ``run_autograder`` (``python -m autograder.platforms.gradescope --root ROOT``, with
    this venv as ``AUTOGRADER_PYTHON`` and the grader's pre-flight run once as setup.sh's last line does) vs
-   ``otter run`` on the same submission (what otter's own Gradescope ``run_autograder`` runs).
+   ``otter run`` on the same submission (what otter's own Gradescope ``run_autograder`` runs). The submission is
+   the reference with a comment of its own (a student's correct file: no answer of setup.sh's verifier fits it).
+   ``--gradescope-only``: this row alone; ``--baseline CHECKOUT``: the same row of another checkout of the kit (its
+   own ``.venv`` and bundle, its own setup.sh's proof) in the same rounds, and this checkout's ratio to it.
 
 CPU seconds are those of a cpuacct control group made for each command (cgroup v1), which counts every process
 the command starts, sandboxed ones included; where none can be made, the children's rusage (which misses
@@ -229,25 +233,29 @@ def forget_answers(proofs: Path) -> None:
     shutil.rmtree(proofs / CONFIRMED, ignore_errors=True)
 
 
-def lay_out_gradescope(scratch: Path, submission: str, meter: Meter, proofs: Path) -> Path:
-    """A Gradescope root as tests/system/test_gradescope.py lays it out, and setup.sh's pre-flight run once."""
-    bundle = scratch / "gradescope.zip"
+def lay_out_gradescope(
+    scratch: Path, submission: str, meter: Meter, proofs: Path, python: str = PYTHON, checkout: Path = ROOT
+) -> Path:
+    """A Gradescope root as tests/system/test_gradescope.py lays it out, and setup.sh's pre-flight run once
+    (``python`` and ``checkout``: a baseline's)."""
+    name = "gradescope" if checkout == ROOT else "gradescope-baseline"
+    bundle = scratch / f"{name}.zip"
     subprocess.run(
-        [PYTHON, "-m", "autograder", "gradescope", str(bundle), "--course", str(ROOT), "--only", MODULE],
-        cwd=ROOT,
+        [python, "-m", "autograder", "gradescope", str(bundle), "--course", str(checkout), "--only", MODULE],
+        cwd=checkout,
         check=True,
         capture_output=True,
     )
-    root = scratch / "gradescope-root"
+    root = scratch / f"{name}-root"
     root.mkdir(mode=0o755)
     with zipfile.ZipFile(bundle) as zf:
         zf.extractall(root / "source")
     shutil.copy(root / "source" / "run_autograder", root / "run_autograder")
     (root / "submission").mkdir()
     (root / "submission" / f"{MODULE}.py").write_text(submission)
-    setup = [PYTHON, "-m", "autograder.platforms.gradescope", "--root", str(root), "--preflight", "--run-as", USER]
+    setup = [python, "-m", "autograder.platforms.gradescope", "--root", str(root), "--preflight", "--run-as", USER]
     wall, _, _ = meter.run(setup, {"AUTOGRADER_PREFLIGHT_CACHE": str(proofs)}, cwd=root / "source")
-    print(f"(Gradescope setup: the grader's pre-flight, once, {wall:.0f} s)", flush=True)
+    print(f"({name} setup: the grader's pre-flight, once, {wall:.0f} s)", flush=True)
     return root
 
 
@@ -274,6 +282,13 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--class-size", type=int, default=16)
     parser.add_argument("--otter-version", default="7.0.0")
+    parser.add_argument("--gradescope-only", action="store_true", help="only row c (the Gradescope path)")
+    parser.add_argument(
+        "--baseline",
+        type=Path,
+        metavar="CHECKOUT",
+        help="also row c of another checkout of the kit (its own .venv), alternated in the same rounds",
+    )
     args = parser.parse_args()
     rounds, size = (1, 4) if args.quick else (args.rounds, args.class_size)
 
@@ -300,22 +315,31 @@ def main() -> None:
         n = build_class(klass, 0, [MODULE], size)
         students = sorted(p / f"{MODULE}.py" for p in klass.iterdir())
         gs_proofs = Path(tempfile.mkdtemp(dir=scratch, prefix="gs-proofs-"))
-        gs_root = lay_out_gradescope(scratch, reference, meter, gs_proofs)
+        # a student's own correct file (not the reference byte for byte: nothing the pre-flight's verifier was asked)
+        own = reference + "\n# my own copy\n"
+        gs_root = lay_out_gradescope(scratch, own, meter, gs_proofs)
         gs_env = {
             "AUTOGRADER_ROOT": str(gs_root),
             "AUTOGRADER_PYTHON": PYTHON,
             "AUTOGRADER_USER": USER,
             "AUTOGRADER_PREFLIGHT_CACHE": str(gs_proofs),
         }
+        base_env = None
+        if args.baseline is not None:
+            base = args.baseline.resolve()
+            base_python = str(base / ".venv" / "bin" / "python")
+            base_proofs = Path(tempfile.mkdtemp(dir=scratch, prefix="gs-proofs-baseline-"))
+            base_root = lay_out_gradescope(scratch, own, meter, base_proofs, base_python, base)
+            base_env = {**gs_env, "AUTOGRADER_ROOT": str(base_root), "AUTOGRADER_PYTHON": base_python}
+            base_env["AUTOGRADER_PREFLIGHT_CACHE"] = str(base_proofs)
 
         def otter_run(path: Path) -> tuple[float, float, Path]:
             out = Path(tempfile.mkdtemp(dir=scratch, prefix="otter-out-"))
             wall, cpu, _ = meter.run([otter, "run", "-a", str(zip_path), "-o", str(out), "--no-logo", str(path)])
             return wall, cpu, out
 
-        for r in range(rounds):
-            print(f"round {r + 1}/{rounds} (load {load()})", flush=True)
-            add("floor", *meter.run([PYTHON, "-c", FLOOR])[:2])
+        def one_and_class(r: int) -> None:
+            """Rows a and b of round ``r``."""
             # a) one submission: the first call proves the pre-flight (a fresh proof cache), the second reuses it
             proofs = Path(tempfile.mkdtemp(dir=scratch, prefix="proofs-"))
             env = {"AUTOGRADER_PREFLIGHT_CACHE": str(proofs)}
@@ -345,6 +369,12 @@ def main() -> None:
                 w, c, _ = otter_run(path)
                 wall, cpu = wall + w, cpu + c
             add("otter_class", wall, cpu)
+
+        for r in range(rounds):
+            print(f"round {r + 1}/{rounds} (load {load()})", flush=True)
+            add("floor", *meter.run([PYTHON, "-c", FLOOR])[:2])
+            if not args.gradescope_only:
+                one_and_class(r)
             # c) Gradescope's run_autograder (setup.sh's proof reused) vs otter run on the same file; every submission
             # runs in a fresh container of the image setup.sh built: no verifier's answer of an earlier one is there
             forget_answers(gs_proofs)
@@ -356,6 +386,10 @@ def main() -> None:
             if r == 0:
                 notes.append(f"Gradescope results.json score of the reference: {score:g}")
             add("otter_gradescope", *otter_run(submission)[:2])
+            if base_env is not None:  # the baseline's run_autograder, its own setup.sh's proof reused
+                forget_answers(Path(base_env["AUTOGRADER_PREFLIGHT_CACHE"]))
+                wall, cpu, log = meter.run(["bash", str(base_root / "run_autograder")], base_env, cwd=base_root)
+                add("base_gradescope", wall, cpu)
         print_table(samples, rounds, n, n_checks, args.otter_version, meter, load_before, notes)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
@@ -378,7 +412,9 @@ def print_table(samples, rounds, n, n_checks, otter_version, meter, load_before,
         ("one submission, second call (reuses the proof)", "kit_one_again", "otter_one"),
         (f"class of {n}, kit --jobs 2, otter one after another", "kit_class", "otter_class"),
         ("Gradescope: run_autograder vs otter run", "kit_gradescope", "otter_gradescope"),
+        ("Gradescope: the baseline's run_autograder", "base_gradescope", "otter_gradescope"),
     ]
+    rows = [row for row in rows if row[1] in samples]
     print()
     print(f"floor (import the stack, one JAX op): {floor:.1f} s wall, {med('floor', 1):.1f} s CPU (median)")
     print()
@@ -390,10 +426,16 @@ def print_table(samples, rounds, n, n_checks, otter_version, meter, load_before,
             f"| {label} | {k:.1f}{spread(kit)} | {o:.1f}{spread(ott)} | {k / o:.1f} | {k / floor:.1f} | {o / floor:.1f} "
             f"| {med(kit, 1):.1f} | {med(ott, 1):.1f} |"
         )
-    k, o = med("kit_class") / n, med("otter_class") / n
-    print(
-        f"| ... per submission of the class | {k:.1f} | {o:.1f} | {k / o:.1f} | {k / floor:.1f} | {o / floor:.1f} | | |"
-    )
+    if "kit_class" in samples:
+        k, o = med("kit_class") / n, med("otter_class") / n
+        print(
+            f"| ... per submission of the class | {k:.1f} | {o:.1f} | {k / o:.1f} | {k / floor:.1f} | {o / floor:.1f} | | |"
+        )
+    if "base_gradescope" in samples:
+        k, b = med("kit_gradescope"), med("base_gradescope")
+        print(
+            f"\nGradescope, this checkout / the baseline: {k / b:.2f} wall, {med('kit_gradescope', 1) / med('base_gradescope', 1):.2f} CPU"
+        )
     print()
     print(f"medians (and ranges) of {rounds} round(s), kit and otter alternated; CPU counted by {meter.counted}")
     print(
