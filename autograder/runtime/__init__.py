@@ -16,4 +16,5 @@ callers are already running JAX).
 - :mod:`~autograder.runtime.stores`        every process-wide mutable store of the package, registered, listed and cleared
 - :mod:`~autograder.runtime.monitoring`    the one ``jax.monitoring`` listener, registered on first use; consumers subscribe
 - :mod:`~autograder.runtime.copies`        fresh copies of argument trees (new buffers for every array leaf)
+- :mod:`~autograder.runtime.cpus`          the CPUs a process may keep busy (a container's quota counted), and whether one is spare
 """
