@@ -2,7 +2,16 @@
 
 from __future__ import annotations
 
+import re
+
 from autograder.core.status import Status
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def strip_ansi(text: str) -> str:
+    """``text`` without terminal colour codes (pytest colours what it reports; a message is read as plain text)."""
+    return _ANSI.sub("", text)
 
 
 class CheckFailure(AssertionError):

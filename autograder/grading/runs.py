@@ -14,6 +14,7 @@ import threading
 from dataclasses import replace
 from pathlib import Path
 
+from autograder.core.failures import strip_ansi
 from autograder.grading.events import ChannelEvent, Review, Tampered
 from autograder.grading.isolation.bubblewrap import Box
 from autograder.grading.isolation.limits import WALL_FACTOR, Limits, RunResult
@@ -23,7 +24,6 @@ from autograder.grading.options import Options
 from autograder.grading.pool import GradingPool
 from autograder.grading.trusted.client import TrustedSide
 from autograder.grading.wire import ChildRequest, Claim, PlannedCheck
-from autograder.pytest_plugin.report import strip_ansi
 
 
 def _withheld(event: ChannelEvent, hidden: frozenset[str], paths: tuple[str, ...]) -> ChannelEvent:

@@ -12,6 +12,7 @@ import re
 from typing import NamedTuple
 
 from autograder.core.course import Course
+from autograder.core.failures import strip_ansi
 from autograder.core.outcomes import CheckOutcome, StudentResult, score_functions
 from autograder.core.status import Status
 from autograder.grading.events import Review
@@ -19,7 +20,6 @@ from autograder.grading.isolation.bubblewrap import Box
 from autograder.grading.isolation.limits import Fault, RunResult
 from autograder.grading.trusted.trusted_only import observed_in_the_students_process
 from autograder.grading.wire import Claim, Event, FaultKind, PlannedCheck, Replay, Verdict
-from autograder.pytest_plugin.report import strip_ansi
 
 
 class CheckVerdict(NamedTuple):

@@ -10,7 +10,6 @@
 
 from __future__ import annotations
 
-import re
 import textwrap
 import traceback
 from collections.abc import Iterable
@@ -131,7 +130,3 @@ def score_table(course: Course, scores: list[FunctionScore]) -> str:
     total = sum(s.max_points for s in scores)
     lines.append(f"total: {points_text(got)}/{points_text(total, None)}")
     return "\n".join(lines)
-
-
-def strip_ansi(text: str) -> str:
-    return re.sub(r"\x1b\[[0-9;]*m", "", text)

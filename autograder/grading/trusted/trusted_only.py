@@ -28,8 +28,10 @@ Decided on the trusted side while planning, from the checks it collected.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
-import pytest
+if TYPE_CHECKING:  # the grader's process never imports pytest for this module: only the verifier runs its checks
+    import pytest
 
 REFERENCE = "reference"
 
