@@ -192,24 +192,24 @@ _GRADING_KIT = (
 
 def _imports(source: bytes) -> set[tuple[str, bool]]:
     """The dotted names ``source`` imports (``from a.b import c`` gives ``a.b`` and ``a.b.c``), each with whether
-    the import is deferred to a call (inside a function); none when it does not parse."""
+    the import is deferred to a call (inside a function); none when it does not parse. One walk of the tree, each
+    node visited once with whether a function encloses it (every ``grade`` call reads the kit's files this way
+    before its first sandbox starts)."""
     try:
         tree = syntax.parse(source)
     except (ValueError, SyntaxError):
         return set()
-    deferred = {
-        id(inner)
-        for node in ast.walk(tree)
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
-        for inner in ast.walk(node)
-    }
     names: set[tuple[str, bool]] = set()
-    for node in ast.walk(tree):
+    pending: list[tuple[ast.AST, bool]] = [(tree, False)]
+    while pending:
+        node, deferred = pending.pop()
         if isinstance(node, ast.Import):
-            names.update((alias.name, id(node) in deferred) for alias in node.names)
+            names.update((alias.name, deferred) for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            names.add((node.module, id(node) in deferred))
-            names.update((f"{node.module}.{alias.name}", id(node) in deferred) for alias in node.names)
+            names.add((node.module, deferred))
+            names.update((f"{node.module}.{alias.name}", deferred) for alias in node.names)
+        inside = deferred or isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+        pending.extend((child, inside) for child in ast.iter_child_nodes(node))
     return names
 
 
