@@ -4,11 +4,11 @@ student's process could write."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+import spoiled
 
 from autograder.grading import preflight
 from autograder.grading.preflight.confirmations import KeptConfirmations
@@ -84,50 +84,17 @@ def test_an_unverifiable_claim_is_kept_with_its_answer(kept_here, snapshot, opti
     assert kept.load(key(), CLAIMS) == answered
 
 
-def _group_writable(path: Path) -> None:
-    path.chmod(0o666)
-
-
-def _someone_elses(path: Path) -> None:
-    os.chown(path, 65534, 65534)
-
-
-def _a_link(path: Path) -> None:
-    real = path.with_name("real.json")
-    path.rename(real)
-    path.symlink_to(real)
-
-
 def _a_failure_written_in(path: Path) -> None:
     path.write_text(path.read_text().replace('"passed"', '"failed"', 1))
-
-
-def _not_json(path: Path) -> None:
-    path.write_text("{")
 
 
 def _a_claim_missing(path: Path) -> None:
     path.write_text("{}")
 
 
-def _the_folder_group_writable(path: Path) -> None:
-    path.parent.chmod(0o777)
-
-
-@pytest.mark.parametrize(
-    "how",
-    [
-        _group_writable,
-        _someone_elses,
-        _a_link,
-        _a_failure_written_in,
-        _not_json,
-        _a_claim_missing,
-        _the_folder_group_writable,
-    ],
-)
+@pytest.mark.parametrize("how", [*spoiled.ANY_KEPT_FILE, _a_failure_written_in, _a_claim_missing])
 def test_an_answer_not_as_the_grader_wrote_it_is_asked_again(kept_here, snapshot, options, how):
-    if how is _someone_elses and os.geteuid() != 0:
+    if spoiled.needs_root(how):
         pytest.skip("giving a file away needs root")
     kept, path = kept_answer(kept_here, snapshot, options)
     how(path)

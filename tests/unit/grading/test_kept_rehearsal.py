@@ -3,11 +3,11 @@ back only as the grader wrote it, for the very same setting, and never where a s
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+import spoiled
 
 from autograder.grading import preflight
 from autograder.grading.preflight.rehearsal import MAX_REQUEST_BYTES, REQUEST, KeptRehearsal, Rehearsal
@@ -46,24 +46,6 @@ def test_no_claim_or_what_is_not_plain_data_is_never_kept(kept_here, snapshot, o
     assert kept.load() is None and not list(kept_here.rglob(REQUEST))
 
 
-def _group_writable(path: Path) -> None:
-    path.chmod(0o666)
-
-
-def _someone_elses(path: Path) -> None:
-    os.chown(path, 65534, 65534)
-
-
-def _a_link(path: Path) -> None:
-    real = path.with_name("real.json")
-    path.rename(real)
-    path.symlink_to(real)
-
-
-def _not_json(path: Path) -> None:
-    path.write_text("{")
-
-
 def _no_claims(path: Path) -> None:
     path.write_text('{"claims": [], "transcripts": {}, "sources": {}}')
 
@@ -77,25 +59,9 @@ def _too_large(path: Path) -> None:
         f.truncate(MAX_REQUEST_BYTES + 1)
 
 
-def _the_folder_group_writable(path: Path) -> None:
-    path.parent.chmod(0o777)
-
-
-@pytest.mark.parametrize(
-    "how",
-    [
-        _group_writable,
-        _someone_elses,
-        _a_link,
-        _not_json,
-        _no_claims,
-        _a_claim_not_text,
-        _too_large,
-        _the_folder_group_writable,
-    ],
-)
+@pytest.mark.parametrize("how", [*spoiled.ANY_KEPT_FILE, _no_claims, _a_claim_not_text, _too_large])
 def test_a_request_not_as_the_grader_wrote_it_is_not_read(kept_here, snapshot, options, how):
-    if how is _someone_elses and os.geteuid() != 0:
+    if spoiled.needs_root(how):
         pytest.skip("giving a file away needs root")
     kept, path = kept_request(snapshot, options)
     assert kept.load() is not None  # the control
