@@ -281,10 +281,10 @@ def start_executor(
     proven first with ``prove`` (the reference and the stubs, graded; closed again when that fails).
 
     ``alone``: one submission is graded (a Gradescope submission, a regrade, a late arrival). When its setting's
-    proof was reused and a CPU is idle (:func:`~autograder.runtime.cpus.spare`), the verifier rehearses the pre-flight's request of the reference while the
-    student's code runs (:mod:`autograder.grading.preflight.rehearsal`): the student's own request then meets a
-    warm verifier instead of a cold one after the grading process ends. (A class warms its verifiers on its first
-    students; a proof made now left the verifier warm.)"""
+    proof was reused and a CPU is idle (:func:`~autograder.runtime.cpus.spare`), the verifier rehearses the
+    pre-flight's request of the reference while the student's code runs (:mod:`autograder.grading.preflight.rehearsal`):
+    the student's own request then meets a warm verifier instead of a cold one after the grading process ends. (A
+    class warms its verifiers on its first students; a proof made now left the verifier warm.)"""
     if cluster:
         from autograder.grading.cluster import ClusterGrader
 
