@@ -139,18 +139,9 @@ def grade_class(
     grades = ClassGrades([], len(run.students), run.fingerprint, run.isolation, kept, submissions=run.submissions)
     executor: ClassExecutor | None = None
     try:
-        pre_started = workers if workers is not None else max(2, len(run.students) - len(run.finished))
-        executor = start_executor(
-            course,
-            run.options,
-            cluster,
-            stop,
-            run.snapshot,
-            pre_started,
-            prove,
-            log,
-            alone=len(run.students) - len(run.finished) == 1,
-        )
+        left = len(run.students) - len(run.finished)
+        pre_started = workers if workers is not None else max(2, left)
+        executor = start_executor(course, run.options, cluster, stop, run.snapshot, pre_started, prove, log, left == 1)
         grades.trusted_only_modules = sorted({c.module for c in executor.plan if c.trusted_only})
         weak = executor.unconfirmable_functions()
         if weak:
@@ -273,7 +264,6 @@ def start_executor(
     pre_started: int,
     prove: bool,
     log: TextIO | None,
-    *,
     alone: bool = False,
 ) -> ClassExecutor:
     """The class's executor: on the Dask scheduler at ``cluster`` (each worker proves its environment before its
