@@ -75,19 +75,17 @@ def test_a_submission_graded_alone_meets_a_verifier_that_rehearsed_and_gets_the_
         return grade_alone(course, replace(options, **changes), snapshot, student, tmp_path / out)
 
     rehearsed = again("rehearsed")
-    # the controls: no idle CPU, a class (not graded alone), no kept rehearsal
+    # the controls: no idle CPU, a class (not graded alone); none kept: tests/unit/grading/test_kept_rehearsal.py
     monkeypatch.setattr(cpus, "spare", lambda: False)
     one = again("busy")
     monkeypatch.setattr(cpus, "spare", lambda: True)
     shutil.rmtree(proofs / CONFIRMED, ignore_errors=True)
     klass = grade_alone(course, options, snapshot, student, tmp_path / "class", alone=False)
-    shutil.rmtree(proofs / REHEARSAL)
-    none = again("none_kept")
     # a verifier that did not rehearse shares only what one student's checks ask twice; one that did found what the
     # student's checks asked of the reference computed already (while the student's code ran), and computed no more
-    assert rehearsed["hits"] > one["hits"] == klass["hits"] == none["hits"], (rehearsed, one, klass, none)
-    assert rehearsed["misses"] == one["misses"] == klass["misses"] == none["misses"]
-    graded = [files(tmp_path / out) for out in ("proving", "rehearsed", "busy", "class", "none_kept")]
+    assert rehearsed["hits"] > one["hits"] == klass["hits"], (rehearsed, one, klass)
+    assert rehearsed["misses"] == one["misses"] == klass["misses"]
+    graded = [files(tmp_path / out) for out in ("proving", "rehearsed", "busy", "class")]
     assert {"grades.csv", "student/results.json"} <= set(graded[0])
     assert all(other == graded[0] for other in graded[1:])
     assert b"10" in graded[0]["grades.csv"]  # full marks (10 points), confirmed
