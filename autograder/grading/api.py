@@ -139,9 +139,10 @@ def grade_class(
     grades = ClassGrades([], len(run.students), run.fingerprint, run.isolation, kept, submissions=run.submissions)
     executor: ClassExecutor | None = None
     try:
-        left = len(run.students) - len(run.finished)
-        pre_started = workers if workers is not None else max(2, left)
-        executor = start_executor(course, run.options, cluster, stop, run.snapshot, pre_started, prove, log, left == 1)
+        pre_started = workers if workers is not None else max(2, len(run.to_grade()))
+        executor = start_executor(
+            course, run.options, cluster, stop, run.snapshot, pre_started, prove, log, run.alone()
+        )
         grades.trusted_only_modules = sorted({c.module for c in executor.plan if c.trusted_only})
         weak = executor.unconfirmable_functions()
         if weak:
@@ -185,6 +186,15 @@ class Run:
         return executor.grade_class(
             self.students, progress, finished=self.finished, on_result=keep, submissions=self.submissions
         )
+
+    def to_grade(self) -> list[str]:
+        """The students this run grades (not kept from the record)."""
+        return [name for name, _ in self.students if name not in self.finished]
+
+    def alone(self) -> str | None:
+        """The digest of the one submission this run grades, if it grades exactly one."""
+        left = self.to_grade()
+        return self.submissions[left[0]].digest if len(left) == 1 else None
 
     def keep(self, result: StudentResult) -> None:
         """A student is finished: its results.json now, and the record --resume reads."""
@@ -264,17 +274,18 @@ def start_executor(
     pre_started: int,
     prove: bool,
     log: TextIO | None,
-    alone: bool = False,
+    alone: str | None = None,
 ) -> ClassExecutor:
     """The class's executor: on the Dask scheduler at ``cluster`` (each worker proves its environment before its
     first submission: :mod:`autograder.grading.cluster`), else a local grader with ``pre_started`` sandboxes,
     proven first with ``prove`` (the reference and the stubs, graded; closed again when that fails).
 
-    ``alone``: one submission is graded (a Gradescope submission, a regrade, a late arrival). When its setting's
-    proof was reused and a CPU is idle (:func:`~autograder.runtime.cpus.spare`), the verifier rehearses the
-    pre-flight's request of the reference while the student's code runs (:mod:`autograder.grading.preflight.rehearsal`):
-    the student's own request then meets a warm verifier instead of a cold one after the grading process ends. (A
-    class warms its verifiers on its first students; a proof made now left the verifier warm.)"""
+    ``alone``: the digest of the one submission graded (a Gradescope submission, a regrade, a late arrival). When
+    its setting's proof was reused and a CPU is idle (:func:`~autograder.runtime.cpus.spare`), the verifier rehearses
+    the pre-flight's request of the reference while the student's code runs
+    (:mod:`autograder.grading.preflight.rehearsal`): the student's own request then meets a warm verifier instead of a
+    cold one after the grading process ends; unless an earlier call kept the answer for these very files. (A class
+    warms its verifiers on its first students; a proof made now left the verifier warm.)"""
     if cluster:
         from autograder.grading.cluster import ClusterGrader
 
@@ -293,8 +304,8 @@ def start_executor(
         except BaseException:
             executor.close()
             raise
-    if proven and alone and cpus.spare():
-        grader.trusted.rehearse()
+    if proven and alone is not None and cpus.spare():
+        grader.trusted.rehearse(alone)
     return executor
 
 

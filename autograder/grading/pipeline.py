@@ -334,7 +334,7 @@ class SubmissionPipeline(ChildRuns):
             verdicts.setdefault(check.id, CheckVerdict(Status.ERROR, "this check could not be run on your submission"))
         started = time.monotonic()
         sources = {m: data.decode("utf-8", "replace") for m, data in submission.submitted.files.items()}
-        verdicts.update(self.confirmed(verdicts, submission.transcripts, sources))
+        verdicts.update(self.confirmed(verdicts, submission.transcripts, sources, submission.submitted.digest))
         timings["verify_seconds"] = time.monotonic() - started
         stop_if_set(self.stop)  # a run killed by the stop must not become a result
         outcomes = [
@@ -344,10 +344,12 @@ class SubmissionPipeline(ChildRuns):
         review = [line for m in self.options.modules for line in submission.review.get(m, [])]
         return StudentResult(submission.student, score_functions(self.course, outcomes), outcomes, timings, review)
 
-    def confirmed(self, verdicts: Verdicts, transcripts: dict, sources: dict[str, str] | None = None) -> Verdicts:
+    def confirmed(
+        self, verdicts: Verdicts, transcripts: dict, sources: dict[str, str] | None = None, digest: str | None = None
+    ) -> Verdicts:
         """The verdicts the trusted side changes: of each claimed pass of a check it decides (a correctness check, or
         one marked ``decided``), confirmed or not (``sources``: the student's files, for the checks decided from
-        the source)."""
+        the source; ``digest``: of all the student's files, :meth:`TrustedSide.verify`'s ``submission``)."""
         claims = [c.id for c in self.plan if c.confirmed and verdicts[c.id].status == Status.PASSED]
         if not claims:
             return {}
@@ -358,6 +360,7 @@ class SubmissionPipeline(ChildRuns):
                 claims,
                 {c: transcripts.get(c, {}) for c in claims},
                 {m: text for m, text in (sources or {}).items() if m in modules},
+                digest,
             )
         except Exception as err:  # noqa: BLE001 - never trust an unconfirmed pass
             answers = {c: Verdict(Replay.FAILED, f"the grader could not confirm this check ({err})") for c in claims}

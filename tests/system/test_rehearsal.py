@@ -18,6 +18,7 @@ import pytest
 from support import ROOT, reference_source
 
 from autograder.core.course import load_course
+from autograder.core.submission import Submission
 from autograder.grading import api
 from autograder.grading.isolation.scratch import Snapshot
 from autograder.grading.options import Options
@@ -36,9 +37,8 @@ MODULE = "at_updates"
 def grade_alone(course, options, snapshot, folder: Path, out: Path, alone: bool = True) -> dict[str, int]:
     """``folder`` graded alone as ``grade_class`` grades it (its pre-flight proven or reused), its files in ``out``;
     what the verifier shared."""
-    executor = api.start_executor(
-        course, options, None, threading.Event(), snapshot, 1, True, io.StringIO(), alone=alone
-    )
+    digest = Submission.read(folder, options.modules).digest if alone else None
+    executor = api.start_executor(course, options, None, threading.Event(), snapshot, 1, True, io.StringIO(), digest)
     try:
         results = executor.grade_class([("student", folder)])
         shared = executor.grader.trusted.shared_results
@@ -75,6 +75,9 @@ def test_a_submission_graded_alone_meets_a_verifier_that_rehearsed_and_gets_the_
         return grade_alone(course, replace(options, **changes), snapshot, student, tmp_path / out)
 
     rehearsed = again("rehearsed")
+    # the very same files again, their answer kept by the call before: nothing to rehearse for, and the verifier is
+    # asked nothing at all
+    assert grade_alone(course, options, snapshot, student, tmp_path / "kept") == {"hits": 0, "misses": 0, "verdicts": 0}
     # the controls: no idle CPU, a class (not graded alone); none kept: tests/unit/grading/test_kept_rehearsal.py
     monkeypatch.setattr(cpus, "spare", lambda: False)
     one = again("busy")
@@ -85,7 +88,7 @@ def test_a_submission_graded_alone_meets_a_verifier_that_rehearsed_and_gets_the_
     # student's checks asked of the reference computed already (while the student's code ran), and computed no more
     assert rehearsed["hits"] > one["hits"] == klass["hits"], (rehearsed, one, klass)
     assert rehearsed["misses"] == one["misses"] == klass["misses"]
-    graded = [files(tmp_path / out) for out in ("proving", "rehearsed", "busy", "class")]
+    graded = [files(tmp_path / out) for out in ("proving", "rehearsed", "kept", "busy", "class")]
     assert {"grades.csv", "student/results.json"} <= set(graded[0])
     assert all(other == graded[0] for other in graded[1:])
     assert b"10" in graded[0]["grades.csv"]  # full marks (10 points), confirmed

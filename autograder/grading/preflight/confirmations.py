@@ -15,6 +15,11 @@ was confirmed or found not replayable (a claim the verifier failed is asked agai
 machine's, and a grade must never keep a zero that is the grader's fault). The student's process writes none of it:
 its transcripts are only the key's input. The pre-flight never reads them (it proves the verifier answers now), and
 ``AUTOGRADER_CLASS_SHARING=0`` turns them off with the rest of what the trusted side shares.
+
+Beside the answers, the grader notes the digest of each submission's files whose answer it kept
+(:meth:`KeptConfirmations.mark_answered`): a later call that grades the very same files alone does not have its
+verifier rehearse (:mod:`~autograder.grading.preflight.rehearsal`) for a request it will most likely find answered.
+A note decides nothing: the request is still looked up by its own digest.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import tempfile
 from pathlib import Path
 
@@ -31,6 +37,8 @@ from autograder.grading.wire import Replay, Verdict
 CONFIRMED = "confirmed"  # beside the proofs
 MAX_ANSWER_BYTES = 4 << 20  # one request's answer (a whole course's verdicts with messages: a few KB)
 MAX_KEPT = 50_000  # answers kept per setting, at most (then nothing more is kept: they are only a speed-up)
+SUBMISSION = "submission-"  # beside the answers: the files' digest of a submission whose answer is kept
+_HEX = re.compile(r"[0-9a-f]{64}")
 
 
 class KeptConfirmations:
@@ -94,6 +102,24 @@ class KeptConfirmations:
                 raise
         except OSError:
             pass
+
+    def mark_answered(self, submission: str) -> None:
+        """Note that a request of the submission whose files digest to ``submission`` has its answer kept: a later
+        call of the very same files will most likely ask the very same thing (what its verifier need not rehearse
+        for: :mod:`~autograder.grading.preflight.rehearsal`). Best effort; a note, never an answer."""
+        if self.folder is None or not _HEX.fullmatch(submission):
+            return
+        try:
+            if grader_owned(self.folder, directory=True):
+                (self.folder / f"{SUBMISSION}{submission}").touch(mode=0o600, exist_ok=True)
+        except OSError:
+            pass
+
+    def answered(self, submission: str) -> bool:
+        """Whether :meth:`mark_answered` noted ``submission`` (the grader's own note in its own folder)."""
+        if self.folder is None or not _HEX.fullmatch(submission) or not grader_owned(self.folder, directory=True):
+            return False
+        return grader_owned(self.folder / f"{SUBMISSION}{submission}")
 
 
 def _keepable(verdicts: dict[str, Verdict], claims: list[str]) -> bool:

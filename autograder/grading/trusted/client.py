@@ -123,9 +123,17 @@ class TrustedSide:
             self.kept_plans.keep(checks, self.givens_dir)
         return checks
 
-    def verify(self, claims: list[str], transcripts: dict, sources: dict[str, str] | None = None) -> dict[str, Verdict]:
+    def verify(
+        self,
+        claims: list[str],
+        transcripts: dict,
+        sources: dict[str, str] | None = None,
+        submission: str | None = None,
+    ) -> dict[str, Verdict]:
         """The trusted side's verdict on each claimed pass (``transcripts``: what the student's process recorded;
-        ``sources``: module -> the text of the student's file, as the grader read it)."""
+        ``sources``: module -> the text of the student's file, as the grader read it; ``submission``: the digest of
+        the student's files, noted when the answer is kept, so that a later call of the same files does not
+        rehearse for a request it will most likely find answered)."""
         if not claims:
             return {}
         kept = None if self.proving else self.kept_confirmations
@@ -142,16 +150,22 @@ class TrustedSide:
         answered = self._verify(claims, transcripts, sources)
         if kept:
             kept.keep(key, claims, answered)
+            if submission is not None and kept.load(key, claims) is not None:
+                kept.mark_answered(submission)
         if self.proving and self.kept_rehearsal is not None and confirmed_all(answered, claims):
             # the pre-flight's request of the reference (its stubs claim nothing): what a later call rehearses
             self.kept_rehearsal.keep(list(claims), transcripts, dict(sources or {}))
         return answered
 
-    def rehearse(self) -> bool:
+    def rehearse(self, submission: str | None = None) -> bool:
         """Send the kept rehearsal (:mod:`autograder.grading.preflight.rehearsal`) to a verifier now, in a thread
         of its own, its answer thrown away: the verifier warms up on the reference while the student's code runs.
         The first student's request waits for it (the verifier answers one request at a time). Whether one was
-        sent (none kept, or no long-lived verifier: nothing)."""
+        sent: none when none is kept, without a long-lived verifier, or when ``submission`` (the digest of the
+        student's files) had its answer kept by an earlier call (its request will most likely be answered from it)."""
+        if submission is not None and self.kept_confirmations is not None:
+            if self.kept_confirmations.answered(submission):
+                return False
         asked = self.kept_rehearsal.load() if self.kept_rehearsal is not None else None
         if asked is None or not self.options.zygote or not self.verifiers.count:
             return False

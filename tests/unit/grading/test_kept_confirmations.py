@@ -111,3 +111,27 @@ def test_nothing_is_kept_where_a_students_process_could_write(monkeypatch, tmp_p
 
 def test_a_request_that_is_not_plain_data_has_no_key():
     assert key(transcripts={CLAIMS[0]: {"d1": object()}}) is None
+
+
+DIGEST = "ab" * 32
+
+
+def test_a_submission_whose_answer_was_kept_is_noted_for_its_setting_only(kept_here, snapshot, options):
+    kept, _ = kept_answer(kept_here, snapshot, options)
+    assert not kept.answered(DIGEST)
+    kept.mark_answered(DIGEST)
+    assert KeptConfirmations.of(snapshot, options(jobs=4), SANDBOXED).answered(DIGEST)
+    assert not KeptConfirmations.of(snapshot, options(seed=8), SANDBOXED).answered(DIGEST)
+    assert not kept.answered("cd" * 32)
+    kept.mark_answered("../../escaped")  # not a digest: nothing is written
+    assert not kept.answered("../../escaped") and not list(kept_here.rglob("*escaped*"))
+
+
+@pytest.mark.parametrize("how", [spoiled.group_writable, spoiled.someone_elses, spoiled.a_link])
+def test_a_note_not_as_the_grader_wrote_it_is_not_read(kept_here, snapshot, options, how):
+    if spoiled.needs_root(how):
+        pytest.skip("giving a file away needs root")
+    kept, _ = kept_answer(kept_here, snapshot, options)
+    kept.mark_answered(DIGEST)
+    how(kept.folder / f"submission-{DIGEST}")
+    assert not kept.answered(DIGEST)
