@@ -212,6 +212,14 @@ class Replay(StrEnum):
 UNVERIFIABLE = Replay.UNVERIFIABLE
 
 
+def answered_whole(verdicts: dict[str, Verdict], claims: list[str]) -> bool:
+    """A verdict for every claim and no failure among them (confirmed, or found not replayable): an answer the
+    grader may keep (a failure may be the machine's, and is asked again)."""
+    return bool(claims) and all(
+        check in verdicts and verdicts[check].outcome in (Replay.PASSED, Replay.UNVERIFIABLE) for check in claims
+    )
+
+
 @dataclass(frozen=True)
 class Verdict:
     """The trusted side's answer to one claimed pass."""

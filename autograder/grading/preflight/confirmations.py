@@ -28,11 +28,10 @@ import hashlib
 import json
 import os
 import re
-import tempfile
 from pathlib import Path
 
-from autograder.grading.preflight.proofs import grader_owned, kept_beside, read_grader_owned
-from autograder.grading.wire import Replay, Verdict
+from autograder.grading.preflight.proofs import grader_owned, kept_beside, read_grader_owned, write_grader_owned
+from autograder.grading.wire import Verdict, answered_whole
 
 CONFIRMED = "confirmed"  # beside the proofs
 MAX_ANSWER_BYTES = 4 << 20  # one request's answer (a whole course's verdicts with messages: a few KB)
@@ -80,28 +79,22 @@ class KeptConfirmations:
             verdicts = {check: Verdict.from_wire(data[check]) for check in claims}
         except (ValueError, TypeError, KeyError, AttributeError):
             return None
-        if not _keepable(verdicts, claims):
+        if not answered_whole(verdicts, claims):
             return None
         return verdicts
 
-    def keep(self, key: str | None, claims: list[str], verdicts: dict[str, Verdict]) -> None:
-        """Keep the verifier's answer ``verdicts`` to the request ``key`` (best effort: one not kept is asked again)."""
-        if self.folder is None or key is None or not _keepable(verdicts, claims):
-            return
+    def keep(self, key: str | None, claims: list[str], verdicts: dict[str, Verdict]) -> bool:
+        """Keep the verifier's answer ``verdicts`` to the request ``key`` (best effort: one not kept is asked again);
+        whether it was kept."""
+        if self.folder is None or key is None or not answered_whole(verdicts, claims):
+            return False
+        text = json.dumps({check: verdicts[check].to_wire() for check in claims})
         try:
-            self.folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-            if not grader_owned(self.folder, directory=True) or _count(self.folder) >= MAX_KEPT:
-                return
-            fd, tmp = tempfile.mkstemp(dir=self.folder, prefix=f".{key}.", suffix=".partial")
-            try:
-                with os.fdopen(fd, "w", encoding="utf-8") as f:
-                    json.dump({check: verdicts[check].to_wire() for check in claims}, f)
-                os.replace(tmp, self.folder / f"{key}.json")
-            except BaseException:
-                Path(tmp).unlink(missing_ok=True)
-                raise
+            if self.folder.is_dir() and _count(self.folder) >= MAX_KEPT:
+                return False
+            return write_grader_owned(self.folder, f"{key}.json", text)
         except OSError:
-            pass
+            return False
 
     def mark_answered(self, submission: str) -> None:
         """Note that a request of the submission whose files digest to ``submission`` has its answer kept: a later
@@ -120,13 +113,6 @@ class KeptConfirmations:
         if self.folder is None or not _HEX.fullmatch(submission) or not grader_owned(self.folder, directory=True):
             return False
         return grader_owned(self.folder / f"{SUBMISSION}{submission}")
-
-
-def _keepable(verdicts: dict[str, Verdict], claims: list[str]) -> bool:
-    """A verdict for every claim and no failure among them (a failure is asked again: it may be the machine's)."""
-    return bool(claims) and all(
-        check in verdicts and verdicts[check].outcome in (Replay.PASSED, Replay.UNVERIFIABLE) for check in claims
-    )
 
 
 def _count(folder: Path) -> int:

@@ -11,6 +11,7 @@ import json
 import os
 import stat
 import sys
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -203,6 +204,24 @@ def grader_owned(path: Path, *, directory: bool = False) -> bool:
         return False
     kind = stat.S_ISDIR if directory else stat.S_ISREG
     return kind(st.st_mode) and st.st_uid == os.geteuid() and not st.st_mode & 0o022
+
+
+def write_grader_owned(folder: Path, name: str, text: str) -> bool:
+    """Write ``text`` to ``folder / name`` through a new private file (mode 0600) of the grader's own, replaced at
+    once, in ``folder`` (made 0700 when missing) when that is the grader's own; whether it was written. Raises
+    OSError as writing does."""
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    if not grader_owned(folder, directory=True):
+        return False
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{name}.", suffix=".partial")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, folder / name)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return True
 
 
 def read_grader_owned(path: Path, max_bytes: int) -> bytes | None:

@@ -24,12 +24,10 @@ what the trusted side shares.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from autograder.grading.preflight.proofs import grader_owned, kept_beside, read_grader_owned
+from autograder.grading.preflight.proofs import grader_owned, kept_beside, read_grader_owned, write_grader_owned
 
 REHEARSAL = "rehearsal"  # beside the proofs
 REQUEST = "request.json"
@@ -90,16 +88,6 @@ class KeptRehearsal:
         if len(text) > MAX_REQUEST_BYTES:
             return
         try:
-            self.folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-            if not grader_owned(self.folder, directory=True):
-                return
-            fd, tmp = tempfile.mkstemp(dir=self.folder, prefix=f".{REQUEST}.", suffix=".partial")  # 0600, new
-            try:
-                with os.fdopen(fd, "w", encoding="utf-8") as f:
-                    f.write(text)
-                os.replace(tmp, self.folder / REQUEST)
-            except BaseException:
-                Path(tmp).unlink(missing_ok=True)
-                raise
+            write_grader_owned(self.folder, REQUEST, text)
         except OSError:
             pass

@@ -19,7 +19,7 @@ from autograder.grading.isolation.forkserver import run_to_end
 from autograder.grading.isolation.processes import file_tail, run_python, wait_or_stop
 from autograder.grading.pool import GradingPool
 from autograder.grading.trusted.trusted_server import TrustedServer, Verifiers, verifiers_for
-from autograder.grading.wire import PlannedCheck, Replay, Verdict, VerifierRequest
+from autograder.grading.wire import PlannedCheck, Verdict, VerifierRequest, answered_whole
 
 VERIFY_TIMEOUT = 600.0
 SHARED_COUNTS = ("hits", "misses", "verdicts")
@@ -148,11 +148,9 @@ class TrustedSide:
         if known is not None:
             return known
         answered = self._verify(claims, transcripts, sources)
-        if kept:
-            kept.keep(key, claims, answered)
-            if submission is not None and kept.load(key, claims) is not None:
-                kept.mark_answered(submission)
-        if self.proving and self.kept_rehearsal is not None and confirmed_all(answered, claims):
+        if kept and kept.keep(key, claims, answered) and submission is not None:
+            kept.mark_answered(submission)
+        if self.proving and self.kept_rehearsal is not None and answered_whole(answered, claims):
             # the pre-flight's request of the reference (its stubs claim nothing): what a later call rehearses
             self.kept_rehearsal.keep(list(claims), transcripts, dict(sources or {}))
         return answered
@@ -163,9 +161,12 @@ class TrustedSide:
         The first student's request waits for it (the verifier answers one request at a time). Whether one was
         sent: none when none is kept, without a long-lived verifier, or when ``submission`` (the digest of the
         student's files) had its answer kept by an earlier call (its request will most likely be answered from it)."""
-        if submission is not None and self.kept_confirmations is not None:
-            if self.kept_confirmations.answered(submission):
-                return False
+        if (
+            submission is not None
+            and self.kept_confirmations is not None
+            and self.kept_confirmations.answered(submission)
+        ):
+            return False
         asked = self.kept_rehearsal.load() if self.kept_rehearsal is not None else None
         if asked is None or not self.options.zygote or not self.verifiers.count:
             return False
@@ -239,13 +240,6 @@ class TrustedSide:
         return TrustedServer(
             zygote, self.pool.scratch_dir(), self.pool.snapshot, list(self.options.modules), self.options.seed
         )
-
-
-def confirmed_all(verdicts: dict[str, Verdict], claims: list[str]) -> bool:
-    """A verdict for every claim and no failure among them (confirmed, or found not replayable)."""
-    return bool(claims) and all(
-        check in verdicts and verdicts[check].outcome in (Replay.PASSED, Replay.UNVERIFIABLE) for check in claims
-    )
 
 
 def _verdicts(answer: dict) -> dict[str, Verdict]:
