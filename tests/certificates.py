@@ -45,8 +45,8 @@ def graded_for_real(folder: Path, modules: Sequence[str], timeout: int = 60) -> 
     }
     verify = grader.trusted.verify
 
-    def spy(claims, transcripts, sources=None):
-        verdicts = verify(claims, transcripts, sources)
+    def spy(claims, transcripts, sources=None, submission=None):
+        verdicts = verify(claims, transcripts, sources, submission)
         seen["claims"] += list(claims)
         seen["transcripts"].update(transcripts)
         seen["verdicts"].update(verdicts)
