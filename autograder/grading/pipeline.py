@@ -36,8 +36,10 @@ from autograder.grading.isolation.bubblewrap import Box
 from autograder.grading.isolation.channel import out_of_order
 from autograder.grading.isolation.limits import Fault, Interrupted, RunResult
 from autograder.grading.isolation.limits import check as stop_if_set
+from autograder.grading.isolation.scratch import copy_plain_files
 from autograder.grading.pool import GradingPool
-from autograder.grading.runs import ChildRuns, NoSpace, copy_files
+from autograder.grading.preflight.compiled import KeptCompiled
+from autograder.grading.runs import ChildRuns, NoSpace
 from autograder.grading.trusted.client import TrustedSide
 from autograder.grading.trusted.trusted_only import observed_in_the_students_process
 from autograder.grading.verdicts import (
@@ -111,7 +113,15 @@ class SubmissionRun:
 class SubmissionPipeline(ChildRuns):
     """The steps of one submission, shared by every submission of a grader (module docstring)."""
 
-    def __init__(self, course: Course, options, pool: GradingPool, trusted: TrustedSide, stop: threading.Event):
+    def __init__(
+        self,
+        course: Course,
+        options,
+        pool: GradingPool,
+        trusted: TrustedSide,
+        stop: threading.Event,
+        compiled: KeptCompiled | None = None,
+    ):
         self.course = course
         self.options = options
         self.pool = pool
@@ -122,6 +132,10 @@ class SubmissionPipeline(ChildRuns):
         self.trusted_only_modules = {c.module for c in self.plan if c.trusted_only}
         self.modules_with_givens = trusted.modules_with_givens
         self.faults: list[RunFault] = []  # every fault of a grading process, read by autograder.grading.preflight
+        # the reference's compiled programs, each student's first cache (None: each starts empty); the student
+        # whose cache becomes them when done (the pre-flight's reference, set by Grader.proving)
+        self.compiled = compiled
+        self.compiled_from: str | None = None
 
     def modules_to_run(self, submission: SubmissionRun) -> list[str]:
         """The modules of ``submission`` that need a grading process (present, with checks)."""
@@ -129,9 +143,10 @@ class SubmissionPipeline(ChildRuns):
         return [m for m in self.options.modules if m not in missing and any(c.module == m for c in self.plan)]
 
     def box_of(self, submission: SubmissionRun) -> Box:
-        """``submission``'s sandbox, taken on first use. With ``--jax-cache DIR`` its folder starts with a copy of
-        ``DIR/<student>``'s cache, copied back when the student is done (:meth:`finish`): no student process is
-        given ``DIR``, where every student's cache is kept.
+        """``submission``'s sandbox, taken on first use. Its cache folder starts with a copy of the programs the
+        course's reference compiled (:mod:`~autograder.grading.preflight.compiled`); with ``--jax-cache DIR``, then
+        with a copy of ``DIR/<student>``'s cache, copied back when the student is done (:meth:`finish`): no student
+        process is given ``DIR``, where every student's cache is kept.
 
         One per student, never shared: a compilation cache is a folder of executables that every process using
         it writes and loads, so a shared one would let a submission read the programs compiled from a
@@ -143,9 +158,12 @@ class SubmissionPipeline(ChildRuns):
 
     def _new_box(self, submission: SubmissionRun) -> Box:
         box = self.pool.take_box()
+        cache = box.home / compile_cache.FOLDER
+        seeded = self.compiled is not None and self.compiled.seed(cache) > 0
         if self.options.cache_dir is not None:
-            copy_files(Path(self.options.cache_dir) / submission.student, box.home / compile_cache.FOLDER)
-            box.give(box.home / compile_cache.FOLDER)
+            copy_plain_files(Path(self.options.cache_dir) / submission.student, cache)
+        if seeded or self.options.cache_dir is not None:
+            box.give(cache)
         return box
 
     def fresh_box(self, submission: SubmissionRun, broken: Box) -> Box | None:
@@ -321,10 +339,12 @@ class SubmissionPipeline(ChildRuns):
         box = submission.box
         if box is not None:  # nothing of the student's runs on while the verifier judges it
             self.pool.close_box(box)
+            if self.compiled is not None and submission.student == self.compiled_from:
+                self.compiled.take(box.home / compile_cache.FOLDER)  # the pre-flight's reference: course code only
             if self.options.cache_dir is not None:  # all of the student's processes have ended
                 kept = Path(self.options.cache_dir) / submission.student
                 shutil.rmtree(kept, ignore_errors=True)
-                copy_files(box.home / compile_cache.FOLDER, kept)
+                copy_plain_files(box.home / compile_cache.FOLDER, kept)
             self.pool.discard_box(box)
         verdicts, timings = dict(submission.verdicts), submission.timings
         missing = submission.submitted.missing

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import stat
 import threading
 from dataclasses import replace
 from pathlib import Path
@@ -147,22 +146,3 @@ def _readable(folder: Path) -> None:
         os.chmod(root, 0o755)
         for name in files:
             os.chmod(os.path.join(root, name), 0o644)
-
-
-def copy_files(source: Path, dest: Path) -> None:
-    """Copy the regular files directly in ``source`` into ``dest`` (made private). Links, folders and
-    anything else a submission may have left there are not followed: copying is done by the grader, which
-    may read what the submission must not."""
-    dest.mkdir(mode=0o700, parents=True, exist_ok=True)
-    if source.is_symlink() or not source.is_dir():
-        return
-    for entry in source.iterdir():
-        try:
-            fd = os.open(entry, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)  # no link, no waiting on a pipe
-        except OSError:
-            continue
-        with os.fdopen(fd, "rb") as f:
-            if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
-                continue
-            with open(dest / entry.name, "wb") as out:
-                shutil.copyfileobj(f, out)
