@@ -114,16 +114,17 @@ class Grader:
     @contextlib.contextmanager
     def proving(self) -> Iterator[None]:
         """While the pre-flight grades the course's own submissions: the trusted side replays every claim (no
-        answer kept by an earlier call stands in for one: the pre-flight proves that the verifier answers now), and
-        the programs the reference's processes compiled become every later student's first cache
+        answer kept by an earlier call stands in for one: the pre-flight proves that the verifier answers now), no
+        ``--jax-cache`` folder is the course's submissions' (a student named ``reference`` keeps one there), and the
+        programs the reference's processes compiled become every later student's first cache
         (:mod:`~autograder.grading.preflight.compiled`)."""
         self.trusted.proving = True
-        self.pipeline.compiled_from = preflight.REFERENCE  # its programs start every later student's cache
+        self.pipeline.proving = True
         try:
             yield
         finally:
             self.trusted.proving = False
-            self.pipeline.compiled_from = None
+            self.pipeline.proving = False
 
     def unconfirmable_functions(self) -> list[str]:
         """Functions with no correctness check: their passes cannot be confirmed by the trusted side."""

@@ -132,10 +132,11 @@ class SubmissionPipeline(ChildRuns):
         self.trusted_only_modules = {c.module for c in self.plan if c.trusted_only}
         self.modules_with_givens = trusted.modules_with_givens
         self.faults: list[RunFault] = []  # every fault of a grading process, read by autograder.grading.preflight
-        # the reference's compiled programs, each student's first cache (None: each starts empty); the student
-        # whose cache becomes them when done (the pre-flight's reference, set by Grader.proving)
+        # the reference's compiled programs, each student's first cache (None: each starts empty)
         self.compiled = compiled
-        self.compiled_from: str | None = None
+        # while the pre-flight grades the course's own submissions (Grader.proving): no --jax-cache folder is theirs
+        # (a student of that name keeps one), and the reference's cache, course code only, becomes ``compiled``
+        self.proving = False
 
     def modules_to_run(self, submission: SubmissionRun) -> list[str]:
         """The modules of ``submission`` that need a grading process (present, with checks)."""
@@ -160,11 +161,19 @@ class SubmissionPipeline(ChildRuns):
         box = self.pool.take_box()
         cache = box.home / compile_cache.FOLDER
         seeded = self.compiled is not None and self.compiled.seed(cache) > 0
-        if self.options.cache_dir is not None:
-            copy_plain_files(Path(self.options.cache_dir) / submission.student, cache)
-        if seeded or self.options.cache_dir is not None:
+        kept = self.kept_cache(submission)
+        if kept is not None:
+            copy_plain_files(kept, cache)
+        if seeded or kept is not None:
             box.give(cache)
         return box
+
+    def kept_cache(self, submission: SubmissionRun) -> Path | None:
+        """``--jax-cache DIR``'s folder of ``submission``'s student; None without one, and for the pre-flight's
+        submissions (a student named ``reference`` keeps their own there)."""
+        if self.options.cache_dir is None or self.proving:
+            return None
+        return Path(self.options.cache_dir) / submission.student
 
     def fresh_box(self, submission: SubmissionRun, broken: Box) -> Box | None:
         """A new sandbox for ``submission`` in place of ``broken``, which the student's own code broke (its zygote
@@ -339,10 +348,10 @@ class SubmissionPipeline(ChildRuns):
         box = submission.box
         if box is not None:  # nothing of the student's runs on while the verifier judges it
             self.pool.close_box(box)
-            if self.compiled is not None and submission.student == self.compiled_from:
+            if self.compiled is not None and self.proving and submission.student == preflight.REFERENCE:
                 self.compiled.take(box.home / compile_cache.FOLDER)  # the pre-flight's reference: course code only
-            if self.options.cache_dir is not None:  # all of the student's processes have ended
-                kept = Path(self.options.cache_dir) / submission.student
+            kept = self.kept_cache(submission)
+            if kept is not None:  # all of the student's processes have ended
                 shutil.rmtree(kept, ignore_errors=True)
                 copy_plain_files(box.home / compile_cache.FOLDER, kept)
             self.pool.discard_box(box)

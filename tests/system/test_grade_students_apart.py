@@ -27,6 +27,9 @@ from grade_fixtures import wrap
 from support import ROOT, reference_source
 from test_grade_command import copy_course
 
+from autograder.grading.preflight import REUSE_ENV
+from autograder.grading.preflight.compiled import COMPILED
+
 MODULE = "at_updates"
 
 # Where a grading process may keep things: its compilation cache, its home, its temporary folder.
@@ -99,9 +102,14 @@ def build_class(dest: Path) -> list[str]:
     return sorted(sources)
 
 
-def grade(submissions: Path, out: Path, course: Path, tmp: Path, *extra: str) -> dict[str, dict]:
+def grade(
+    submissions: Path, out: Path, course: Path, tmp: Path, *extra: str, proofs: Path | None = None
+) -> dict[str, dict]:
+    """``grade`` of ``submissions`` into ``out`` (its proofs in ``proofs``, else the run's)."""
     tmp.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ, PYTHONPATH=str(ROOT), TMPDIR=str(tmp))
+    if proofs is not None:
+        env[REUSE_ENV] = str(proofs)
     env.pop("CI", None)
     cmd = [
         sys.executable,
@@ -161,7 +169,8 @@ def test_a_student_never_finds_what_a_classmate_left(setup):
 def test_a_kept_jax_cache_is_one_private_copy_per_student(setup):
     """``--jax-cache DIR``: each student's processes work on a copy of ``DIR/<student>`` (never in ``DIR``,
     next to their classmates' folders), copied back when they are done. Only regular files are copied:
-    a link a submission left in its cache does not make the grader copy what it points to."""
+    a link a submission left in its cache does not make the grader copy what it points to, and a folder or a pipe
+    is skipped (a folder once crashed the grader's copy)."""
     base, course, students = setup
     kept = base / "kept-cache"
     secret = base / "secret.txt"
@@ -170,12 +179,30 @@ def test_a_kept_jax_cache_is_one_private_copy_per_student(setup):
     planted.mkdir(parents=True)
     (planted / "leak-cache").symlink_to(secret)
     os.mkfifo(planted / "pipe-cache")
-    rows = grade(base / "class", base / "out-kept", course, base / "tmp-kept", "--jax-cache", str(kept))
+    (planted / "a-folder-cache").mkdir()  # skipped, not a crash of the grader's copy
+    # a student of an earlier run named after the pre-flight's reference: what their processes wrote is theirs, never
+    # the pre-flight's (whose reference's programs start every student's cache); --preflight: it runs here
+    (kept / "reference").mkdir()
+    (kept / "reference" / "planted-by-a-student-cache").write_bytes(b"a student's program")
+    proofs = base / "proofs-kept"
+    rows = grade(
+        base / "class",
+        base / "out-kept",
+        course,
+        base / "tmp-kept",
+        "--jax-cache",
+        str(kept),
+        "--preflight",
+        proofs=proofs,
+    )
     _everyone_full(rows, students)
-    assert sorted(p.name for p in kept.iterdir()) == students
+    assert sorted(p.name for p in kept.iterdir()) == sorted([*students, "reference"])  # none of the pre-flight's
     for student in students:
         files = list((kept / student).iterdir())
         assert any(p.name.endswith("-cache") for p in files), student
         assert all(p.is_file() and not p.is_symlink() for p in files), files
         assert not any(b"SECRET-OF-THE-GRADER" in p.read_bytes() for p in files)
+        assert "planted-by-a-student-cache" not in {p.name for p in files}, student
     assert secret.read_bytes() == b"SECRET-OF-THE-GRADER"
+    reference_programs = [p.name for p in (proofs / COMPILED).glob("*/*")]
+    assert reference_programs and "planted-by-a-student-cache" not in reference_programs
