@@ -27,7 +27,6 @@ from autograder.grading.isolation.scratch import Snapshot
 from autograder.grading.options import Options
 from autograder.grading.pipeline import RunFault, SubmissionPipeline, SubmissionRun
 from autograder.grading.pool import GradingPool
-from autograder.grading.preflight.compiled import KeptCompiled
 from autograder.grading.preflight.confirmations import KeptConfirmations
 from autograder.grading.preflight.plans import KeptPlans
 from autograder.grading.preflight.rehearsal import KeptRehearsal
@@ -62,11 +61,8 @@ class Grader:
             # and the verifier's answers to the very same requests (preflight.confirmations; =0: replayed again)
             # and the pre-flight's request of the reference, which a later call's verifier rehearses (=0: none)
             kept_plans, kept_confirmations, kept_rehearsal = None, None, None
-            # and the programs the pre-flight's reference compiled, each student's first cache (=0: none)
-            self.compiled: KeptCompiled | None = None
             if sharing_enabled():
                 snapshot, isolation = self.pool.snapshot, self.pool.isolation
-                self.compiled = KeptCompiled.of(snapshot, options, isolation)
                 kept_plans = KeptPlans.of(snapshot, options, isolation)
                 kept_confirmations = KeptConfirmations.of(snapshot, options, isolation)
                 kept_rehearsal = KeptRehearsal.of(snapshot, options, isolation)
@@ -82,7 +78,7 @@ class Grader:
         except BaseException:
             self.close()
             raise
-        self.pipeline = SubmissionPipeline(course, options, self.pool, self.trusted, self.stop, self.compiled)
+        self.pipeline = SubmissionPipeline(course, options, self.pool, self.trusted, self.stop)
 
     @property
     def snapshot(self) -> Snapshot:
@@ -114,10 +110,8 @@ class Grader:
     @contextlib.contextmanager
     def proving(self) -> Iterator[None]:
         """While the pre-flight grades the course's own submissions: the trusted side replays every claim (no
-        answer kept by an earlier call stands in for one: the pre-flight proves that the verifier answers now), no
-        ``--jax-cache`` folder is the course's submissions' (a student named ``reference`` keeps one there), and the
-        programs the reference's processes compiled become every later student's first cache
-        (:mod:`~autograder.grading.preflight.compiled`)."""
+        answer kept by an earlier call stands in for one: the pre-flight proves that the verifier answers now), and
+        no ``--jax-cache`` folder is the course's submissions' (a student named ``reference`` keeps one there)."""
         self.trusted.proving = True
         self.pipeline.proving = True
         try:
@@ -189,9 +183,6 @@ class Grader:
     def close(self) -> None:
         """End every zygote and remove every scratch folder (also after an interruption)."""
         self.pool.close()
-        compiled = getattr(self, "compiled", None)  # None when closed half-built
-        if compiled is not None:
-            compiled.close()
 
 
 def find_students(submissions: Path) -> list[tuple[str, Path]]:

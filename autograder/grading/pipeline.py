@@ -38,7 +38,6 @@ from autograder.grading.isolation.limits import Fault, Interrupted, RunResult
 from autograder.grading.isolation.limits import check as stop_if_set
 from autograder.grading.isolation.scratch import copy_plain_files
 from autograder.grading.pool import GradingPool
-from autograder.grading.preflight.compiled import KeptCompiled
 from autograder.grading.runs import ChildRuns, NoSpace
 from autograder.grading.trusted.client import TrustedSide
 from autograder.grading.trusted.trusted_only import observed_in_the_students_process
@@ -120,7 +119,6 @@ class SubmissionPipeline(ChildRuns):
         pool: GradingPool,
         trusted: TrustedSide,
         stop: threading.Event,
-        compiled: KeptCompiled | None = None,
     ):
         self.course = course
         self.options = options
@@ -132,10 +130,8 @@ class SubmissionPipeline(ChildRuns):
         self.trusted_only_modules = {c.module for c in self.plan if c.trusted_only}
         self.modules_with_givens = trusted.modules_with_givens
         self.faults: list[RunFault] = []  # every fault of a grading process, read by autograder.grading.preflight
-        # the reference's compiled programs, each student's first cache (None: each starts empty)
-        self.compiled = compiled
         # while the pre-flight grades the course's own submissions (Grader.proving): no --jax-cache folder is theirs
-        # (a student of that name keeps one), and the reference's cache, course code only, becomes ``compiled``
+        # (a student named ``reference`` keeps one there, written by their own processes)
         self.proving = False
 
     def modules_to_run(self, submission: SubmissionRun) -> list[str]:
@@ -144,10 +140,9 @@ class SubmissionPipeline(ChildRuns):
         return [m for m in self.options.modules if m not in missing and any(c.module == m for c in self.plan)]
 
     def box_of(self, submission: SubmissionRun) -> Box:
-        """``submission``'s sandbox, taken on first use. Its cache folder starts with a copy of the programs the
-        course's reference compiled (:mod:`~autograder.grading.preflight.compiled`); with ``--jax-cache DIR``, then
-        with a copy of ``DIR/<student>``'s cache, copied back when the student is done (:meth:`finish`): no student
-        process is given ``DIR``, where every student's cache is kept.
+        """``submission``'s sandbox, taken on first use. With ``--jax-cache DIR`` its folder starts with a copy of
+        ``DIR/<student>``'s cache, copied back when the student is done (:meth:`finish`): no student process is
+        given ``DIR``, where every student's cache is kept.
 
         One per student, never shared: a compilation cache is a folder of executables that every process using
         it writes and loads, so a shared one would let a submission read the programs compiled from a
@@ -159,12 +154,10 @@ class SubmissionPipeline(ChildRuns):
 
     def _new_box(self, submission: SubmissionRun) -> Box:
         box = self.pool.take_box()
-        cache = box.home / compile_cache.FOLDER
-        seeded = self.compiled is not None and self.compiled.seed(cache) > 0
         kept = self.kept_cache(submission)
         if kept is not None:
+            cache = box.home / compile_cache.FOLDER
             copy_plain_files(kept, cache)
-        if seeded or kept is not None:
             box.give(cache)
         return box
 
@@ -348,8 +341,6 @@ class SubmissionPipeline(ChildRuns):
         box = submission.box
         if box is not None:  # nothing of the student's runs on while the verifier judges it
             self.pool.close_box(box)
-            if self.compiled is not None and self.proving and submission.student == preflight.REFERENCE:
-                self.compiled.take(box.home / compile_cache.FOLDER)  # the pre-flight's reference: course code only
             kept = self.kept_cache(submission)
             if kept is not None:  # all of the student's processes have ended
                 shutil.rmtree(kept, ignore_errors=True)

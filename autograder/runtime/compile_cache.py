@@ -30,9 +30,9 @@ def settings(cache_dir: Path) -> dict[str, str | int]:
         "jax_persistent_cache_min_compile_time_secs": 0,
         "jax_persistent_cache_min_entry_size_bytes": 0,
         # No XLA cache beside it (JAX turns on GPU autotuning's by default): its folder, a path under this one, goes
-        # into every program's key, so a copy of the cache in another folder (each student's sandbox, started from
-        # the reference's programs; a kept --jax-cache) would never find one program. With none, the key is the
-        # program, the compile options, the backend and the versions, wherever the cache lies.
+        # into every program's key, so a copy of the cache in another folder (a kept --jax-cache, copied into the
+        # student's new sandbox; a student's repository moved) would never find one program. With none, the key is
+        # the program, the compile options, the backend and the versions, wherever the cache lies.
         "jax_persistent_cache_enable_xla_caches": "none",
     }
 

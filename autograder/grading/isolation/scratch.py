@@ -358,14 +358,13 @@ def copy_plain_files(
     source: Path,
     dest: Path,
     *,
-    owned: bool = False,
     max_files: int | None = None,
     max_bytes: int | None = None,
 ) -> tuple[int, int]:
     """Copy the plain files directly in ``source`` into ``dest`` (made private), by the grader, which may read what
     a student must not: never through a link (``source`` itself included), no folder, no pipe waited on, at most
-    ``max_files`` files and ``max_bytes`` bytes (:data:`MAX_COPIED_FILES`, :data:`MAX_COPIED_BYTES`); with
-    ``owned``, only files of the grader's own uid that nobody else may write. How many files and bytes it copied."""
+    ``max_files`` files and ``max_bytes`` bytes (:data:`MAX_COPIED_FILES`, :data:`MAX_COPIED_BYTES`). How many
+    files and bytes it copied."""
     max_files = MAX_COPIED_FILES if max_files is None else max_files
     max_bytes = MAX_COPIED_BYTES if max_bytes is None else max_bytes
     dest.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -384,8 +383,7 @@ def copy_plain_files(
                 continue
             try:
                 st = os.fstat(fd)
-                mine = st.st_uid == os.geteuid() and not st.st_mode & 0o022
-                if not stat.S_ISREG(st.st_mode) or size + st.st_size > max_bytes or (owned and not mine):
+                if not stat.S_ISREG(st.st_mode) or size + st.st_size > max_bytes:
                     continue
                 with os.fdopen(os.dup(fd), "rb") as f, open(dest / name, "wb") as out:
                     shutil.copyfileobj(f, out)

@@ -69,9 +69,6 @@ def check(grader, stream=None, *, force: bool | None = None) -> Passed:
             )
             return earlier
     passed = _check(grader, stream)
-    compiled = getattr(grader, "compiled", None)  # the reference's programs (KeptCompiled), kept only after a pass
-    if setting is not None and compiled is not None:
-        compiled.keep()
     if setting is not None:
         record = dataclasses.asdict(passed)
         try:
