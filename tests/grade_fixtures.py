@@ -1145,6 +1145,13 @@ def build_sandbox_class(
     expected["m_links_module_in_exercises"] = {
         fn: (ZERO, rf"{module}\.py is a symbolic link, not a regular file") for fn in fns
     }
+    # Not a file at all: a folder named like the module (it once crashed the grader's reader), a pipe (never waited on).
+    (dest / "n_module_is_a_folder" / f"{module}.py").mkdir(parents=True)
+    ((dest / "n_module_is_a_folder" / f"{module}.py") / "__init__.py").write_text(ref)
+    expected["n_module_is_a_folder"] = {fn: (ZERO, rf"{module}\.py is not a regular file") for fn in fns}
+    (dest / "o_module_is_a_pipe").mkdir()
+    os.mkfifo(dest / "o_module_is_a_pipe" / f"{module}.py")
+    expected["o_module_is_a_pipe"] = {fn: (ZERO, rf"{module}\.py is not a regular file") for fn in fns}
     del linked
     return expected
 

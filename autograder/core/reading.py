@@ -260,10 +260,11 @@ def _read_regular(name: str, folder_fd: int, max_bytes: int) -> tuple[bytes, str
         if err.errno == errno.ELOOP:
             return b"", f"{name} is a symbolic link, not a regular file; submit the file itself"
         return b"", f"{name} could not be read ({err.strerror}): it must be readable by other users"
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):  # before a file object: a folder named like the module cannot be one
+        os.close(fd)
+        return b"", f"{name} is not a regular file; submit the file itself"
     with os.fdopen(fd, "rb") as f:
-        info = os.fstat(f.fileno())
-        if not stat.S_ISREG(info.st_mode):
-            return b"", f"{name} is not a regular file; submit the file itself"
         if info.st_nlink != 1:
             return b"", f"{name} is a link to another file (a hard link), not a regular file of its own; submit a copy"
         data = f.read(max_bytes + 1)
