@@ -1,7 +1,8 @@
 """A class graded by the work: the whole course's CPU per student with and without sharing, and a second call's cost.
 
-    python benchmarks/class_work.py [--rounds N] [--class-size N] [--modules m1,m2] [--jobs J] [--skip class,again]
-                                    [--again-module MODULE] [--baseline CHECKOUT]
+    python benchmarks/class_work.py [--rounds N] [--class-size N] [--modules m1,m2] [--jobs J]
+                                    [--skip class,again,cache] [--again-module MODULE] [--cache-module MODULE]
+                                    [--baseline CHECKOUT]
 
 Rows, rounds alternated in one run, medians and ratios:
 
@@ -18,6 +19,11 @@ b) the fixed cost of a ``grade`` call: one correct ``at_updates`` (``--again-mod
    (the pre-flight's proof reused), with the sharing on (the trusted side's compiled programs kept from earlier
    calls: ``autograder.grading.preflight.kept_compile_cache``) and off, beside the stack-import floor
    (benchmarks/speed.py's FLOOR) measured in the same round; again/floor.
+
+c) a regrade with ``--jax-cache DIR`` (``--cache-module``, default training: one correct submission): the second call,
+   whose cache the first call kept, wall and CPU, and how many programs it compiled again (the kept cache's files
+   after the second call less those after the first); with ``--baseline``, the baseline's too, and this/baseline.
+   A program's key used to hold the cache's folder, so the copy in a new sandbox found none of them.
 
 Every ``grade`` here reuses one pre-flight proof, made before the first round and not counted.
 Not a test: the figures depend on the machine and its load. Run as root (the kit sandboxes students as root).
@@ -60,8 +66,9 @@ def main() -> None:
     parser.add_argument("--class-size", type=int, default=6)
     parser.add_argument("--modules", help="comma-separated modules (default: every module of course.toml)")
     parser.add_argument("--jobs", type=int, default=2)
-    parser.add_argument("--skip", default="", help="comma-separated rows to skip: class,again")
+    parser.add_argument("--skip", default="", help="comma-separated rows to skip: class,again,cache")
     parser.add_argument("--again-module", default="at_updates", help="row b)'s module (default: at_updates)")
+    parser.add_argument("--cache-module", default="training", help="row c)'s module (default: training)")
     parser.add_argument(
         "--baseline",
         type=Path,
@@ -85,14 +92,20 @@ def main() -> None:
         one.mkdir(parents=True)
         again = [args.again_module]
         (one / f"{again[0]}.py").write_bytes((ROOT / "solutions" / f"{again[0]}.py").read_bytes())
+        cached = [args.cache_module]
+        (one / f"{cached[0]}.py").write_bytes((ROOT / "solutions" / f"{cached[0]}.py").read_bytes())
         # the proofs every later call reuses (the modules are part of a proof's key: one per call made below)
         meter.run(grade_cmd(one.parent, scratch / "prove-1", again, 1), env)
+        if "cache" not in skip:
+            meter.run(grade_cmd(one.parent, scratch / "prove-c", cached, 1), env)
         meter.run(grade_cmd(one.parent, scratch / "prove-j", modules, args.jobs), env)
         baseline = str(args.baseline.resolve() / ".venv" / "bin" / "python") if args.baseline else None
         if baseline:
             (scratch / "proofs-baseline").mkdir()
             base_env = {"AUTOGRADER_PREFLIGHT_CACHE": str(scratch / "proofs-baseline")}
             meter.run(grade_cmd(one.parent, scratch / "prove-b", again, 1, baseline), base_env, cwd=args.baseline)
+            if "cache" not in skip:
+                meter.run(grade_cmd(one.parent, scratch / "prove-bc", cached, 1, baseline), base_env, cwd=args.baseline)
             if "class" not in skip:
                 meter.run(
                     grade_cmd(one.parent, scratch / "prove-bj", modules, args.jobs, baseline),
@@ -130,6 +143,24 @@ def main() -> None:
                     samples.setdefault(f"again_{mode}", []).append((wall, cpu))
                     print(f"  a second call, sharing {mode}: {wall:.1f} s wall, {cpu:.1f} s CPU", flush=True)
                 samples.setdefault("floor", []).append(meter.run([PYTHON, "-c", FLOOR])[:2])
+            if "cache" not in skip:
+                trees = [("this", PYTHON, env, None)] + (
+                    [("baseline", baseline, base_env, args.baseline)] if baseline else []
+                )
+                for tree, python, tree_env, cwd in trees if r % 2 == 0 else trees[::-1]:
+                    kept = scratch / f"jax-cache-{tree}-{r}"
+                    cmd = [*grade_cmd(one.parent, scratch / f"cache-first-{tree}-{r}", cached, 1, python)]
+                    meter.run([*cmd, "--jax-cache", str(kept)], tree_env, cwd=cwd)  # untimed: fills the kept cache
+                    before = count_files(kept)
+                    cmd = [*grade_cmd(one.parent, scratch / f"cache-again-{tree}-{r}", cached, 1, python)]
+                    wall, cpu, log = meter.run([*cmd, "--jax-cache", str(kept)], tree_env, cwd=cwd)
+                    again_compiled = count_files(kept) - before
+                    samples.setdefault(f"cache_{tree}", []).append((wall, cpu, again_compiled, before))
+                    print(
+                        f"  a regrade with --jax-cache, {tree}: {wall:.1f} s wall, {cpu:.1f} s CPU, "
+                        f"{again_compiled} of {before} kept programs compiled again",
+                        flush=True,
+                    )
             if "class" not in skip and baseline:
                 forget_answers(scratch / "proofs-baseline")  # the baseline's class graded for the first time too
                 out = scratch / f"class-baseline-{r}"
@@ -154,6 +185,11 @@ def main() -> None:
             print_table(samples, args, n, modules, meter, load_before, grades)  # so far
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+def count_files(kept: Path) -> int:
+    """The files of every student's folder in a ``--jax-cache`` folder."""
+    return sum(1 for p in kept.glob("*/*") if p.is_file())
 
 
 def print_table(samples, args, n, modules, meter, load_before, grades) -> None:
@@ -198,6 +234,20 @@ def print_table(samples, args, n, modules, meter, load_before, grades) -> None:
             ratio = med("again_on", 0) / med("again_baseline", 0)
             print(
                 f"  this/baseline (sharing on): {ratio:.2f} wall, {med('again_on', 1) / med('again_baseline', 1):.2f} CPU"
+            )
+    if "cache_this" in samples:
+        print(f"c) a regrade with --jax-cache ({args.cache_module}, the reference; its first call kept the cache)")
+        for tree in ("baseline", "this"):
+            if f"cache_{tree}" in samples:
+                wall, cpu = med(f"cache_{tree}", 0), med(f"cache_{tree}", 1)
+                again, kept = med(f"cache_{tree}", 2), med(f"cache_{tree}", 3)
+                print(
+                    f"  {tree:12s} {wall:6.1f} s wall {cpu:6.1f} s CPU  {again:.0f} of {kept:.0f} kept programs compiled again"
+                )
+        if "cache_baseline" in samples:
+            print(
+                f"  this/baseline: {med('cache_this', 0) / med('cache_baseline', 0):.2f} wall, "
+                f"{med('cache_this', 1) / med('cache_baseline', 1):.2f} CPU"
             )
 
 
