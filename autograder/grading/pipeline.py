@@ -162,8 +162,7 @@ class SubmissionPipeline(ChildRuns):
         return box
 
     def kept_cache(self, submission: SubmissionRun) -> Path | None:
-        """``--jax-cache DIR``'s folder of ``submission``'s student; None without one, and for the pre-flight's
-        submissions (a student named ``reference`` keeps their own there)."""
+        """``--jax-cache DIR``'s folder of the student; None without, and for the pre-flight's (see ``proving``)."""
         if self.options.cache_dir is None or self.proving:
             return None
         return Path(self.options.cache_dir) / submission.student
