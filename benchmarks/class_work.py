@@ -149,11 +149,12 @@ def main() -> None:
                 )
                 for tree, python, tree_env, cwd in trees if r % 2 == 0 else trees[::-1]:
                     kept = scratch / f"jax-cache-{tree}-{r}"
-                    cmd = [*grade_cmd(one.parent, scratch / f"cache-first-{tree}-{r}", cached, 1, python)]
-                    meter.run([*cmd, "--jax-cache", str(kept)], tree_env, cwd=cwd)  # untimed: fills the kept cache
+                    keep = ["--jax-cache", str(kept)]
+                    first = grade_cmd(one.parent, scratch / f"cache-first-{tree}-{r}", cached, 1, python)
+                    meter.run(first + keep, tree_env, cwd=cwd)  # untimed: fills the kept cache
                     before = count_files(kept)
-                    cmd = [*grade_cmd(one.parent, scratch / f"cache-again-{tree}-{r}", cached, 1, python)]
-                    wall, cpu, log = meter.run([*cmd, "--jax-cache", str(kept)], tree_env, cwd=cwd)
+                    again_cmd = grade_cmd(one.parent, scratch / f"cache-again-{tree}-{r}", cached, 1, python)
+                    wall, cpu, log = meter.run(again_cmd + keep, tree_env, cwd=cwd)
                     again_compiled = count_files(kept) - before
                     samples.setdefault(f"cache_{tree}", []).append((wall, cpu, again_compiled, before))
                     print(

@@ -112,14 +112,7 @@ class SubmissionRun:
 class SubmissionPipeline(ChildRuns):
     """The steps of one submission, shared by every submission of a grader (module docstring)."""
 
-    def __init__(
-        self,
-        course: Course,
-        options,
-        pool: GradingPool,
-        trusted: TrustedSide,
-        stop: threading.Event,
-    ):
+    def __init__(self, course: Course, options, pool: GradingPool, trusted: TrustedSide, stop: threading.Event):
         self.course = course
         self.options = options
         self.pool = pool

@@ -358,15 +358,12 @@ def copy_plain_files(
     source: Path,
     dest: Path,
     *,
-    max_files: int | None = None,
-    max_bytes: int | None = None,
+    max_files: int = MAX_COPIED_FILES,
+    max_bytes: int = MAX_COPIED_BYTES,
 ) -> tuple[int, int]:
     """Copy the plain files directly in ``source`` into ``dest`` (made private), by the grader, which may read what
     a student must not: never through a link (``source`` itself included), no folder, no pipe waited on, at most
-    ``max_files`` files and ``max_bytes`` bytes (:data:`MAX_COPIED_FILES`, :data:`MAX_COPIED_BYTES`). How many
-    files and bytes it copied."""
-    max_files = MAX_COPIED_FILES if max_files is None else max_files
-    max_bytes = MAX_COPIED_BYTES if max_bytes is None else max_bytes
+    ``max_files`` files and ``max_bytes`` bytes. How many files and bytes it copied."""
     dest.mkdir(mode=0o700, parents=True, exist_ok=True)
     try:
         folder = os.open(source, os.O_RDONLY | os.O_NOFOLLOW | os.O_DIRECTORY)
