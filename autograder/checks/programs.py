@@ -32,6 +32,7 @@ from autograder.checks import growth, structure
 from autograder.checks.lowered import MAX_PROGRAM_BYTES, Program, pack  # noqa: F401  (named here: checks call programs.<name>)
 from autograder.checks.values import assert_trees_close, function_name
 from autograder.core.failures import CheckFailure
+from autograder.core.oracle import decided_elsewhere
 
 MAX_PROGRAMS_KEPT = 64  # per function and check form: the programs of a check's examples (a few kilobytes each)
 JIT_ADVICE = "under jit every shape must be known before the values are, and Python sees tracers, not numbers"
@@ -196,6 +197,8 @@ def assert_compiles_to_the_reference(
     """``fn`` (the student's) compiles under ``jax.jit``, and its program gives, on the check's ``args``, what
     it gives called without jit and the reference's values ``expected``: decided from the program and the
     recorded values (see the module); ``eager`` (e.g. :func:`structure.eagerly`) stands for ``fn`` called without jit.
+    Where ``fn`` only records the student's answers for the trusted side (``oracle.decided_elsewhere``), the program
+    and the call without jit are recorded and nothing is run or compared: that side's verdict is the check's.
     Returns the program for further inspection."""
     name = name or function_name(fn)
     check = check or f"{name} works under jax.jit"
@@ -212,6 +215,12 @@ def assert_compiles_to_the_reference(
         advice=advice,
         **kwargs,
     )
+    if decided_elsewhere(fn):
+        # a process that records the student's answers for the trusted side, which runs this program on its own
+        # inputs and compares it with the recorded call without jit and with the reference's values: the check's
+        # verdict is that side's. Here the program is only recorded (above), and the call without jit.
+        structure.called_without_jit(eager or fn, *fixed, *args, **kwargs)
+        return program
     dynamic_args, dynamic_kwargs = _dynamic(args, kwargs, static_argnums, static_argnames)
     got = program(*dynamic_args, **dynamic_kwargs)
     structure.assert_same_as_without_jit(got, eager or fn, *fixed, *args, name=name, rtol=rtol, atol=atol, **kwargs)

@@ -99,15 +99,20 @@ def assert_works_under_jit(
     return got
 
 
-def assert_same_as_without_jit(
-    got: Any, eager: Callable, *args: Any, name: str, rtol: float = 1e-5, atol: float = 1e-6, **kwargs: Any
-) -> None:
-    """``got`` (what the compiled ``name`` gave) is what ``eager(*args, **kwargs)`` gives, the function called
-    without jit, its hidden global generators seeded as for the traces (see ``_NOT_THE_TRACES_SEED``)."""
+def called_without_jit(eager: Callable, *args: Any, **kwargs: Any) -> Any:
+    """``eager(*args, **kwargs)``: the function called without jit, its hidden global generators seeded as for the
+    traces (see ``_NOT_THE_TRACES_SEED``) and left as they were."""
     with global_rngs.preserved() as rngs:
         for _, _, seed in rngs.values():
             seed(_NOT_THE_TRACES_SEED)
-        without_jit = eager(*args, **kwargs)
+        return eager(*args, **kwargs)
+
+
+def assert_same_as_without_jit(
+    got: Any, eager: Callable, *args: Any, name: str, rtol: float = 1e-5, atol: float = 1e-6, **kwargs: Any
+) -> None:
+    """``got`` (what the compiled ``name`` gave) is what ``eager(*args, **kwargs)`` gives (:func:`called_without_jit`)."""
+    without_jit = called_without_jit(eager, *args, **kwargs)
     assert_trees_close(
         got,
         without_jit,

@@ -48,7 +48,9 @@ class StandIn(Protocol):
     """A function that stands for another one and is not traced: a recorded or recording reference function
     (``recording.recorded``), the student's function while a grading process records its answers or while
     the trusted side replays them (``grading``). ``checks.structure.jit_once`` and ``.transformed_once``
-    ask it for what answers, or records, as the jitted or transformed function does."""
+    ask it for what answers, or records, as the jitted or transformed function does. One that records the
+    student's answers for the trusted side to judge them (a module judged there only) says so with a true
+    ``decided_elsewhere`` (:func:`decided_elsewhere`)."""
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any: ...
 
@@ -57,6 +59,13 @@ class StandIn(Protocol):
 
     def transform_stand_in(self, label: str, transform: Callable) -> Callable:
         """What stands for ``transform(<function>)``, named ``label``."""
+
+
+def decided_elsewhere(fn: object) -> bool:
+    """Whether ``fn`` only records the student's answers for the trusted side (a grading process of a module
+    judged there only): every check of what it answers is replayed and decided there, with the reference, so
+    what this process would compute only to judge them (running a compiled program, comparing) decides nothing."""
+    return getattr(fn, "decided_elsewhere", False) is True
 
 
 def is_reference_function(value) -> bool:

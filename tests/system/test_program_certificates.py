@@ -84,3 +84,29 @@ def test_the_honest_transcript_is_confirmed_again(graded_reference):
     grader, _, seen = graded_reference
     verdicts = grader.trusted.verify([CHECK], {CHECK: seen["transcripts"][CHECK]})
     assert str(verdicts[CHECK].outcome) == str(Status.PASSED), verdicts
+
+
+# Right without jit, one more under it: its program is not what the function computes.
+NOT_ITS_PROGRAM = """
+
+import jax
+
+
+def replace_negatives(x, value):
+    return jnp.where(x < 0, value, x) + (1.0 if isinstance(x, jax.core.Tracer) else 0.0)
+"""
+
+
+def test_a_program_that_is_not_the_function_fails_on_the_trusted_side(tmp_path):
+    """The grading process of a module judged on the trusted side records the program and the call without jit,
+    and claims the check: running and comparing them there would decide nothing. The trusted side runs the
+    program, and its failure, message included, is the student's."""
+    source = (certificates.ROOT / "solutions" / f"{MODULE}.py").read_text() + NOT_ITS_PROGRAM
+    with certificates.graded_for_real(tmp_path, (MODULE,), sources={MODULE: source}) as (_, result, seen):
+        assert CHECK in seen["claims"] and certificates.programs_of(seen["transcripts"][CHECK])
+        assert str(seen["verdicts"][CHECK].outcome) == str(Status.FAILED)
+        outcomes = {o.check: o for o in result.outcomes if o.function == "replace_negatives"}
+    jitted = outcomes[CHECK.split("::")[1]]
+    assert jitted.status == Status.FAILED
+    assert "jax.jit(replace_negatives) gives what replace_negatives gives without jit" in jitted.message, jitted
+    assert all(o.status == Status.PASSED for name, o in outcomes.items() if name != CHECK.split("::")[1]), outcomes

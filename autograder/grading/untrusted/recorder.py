@@ -47,6 +47,8 @@ def recording(reporter, calls: dict, label: str, original, answers: dict | None 
 
     recorded.jit_stand_in = jit_stand_in  # type: ignore[attr-defined]  # read by structure.jit_once
     recorded.transform_stand_in = transform_stand_in  # type: ignore[attr-defined]
+    # with ``answers``, every check of what it answers is the trusted side's to decide (oracle.decided_elsewhere)
+    recorded.decided_elsewhere = answers is not None  # type: ignore[attr-defined]
     return recorded
 
 

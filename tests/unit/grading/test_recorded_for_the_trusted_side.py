@@ -1,0 +1,61 @@
+"""A grading process of a module judged on the trusted side only records the student's answers: a check of a program
+(``programs.assert_compiles_to_the_reference``) records the program and the call without jit there, and leaves
+running and comparing them to the trusted side, which decides it (its verdict, failure message included, is the
+check's). Anywhere else (the student's own loop, a process that holds the reference) the check runs and compares
+the program itself."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from autograder.checks import programs
+from autograder.core.failures import CheckFailure
+from autograder.core.oracle import decided_elsewhere
+from autograder.grading import transcript
+from autograder.grading.untrusted.recorder import recording
+
+X = np.array([-1.0, 2.0, -3.0], np.float32)
+
+
+class Reporter:
+    """What the recorder reads and writes of a grading process's reporter."""
+
+    statics = None
+    size = 0
+
+
+def differs_under_jit(x):
+    """Gives x + 1 when traced and x without jit: its program is not what the function computes."""
+    return x + (1.0 if isinstance(x, jax.core.Tracer) else 0.0)
+
+
+def replace_negatives(x):
+    return jnp.where(x < 0, 0.0, x)
+
+
+def test_a_recording_for_the_trusted_side_says_so_and_only_then():
+    assert decided_elsewhere(recording(Reporter(), {}, "f", replace_negatives, answers={}))
+    assert not decided_elsewhere(recording(Reporter(), {}, "f", replace_negatives))
+    assert not decided_elsewhere(replace_negatives)
+
+
+def test_the_program_and_the_call_without_jit_are_recorded_and_not_judged_here():
+    reporter, calls = Reporter(), {}
+    recorded = recording(reporter, calls, "differs_under_jit", differs_under_jit, answers={})
+    program = programs.assert_compiles_to_the_reference(recorded, jnp.asarray(X), expected=X)
+    # the trusted side finds both: the program's bytes under the transform's label, the call without jit under the
+    # function's own (the same digest its replay asks for)
+    labels = {transcript.digest("differs_under_jit", (jnp.asarray(X),), {}, reporter.statics)}
+    assert labels <= set(calls)
+    assert any(key not in labels for key in calls), "the program was not recorded"
+    np.testing.assert_array_equal(program(jnp.asarray(X)), X + 1.0)  # what the trusted side runs, and fails
+
+
+def test_where_nothing_is_recorded_for_the_trusted_side_the_check_judges_the_program_itself():
+    recorded = recording(Reporter(), {}, "differs_under_jit", differs_under_jit)
+    for fn in (differs_under_jit, recorded):
+        with pytest.raises(CheckFailure, match="gives what differs_under_jit gives without jit"):
+            programs.assert_compiles_to_the_reference(fn, jnp.asarray(X), expected=X)
