@@ -1,7 +1,7 @@
 """A grading process of a module judged on the trusted side only records the student's answers: a check of a program
-(``programs.assert_compiles_to_the_reference``) records the program and the call without jit there, and leaves
-running and comparing them to the trusted side, which decides it (its verdict, failure message included, is the
-check's). Anywhere else (the student's own loop, a process that holds the reference) the check runs and compares
+(``programs.assert_compiles_to_the_reference``, ``retraces.assert_one_program``) records the program (and the call
+without jit) there, and leaves running and comparing them to the trusted side, which decides it (its verdict, failure
+message included, is the check's). Anywhere else (the student's own loop, a process that holds the reference) the check runs and compares
 the program itself."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from autograder.checks import programs
+from autograder.checks import programs, retraces
 from autograder.core.failures import CheckFailure
 from autograder.core.oracle import decided_elsewhere
 from autograder.grading import transcript
@@ -59,3 +59,18 @@ def test_where_nothing_is_recorded_for_the_trusted_side_the_check_judges_the_pro
     for fn in (differs_under_jit, recorded):
         with pytest.raises(CheckFailure, match="gives what differs_under_jit gives without jit"):
             programs.assert_compiles_to_the_reference(fn, jnp.asarray(X), expected=X)
+
+
+def scaled(x, scale):
+    return x * scale
+
+
+def test_one_program_of_a_loop_is_recorded_and_not_run_where_the_trusted_side_decides():
+    """``scale`` made static: the first call's program bakes it in, and gives the wrong values for the second."""
+    calls = [((jnp.asarray(X), 2.0), {}), ((jnp.asarray(X), 3.0), {})]
+    expected = [X * 2.0, X * 3.0]
+    recorded = recording(Reporter(), {}, "scaled", scaled, answers={})
+    program = retraces.assert_one_program(recorded, calls, expected, static_argnums=(1,))
+    np.testing.assert_array_equal(program(jnp.asarray(X)), X * 2.0)  # what the trusted side runs on call 2, and fails
+    with pytest.raises(CheckFailure, match="does not give the reference's values for call 2"):
+        retraces.assert_one_program(scaled, calls, expected, static_argnums=(1,))
