@@ -29,6 +29,7 @@ import jax.numpy as jnp
 from autograder.checks import programs
 from autograder.checks.values import function_name
 from autograder.core.failures import CheckFailure
+from autograder.core.oracle import decided_elsewhere
 
 MARKER = "stablehlo.cbrt"
 _MARKER_OP = re.compile(rf"=\s*{re.escape(MARKER)}\b")
@@ -82,6 +83,8 @@ def assert_program_calls_once(
             f"program runs the forward pass of {argument} {times} time{'s' if times != 1 else ''}",
             advice,
         )
+    if decided_elsewhere(fn):  # recorded for the trusted side, which runs it and decides (oracle.decided_elsewhere)
+        return program
     try:
         programs.assert_gives(program, *args, expected=expected, rtol=rtol, atol=atol)
     except CheckFailure as wrong:

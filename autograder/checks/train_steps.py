@@ -25,6 +25,7 @@ from typing import Any
 from autograder.checks import programs, purity, structure
 from autograder.checks.values import assert_trees_close, function_name
 from autograder.core.failures import CheckFailure
+from autograder.core.oracle import decided_elsewhere
 
 JIT_ADVICE = (
     "decorate it with @jax.jit (or write `{name} = jax.jit(...)` at module level), so that every call of the "
@@ -73,6 +74,8 @@ def assert_jitted_gives_the_reference(
         check=check,
         advice=advice or JIT_ADVICE.format(name=name),
     )
+    if decided_elsewhere(fn):  # recorded for the trusted side, which runs it and decides (oracle.decided_elsewhere)
+        return program
     dynamic = tuple(a for i, a in enumerate(args) if i not in static_argnums)
     got = program(*purity.fresh_copy(dynamic))
     try:

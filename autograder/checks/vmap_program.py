@@ -35,6 +35,7 @@ import jax.numpy as jnp
 from autograder.checks import programs
 from autograder.checks.values import function_name
 from autograder.core.failures import CheckFailure
+from autograder.core.oracle import decided_elsewhere
 
 SHIFT = 4.0
 # (the marker operation in the program's text, the term added to the argument): one per argument, in order
@@ -161,6 +162,8 @@ def assert_program_is_one_vmap(
             "one jax.vmap over the whole batch is enough: " + _what_vmap_does(name),
         )
     _assert_shared(program.text, names, args, shared, caller=caller, name=name, check=check)
+    if decided_elsewhere(fn):  # recorded for the trusted side, which runs it and decides (oracle.decided_elsewhere)
+        return program
     try:
         programs.assert_gives(program, *args, expected=expected)
     except CheckFailure as wrong:

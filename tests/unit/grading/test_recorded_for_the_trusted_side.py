@@ -11,7 +11,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from autograder.checks import programs, retraces
+from autograder.checks import keyuse, marked, programs, retraces, train_steps, vmap_program
 from autograder.core.failures import CheckFailure
 from autograder.core.oracle import decided_elsewhere
 from autograder.grading import transcript
@@ -74,3 +74,83 @@ def test_one_program_of_a_loop_is_recorded_and_not_run_where_the_trusted_side_de
     np.testing.assert_array_equal(program(jnp.asarray(X)), X * 2.0)  # what the trusted side runs on call 2, and fails
     with pytest.raises(CheckFailure, match="does not give the reference's values for call 2"):
         retraces.assert_one_program(scaled, calls, expected, static_argnums=(1,))
+
+
+# The other checks that run a program the student's process recorded, each given a function whose program has the
+# property the check reads from its text but other values than ``expected``: it fails where the process judges the
+# program itself, and is recorded and returned where the trusted side decides it.
+
+
+def two_normals(key):
+    key, k1, k2 = jax.random.split(key, 3)
+    return key, jax.random.normal(k1), jax.random.normal(k2)
+
+
+def doubled_normals(key):
+    key, k1, k2 = jax.random.split(key, 3)
+    return key, 2 * jax.random.normal(k1), jax.random.normal(k2)
+
+
+def hvp(f, x, v):
+    return jax.jvp(jax.grad(f), (x,), (v,))[1]
+
+
+def doubled_hvp(f, x, v):
+    return 2 * hvp(f, x, v)
+
+
+def tanh_of_running_sum(x):
+    return jnp.sum(jnp.tanh(jnp.cumsum(x)) ** 2)
+
+
+def linear(x, W, b):
+    return x @ W + b
+
+
+def doubled_batched_linear(xs, W, b):
+    return 2 * jax.vmap(linear, in_axes=(0, None, None))(xs, W, b)
+
+
+@jax.jit
+def doubled_step(state, batch):
+    return state + 2 * jnp.sum(batch)
+
+
+XS = np.linspace(-1, 1, 12, dtype=np.float32).reshape(4, 3)
+W = np.linspace(0.5, -0.5, 6, dtype=np.float32).reshape(3, 2)
+B = np.array([0.25, -1.0], np.float32)
+V = np.linspace(-1.0, 1.0, 5, dtype=np.float32)
+
+
+def keys_once(fn):
+    return keyuse.assert_program_uses_each_key_once(fn, two_normals, jax.random.key(3))
+
+
+def calls_once(fn):
+    return marked.assert_program_calls_once(fn, hvp, tanh_of_running_sum, V, V, caller="hvp", advice="")
+
+
+def one_vmap(fn):
+    expected = jax.vmap(linear, in_axes=(0, None, None))(*vmap_program.marked_inputs(XS, W, B))
+    return vmap_program.assert_program_is_one_vmap(fn, linear, XS, W, B, expected=expected, caller="b", names="xWb")
+
+
+def jitted_step(fn):
+    state, batch = jnp.float32(1.0), jnp.arange(3.0)
+    return train_steps.assert_jitted_gives_the_reference(fn, state, batch, expected=state + jnp.sum(batch), name="s")
+
+
+@pytest.mark.parametrize(
+    "check, fn",
+    [
+        (keys_once, doubled_normals),
+        (calls_once, doubled_hvp),
+        (one_vmap, doubled_batched_linear),
+        (jitted_step, doubled_step),
+    ],
+    ids=["keyuse", "marked", "vmap_program", "train_steps"],
+)
+def test_a_program_with_other_values_is_failed_here_or_recorded_for_the_trusted_side(check, fn):
+    with pytest.raises(CheckFailure, match="fix the values first"):
+        check(fn)
+    assert isinstance(check(recording(Reporter(), {}, fn.__name__, fn, answers={})), programs.Program)
