@@ -24,6 +24,11 @@ ROOT = Path(__file__).resolve().parents[1]
 UNIT_TESTS_STARTING_PROCESSES = frozenset({"grading/test_event_channel.py"})
 SOLUTIONS = ROOT / "solutions"
 EXERCISES = ROOT / "exercises"
+# A memory limit (MB per grading process) under which the grader's own zygote, the process that imports JAX and the
+# checks' libraries before any student code runs, is killed: the anonymous memory it is charged is 60 to 100 MB
+# here. 100 MB no longer does it: a forked grading process of at_updates, charged only for what it adds to the
+# zygote's pages, fits in it since it stopped compiling the programs the trusted side runs.
+TOO_LITTLE_MEMORY_MB = 40
 
 
 def compiles_during(fn):

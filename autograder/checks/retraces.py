@@ -89,9 +89,7 @@ def assert_one_program(
     """One program of ``fn`` (the check's ``jax.jit`` of it with ``static_argnums``/``static_argnames`` only; with
     ``as_is`` the student's own), exported for the first of ``calls`` (``(args, kwargs)``, the loop's), gives the
     reference's ``expected`` result of every call: no varying argument is baked into it. ``run(args)`` places the
-    dynamic arguments for the program (devices). Where ``fn`` only records the student's answers for the trusted
-    side (``oracle.decided_elsewhere``), the program is recorded and not run: that side's verdict is the check's.
-    Returns the program."""
+    dynamic arguments for the program (devices). Returns the program (recorded only, where the trusted side decides)."""
     name = name or function_name(fn)
     check = check or f"{name} compiles to one program that serves every call of the loop"
     (args, kwargs), first = calls[0], expected[0]

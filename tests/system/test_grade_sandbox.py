@@ -27,7 +27,7 @@ from pathlib import Path
 
 import pytest
 from grade_fixtures import FULL, build_sandbox_class, hidden_check_lines
-from support import ROOT
+from support import ROOT, TOO_LITTLE_MEMORY_MB
 from test_grade_command import copy_course
 
 from autograder.core.course import load_course
@@ -309,7 +309,7 @@ def test_a_memory_limit_below_what_the_grader_itself_needs_stops_before_any_stud
         "--only",
         MODULE,
         "--memory",
-        "100",
+        str(TOO_LITTLE_MEMORY_MB),
         "--course",
         str(course),
     ]
@@ -318,7 +318,7 @@ def test_a_memory_limit_below_what_the_grader_itself_needs_stops_before_any_stud
         pytest.skip("no control group limits resident memory here")
     assert proc.returncode != 0, proc.stdout + proc.stderr[-2000:]
     assert not (tmp_path / "out" / "grades.csv").exists()
-    assert "memory limit of 100 MB" in proc.stderr, proc.stderr[-2000:]
+    assert f"memory limit of {TOO_LITTLE_MEMORY_MB} MB" in proc.stderr, proc.stderr[-2000:]
 
 
 def test_a_class_folder_closed_to_other_users_is_still_read_and_links_still_refused(tmp_path):

@@ -16,7 +16,7 @@ import sys
 import sysconfig
 from pathlib import Path
 
-from support import ROOT
+from support import ROOT, TOO_LITTLE_MEMORY_MB
 
 from autograder.grading import events, preflight
 from autograder.grading.isolation.limits import Fault, RunResult
@@ -58,7 +58,7 @@ def assert_nothing_graded(proc: subprocess.CompletedProcess, out: Path) -> None:
 
 
 def test_a_memory_limit_jax_cannot_start_under_stops_the_run_before_any_student(tmp_path):
-    """100 MB is below what a grading process holds once JAX is imported (about 200 MB resident): the reference
+    """``TOO_LITTLE_MEMORY_MB`` is below what the grader's zygote holds once JAX is imported: the reference
     cannot be graded under it, so no student is (today's grader gave every student 0 and exited 0)."""
     out = tmp_path / "out"
     proc = run_kit(
@@ -74,14 +74,14 @@ def test_a_memory_limit_jax_cannot_start_under_stops_the_run_before_any_student(
             "--course",
             str(ROOT),
             "--memory",
-            "100",
+            str(TOO_LITTLE_MEMORY_MB),
             "--jobs",
             "2",
         ],
         cwd=tmp_path,
     )
     assert_nothing_graded(proc, out)
-    assert "memory limit 100 MB" in proc.stderr
+    assert f"memory limit {TOO_LITTLE_MEMORY_MB} MB" in proc.stderr
     # the cgroup's out-of-memory kill leaves no last lines of its own: the message says what killed it
     assert "killed by it; raise it" in proc.stderr or "the grading process's last lines:" in proc.stderr, proc.stderr
 
@@ -350,7 +350,7 @@ def test_a_failed_pre_flight_is_never_kept(tmp_path):
                 "--course",
                 str(ROOT),
                 "--memory",
-                "100",
+                str(TOO_LITTLE_MEMORY_MB),
                 "--jobs",
                 "1",
             ],
