@@ -78,7 +78,10 @@ class Grader:
         except BaseException:
             self.close()
             raise
-        self.pipeline = SubmissionPipeline(course, options, self.pool, self.trusted, self.stop)
+        # the programs of JAX's own operations the pre-flight's reference compiled, planted in every student's
+        # sandbox (AUTOGRADER_CLASS_SHARING=0: none, each student compiles them all)
+        seed = preflight.StudentSeed.of(self.pool.snapshot, options, self.pool.isolation) if sharing_enabled() else None
+        self.pipeline = SubmissionPipeline(course, options, self.pool, self.trusted, self.stop, seed)
 
     @property
     def snapshot(self) -> Snapshot:

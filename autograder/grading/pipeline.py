@@ -112,7 +112,15 @@ class SubmissionRun:
 class SubmissionPipeline(ChildRuns):
     """The steps of one submission, shared by every submission of a grader (module docstring)."""
 
-    def __init__(self, course: Course, options, pool: GradingPool, trusted: TrustedSide, stop: threading.Event):
+    def __init__(
+        self,
+        course: Course,
+        options,
+        pool: GradingPool,
+        trusted: TrustedSide,
+        stop: threading.Event,
+        seed: preflight.StudentSeed | None = None,
+    ):
         self.course = course
         self.options = options
         self.pool = pool
@@ -126,6 +134,9 @@ class SubmissionPipeline(ChildRuns):
         # while the pre-flight grades the course's own submissions (Grader.proving): no --jax-cache folder is theirs
         # (a student named ``reference`` keeps one there, written by their own processes)
         self.proving = False
+        # the programs of JAX's own operations the pre-flight's reference compiled, planted in each student's new
+        # sandbox (preflight.seed; None: nothing planted, nothing kept)
+        self.seed = seed or preflight.StudentSeed(None)
 
     def modules_to_run(self, submission: SubmissionRun) -> list[str]:
         """The modules of ``submission`` that need a grading process (present, with checks)."""
@@ -147,10 +158,12 @@ class SubmissionPipeline(ChildRuns):
 
     def _new_box(self, submission: SubmissionRun) -> Box:
         box = self.pool.take_box()
+        cache = box.home / compile_cache.FOLDER
+        planted = 0 if self.proving else self.seed.plant(cache)  # JAX's own operations (preflight.seed)
         kept = self.kept_cache(submission)
         if kept is not None:
-            cache = box.home / compile_cache.FOLDER
             copy_plain_files(kept, cache)
+        if planted or kept is not None:
             box.give(cache)
         return box
 
@@ -333,6 +346,8 @@ class SubmissionPipeline(ChildRuns):
         box = submission.box
         if box is not None:  # nothing of the student's runs on while the verifier judges it
             self.pool.close_box(box)
+            if self.proving and submission.student == preflight.REFERENCE:  # the course's own, graded by the kit
+                self.seed.keep(box.home / compile_cache.FOLDER, preflight.seed_names(self.course.root, self.pool.env))
             kept = self.kept_cache(submission)
             if kept is not None:  # all of the student's processes have ended
                 shutil.rmtree(kept, ignore_errors=True)

@@ -363,7 +363,7 @@ def copy_plain_files(
 ) -> tuple[int, int]:
     """Copy the plain files directly in ``source`` into ``dest`` (made private), by the grader, which may read what
     a student must not: never through a link (``source`` itself included), no folder, no pipe waited on, at most
-    ``max_files`` files and ``max_bytes`` bytes. How many files and bytes it copied."""
+    ``max_files`` files and ``max_bytes`` bytes; each copy keeps its time. How many files and bytes it copied."""
     dest.mkdir(mode=0o700, parents=True, exist_ok=True)
     try:
         folder = os.open(source, os.O_RDONLY | os.O_NOFOLLOW | os.O_DIRECTORY)
@@ -384,6 +384,7 @@ def copy_plain_files(
                     continue
                 with os.fdopen(os.dup(fd), "rb") as f, open(dest / name, "wb") as out:
                     shutil.copyfileobj(f, out)
+                os.utime(dest / name, ns=(st.st_atime_ns, st.st_mtime_ns))  # when it was written, kept
             finally:
                 os.close(fd)
             files, size = files + 1, size + st.st_size

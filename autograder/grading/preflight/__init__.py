@@ -24,8 +24,9 @@ grader's failure, never a student's score (the run stops).
 The rooms: :mod:`.graded` (the check itself), :mod:`.proofs` (passes kept and reused, the trusted side's kept
 compilation cache), :mod:`.interpreter` (this interpreter started as a grading process) and :mod:`.failures`
 (the two errors and how a crashed process is quoted); what else is kept beside a proof for later calls of its
-setting: :mod:`.plans` (the trusted side's plan), :mod:`.confirmations` (the verifier's answers) and
-:mod:`.rehearsal` (the pre-flight's request of the reference, which a verifier of one submission rehearses).
+setting: :mod:`.plans` (the trusted side's plan), :mod:`.confirmations` (the verifier's answers),
+:mod:`.rehearsal` (the pre-flight's request of the reference, which a verifier of one submission rehearses) and
+:mod:`.seed` (the programs of JAX's own operations its reference compiled, planted in each student's sandbox).
 """
 
 from autograder.grading.preflight.failures import (
@@ -55,6 +56,7 @@ from autograder.grading.preflight.proofs import (
     unsafe_folder,
     vouches_for,
 )
+from autograder.grading.preflight.seed import StudentSeed, seed_names
 
 __all__ = [
     "INTERPRETER_TIMEOUT",
@@ -66,6 +68,7 @@ __all__ = [
     "TRUSTED_COMPILED",
     "GraderError",
     "Passed",
+    "StudentSeed",
     "PreflightFailed",
     "check",
     "check_interpreter",
@@ -82,6 +85,7 @@ __all__ = [
     "proof_path",
     "proven_setting",
     "read_proof",
+    "seed_names",
     "unsafe_folder",
     "vouches_for",
 ]

@@ -32,7 +32,7 @@ def test_a_pmap_function_exports_under_jit_for_its_devices_and_its_results_are_s
     expected = one_device_mean(XS)
     compiled = programs.program_of(pmapped_mean, XS, result_like=expected)
     shardings.assert_runs_on_devices(compiled, N, what="result", check="c", advice="a")
-    got = programs.assert_gives(compiled, shardings.placed(XS, N, split=True), expected=expected)
+    got = programs.gives(compiled, shardings.placed(XS, N, split=True), expected=expected)
     shardings.assert_results_on_devices(got, N, name="result", check="c", advice="a")
     with pytest.raises(CheckFailure, match=r"result\[0\] lives on 4 device\(s\), expected 8"):
         shardings.assert_results_on_devices([got], 8, name="result", check="c", advice="a")

@@ -154,3 +154,26 @@ def test_a_program_with_other_values_is_failed_here_or_recorded_for_the_trusted_
     with pytest.raises(CheckFailure, match="fix the values first"):
         check(fn)
     assert isinstance(check(recording(Reporter(), {}, fn.__name__, fn, answers={})), programs.Program)
+
+
+@jax.jit
+def doubled_under_jit(x):
+    return 2 * x
+
+
+def test_a_program_of_the_students_own_jit_is_run_here_only_where_the_process_judges():
+    """``programs.assert_gives`` (the "is jitted" and "does not grow" checks): the trusted side runs the recorded
+    program on its own inputs; ``programs.gives``, whose results a check inspects further, always runs it."""
+    x = jnp.asarray(X)
+    recorded = recording(Reporter(), {}, "doubled_under_jit", doubled_under_jit, answers={})
+    for fn in (doubled_under_jit, recording(Reporter(), {}, "doubled_under_jit", doubled_under_jit)):
+        program = programs.program_of(fn, x, as_is=True, result_like=X)
+        assert not program.decided_elsewhere
+        with pytest.raises(CheckFailure, match="gives the reference's values"):
+            programs.assert_gives(program, x, expected=X)
+    program = programs.program_of(recorded, x, as_is=True, result_like=X)
+    assert program.decided_elsewhere
+    assert programs.assert_gives(program, x, expected=X) is None  # not run: the trusted side's verdict
+    with pytest.raises(CheckFailure, match="gives the reference's values"):
+        programs.gives(program, x, expected=X)
+    np.testing.assert_array_equal(programs.gives(program, x, expected=2 * X), 2 * X)
