@@ -74,7 +74,9 @@ def library_names(env: dict[str, str] | None = None) -> frozenset[str]:
     """:func:`autograder.runtime.library_programs.names`, from a process of this interpreter (it imports JAX, which
     the grader's own process does not); empty when it cannot tell."""
     kit = Path(__file__).resolve().parents[3]
-    probe = f"import sys; sys.path.insert(0, {str(kit)!r}); from autograder.runtime import library_programs as l; l.main()"
+    probe = (
+        f"import sys; sys.path.insert(0, {str(kit)!r}); from autograder.runtime import library_programs as l; l.main()"
+    )
     try:
         done = subprocess.run(
             [sys.executable, "-I", "-c", probe],
