@@ -174,16 +174,9 @@ def program_of(
             raise
         what, instead = explanation
         raise CheckFailure(check, f"{name} cannot be compiled with jax.jit: {what}", advice or instead) from None
-    dynamic_args, dynamic_kwargs = _dynamic(args, kwargs, static_argnums, static_argnames)
-    return Program(
-        payload,
-        dynamic_args,
-        dynamic_kwargs,
-        result_like,
-        name=name,
-        check=check,
-        decided_elsewhere=decided_elsewhere(fn),
-    )
+    dyn_args, dyn_kwargs = _dynamic(args, kwargs, static_argnums, static_argnames)
+    elsewhere = decided_elsewhere(fn)
+    return Program(payload, dyn_args, dyn_kwargs, result_like, name=name, check=check, decided_elsewhere=elsewhere)
 
 
 def assert_compiles_to_the_reference(

@@ -80,8 +80,9 @@ class Grader:
             raise
         # the programs of JAX's own operations the pre-flight's reference compiled, planted in every student's
         # sandbox (AUTOGRADER_CLASS_SHARING=0: none, each student compiles them all)
-        seed = preflight.StudentSeed.of(self.pool.snapshot, options, self.pool.isolation) if sharing_enabled() else None
-        self.pipeline = SubmissionPipeline(course, options, self.pool, self.trusted, self.stop, seed)
+        self.pipeline = SubmissionPipeline(course, options, self.pool, self.trusted, self.stop)
+        if sharing_enabled():
+            self.pipeline.seed = preflight.StudentSeed.of(self.pool.snapshot, options, self.pool.isolation)
 
     @property
     def snapshot(self) -> Snapshot:

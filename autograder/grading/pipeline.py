@@ -112,15 +112,7 @@ class SubmissionRun:
 class SubmissionPipeline(ChildRuns):
     """The steps of one submission, shared by every submission of a grader (module docstring)."""
 
-    def __init__(
-        self,
-        course: Course,
-        options,
-        pool: GradingPool,
-        trusted: TrustedSide,
-        stop: threading.Event,
-        seed: preflight.StudentSeed | None = None,
-    ):
+    def __init__(self, course: Course, options, pool: GradingPool, trusted: TrustedSide, stop: threading.Event):
         self.course = course
         self.options = options
         self.pool = pool
@@ -135,8 +127,8 @@ class SubmissionPipeline(ChildRuns):
         # (a student named ``reference`` keeps one there, written by their own processes)
         self.proving = False
         # the programs of JAX's own operations the pre-flight's reference compiled, planted in each student's new
-        # sandbox (preflight.seed; None: nothing planted, nothing kept)
-        self.seed = seed or preflight.StudentSeed(None)
+        # sandbox (preflight.seed; the Grader sets the setting's where kept caches are shared, else none)
+        self.seed = preflight.StudentSeed(None)
 
     def modules_to_run(self, submission: SubmissionRun) -> list[str]:
         """The modules of ``submission`` that need a grading process (present, with checks)."""
