@@ -55,3 +55,15 @@ def test_a_copy_is_bounded_in_files_and_bytes(tmp_path):
     assert copy_plain_files(source, tmp_path / "a", max_files=4) == (4, 400)
     assert copy_plain_files(source, tmp_path / "b", max_bytes=250) == (2, 200)
     assert copy_plain_files(source, tmp_path / "c") == (10, 1000)
+
+
+def test_each_copy_keeps_the_time_it_was_written(tmp_path):
+    """A kept cache copied back keeps which programs a student's processes compiled (newer) and which were planted
+    (the seed's time: autograder.grading.preflight.seed)."""
+    kept = cache(tmp_path / "kept")
+    os.utime(kept / "jit_clamp_at-3c4d-cache", ns=(1_000_000_000, 2_000_000_000))
+    copy_plain_files(kept, tmp_path / "box")
+    assert (tmp_path / "box" / "jit_clamp_at-3c4d-cache").stat().st_mtime_ns == 2_000_000_000
+    assert (tmp_path / "box" / "jit_scatter_max-1a2b-cache").stat().st_mtime_ns == (
+        kept / "jit_scatter_max-1a2b-cache"
+    ).stat().st_mtime_ns
