@@ -10,8 +10,11 @@ metadata is read).
 
 from __future__ import annotations
 
+import functools
 import importlib.metadata
 import re
+
+from autograder.runtime import stores
 
 # name -> (oldest supported, newest tested); the upper bound of the range is the next minor release
 SUPPORTED: dict[str, tuple[str, str]] = {
@@ -43,15 +46,25 @@ def oldest_pins() -> list[str]:
     return [f"{name}=={version}" for name, version in OLDEST.items()]
 
 
-def installed() -> dict[str, str]:
-    """The installed version of each supported library (those installed)."""
-    found = {}
+@functools.cache
+def _installed() -> tuple[tuple[str, str], ...]:
+    found = []
     for name in SUPPORTED:
         try:
-            found[name] = importlib.metadata.version(name)
+            found.append((name, importlib.metadata.version(name)))
         except importlib.metadata.PackageNotFoundError:
             pass
-    return found
+    return tuple(found)
+
+
+stores.register("core.versions.installed", _installed, clear=_installed.cache_clear)
+
+
+def installed() -> dict[str, str]:
+    """The installed version of each supported library (those installed), read once per process: a library
+    upgraded in place later is not the one this process runs (every key of a ``grade`` call's proofs and kept
+    caches reads it, a few hundredths of a second each time)."""
+    return dict(_installed())
 
 
 def newer_than_tested(found: dict[str, str] | None = None) -> str | None:

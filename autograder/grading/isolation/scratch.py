@@ -194,11 +194,13 @@ _GRADING_KIT = (
 )
 
 
+_BLOCKS, _CLAUSES = ("body", "orelse", "finalbody", "handlers", "cases"), (ast.stmt, ast.excepthandler, ast.match_case)
+
+
 def _imports(source: bytes) -> set[tuple[str, bool]]:
     """The dotted names ``source`` imports (``from a.b import c`` gives ``a.b`` and ``a.b.c``), each with whether
-    the import is deferred to a call (inside a function); none when it does not parse. One walk of the tree, each
-    node visited once with whether a function encloses it (every ``grade`` call reads the kit's files this way
-    before its first sandbox starts)."""
+    a function encloses the import (deferred to a call); none when it does not parse. One walk of its statements
+    (every ``grade`` call reads the kit's files this way before its first sandbox starts)."""
     try:
         tree = syntax.parse(source)
     except (ValueError, SyntaxError):
@@ -213,8 +215,13 @@ def _imports(source: bytes) -> set[tuple[str, bool]]:
             names.add((node.module, deferred))
             names.update((f"{node.module}.{alias.name}", deferred) for alias in node.names)
         inside = deferred or isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
-        pending.extend((child, inside) for child in ast.iter_child_nodes(node))
+        pending.extend((child, inside) for child in _statements_in(node))
     return names
+
+
+def _statements_in(node: ast.AST) -> list[ast.AST]:
+    """The statements and clauses directly in ``node``'s blocks: an import is a statement, no expression is visited."""
+    return [c for f in _BLOCKS for c in getattr(node, f, None) or () if isinstance(c, _CLAUSES)]
 
 
 def _kit_files(name: str) -> list[str]:
