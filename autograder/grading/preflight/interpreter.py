@@ -33,15 +33,7 @@ def check_interpreter(env: dict[str, str], kit: Path | None = None) -> None:
     it cannot (a JAX that cannot be imported, a backend that does not start)."""
     kit = kit or Path(__file__).resolve().parents[3]
     try:
-        proc = subprocess.run(
-            [sys.executable, "-I", "-c", _INTERPRETER_PROBE, str(kit)],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=INTERPRETER_TIMEOUT,
-            stdin=subprocess.DEVNULL,
-            cwd=tempfile.gettempdir(),
-        )
+        proc = run_isolated(_INTERPRETER_PROBE, str(kit), env=env, timeout=INTERPRETER_TIMEOUT)
     except subprocess.TimeoutExpired:
         raise PreflightFailed(
             f"this Python ({sys.executable}) did not import the course's libraries within {INTERPRETER_TIMEOUT:g} s; "
@@ -53,3 +45,17 @@ def check_interpreter(env: dict[str, str], kit: Path | None = None) -> None:
             f"starting JAX's CPU backend failed (exit status {proc.returncode}), so nothing was graded"
             + last_lines(proc.stderr)
         )
+
+
+def run_isolated(code: str, *args: str, env: dict[str, str] | None, timeout: float) -> subprocess.CompletedProcess:
+    """This interpreter in isolated mode (``-I``) running ``code`` with ``args``, in ``env``, its output captured,
+    no input, in the machine's temporary folder; raises ``subprocess.TimeoutExpired`` after ``timeout`` seconds."""
+    return subprocess.run(
+        [sys.executable, "-I", "-c", code, *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
+        cwd=tempfile.gettempdir(),
+    )

@@ -26,10 +26,9 @@ import re
 import shutil
 import stat
 import subprocess
-import sys
-import tempfile
 from pathlib import Path
 
+from autograder.grading.preflight.interpreter import run_isolated
 from autograder.grading.preflight.proofs import grader_owned, kept_beside
 
 SEED = "student-seed"  # beside the proofs
@@ -73,20 +72,12 @@ def seed_names(course_root: Path, env: dict[str, str] | None = None) -> frozense
 def library_names(env: dict[str, str] | None = None) -> frozenset[str]:
     """:func:`autograder.runtime.library_programs.names`, from a process of this interpreter (it imports JAX, which
     the grader's own process does not); empty when it cannot tell."""
-    kit = Path(__file__).resolve().parents[3]
+    kit = str(Path(__file__).resolve().parents[3])
     probe = (
-        f"import sys; sys.path.insert(0, {str(kit)!r}); from autograder.runtime import library_programs as l; l.main()"
+        "import sys; sys.path.insert(0, sys.argv[1]); from autograder.runtime import library_programs as l; l.main()"
     )
     try:
-        done = subprocess.run(
-            [sys.executable, "-I", "-c", probe],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=NAMES_TIMEOUT,
-            stdin=subprocess.DEVNULL,
-            cwd=tempfile.gettempdir(),
-        )
+        done = run_isolated(probe, kit, env=env, timeout=NAMES_TIMEOUT)
         names = json.loads(done.stdout) if done.returncode == 0 else []
     except (OSError, subprocess.TimeoutExpired, ValueError):
         return frozenset()
