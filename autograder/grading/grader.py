@@ -78,9 +78,9 @@ class Grader:
         except BaseException:
             self.close()
             raise
+        self.pipeline = SubmissionPipeline(course, options, self.pool, self.trusted, self.stop)
         # the programs of JAX's own operations the pre-flight's reference compiled, planted in every student's
         # sandbox (AUTOGRADER_CLASS_SHARING=0: none, each student compiles them all)
-        self.pipeline = SubmissionPipeline(course, options, self.pool, self.trusted, self.stop)
         if sharing_enabled():
             self.pipeline.seed = preflight.StudentSeed.of(self.pool.snapshot, options, self.pool.isolation)
 

@@ -126,8 +126,7 @@ class SubmissionPipeline(ChildRuns):
         # while the pre-flight grades the course's own submissions (Grader.proving): no --jax-cache folder is theirs
         # (a student named ``reference`` keeps one there, written by their own processes)
         self.proving = False
-        # the programs of JAX's own operations the pre-flight's reference compiled, planted in each student's new
-        # sandbox (preflight.seed; the Grader sets the setting's where kept caches are shared, else none)
+        # planted in each student's new sandbox (preflight.seed; the Grader sets the setting's where caches are shared)
         self.seed = preflight.StudentSeed(None)
 
     def modules_to_run(self, submission: SubmissionRun) -> list[str]:
@@ -339,7 +338,8 @@ class SubmissionPipeline(ChildRuns):
         if box is not None:  # nothing of the student's runs on while the verifier judges it
             self.pool.close_box(box)
             if self.proving and submission.student == preflight.REFERENCE:  # the course's own, graded by the kit
-                self.seed.keep(box.home / compile_cache.FOLDER, preflight.seed_names(self.course.root, self.pool.env))
+                names = preflight.seed_names(self.pool.snapshot.course, self.pool.env)
+                self.seed.keep(box.home / compile_cache.FOLDER, names)
             kept = self.kept_cache(submission)
             if kept is not None:  # all of the student's processes have ended
                 shutil.rmtree(kept, ignore_errors=True)

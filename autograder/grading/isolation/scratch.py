@@ -18,6 +18,7 @@ import shutil
 import stat
 import tempfile
 import unicodedata
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -192,8 +193,6 @@ _GRADING_KIT = (
     "autograder/grading/trusted/verifier.py",
     "autograder/pytest_plugin/hooks.py",
 )
-
-
 _BLOCKS, _CLAUSES = ("body", "orelse", "finalbody", "handlers", "cases"), (ast.stmt, ast.excepthandler, ast.match_case)
 
 
@@ -367,10 +366,11 @@ def copy_plain_files(
     *,
     max_files: int = MAX_COPIED_FILES,
     max_bytes: int = MAX_COPIED_BYTES,
+    only: Callable[[str], bool] | None = None,
 ) -> tuple[int, int]:
     """Copy the plain files directly in ``source`` into ``dest`` (made private), by the grader, which may read what
-    a student must not: never through a link (``source`` itself included), no folder, no pipe waited on, at most
-    ``max_files`` files and ``max_bytes`` bytes; each copy keeps its time. How many files and bytes it copied."""
+    a student must not: never through a link (``source`` itself included), no folder, no pipe waited on, those
+    named as ``only`` accepts, at most ``max_files`` and ``max_bytes``; each keeps its time. How many, how big."""
     dest.mkdir(mode=0o700, parents=True, exist_ok=True)
     try:
         folder = os.open(source, os.O_RDONLY | os.O_NOFOLLOW | os.O_DIRECTORY)
@@ -378,7 +378,7 @@ def copy_plain_files(
         return 0, 0
     files = size = 0
     try:
-        for name in sorted(os.listdir(folder)):
+        for name in sorted(n for n in os.listdir(folder) if only is None or only(n)):
             if files >= max_files:
                 break
             try:  # opened in the folder opened above: a link put in place of source since is not followed

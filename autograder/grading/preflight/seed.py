@@ -24,10 +24,13 @@ import json
 import os
 import re
 import shutil
-import stat
 import subprocess
+import time
+from collections.abc import Mapping
 from pathlib import Path
 
+from autograder.core import syntax
+from autograder.grading.isolation.scratch import copy_plain_files
 from autograder.grading.preflight.interpreter import run_isolated
 from autograder.grading.preflight.proofs import grader_owned, kept_beside
 
@@ -45,28 +48,29 @@ def program_name(file_name: str) -> str | None:
     return match.group("name") if match else None
 
 
-def course_names(course_root: Path) -> frozenset[str]:
-    """Every function and class name defined in the course's ``solutions/`` and ``exercises/`` files, nested ones
-    included: a program of one of these names may be the reference's own."""
+def course_names(files: Mapping[str, bytes]) -> frozenset[str]:
+    """Every function and class name defined in the course's ``solutions/`` and ``exercises/`` files (``files``: a
+    snapshot's, by relative path), nested ones included: a program of one of these names may be the reference's own."""
     found: set[str] = set()
-    for folder in ("solutions", "exercises"):
-        for path in sorted((Path(course_root) / folder).glob("*.py")):
-            try:
-                tree = ast.parse(path.read_text(encoding="utf-8"))
-            except (OSError, SyntaxError, ValueError):
-                continue
-            found.update(
-                node.name
-                for node in ast.walk(tree)
-                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
-            )
+    for rel in sorted(files):
+        if not (rel.startswith(("solutions/", "exercises/")) and rel.endswith(".py")):
+            continue
+        try:
+            tree = syntax.parse(files[rel])
+        except (SyntaxError, ValueError):
+            continue
+        found.update(
+            node.name
+            for node in ast.walk(tree)
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+        )
     return frozenset(found)
 
 
-def seed_names(course_root: Path, env: dict[str, str] | None = None) -> frozenset[str]:
+def seed_names(files: Mapping[str, bytes], env: dict[str, str] | None = None) -> frozenset[str]:
     """The names of the programs a seed may hold: JAX's own operations (:func:`library_names`) but those named like
-    a function of the course's files (:func:`course_names`)."""
-    return library_names(env) - course_names(course_root)
+    a function of the course's ``files`` (:func:`course_names`)."""
+    return library_names(env) - course_names(files)
 
 
 def library_names(env: dict[str, str] | None = None) -> frozenset[str]:
@@ -98,73 +102,40 @@ class StudentSeed:
     def keep(self, cache: Path, allowed: frozenset[str]) -> int:
         """Keep the programs named in ``allowed`` (:func:`seed_names`) from ``cache`` (the compilation cache the
         course's reference was graded with, its processes ended); how many. Best effort: a seed not kept is made
-        again by the next pre-flight. The files are written in the order of their names (their times tell nothing
-        of the order the reference ran its operations in)."""
+        again by the next pre-flight. Every file gets one time (their times tell nothing of the order the reference
+        ran its operations in)."""
         if self.folder is None or not allowed:
             return 0
-        try:
-            source = os.open(cache, os.O_RDONLY | os.O_NOFOLLOW | os.O_DIRECTORY)
-        except OSError:
-            return 0
         partial = self.folder.with_name(f"{self.folder.name}.{os.getpid()}.partial")
-        kept = size = 0
         try:
             shutil.rmtree(partial, ignore_errors=True)
             partial.mkdir(mode=0o700, parents=True)
-            for name in sorted(os.listdir(source)):
-                if program_name(name) not in allowed or kept >= MAX_SEED_FILES:
-                    continue
-                data = _read_plain(name, source, MAX_SEED_BYTES - size)
-                if data is None:
-                    continue
-                (partial / name).write_bytes(data)
-                os.chmod(partial / name, 0o600)
-                kept, size = kept + 1, size + len(data)
+            kept, _ = copy_plain_files(
+                cache,
+                partial,
+                max_files=MAX_SEED_FILES,
+                max_bytes=MAX_SEED_BYTES,
+                only=lambda n: program_name(n) in allowed,
+            )
+            now = time.time_ns()
+            for path in partial.iterdir():
+                os.chmod(path, 0o600)
+                os.utime(path, ns=(now, now))
             shutil.rmtree(self.folder, ignore_errors=True)
             partial.rename(self.folder)
         except OSError:
             shutil.rmtree(partial, ignore_errors=True)
             return 0
-        finally:
-            os.close(source)
         return kept
 
     def plant(self, cache: Path) -> int:
         """Copy the seed into ``cache`` (a new student sandbox's compilation cache folder, made when missing); how
         many programs. Each copy keeps its seed file's time, so what the student's processes compile is newer."""
-        if self.folder is None or not grader_owned(self.folder, directory=True):
+        folder = self.folder
+        if folder is None or not grader_owned(folder, directory=True):
             return 0
-        try:
-            names = sorted(os.listdir(self.folder))
-        except OSError:
-            return 0
-        cache.mkdir(mode=0o700, parents=True, exist_ok=True)
-        planted = 0
-        for name in names[:MAX_SEED_FILES]:
-            path = self.folder / name
-            if program_name(name) is None or not grader_owned(path):
-                continue
-            try:
-                shutil.copy2(path, cache / name, follow_symlinks=False)
-            except OSError:
-                continue
-            planted += 1
-        return planted
 
+        def planted(name: str) -> bool:  # a program's file, the grader's alone
+            return program_name(name) is not None and grader_owned(folder / name)
 
-def _read_plain(name: str, folder: int, max_bytes: int) -> bytes | None:
-    """The bytes of the plain file ``name`` in the open folder ``folder`` (never through a link, no pipe waited
-    on), when it has at most ``max_bytes``; else None."""
-    try:
-        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=folder)
-    except OSError:
-        return None
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode) or st.st_size > max_bytes:
-            return None
-        with os.fdopen(os.dup(fd), "rb") as f:
-            data = f.read(max_bytes + 1)
-        return data if len(data) <= max_bytes else None
-    finally:
-        os.close(fd)
+        return copy_plain_files(folder, cache, max_files=MAX_SEED_FILES, max_bytes=MAX_SEED_BYTES, only=planted)[0]

@@ -12,6 +12,7 @@ from types import SimpleNamespace
 import pytest
 from support import ROOT
 
+from autograder.grading.isolation.scratch import Snapshot
 from autograder.grading.preflight.seed import StudentSeed, course_names, program_name
 from autograder.runtime import library_programs
 
@@ -28,7 +29,7 @@ def library() -> frozenset[str]:
     return library_programs.names()
 
 
-def allowed(course: Path) -> frozenset[str]:
+def allowed(course: dict[str, bytes]) -> frozenset[str]:
     """What ``preflight.seed_names`` computes (its JAX names from a process of their own)."""
     return library_programs.names() - course_names(course)
 
@@ -51,16 +52,13 @@ def test_the_library_names_are_jaxs_operations_and_none_that_carries_its_callers
 
 
 def test_the_course_names_are_every_function_of_its_files():
-    names = course_names(ROOT)
+    names = course_names(Snapshot.take(ROOT).course)
     assert {"set_diagonal", "train_step", "dropout", "numpy_collate", "init_mlp"} <= names
 
 
-def course_with(tmp_path: Path, source: str) -> Path:
-    root = tmp_path / "course"
-    for folder in ("solutions", "exercises"):
-        (root / folder).mkdir(parents=True)
-    (root / "solutions" / "m.py").write_text(source)
-    return root
+def course_with(tmp_path: Path, source: str) -> dict[str, bytes]:
+    """A course's files (a snapshot's) whose reference module is ``source``."""
+    return {"solutions/m.py": source.encode(), "exercises/m.py": b"", "course.toml": b"def not_python(): pass"}
 
 
 def reference_cache(tmp_path: Path, names: list[str]) -> Path:
