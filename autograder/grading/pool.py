@@ -1,6 +1,7 @@
 """The pool of grading processes: every process one grader starts, and every folder it makes for them.
 
-Runs in the grader's process. A :class:`GradingPool` holds the grader's lifeline, its control group, the kit and
+Runs in the grader's process. A :class:`GradingPool` holds the grader's lifeline, its control group and janitor
+(which removes the group and the scratch folders should the grader be killed), the kit and
 checks every sandbox shows read-only (``shared``), one sandbox per student (:meth:`new_box`: a folder, a uid, a
 control group and a zygote of the student's own, some started ahead so that they import the libraries while
 the trusted side plans), the trusted side's zygotes (:meth:`zygote`), and every scratch folder; :meth:`close`
@@ -18,11 +19,18 @@ from autograder.core.course import Course
 from autograder.grading.isolation.bubblewrap import Box, isolation
 from autograder.grading.isolation.cgroups import Group, grader_group
 from autograder.grading.isolation.forkserver import Zygote
+from autograder.grading.isolation.janitor import Janitor
 from autograder.grading.isolation.lifeline import Lifeline
 from autograder.grading.isolation.limits import PIDS_PER_STUDENT, Interrupted, RunAs, next_uid
 from autograder.grading.isolation.limits import check as stop_if_set
 from autograder.grading.isolation.processes import child_env, file_tail, start_direct
-from autograder.grading.isolation.scratch import Snapshot, remove_abandoned_scratch, remove_folder, scratch_dir
+from autograder.grading.isolation.scratch import (
+    Snapshot,
+    remove_abandoned_scratch,
+    remove_folder,
+    scratch_dir,
+    scratch_prefix,
+)
 from autograder.grading.wire import CHILD
 from autograder.runtime import compile_cache
 from autograder.runtime.preload import grading_set
@@ -54,6 +62,7 @@ class GradingPool:
         self._boxes: list[Box] = []  # every student's sandbox not yet closed
         self._spare_boxes: list[Box] = []  # started ahead, each given to the next student that needs one
         self.group: Group | None = None
+        self.janitor: Janitor | None = None
         try:
             remove_abandoned_scratch()  # a killed grader's, the references' copies among them
             self.snapshot = snapshot or Snapshot.take(course.root)
@@ -64,6 +73,12 @@ class GradingPool:
             self.run_as = RunAs.lookup(options.run_as) if options.run_as else None
             self.isolation = isolation()
             self.group = grader_group() if self.isolation.cgroups else None
+            # Removes the group and every scratch folder should this grader be killed (SIGKILL) before close()
+            self.janitor = Janitor.start(
+                list(self.group.paths.values()) if self.group else [],
+                unified=self.group is not None and self.group.version == 2,
+                scratch_prefix=scratch_prefix(),
+            )
             # The kit (never a reference, nor a check), shown read-only to every student's sandbox.
             self.shared = self.scratch_dir()
             # (each grading process gets its own module's checks only, laid out in its run's folder: pipeline)
@@ -233,6 +248,9 @@ class GradingPool:
             for path in self._scratch:
                 remove_folder(path)
             self._scratch.clear()
+        if self.janitor is not None:
+            self.janitor.close()
+            self.janitor = None
         self.lifeline.close()
 
 

@@ -199,18 +199,28 @@ def test_sigkill_leaves_no_process_and_resume_completes_it(setup):
     run = Run(base, submissions, course, out)
     run.wait_for_results(1)
     tree = run.descendants() | run.processes()
+    made = run.scratch_folders()
+    assert any((run.tmp / name / "course" / "solutions").is_dir() for name in made), made
+    groups = _groups_of(run.proc.pid)
     run.proc.kill()
     run.finish(timeout=60)
-    deadline = time.monotonic() + 15
-    while (_alive(tree) or _alive(run.processes())) and time.monotonic() < deadline:
+    deadline = time.monotonic() + 30
+    while (_alive(tree) or _alive(run.processes()) or run.leftovers() or _groups_of(run.proc.pid)) and (
+        time.monotonic() < deadline
+    ):
         time.sleep(0.1)
     assert not _alive(tree), f"outlived the grader: {_alive(tree)}"
     assert not _alive(run.processes())
-    # The grader could not remove its scratch folders (SIGKILL cannot be handled), copies of the
-    # course with its references among them; the next grader with the same TMPDIR removes them.
-    left = run.scratch_folders()
-    assert left and any((run.tmp / name / "course" / "solutions").is_dir() for name in left), left
+    # The grader could not clean up (SIGKILL cannot be handled); its janitor did, before any other grader started:
+    # no scratch folder (copies of the course with its references among them), no control group.
+    assert not run.leftovers(), run.leftovers()
+    assert not _groups_of(run.proc.pid), groups
     _resume_and_compare(base, submissions, course, out, expected, tmp=run.tmp)
+
+
+def _groups_of(pid: int) -> list[Path]:
+    """The control groups of the grader ``pid`` (``autograder-<pid>-…``), in every hierarchy of this machine."""
+    return [p for p in Path("/sys/fs/cgroup").rglob(f"autograder-{pid}-*") if p.is_dir()]
 
 
 def test_resume_is_refused_when_the_options_differ_or_there_is_nothing_to_resume(setup):

@@ -54,6 +54,7 @@ from test_grade_files_forgery import FORGER
 
 from autograder.core.course import load_course
 from autograder.grading import preflight
+from autograder.grading.isolation.janitor import group_pids
 from autograder.grading.isolation.scratch import squeeze
 
 MODULE = "at_updates"
@@ -428,13 +429,7 @@ PIDS_CGROUP = Path("/sys/fs/cgroup/pids")
 
 
 def _pids_below(group: Path) -> set[int]:
-    found: set[int] = set()
-    for procs in group.rglob("cgroup.procs"):
-        try:
-            found.update(int(p) for p in procs.read_text().split())
-        except (OSError, ValueError):
-            pass
-    return found
+    return group_pids([group])
 
 
 def _with_marker(marker: str) -> set[int]:

@@ -11,8 +11,10 @@ import os
 import subprocess
 import sys
 import tempfile
+from pathlib import Path
 
 import pytest
+from support import ROOT
 
 from autograder.grading.isolation import scratch
 
@@ -68,3 +70,24 @@ def test_a_file_or_a_link_with_such_a_name_is_left_alone(tmpdir_of_graders, tmp_
     (tmpdir_of_graders / f"autograder-{gone}x{namespace}-file").write_text("x")
     assert scratch.remove_abandoned_scratch() == []
     assert (target / "keep.txt").read_text() == "keep"
+
+
+def test_the_trusted_sides_temporary_folder_is_a_scratch_folder_of_the_pool(tmp_path, monkeypatch):
+    """pytest's ``pytest-of-<user>`` of the verifiers (the reference's checkpoints) goes into the pool's own scratch
+    folder, removed with every other one by ``close()``: after Ctrl-C or SIGTERM too, nothing is left in TMPDIR."""
+    import threading
+
+    from autograder.core.course import load_course
+    from autograder.grading.options import Options
+    from autograder.grading.pool import GradingPool
+
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    monkeypatch.setattr(tempfile, "tempdir", None)
+    pool = GradingPool(load_course(ROOT), Options(("at_updates",), 20, 1024, 1), threading.Event())
+    try:
+        trusted_tmp = Path(pool.trusted_env["TMPDIR"])
+        assert trusted_tmp.parent == tmp_path and trusted_tmp.name.startswith("autograder-")
+        (trusted_tmp / "pytest-of-root" / "pytest-0").mkdir(parents=True)
+    finally:
+        pool.close()
+    assert not list(tmp_path.iterdir())

@@ -12,4 +12,6 @@
 - :mod:`.forkserver`: the grader's side of a student's zygote
 - :mod:`.zygote`: the zygote process (imports the libraries once, forks each grading process)
 - :mod:`.lifeline`: every started process dies with its grader
+- :mod:`.janitor`: the grader's control groups and scratch folders removed when it is killed (the standard library
+  only: it runs by path, a process of its own)
 """

@@ -19,8 +19,9 @@ from pathlib import Path
 from typing import Protocol
 
 from autograder.grading.isolation.cgroups import Group, grader_group
+from autograder.grading.isolation.janitor import detach_mounts
 from autograder.grading.isolation.limits import MAX_FILE_BYTES, backstop_bytes, next_uid
-from autograder.grading.isolation.scratch import limit_size, unmount
+from autograder.grading.isolation.scratch import limit_size
 
 # Runs as root on the host, first of every sandboxed command: enter the control groups named before "--",
 # set the last resource limits (the address space only as a backstop: the memory limit is the cgroup's), exec.
@@ -191,7 +192,7 @@ def _can_limit_size() -> bool:
     try:
         if not limit_size(folder, 1):
             return False
-        unmount(folder)
+        detach_mounts([folder])
         return True
     finally:
         shutil.rmtree(folder, ignore_errors=True)

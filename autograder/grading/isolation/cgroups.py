@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import os
 import secrets
-import signal
 import sys
-import time
 from pathlib import Path
 
+from autograder.grading.isolation.janitor import group_pids, kill_groups, remove_group
 from autograder.grading.isolation.limits import alive
 
 CGROUP_ROOT = Path("/sys/fs/cgroup")
@@ -60,34 +59,11 @@ class Group:
 
     def pids(self) -> set[int]:
         """Every process in this group and the groups below it."""
-        found: set[int] = set()
-        for path in self.paths.values():
-            for procs in path.rglob("cgroup.procs"):
-                try:
-                    found.update(int(p) for p in procs.read_text().split())
-                except (OSError, ValueError):
-                    pass
-        return found
+        return group_pids(self.paths.values())
 
     def kill(self) -> None:
         """SIGKILL every process in the group and below (a fork bomb included): nothing outlives it."""
-        if self.version == 2 and _write_quietly(self.paths["unified"] / "cgroup.kill", "1"):
-            deadline = time.monotonic() + 10
-            while self.pids() and time.monotonic() < deadline:
-                time.sleep(0.01)
-            return
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            pids = self.pids()
-            if not pids:
-                return
-            for sig in (signal.SIGSTOP, signal.SIGKILL):  # stopped first, so none forks while the others die
-                for pid in pids:
-                    try:
-                        os.kill(pid, sig)
-                    except OSError:
-                        pass
-            time.sleep(0.005)
+        kill_groups(list(self.paths.values()), unified=self.version == 2)
 
     def oom_kills(self) -> int:
         """How many processes of the group the kernel killed for exceeding its memory limit."""
@@ -112,20 +88,7 @@ class Group:
         """Kill what is left, and remove the group and those below it."""
         self.kill()
         for path in self.paths.values():
-            for sub in sorted((p for p in path.rglob("*") if p.is_dir()), key=lambda p: -len(p.parts)):
-                _rmdir(sub)
-            _rmdir(path)
-
-
-def _rmdir(path: Path) -> None:
-    for _ in range(100):
-        try:
-            path.rmdir()
-            return
-        except FileNotFoundError:
-            return
-        except OSError:
-            time.sleep(0.01)  # a killed process leaves its group a moment later
+            remove_group(path)
 
 
 def _write_quietly(path: Path, text: str) -> bool:
@@ -183,5 +146,5 @@ def grader_group() -> Group | None:
         return group
     except OSError:
         for path in made.values():
-            _rmdir(path)
+            remove_group(path)
         return None

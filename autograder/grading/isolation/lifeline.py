@@ -23,6 +23,8 @@ import sys
 import threading
 from collections.abc import Callable
 
+from autograder.grading.isolation.janitor import wait_for_end
+
 PR_SET_PDEATHSIG = 1
 
 
@@ -52,14 +54,7 @@ def watch(fd: int | None, on_loss: Callable[[], None] = end_group) -> None:
         return
 
     def wait() -> None:
-        while True:
-            try:
-                if not os.read(fd, 1):
-                    break
-            except InterruptedError:
-                continue
-            except OSError:
-                break
+        wait_for_end(fd)
         on_loss()
 
     threading.Thread(target=wait, name="autograder-lifeline", daemon=True).start()

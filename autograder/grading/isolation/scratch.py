@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from autograder.core import syntax
+from autograder.grading.isolation.janitor import remove_folders
 from autograder.grading.isolation.limits import alive
 
 MAX_COPIED_FILES = 20_000  # what copy_plain_files copies at most (a whole course's compiled programs: about 1000)
@@ -248,12 +249,20 @@ def _pid_namespace() -> int | None:
         return None
 
 
+def scratch_prefix() -> str:
+    """The path every scratch folder of this process starts with (``<tmp>/autograder-<pid>x<pid namespace>-``);
+    "" where the pid namespace cannot be known (the folders are then named after no process)."""
+    namespace = _pid_namespace()
+    if namespace is None:
+        return ""
+    return os.path.join(tempfile.gettempdir(), f"{SCRATCH_PREFIX}{os.getpid()}x{namespace}-")
+
+
 def scratch_dir() -> Path:
     """A new private folder in the temporary folder, named after the process that made it
-    (``autograder-<pid>x<pid namespace>-…``, see :func:`remove_abandoned_scratch`)."""
-    namespace = _pid_namespace()
-    owner = f"{os.getpid()}x{namespace}-" if namespace is not None else ""
-    return Path(tempfile.mkdtemp(prefix=SCRATCH_PREFIX + owner))
+    (:func:`scratch_prefix`, see :func:`remove_abandoned_scratch`)."""
+    prefix = scratch_prefix()
+    return Path(tempfile.mkdtemp(prefix=os.path.basename(prefix) or SCRATCH_PREFIX))
 
 
 def remove_abandoned_scratch() -> list[Path]:
@@ -282,7 +291,6 @@ def remove_abandoned_scratch() -> list[Path]:
 
 
 _MS_NOSUID, _MS_NODEV = 2, 4
-_MNT_DETACH = 2
 
 
 def _libc():
@@ -301,20 +309,9 @@ def limit_size(folder: Path, size_mb: int) -> bool:
     return True
 
 
-def unmount(folder: Path) -> None:
-    """Detach a file system :func:`limit_size` mounted on ``folder`` (nothing when none is mounted there)."""
-    try:
-        mounted = os.path.ismount(folder) and not os.path.islink(folder)
-    except OSError:
-        mounted = False
-    if mounted:
-        _libc().umount2(str(folder).encode(), _MNT_DETACH)
-
-
 def remove_folder(folder: Path) -> None:
     """Remove a scratch folder, first detaching a size-limited file system mounted on it (:func:`limit_size`)."""
-    unmount(folder)
-    shutil.rmtree(folder, ignore_errors=True)
+    remove_folders([folder])
 
 
 def no_space(err: BaseException) -> bool:

@@ -8,12 +8,12 @@ import errno
 import json
 import os
 import stat
-from pathlib import Path
 
 import pytest
 from support import ROOT
 
 from autograder.grading.isolation.bubblewrap import Box, Isolation
+from autograder.grading.isolation.janitor import detach_mounts
 from autograder.grading.isolation.limits import next_uid
 from autograder.grading.isolation.scratch import (
     WITHHELD,
@@ -21,7 +21,6 @@ from autograder.grading.isolation.scratch import (
     limit_size,
     no_space,
     remove_folder,
-    unmount,
     withhold_hidden,
 )
 from autograder.grading.outputs import run_state
@@ -76,7 +75,7 @@ def test_a_size_limited_folder_is_detached_before_it_is_removed(tmp_path):
     assert os.path.ismount(folder)
     remove_folder(folder)
     assert not folder.exists()
-    unmount(folder)  # nothing mounted: nothing done
+    detach_mounts([folder])  # nothing mounted: nothing done
 
 
 def test_a_grading_process_sees_its_own_modules_checks_only(tmp_path):
@@ -123,28 +122,6 @@ def test_grade_without_a_seed_draws_the_instructor_seed_of_the_references():
     assert isinstance(default_seed(snapshot), int)
     changed = Snapshot(dict(snapshot.course, **{"solutions/at_updates.py": b"# another reference\n"}), snapshot.kit)
     assert default_seed(changed) != default_seed(snapshot)
-
-
-def test_the_trusted_sides_temporary_folder_is_a_scratch_folder_of_the_pool(tmp_path, monkeypatch):
-    """pytest's ``pytest-of-<user>`` of the verifiers (the reference's checkpoints) goes into the pool's own scratch
-    folder, removed with every other one by ``close()``: after Ctrl-C or SIGTERM too, nothing is left in TMPDIR."""
-    import tempfile
-    import threading
-
-    from autograder.core.course import load_course
-    from autograder.grading.options import Options
-    from autograder.grading.pool import GradingPool
-
-    monkeypatch.setenv("TMPDIR", str(tmp_path))
-    monkeypatch.setattr(tempfile, "tempdir", None)
-    pool = GradingPool(load_course(ROOT), Options(("at_updates",), 20, 1024, 1), threading.Event())
-    try:
-        trusted_tmp = Path(pool.trusted_env["TMPDIR"])
-        assert trusted_tmp.parent == tmp_path and trusted_tmp.name.startswith("autograder-")
-        (trusted_tmp / "pytest-of-root" / "pytest-0").mkdir(parents=True)
-    finally:
-        pool.close()
-    assert not list(tmp_path.iterdir())
 
 
 CHECKS = b'''"""Checks of m."""
