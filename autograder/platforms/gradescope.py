@@ -108,8 +108,10 @@ rm -rf "$RESULTS" "$RESULTS.tmp"
 chmod -R go-rwx "$ROOT/source"
 cd "$ROOT/source"  # the kit is the wheel setup.sh installed into the venv
 timeout --kill-after=30 "$LIMIT" "$PYTHON" -m autograder.platforms.gradescope --root "$ROOT" --run-as "$RUN_AS"
-echo "runner exit status: $?"
-if ! "$PYTHON" -m autograder.platforms.gradescope --root "$ROOT" --check-results; then
+status=$?
+echo "runner exit status: $status"
+# 0: the runner wrote results.json and checked it. Anything else (a crash, the time limit): check it here.
+if [ "$status" -ne 0 ] && ! "$PYTHON" -m autograder.platforms.gradescope --root "$ROOT" --check-results; then
   rm -rf "$RESULTS"
   cat > "$RESULTS" <<'JSON'
 {json.dumps({"score": 0.0, "output": FAILED_OUTPUT, "visibility": "visible", "stdout_visibility": "hidden", "tests": []})}
@@ -330,7 +332,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.check_results:
         return 0 if check_results(path) else 1
     write_results(path, run(args.root, args.run_as))
-    return 0
+    return 0 if check_results(path) else 1  # 0 tells run_autograder there is nothing left to check
 
 
 if __name__ == "__main__":

@@ -182,11 +182,29 @@ def graded(bundle, unprivileged_python):
     for name, files in submissions(roots).items():
         for file, text in files.items():
             (roots[name] / "submission" / file).write_text(text, encoding="utf-8")
+    pythons = {name: _logged(unprivileged_python, roots[name] / "interpreters.log") for name in names}
     with ThreadPoolExecutor(max_workers=2) as pool:
-        runs = dict(zip(names, pool.map(lambda n: run_autograder(roots[n], unprivileged_python), names)))
+        runs = dict(zip(names, pool.map(lambda n: run_autograder(roots[n], pythons[n]), names)))
     yield {name: (results, seconds, log, roots[name]) for name, (results, seconds, log) in runs.items()}
     for root in roots.values():
         shutil.rmtree(root, ignore_errors=True)
+
+
+def _logged(python: Path, log: Path) -> Path:
+    """``python``, each start by ``run_autograder`` written to ``log`` (its arguments, one line)."""
+    wrapper = log.with_name("python-logged")
+    wrapper.write_text(f'#!/bin/sh\necho "$*" >> {log}\nexec {python} "$@"\n', encoding="utf-8")
+    wrapper.chmod(0o755)
+    return wrapper
+
+
+def test_a_graded_submission_costs_run_autograder_one_interpreter(graded):
+    """The runner checks the results.json it wrote and says so with exit status 0: the shell starts no second
+    interpreter to check it again (it does where the runner did not end well: ``test_when_python_cannot_grade``)."""
+    for name, (_results, _seconds, log, root) in graded.items():
+        starts = (root / "interpreters.log").read_text(encoding="utf-8").splitlines()
+        assert len(starts) == 1 and "--run-as" in starts[0], (name, starts, log[-2000:])
+        assert "runner exit status: 0" in log, (name, log[-2000:])
 
 
 def by_name(results: dict) -> dict[str, dict]:
