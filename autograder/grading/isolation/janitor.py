@@ -5,9 +5,9 @@ cannot clean up. It leaves its control groups, and its scratch folders: copies o
 them, and the students' size-limited file systems. The grader's pool starts a janitor (:meth:`Janitor.start`) that
 waits on a pipe whose only write end the grader holds:
 
-- the pool closes normally: the grader closes the pipe and is still the janitor's parent; the janitor has nothing to
-  do and exits, touching nothing (the pool removed everything already);
-- the grader is killed: the kernel closes the pipe and the janitor is left an orphan. It kills every process still in
+- the pool closes normally: the grader writes a byte and closes the pipe; the janitor has nothing to do and exits,
+  touching nothing (the pool removed everything already);
+- the grader is killed: the kernel closes the pipe with nothing written. The janitor kills every process still in
   the grader's control groups, removes the groups, detaches every file system mounted in the grader's scratch
   folders, and removes those folders: seconds after the kill, not when the next grader happens to start (which
   still removes whatever a killed janitor could not: ``cgroups.grader_group``, ``scratch.remove_abandoned_scratch``).
@@ -149,16 +149,16 @@ def sweep(groups: Sequence[Path], unified: bool, scratch_prefix: str) -> None:
         remove_scratch(scratch_prefix)
 
 
-def wait_for_end(fd: int) -> None:
-    """Return when the pipe ``fd`` reaches end-of-file: every write end closed (the writer gone)."""
+def wait_for_end(fd: int) -> bytes:
+    """Return when the pipe ``fd`` reaches end-of-file (every write end closed: the writer gone) or a byte: the
+    byte, or b"" at the end."""
     while True:
         try:
-            if not os.read(fd, 1):
-                return
+            return os.read(fd, 1)
         except InterruptedError:
             continue
         except OSError:
-            return
+            return b""
 
 
 class Janitor:
@@ -173,7 +173,7 @@ class Janitor:
         ``scratch_prefix…`` (the grader's scratch folders). Where no process can be started, the grader goes on
         without one (the next grader removes what a kill leaves)."""
         read, write = os.pipe()  # neither inherited by what the grader starts, unless passed
-        args = [str(read), str(os.getpid()), "1" if unified else "0", scratch_prefix, *map(str, groups)]
+        args = [str(read), "1" if unified else "0", scratch_prefix, *map(str, groups)]
         try:
             process = subprocess.Popen(
                 [sys.executable, "-I", "-S", __file__, *args],
@@ -190,10 +190,14 @@ class Janitor:
         return cls(write, process)
 
     def close(self) -> None:
-        """The grader's pool closed normally: the janitor exits, touching nothing."""
+        """The grader's pool closed normally (it says so with a byte before the end): the janitor exits, touching
+        nothing."""
         if self._write >= 0:
-            os.close(self._write)
-            self._write = -1
+            try:
+                os.write(self._write, b"\n")
+            finally:
+                os.close(self._write)
+                self._write = -1
         if self.process is not None:
             try:
                 self.process.wait(timeout=5)
@@ -203,9 +207,8 @@ class Janitor:
 
 
 def main(argv: Sequence[str]) -> None:
-    read, grader, unified, scratch_prefix, *groups = argv
-    wait_for_end(int(read))
-    if os.getppid() == int(grader):
+    read, unified, scratch_prefix, *groups = argv
+    if wait_for_end(int(read)):
         return  # the pool closed normally, and removed what it made
     sweep([Path(g) for g in groups], unified == "1", scratch_prefix)
 
@@ -213,3 +216,4 @@ def main(argv: Sequence[str]) -> None:
 if __name__ == "__main__":
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     main(sys.argv[1:])
+    os._exit(0)  # nothing to flush: no interpreter teardown for the pool's close() to wait on
