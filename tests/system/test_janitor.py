@@ -93,6 +93,14 @@ def test_a_pool_closed_normally_leaves_the_janitor_nothing_to_do(tmp_path):
     assert mine.is_dir()
 
 
+def test_a_pool_whose_janitor_was_killed_still_closes(tmp_path):
+    janitor = Janitor.start([], unified=False, scratch_prefix=str(tmp_path / "autograder-mine-"))
+    assert janitor.process is not None
+    janitor.process.kill()
+    janitor.process.wait()
+    janitor.close()  # no reader left for its byte: nothing raised
+
+
 def test_the_janitor_starts_from_the_standard_library_alone():
     """It runs by path in isolated mode with no site: it must not import the kit (nor anything installed)."""
     path = ROOT / "autograder" / "grading" / "isolation" / "janitor.py"

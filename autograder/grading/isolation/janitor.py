@@ -195,9 +195,10 @@ class Janitor:
         if self._write >= 0:
             try:
                 os.write(self._write, b"\n")
-            finally:
-                os.close(self._write)
-                self._write = -1
+            except OSError:  # no janitor reads it (none started, or it was killed)
+                pass
+            os.close(self._write)
+            self._write = -1
         if self.process is not None:
             try:
                 self.process.wait(timeout=5)
