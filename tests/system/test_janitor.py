@@ -5,6 +5,7 @@ touches nothing. The whole ``grade`` command killed: ``tests/system/test_grade_i
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -23,7 +24,7 @@ root_only = pytest.mark.skipif(os.geteuid() != 0, reason="control groups and mou
 # A grader in miniature: its control group with a student's process in a group below it, a scratch folder holding a
 # "reference" and a size-limited file system, its janitor; then it is killed (SIGKILL: no clean-up of its own).
 _GRADER = """
-import os, signal, subprocess, sys, time
+import json, os, signal, subprocess, sys, time
 sys.path.insert(0, sys.argv[1])
 from autograder.grading.isolation.cgroups import grader_group
 from autograder.grading.isolation.janitor import Janitor
@@ -31,7 +32,10 @@ from autograder.grading.isolation.scratch import limit_size, scratch_dir, scratc
 
 group = grader_group()
 student = group.child("student")
-sleeper = subprocess.Popen(["sleep", "600"], stdout=subprocess.DEVNULL, start_new_session=True)
+student.limit(pids=64)
+sleeper = subprocess.Popen(
+    json.loads(sys.argv[2]), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+)
 student.add(sleeper.pid)
 folder = scratch_dir()
 (folder / "solutions").mkdir()
@@ -59,13 +63,25 @@ def _mounted(folder: str) -> bool:
     return any(line.split(" ")[4].startswith(folder) for line in Path("/proc/self/mountinfo").read_text().splitlines())
 
 
+STUDENTS = {
+    "sleeps": ["sleep", "600"],
+    # forks until its group's limit, and goes on trying: killed one by one, a process would always be replaced
+    "forks without end": ["sh", "-c", "while :; do sleep 600 & done"],
+}
+
+
 @root_only
-def test_a_killed_graders_groups_processes_mounts_and_scratch_folders_are_removed(tmp_path):
+@pytest.mark.parametrize("student", STUDENTS.values(), ids=STUDENTS.keys())
+def test_a_killed_graders_groups_processes_mounts_and_scratch_folders_are_removed(tmp_path, student):
     if grader_group() is None:
         pytest.skip("no control groups can be made here")
     env = dict(os.environ, TMPDIR=str(tmp_path))
     proc = subprocess.run(
-        [sys.executable, "-I", "-c", _GRADER, str(ROOT)], env=env, capture_output=True, text=True, timeout=120
+        [sys.executable, "-I", "-c", _GRADER, str(ROOT), json.dumps(student)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert proc.returncode == -signal.SIGKILL, proc.stderr
     sleeper, folder, *groups = proc.stdout.split()
