@@ -191,6 +191,20 @@ def leftovers(root: Path) -> list[str]:
     return unfinished(files.listing(root))
 
 
+def appeared_after(directory: Path, names: list[str]) -> list[str]:
+    """When nothing was at ``ckpt`` as the save returned (``names``): the save's folders (``ckpt``, or its temporary
+    one) that appear in ``directory`` within a second after, sorted: a save still starting in the background when it
+    returned (the race a loaded machine can end this way). Else, or when none appears: []."""
+    if "ckpt" in names or "ckpt" + TMP_SUFFIX in names:
+        return []
+    for _ in range(50):
+        later = sorted(n for n in os.listdir(directory) if n in ("ckpt", "ckpt" + TMP_SUFFIX))
+        if later:
+            return later
+        time.sleep(0.02)
+    return []
+
+
 def settled(directory: Path) -> None:
     """Wait (30 s at most) for a save left running in the background under ``directory`` to finish, before the
     folder goes: a folder removed under a running write makes that write fail, and the checkpointer's next save
@@ -365,12 +379,14 @@ def saved_on_return(save):
                     on_return = files.snapshot(directory)
                 except (OSError, files.UnsafeFiles):
                     on_return = None
+                later = appeared_after(directory, names)
             settled(directory)
             return {
                 "names": names,
                 "files": on_return,
                 "returned": None if returned is None else values.describe(returned)[:120],
                 "state": purity.as_after_the_call(state),
+                "appeared_after": later,
             }
 
     return saved
@@ -411,6 +427,15 @@ def test_save_checkpoint_is_complete_on_return(student, to_save):
     if still_written:
         raise CheckFailure(
             check, f"save_checkpoint returned while {still_written[0]} was still being written", NOT_WAITED
+        )
+    later = found.get("appeared_after")
+    later = [name for name in later if isinstance(name, str)] if isinstance(later, list) else []
+    if later and "ckpt" not in written:
+        raise CheckFailure(
+            check,
+            f"save_checkpoint returned while ckpt{TMP_SUFFIX} was still being written (nothing was at 'ckpt' when "
+            f"it returned; {later[0][:60]!r} appeared after)",
+            NOT_WAITED,
         )
     if "ckpt" not in written or written["ckpt"] is not None:
         shown = sorted(p for p in written if p != "cwd")
