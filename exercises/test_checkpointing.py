@@ -770,12 +770,17 @@ def saves_by(save_to_manager):
                 record = []
                 for step in SAVED_STEPS:
                     result = save_to_manager(manager, state.replace(step=step))
+                    unfinished_then = leftovers(directory / "run")
+                    on_disk = files.numbered_entries(directory / "run")
                     record.append(
                         {
                             "step": step,
                             "returned": result if isinstance(result, bool) else repr(result)[:80],
-                            "unfinished": leftovers(directory / "run"),
-                            "on_disk": files.numbered_entries(directory / "run"),
+                            "unfinished": unfinished_then,
+                            "on_disk": on_disk,
+                            "appeared_after": []
+                            if unfinished_then or str(step) in on_disk
+                            else step_appeared_after(manager, directory / "run", step),
                         }
                     )
                 kept = list(manager.all_steps())
@@ -784,6 +789,21 @@ def saves_by(save_to_manager):
                 manager.close()
 
     return saves
+
+
+def step_appeared_after(manager, run: Path, step: int) -> list[str]:
+    """When nothing was at ``step`` as save_to_manager returned: the step's folders (``<step>``, or its temporary
+    one) that appear after, sorted (a save still starting in the background when it returned), watched for 0.3 s,
+    and up to a second while the manager says it is saving. Else, or when none appears: []."""
+    in_progress = getattr(manager, "is_saving_in_progress", lambda: True)
+    for tick in range(50):
+        later = sorted(n for n in os.listdir(run) if n in (str(step), f"{step}{TMP_SUFFIX}"))
+        if later:
+            return later
+        if tick >= 15 and not in_progress():
+            return []
+        time.sleep(0.02)
+    return []
 
 
 def read_back(step_directory, state):
@@ -816,6 +836,15 @@ def test_save_to_manager_saves_state_step_completely_and_keeps_the_newest(studen
                 raise CheckFailure(
                     check,
                     f"save_to_manager returned while {save['unfinished'][0]} was still being written",
+                    "call manager.wait_until_finished() after manager.save",
+                )
+            later = save.get("appeared_after")
+            later = [name for name in later if isinstance(name, str)] if isinstance(later, list) else []
+            if later:
+                raise CheckFailure(
+                    check,
+                    f"save_to_manager returned while {save['step']}{TMP_SUFFIX} was still being written (nothing "
+                    f"was at step {save['step']} when it returned; {later[0][:60]!r} appeared after)",
                     "call manager.wait_until_finished() after manager.save",
                 )
             if str(save["step"]) not in save["on_disk"]:
