@@ -71,11 +71,17 @@ STUDENTS = {
 
 
 @root_only
+@pytest.mark.parametrize("linked", [False, True], ids=["TMPDIR", "TMPDIR through a link"])
 @pytest.mark.parametrize("student", STUDENTS.values(), ids=STUDENTS.keys())
-def test_a_killed_graders_groups_processes_mounts_and_scratch_folders_are_removed(tmp_path, student):
+def test_a_killed_graders_groups_processes_mounts_and_scratch_folders_are_removed(tmp_path, student, linked):
     if grader_group() is None:
         pytest.skip("no control groups can be made here")
-    env = dict(os.environ, TMPDIR=str(tmp_path))
+    tmpdir = tmp_path
+    if linked:  # the kernel lists mounts by their real path
+        (tmp_path / "real").mkdir()
+        tmpdir = tmp_path / "link"
+        tmpdir.symlink_to(tmp_path / "real")
+    env = dict(os.environ, TMPDIR=str(tmpdir))
     proc = subprocess.run(
         [sys.executable, "-I", "-c", _GRADER, str(ROOT), json.dumps(student)],
         env=env,
@@ -92,9 +98,9 @@ def test_a_killed_graders_groups_processes_mounts_and_scratch_folders_are_remove
         time.sleep(0.05)
     assert not _alive(int(sleeper)), "a student's process outlived its killed grader"
     assert not [g for g in groups if Path(g).exists()], "a killed grader's control group is left"
-    assert not _mounted(folder), "a student's size-limited file system is still mounted"
+    assert not _mounted(os.path.realpath(folder)), "a student's size-limited file system is still mounted"
     assert not Path(folder).exists(), "a killed grader's scratch folder (a reference in it) is left"
-    assert not list(tmp_path.iterdir())
+    assert not list(Path(os.path.realpath(tmpdir)).iterdir())
 
 
 def test_a_pool_closed_normally_leaves_the_janitor_nothing_to_do(tmp_path):

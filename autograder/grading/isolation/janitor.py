@@ -102,7 +102,7 @@ def _mount_points_below(folders: Sequence[Path]) -> list[str]:
         lines = Path("/proc/self/mountinfo").read_text().splitlines()
     except OSError:
         return []
-    roots = [str(f) for f in folders]
+    roots = [os.path.realpath(f) for f in folders]  # as the kernel writes them: no link in the path
     points = []
     for line in lines:
         fields = line.split(" ")
