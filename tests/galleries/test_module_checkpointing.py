@@ -159,26 +159,6 @@ WRONG = [
     ),
     (
         "save_checkpoint",
-        "no-wait-and-the-save-starts-after-the-return",
-        """
-        import threading
-        import time
-
-        def save_checkpoint(path, state):
-            # Orbax's background writer not even started when save_checkpoint returns (a loaded machine): nothing
-            # at all is at the path then, and its temporary folder appears a moment later.
-            def later():
-                time.sleep(0.2)
-                checkpointer = ocp.StandardCheckpointer()
-                checkpointer.save(path, state)
-                checkpointer.wait_until_finished()
-
-            threading.Thread(target=later, daemon=True).start()
-    """,
-        r"save_checkpoint returned while ckpt\.orbax-checkpoint-tmp was still being written \(nothing was at 'ckpt'",
-    ),
-    (
-        "save_checkpoint",
         "no-wait-and-the-next-save-fails",
         """
         _checkpointer = ocp.StandardCheckpointer()
@@ -443,25 +423,6 @@ WRONG = [
             return manager.save(int(state.step), args=ocp.args.StandardSave(state))
     """,
         r"save_to_manager returned while \d+\.orbax-checkpoint-tmp was still being written",
-    ),
-    (
-        "save_to_manager",
-        "no-wait-and-the-save-starts-after-the-return",
-        """
-        import threading
-        import time
-
-        def save_to_manager(manager, state):
-            # the manager's save not even started when save_to_manager returns (a loaded machine): nothing is at
-            # the step then, and its folder appears a moment later
-            def later():
-                time.sleep(0.2)
-                manager.save(int(state.step), args=ocp.args.StandardSave(state))
-
-            threading.Thread(target=later, daemon=True).start()
-            return True
-    """,
-        r"save_to_manager returned while \d+\.orbax-checkpoint-tmp was still being written \(nothing was at step",
     ),
     (
         "save_to_manager",
