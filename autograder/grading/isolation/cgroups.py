@@ -11,7 +11,7 @@ import secrets
 import sys
 from pathlib import Path
 
-from autograder.grading.isolation.janitor import group_pids, kill_groups, remove_group
+from autograder.grading.isolation.janitor import group_pids, kill_groups, remove_group, write_quietly
 from autograder.grading.isolation.limits import alive
 
 CGROUP_ROOT = Path("/sys/fs/cgroup")
@@ -29,7 +29,7 @@ class Group:
         for path in paths.values():
             path.mkdir(exist_ok=True)
         if self.version == 2:
-            _write_quietly(next(iter(paths.values())) / "cgroup.subtree_control", "+memory +pids")
+            write_quietly(next(iter(paths.values())) / "cgroup.subtree_control", "+memory +pids")
         return Group(self.version, paths)
 
     def _file(self, controller: str, v1: str, v2: str) -> Path:
@@ -42,7 +42,7 @@ class Group:
             size = str(memory_mb * 2**20)
             self._file("memory", "memory.limit_in_bytes", "memory.max").write_text(size)
             # no swapping past the limit (where swap is accounted)
-            _write_quietly(
+            write_quietly(
                 self._file("memory", "memory.memsw.limit_in_bytes", "memory.swap.max"),
                 size if self.version == 1 else "0",
             )
@@ -91,14 +91,6 @@ class Group:
             remove_group(path)
 
 
-def _write_quietly(path: Path, text: str) -> bool:
-    try:
-        path.write_text(text)
-    except OSError:
-        return False
-    return True
-
-
 def _own_cgroups() -> tuple[int, dict[str, Path]] | None:
     """This process's control groups the grader can create groups under (it must be root): (version, paths)."""
     if os.geteuid() != 0 or not sys.platform.startswith("linux"):
@@ -137,7 +129,7 @@ def grader_group() -> Group | None:
             made[controller] = path / name
             made[controller].mkdir()
         if version == 2:
-            _write_quietly(paths["unified"] / "cgroup.subtree_control", "+memory +pids")
+            write_quietly(paths["unified"] / "cgroup.subtree_control", "+memory +pids")
             (made["unified"] / "cgroup.subtree_control").write_text("+memory +pids")
         group = Group(version, made)
         probe = group.child("probe")  # a limit must be settable, or the group limits nothing

@@ -51,7 +51,7 @@ def kill_groups(groups: Sequence[Path], unified: bool) -> None:
     """SIGKILL every process in ``groups`` and below (a fork bomb included): nothing outlives it. ``unified``: the
     cgroup v2 hierarchy (one folder; its ``cgroup.kill`` kills the whole tree at once)."""
     deadline = time.monotonic() + KILL_WAIT
-    if unified and groups and _write(groups[0] / "cgroup.kill", "1"):
+    if unified and groups and write_quietly(groups[0] / "cgroup.kill", "1"):
         while group_pids(groups) and time.monotonic() < deadline:
             time.sleep(0.01)
         return
@@ -88,7 +88,8 @@ def remove_group(group: Path) -> None:
                 time.sleep(0.01)  # a killed process leaves its group a moment later
 
 
-def _write(path: Path, text: str) -> bool:
+def write_quietly(path: Path, text: str) -> bool:
+    """Write ``text`` to a control group's file; whether it was written (False, not an error, where it cannot be)."""
     try:
         path.write_text(text)
     except OSError:
