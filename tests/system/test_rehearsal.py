@@ -84,9 +84,13 @@ def test_a_submission_graded_alone_meets_a_verifier_that_rehearsed_and_gets_the_
     monkeypatch.setattr(cpus, "spare", lambda: True)
     shutil.rmtree(proofs / CONFIRMED, ignore_errors=True)
     klass = grade_alone(course, options, snapshot, student, tmp_path / "class", alone=False)
-    # a verifier that did not rehearse shares only what one student's checks ask twice; one that did found what the
-    # student's checks asked of the reference computed already (while the student's code ran), and computed no more
-    assert rehearsed["hits"] > one["hits"] == klass["hits"], (rehearsed, one, klass)
+    # a verifier that did not rehearse shares only what one student's checks ask twice, and had judged nothing
+    # before. One that did had judged the reference's transcripts while the student's code ran: this student's
+    # answers are the reference's, bit for bit, so every check it claims gets the verdict reached then (values,
+    # programs and the analyses of a source alike) and its request asks the reference nothing (the hits and misses
+    # are the rehearsal's own, those of the request the other verifiers answered)
+    assert rehearsed["verdicts"] > one["verdicts"] == klass["verdicts"] == 0, (rehearsed, one, klass)
+    assert rehearsed["hits"] == one["hits"] == klass["hits"], (rehearsed, one, klass)
     assert rehearsed["misses"] == one["misses"] == klass["misses"]
     graded = [files(tmp_path / out) for out in ("proving", "rehearsed", "kept", "busy", "class")]
     assert {"grades.csv", "student/results.json"} <= set(graded[0])

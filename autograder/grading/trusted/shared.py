@@ -5,7 +5,11 @@ student claims to pass with the real reference on the inputs it generates itself
 seeded). Those inputs, and so the reference's results, are the same for every student of the class: only the
 replayed answers of the student differ. :class:`ClassResults` keeps each result the reference returned, keyed by
 (seed, check, function, digest of the arguments), in the server's own memory, for the life of the server: the
-second student's check asks the reference nothing it was asked before.
+second student's check asks the reference nothing it was asked before. And a check it replays (decided from values
+or from a program) claimed on a transcript it judged before, byte for byte, gets the verdict it reached then
+(:meth:`ClassResults.known_verdicts`): the same answers replayed on the same inputs. A check decided from the module's
+source too (the retrace checks) is keyed by the source as well, since its analysis may fail a source whose transcript
+is the reference's own.
 
 Safe because the cache lives only in a trusted process that never runs student code and only ever holds the
 reference's own results: a key is a digest of plain data the verifier generated (arrays, scalars, strings and
@@ -23,13 +27,14 @@ from __future__ import annotations
 
 import functools
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any
 
 from autograder.core.oracle import Reference
 
 SWITCH = "AUTOGRADER_CLASS_SHARING"
 MAX_BYTES = 512 * 2**20  # the results kept, at most (a class's whole course holds a few MB)
+REPLAYED = ("values", "program")  # autograder.pytest_plugin.decided: VALUES, PROGRAM
 _GONE = object()  # a kept result whose JAX array was deleted since (donated to a jitted call)
 
 
@@ -54,42 +59,61 @@ class ClassResults:
         # one stand-in per reference function for the server's life: a check that jits what it is given
         # (``jitted(reference.f)``, keyed by the function) compiles it once, not once per access
         self._stand_ins: dict[str, tuple[Callable, Callable]] = {}
-        self.correctness: set[str] = set()  # the course's correctness checks, as the first request collected them
-        self._verdicts: dict[tuple, Any] = {}  # (seed, check, digest of the student's transcript) -> Verdict
+        # the checks the verifier replays (decided from values or a program), as the first request collected them:
+        # whether each is decided from the source too (its verdict's key then holds the module's source)
+        self.replayed: dict[str, bool] = {}
+        self._verdicts: dict[tuple, Any] = {}  # (seed, check, digest of the transcript[, of the source]) -> Verdict
         self.verdicts_reused = 0
 
     # -- whole checks: the same transcript gets the same verdict ------------------------------------------------
-    def known_verdicts(self, claims: set[str], transcripts: dict) -> dict[str, Any]:
-        """The verdicts already reached for ``claims`` of a correctness check on the same transcript (what the
-        student's process recorded of it, byte for byte): a replay of the same answers on the same inputs."""
+    def known_verdicts(self, claims: set[str], transcripts: dict, sources: dict | None = None) -> dict[str, Any]:
+        """The verdicts already reached for ``claims`` of a replayed check on the same transcript (what the
+        student's process recorded of it, byte for byte; and the same module source where the check is decided
+        from the source too): a replay of the same answers on the same inputs, the same verdict."""
         found = {}
         for check in sorted(claims):
-            key = self._verdict_key(check, transcripts)
+            key = self._verdict_key(check, transcripts, sources)
             if key is not None and key in self._verdicts:
                 found[check] = self._verdicts[key]
         self.verdicts_reused += len(found)
         return found
 
-    def learn(self, plan: list, verdicts: dict[str, Any], transcripts: dict) -> None:
-        """Keep the verdicts of this request's replayed correctness checks (``plan``: what it collected)."""
-        self.correctness |= {entry.id for entry in plan if entry.correctness}
+    def learn(
+        self,
+        plan: list,
+        verdicts: dict[str, Any],
+        transcripts: dict,
+        sources: dict | None = None,
+        analysed: Collection[str] = (),
+    ) -> None:
+        """Keep the verdicts of this request's replayed checks (``plan``: what it collected; ``analysed``: those of
+        its checks decided from the source too, whose verdicts are kept by the source as well)."""
+        for entry in plan:
+            if entry.decided in REPLAYED and entry.id not in self.replayed:
+                self.replayed[entry.id] = entry.id in analysed
         for check, verdict in verdicts.items():
-            key = self._verdict_key(check, transcripts)
+            key = self._verdict_key(check, transcripts, sources)
             if key is not None:
                 self._verdicts[key] = verdict
 
-    def _verdict_key(self, check: str, transcripts: dict) -> tuple | None:
+    def _verdict_key(self, check: str, transcripts: dict, sources: dict | None) -> tuple | None:
         import hashlib
         import json
 
-        if check not in self.correctness:
+        if check not in self.replayed:
             return None
         calls = transcripts.get(check)
         try:
             text = json.dumps(calls if isinstance(calls, dict) else {}, sort_keys=True)
         except (TypeError, ValueError):
             return None
-        return (self.seed, check, hashlib.sha256(text.encode()).hexdigest())
+        key: tuple = (self.seed, check, hashlib.sha256(text.encode()).hexdigest())
+        if self.replayed[check]:  # decided from the module's source too: the same source, byte for byte
+            source = (sources or {}).get(check.partition("::")[0])
+            if not isinstance(source, str):
+                return None
+            key += (hashlib.sha256(source.encode()).hexdigest(),)
+        return key
 
     # -- the reference's calls ----------------------------------------------------------------------------------
 

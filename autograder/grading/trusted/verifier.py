@@ -91,6 +91,7 @@ class Verifier:
         self.givens = request.givens if request.mode == "verify" else ""
         # verify: what the grader read of each module (hostile text, only ever parsed: core.from_source)
         self.sources: dict = request.sources if isinstance(request.sources, dict) else {}
+        self.analysed: set[str] = set()  # the checks collected that are decided from the source too
 
     @pytest.hookimpl(trylast=True)
     def pytest_collection_modifyitems(self, session, config, items) -> None:
@@ -116,7 +117,9 @@ class Verifier:
             )
             collected.append((item, fn.module, where != OBSERVED))
             from_the_source = None
-            if self.mode == "verify" and cid in self.claims and source_analysis(item) is not None:
+            if source_analysis(item) is not None:
+                self.analysed.add(cid)
+            if self.mode == "verify" and cid in self.claims and cid in self.analysed:
                 from_the_source = verdict_from_the_source(item, self.sources.get(fn.module), fn)
             if from_the_source is not None and (where == SOURCE or from_the_source.outcome != Replay.PASSED):
                 self.verdicts[cid] = from_the_source  # the check is not run: decided by the source alone, or failed
@@ -244,7 +247,9 @@ def answer(request: VerifierRequest, results: ClassResults | None = None) -> boo
     """Run one plan or verify request in this process; whether its answer was written to ``request.out``."""
     course_root = Path(request.course_root)
     verifier = Verifier(request, results)
-    known = results.known_verdicts(verifier.claims, verifier.transcripts) if results is not None else {}
+    known = {}
+    if results is not None:
+        known = results.known_verdicts(verifier.claims, verifier.transcripts, verifier.sources)
     verifier.claims -= set(known)  # the class's verdicts on the same transcripts (trusted.shared): not replayed
     args = [str(course_root / "exercises" / f"test_{m}.py") for m in request.modules]
     args += ["--solutions", "--tb=short", *pytest_args(str(course_root), request.seed)]
@@ -257,7 +262,7 @@ def answer(request: VerifierRequest, results: ClassResults | None = None) -> boo
         if verifier.claims or request.mode != "verify":
             pytest.main(args, plugins=[verifier, *givens])
         if results is not None:
-            results.learn(verifier.plan, verifier.verdicts, verifier.transcripts)
+            results.learn(verifier.plan, verifier.verdicts, verifier.transcripts, verifier.sources, verifier.analysed)
             verifier.verdicts.update(known)
         if request.mode == "plan" and request.givens and verifier.with_givens:
             record_givens(course_root, sorted(verifier.with_givens), Path(request.givens), request.seed)

@@ -139,19 +139,54 @@ def test_grade_shares_unless_switched_off():
 
 
 class Planned:
-    def __init__(self, id: str, correctness: bool):
+    def __init__(self, id: str, correctness: bool, decided: str = "observed"):
         self.id, self.correctness = id, correctness
+        self.decided = "values" if correctness else decided
 
 
-def test_a_correctness_check_on_the_same_transcript_gets_the_verdict_reached_before():
+def test_a_replayed_check_on_the_same_transcript_gets_the_verdict_reached_before():
     from autograder.grading.wire import Replay, Verdict
 
     results = ClassResults(seed=0)
-    plan = [Planned("m::test_f_value", True), Planned("m::test_f_jit", False)]
-    ada = {"m::test_f_value": {"d1": {"tree": 1}}, "m::test_f_jit": {}}
-    results.learn(plan, {"m::test_f_value": Verdict(Replay.PASSED), "m::test_f_jit": Verdict(Replay.PASSED)}, ada)
-    claims = {"m::test_f_value", "m::test_f_jit"}
-    bob = {"m::test_f_value": {"d1": {"tree": 1}}, "m::test_f_jit": {}}  # the same answers, byte for byte
-    assert results.known_verdicts(claims, bob) == {"m::test_f_value": Verdict(Replay.PASSED)}  # not another kind
-    cy = {"m::test_f_value": {"d1": {"tree": 2}}}  # another answer: replayed
-    assert results.known_verdicts(claims, cy) == {} and results.verdicts_reused == 1
+    plan = [
+        Planned("m::test_f_value", True),
+        Planned("m::test_f_program", False, "program"),
+        Planned("m::test_f_pure", False, "values"),
+        Planned("m::test_f_observed", False, "observed"),
+        Planned("m::test_f_source", False, "source"),
+    ]
+    ada = {check.id: {"d1": {"tree": 1}} for check in plan}
+    passed = {check.id: Verdict(Replay.PASSED) for check in plan}
+    results.learn(plan, passed, ada)
+    claims = {check.id for check in plan}
+    bob = {check.id: {"d1": {"tree": 1}} for check in plan}  # the same answers, byte for byte
+    replayed = {"m::test_f_value", "m::test_f_program", "m::test_f_pure"}  # not one the verifier does not replay
+    assert results.known_verdicts(claims, bob) == {check: Verdict(Replay.PASSED) for check in replayed}
+    cy = {check.id: {"d1": {"tree": 2}} for check in plan}  # another answer: replayed
+    assert results.known_verdicts(claims, cy) == {} and results.verdicts_reused == 3
+    failed = {"m::test_f_program": Verdict(Replay.FAILED, "grows with the batch")}
+    results.learn(plan, failed, cy)  # a failure is kept as well, for its own transcript
+    assert results.known_verdicts(claims, cy) == failed
+
+
+def test_a_check_decided_from_the_source_too_gets_a_verdict_only_for_the_same_source():
+    from autograder.grading.wire import Replay, Verdict
+
+    results = ClassResults(seed=0)
+    plan = [Planned("m::test_f_value", True), Planned("m::test_f_retraces", False, "program")]
+    calls = {check.id: {"d1": {"tree": 1}} for check in plan}
+    verdicts = {"m::test_f_value": Verdict(Replay.PASSED), "m::test_f_retraces": Verdict(Replay.FAILED, "retraces")}
+    results.learn(plan, verdicts, calls, {"m": "def f(x):\n    return x\n"}, analysed={"m::test_f_retraces"})
+    claims = set(verdicts)
+    # the same transcript, another source (the analysis might find another cause): only the value check is known
+    other = {"m": "def f(x):\n    return x  # mine\n"}
+    assert results.known_verdicts(claims, calls, other) == {"m::test_f_value": Verdict(Replay.PASSED)}
+    assert results.known_verdicts(claims, calls, {}) == {"m::test_f_value": Verdict(Replay.PASSED)}
+    assert results.known_verdicts(claims, calls, {"m": "def f(x):\n    return x\n"}) == verdicts
+
+
+def test_the_checks_kept_are_those_the_verifier_replays():
+    from autograder.grading.trusted.shared import REPLAYED
+    from autograder.pytest_plugin.decided import PROGRAM, VALUES
+
+    assert set(REPLAYED) == {VALUES, PROGRAM}
