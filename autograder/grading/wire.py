@@ -150,6 +150,9 @@ class PlannedCheck:
     takes_reference: bool = True
     # its module's fixtures are answered from the givens the plan recorded (autograder.recording.givens)
     givens: bool = False
+    # its verdict depends on the module's source too: decided from the source, alone or with the program (an
+    # analysis of autograder.core.from_source); a plan without the flag: every source or program check
+    analysed: bool = False
 
     @property
     def test(self) -> str:
@@ -169,6 +172,7 @@ class PlannedCheck:
             "trusted_only": self.trusted_only,
             "takes_reference": self.takes_reference,
             "givens": self.givens,
+            "analysed": self.analysed,
         }
 
     @classmethod
@@ -182,6 +186,7 @@ class PlannedCheck:
             bool(data.get("trusted_only")),
             bool(data.get("takes_reference", True)),
             bool(data.get("givens")),
+            bool(data.get("analysed", data.get("decided") in ("source", "program"))),
         )
 
     def __post_init__(self) -> None:

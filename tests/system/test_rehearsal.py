@@ -1,18 +1,25 @@
-"""One submission graded alone meets a warm verifier (issue 43, ``autograder.grading.preflight.rehearsal``).
+"""One submission graded alone meets a warm verifier, and the pre-flight's verdicts stand for the reference's own
+answers (issue 43, ``autograder.grading.preflight.rehearsal``).
 
-The pre-flight that proves a setting keeps its verifier's request of the reference beside the proof. A later call
-of the same setting that reuses the proof, grades one submission and has a CPU to spare sends it to its verifier
-while the student's code runs: the student's own request then finds the reference's results computed
-(``trusted.shared_results`` counts them), where a verifier that did not rehearse computes every one itself. The
-student's grades are the same bytes either way: the rehearsal decides nothing."""
+The pre-flight that proves a setting keeps its verifier's request of the reference, and its answer, beside the proof.
+A later call of the same setting that reuses the proof:
+
+- gives a claim whose transcript is the reference's, byte for byte, the verdict the pre-flight reached on it, without
+  asking the verifier (graded alone or in a class, a spare CPU or not);
+- grading one submission with a CPU to spare, sends the request to its verifier while the student's code runs: the
+  claims it does ask (answers that differ from the reference's in one bit) then find the reference's results
+  computed (``trusted.shared_results`` counts them), where a verifier that did not rehearse computes every one itself.
+
+The student's grades are the same bytes every way: neither decides anything the verifier would not."""
 
 from __future__ import annotations
 
 import io
+import json
 import shutil
 import threading
-from dataclasses import replace
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 from support import ROOT, reference_source
@@ -34,18 +41,26 @@ pytestmark = pytest.mark.timeout(1800)
 MODULE = "at_updates"
 
 
-def grade_alone(course, options, snapshot, folder: Path, out: Path, alone: bool = True) -> dict[str, int]:
-    """``folder`` graded alone as ``grade_class`` grades it (its pre-flight proven or reused), its files in ``out``;
-    what the verifier shared."""
+class Graded(NamedTuple):
+    shared: dict[str, int]  # what the verifier shared (trusted.shared_results)
+    kept: dict[str, int]  # the claims and requests answered without the verifier (trusted.kept_answers)
+    analysed: set[str]  # the plan's checks decided from the source too
+
+
+def grade_alone(course, options, snapshot, folder: Path, out: Path, alone: bool = True) -> Graded:
+    """``folder`` graded alone as ``grade_class`` grades it (its pre-flight proven or reused), its files in
+    ``out``."""
     digest = Submission.read(folder, options.modules).digest if alone else None
     executor = api.start_executor(course, options, None, threading.Event(), snapshot, 1, True, io.StringIO(), digest)
     try:
         results = executor.grade_class([("student", folder)])
         shared = executor.grader.trusted.shared_results
+        kept = executor.grader.trusted.kept_answers
+        analysed = {c.id for c in executor.grader.trusted.plan if c.analysed}
     finally:
         executor.close()
     class_files.write_all(out, course, options.modules, results)
-    return shared
+    return Graded(shared, kept, analysed)
 
 
 def files(out: Path) -> dict[str, bytes]:
@@ -59,39 +74,59 @@ def test_a_submission_graded_alone_meets_a_verifier_that_rehearsed_and_gets_the_
     course = load_course(ROOT)
     snapshot = Snapshot.take(ROOT)
     options = Options((MODULE,), 15, 4000, 1, seed=api.default_seed(snapshot))
+    functions = [fn.name for fn in course.module(MODULE).functions]
+    first = functions[0]
     student = tmp_path / "student"
     student.mkdir()
-    # right, and not the reference byte for byte: no answer the pre-flight's verifier gave stands in for its own
-    (student / f"{MODULE}.py").write_text(reference_source(MODULE) + "\n# my own copy\n")
+    # right, and not the reference byte for byte: its first function's answers are within the tolerance, one bit
+    # off, so its claims are replayed; every other function's answers are the reference's
+    (student / f"{MODULE}.py").write_text(
+        reference_source(MODULE)
+        + f"\n\n_{first} = {first}\n\n\ndef {first}(*args, **kwargs):\n    return _{first}(*args, **kwargs) * (1 + 2**-20)\n"
+    )
 
     monkeypatch.setattr(cpus, "spare", lambda: True)
-    # the first call proves the setting: its pre-flight keeps its request of the reference
+    # the first call proves the setting: its pre-flight keeps its request of the reference and the answer
     grade_alone(course, options, snapshot, student, tmp_path / "proving")
     kept = list((proofs / REHEARSAL).glob(f"*/{REQUEST}"))
     assert len(kept) == 1 and oct(kept[0].stat().st_mode & 0o777) == "0o600", kept
+    answer = json.loads(kept[0].read_text())["answer"]
+    others = {check for check in answer if not check.startswith(f"{MODULE}::test_{first}_")}
+    assert others and len(others) < len(answer)
 
-    def again(out: str, **changes) -> dict[str, int]:
+    def again(out: str, alone: bool = True) -> Graded:
         shutil.rmtree(proofs / CONFIRMED, ignore_errors=True)  # no answer of an earlier call: the verifier is asked
-        return grade_alone(course, replace(options, **changes), snapshot, student, tmp_path / out)
+        return grade_alone(course, options, snapshot, student, tmp_path / out, alone)
 
-    rehearsed = again("rehearsed")
+    rehearsed, rehearsed_kept, analysed = again("rehearsed")
     # the very same files again, their answer kept by the call before: nothing to rehearse for, and the verifier is
     # asked nothing at all
-    assert grade_alone(course, options, snapshot, student, tmp_path / "kept") == {"hits": 0, "misses": 0, "verdicts": 0}
+    assert grade_alone(course, options, snapshot, student, tmp_path / "kept")[0] == {
+        "hits": 0,
+        "misses": 0,
+        "verdicts": 0,
+    }
     # the controls: no idle CPU, a class (not graded alone); none kept: tests/unit/grading/test_kept_rehearsal.py
     monkeypatch.setattr(cpus, "spare", lambda: False)
-    one = again("busy")
+    one, one_kept, _ = again("busy")
     monkeypatch.setattr(cpus, "spare", lambda: True)
-    shutil.rmtree(proofs / CONFIRMED, ignore_errors=True)
-    klass = grade_alone(course, options, snapshot, student, tmp_path / "class", alone=False)
-    # a verifier that did not rehearse shares only what one student's checks ask twice, and had judged nothing
-    # before. One that did had judged the reference's transcripts while the student's code ran: this student's
-    # answers are the reference's, bit for bit, so every check it claims gets the verdict reached then (values,
-    # programs and the analyses of a source alike) and its request asks the reference nothing (the hits and misses
-    # are the rehearsal's own, those of the request the other verifiers answered)
-    assert rehearsed["verdicts"] > one["verdicts"] == klass["verdicts"] == 0, (rehearsed, one, klass)
-    assert rehearsed["hits"] == one["hits"] == klass["hits"], (rehearsed, one, klass)
-    assert rehearsed["misses"] == one["misses"] == klass["misses"]
+    klass, klass_kept, _ = again("class", alone=False)
+    # every way, the claims whose transcripts are the reference's got the pre-flight's verdicts (not those decided
+    # from the source too: this source is not the reference's), and one request (the first function's claims, and
+    # those decided from the source) was asked of the verifier
+    assert analysed & others and others - analysed
+    same = len(others - analysed)
+    assert rehearsed_kept["rehearsed"] == one_kept["rehearsed"] == klass_kept["rehearsed"] == same, (
+        rehearsed_kept,
+        one_kept,
+        klass_kept,
+        sorted(others),
+    )
+    assert rehearsed_kept["asked"] == one_kept["asked"] == klass_kept["asked"] == 1
+    # a verifier that did not rehearse shares only what one student's checks ask twice; one that did found what the
+    # student's replayed checks asked of the reference computed already (while the student's code ran)
+    assert rehearsed["hits"] > one["hits"] == klass["hits"], (rehearsed, one, klass)
+    assert one["misses"] > 0 and one["misses"] == klass["misses"]
     graded = [files(tmp_path / out) for out in ("proving", "rehearsed", "kept", "busy", "class")]
     assert {"grades.csv", "student/results.json"} <= set(graded[0])
     assert all(other == graded[0] for other in graded[1:])

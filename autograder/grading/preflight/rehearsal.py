@@ -12,22 +12,30 @@ the proof, under the setting's digest. A later call of the same setting that reu
 submission on a machine with a spare CPU sends it to its verifier first
 (:meth:`~autograder.grading.trusted.client.TrustedSide.rehearse`): the verifier warms up on the reference while
 the student's code runs, and the student's own request is answered by a warm verifier. The rehearsal's answer is
-thrown away; it decides nothing (the student's request is replayed in full, as ever), so grades are the same bytes
-with or without it.
+thrown away; it decides nothing, so grades are the same bytes with or without it.
 
-Kept only by the grader, from its own verifier's request, in its own proof folder (never one a student's process
-can write: :func:`~autograder.grading.preflight.proofs.unsafe_folder`), and only when the reference's every claim
-was confirmed; read back only as the grader's own file. ``AUTOGRADER_CLASS_SHARING=0`` turns it off with the rest of
-what the trusted side shares.
+The pre-flight's verifier's answer is kept with the request: a verdict per claim. The verifier is a function of
+what it is asked in a setting (:mod:`~autograder.grading.preflight.confirmations`), so a later claim of the same
+check on the very same transcript (and the same module source, for a check decided from the source too:
+``PlannedCheck.analysed``) gets the verdict the pre-flight reached on it (:func:`answered_as_rehearsed`) without
+a replay: a student whose answers are the reference's bit for bit, in any later call of the setting, the first of a
+class and one submission graded alone included. A claim whose transcript differs in one byte is replayed as ever.
+
+Kept only by the grader, from its own verifier's request and answer, in its own proof folder (never one a student's
+process can write: :func:`~autograder.grading.preflight.proofs.unsafe_folder`), and only when the reference's every
+claim was confirmed (so no kept verdict is a failure); read back only as the grader's own file.
+``AUTOGRADER_CLASS_SHARING=0`` turns it off with the rest of what the trusted side shares.
 """
 
 from __future__ import annotations
 
+import functools
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from autograder.grading.preflight.proofs import grader_owned, kept_beside, read_grader_owned, write_grader_owned
+from autograder.grading.wire import PlannedCheck, Verdict, answered_whole
 
 REHEARSAL = "rehearsal"  # beside the proofs
 REQUEST = "request.json"
@@ -41,6 +49,12 @@ class Rehearsal:
     claims: list[str]
     transcripts: dict
     sources: dict[str, str]
+    answer: dict[str, Verdict] = field(default_factory=dict)  # the pre-flight's verifier's, a verdict per claim
+
+    @functools.cached_property
+    def canonical(self) -> dict[str, str]:
+        """Each answered claim's transcript as canonical JSON text (what a later claim's is compared with)."""
+        return {check: canonical(self.transcripts.get(check, {})) or "" for check in self.answer}
 
 
 class KeptRehearsal:
@@ -63,23 +77,35 @@ class KeptRehearsal:
             return None
         try:
             data = json.loads(raw.decode("utf-8"))
-            asked = Rehearsal(list(data["claims"]), dict(data["transcripts"]), dict(data["sources"]))
-        except (ValueError, TypeError, KeyError):
+            claims = list(data["claims"])
+            answer = {check: Verdict.from_wire(data["answer"][check]) for check in claims} if "answer" in data else {}
+            asked = Rehearsal(claims, dict(data["transcripts"]), dict(data["sources"]), answer)
+        except (ValueError, TypeError, KeyError, AttributeError):
             return None
         valid = (
             asked.claims
             and all(isinstance(c, str) for c in asked.claims)
             and all(isinstance(k, str) and isinstance(v, str) for k, v in asked.sources.items())
+            and (not answer or answered_whole(answer, claims))
         )
         return asked if valid else None
 
-    def keep(self, claims: list[str], transcripts: dict, sources: dict[str, str]) -> None:
-        """Keep the request of ``claims`` (best effort: a rehearsal not kept is only a verifier warming up later)."""
+    def keep(
+        self, claims: list[str], transcripts: dict, sources: dict[str, str], answer: dict[str, Verdict] | None = None
+    ) -> None:
+        """Keep the request of ``claims`` and the verifier's ``answer`` to it, when it confirmed every claim (best
+        effort: a rehearsal not kept is only a verifier warming up later, and claims replayed)."""
         if self.folder is None or not claims:
             return
+        kept_answer = answer if answer is not None and answered_whole(answer, claims) else {}
         try:
             text = json.dumps(
-                {"claims": claims, "transcripts": transcripts, "sources": sources},
+                {
+                    "claims": claims,
+                    "transcripts": transcripts,
+                    "sources": sources,
+                    **({"answer": {check: kept_answer[check].to_wire() for check in claims}} if kept_answer else {}),
+                },
                 ensure_ascii=True,
                 allow_nan=True,
             )
@@ -91,3 +117,34 @@ class KeptRehearsal:
             write_grader_owned(self.folder, REQUEST, text)
         except OSError:
             pass
+
+
+def canonical(value: object) -> str | None:
+    """``value`` as canonical JSON text (None: not plain JSON data)."""
+    try:
+        return json.dumps(value, sort_keys=True, ensure_ascii=True, allow_nan=True)
+    except (TypeError, ValueError):
+        return None
+
+
+def answered_as_rehearsed(
+    rehearsal: Rehearsal | None, plan: dict[str, PlannedCheck], claims: list[str], transcripts: dict, sources: dict
+) -> dict[str, Verdict]:
+    """The verdicts the pre-flight's verifier reached (``rehearsal.answer``) for those of ``claims`` whose
+    transcript is the one it judged, byte for byte, and, for a check whose verdict depends on its module's source
+    (``plan``'s ``analysed``), whose module source is the one it was given."""
+    if rehearsal is None or not rehearsal.answer:
+        return {}
+    found = {}
+    for check in claims:
+        planned = plan.get(check)
+        if planned is None or check not in rehearsal.answer:
+            continue
+        if planned.analysed:
+            source = sources.get(planned.module)
+            if not isinstance(source, str) or source != rehearsal.sources.get(planned.module):
+                continue
+        mine = canonical(transcripts.get(check, {}))
+        if mine is not None and mine == rehearsal.canonical.get(check):
+            found[check] = rehearsal.answer[check]
+    return found

@@ -18,6 +18,7 @@ from pathlib import Path
 from autograder.grading.isolation.forkserver import run_to_end
 from autograder.grading.isolation.processes import file_tail, run_python, wait_or_stop
 from autograder.grading.pool import GradingPool
+from autograder.grading.preflight.rehearsal import Rehearsal, answered_as_rehearsed
 from autograder.grading.trusted.trusted_server import TrustedServer, Verifiers, verifiers_for
 from autograder.grading.wire import PlannedCheck, Verdict, VerifierRequest, answered_whole
 
@@ -72,7 +73,11 @@ class TrustedSide:
         # per server, its totals so far (trusted.shared): the reference's results answered from the class's (hits)
         # and computed (misses), claimed checks answered with a verdict reached on the same transcript (verdicts)
         self._shared: dict[int, dict[str, int]] = {}
-        self._kept = {"given": 0, "asked": 0}  # verify requests answered from kept answers, and asked (kept_answers)
+        # verify requests answered without the verifier (kept answers, the pre-flight's verdicts) and asked, and the
+        # claims answered from the pre-flight's verdicts (kept_answers)
+        self._kept = {"given": 0, "asked": 0, "rehearsed": 0}
+        self._rehearsal: Rehearsal | bool | None = None  # the kept rehearsal, loaded once (False: none)
+        self._planned: dict[str, PlannedCheck] = {}
         self._lock = threading.Lock()
 
     def _answer(self, request: VerifierRequest, timeout: float) -> dict:
@@ -143,17 +148,34 @@ class TrustedSide:
             else None
         )
         known = kept.load(key, claims) if kept else None
+        # the verdicts the pre-flight reached on the very same transcripts (the reference's: rehearsal.py)
+        rehearsed = (
+            {} if known is not None or self.proving else self._answered_as_rehearsed(claims, transcripts, sources)
+        )
+        asked = [check for check in claims if check not in rehearsed]
         with self._lock:
-            self._kept["given" if known is not None else "asked"] += 1
+            self._kept["given" if known is not None or not asked else "asked"] += 1
+            self._kept["rehearsed"] += len(rehearsed)
         if known is not None:
             return known
-        answered = self._verify(claims, transcripts, sources)
+        answered = dict(rehearsed)
+        if asked:
+            answered.update(self._verify(asked, {c: transcripts.get(c, {}) for c in asked}, sources))
         if kept and kept.keep(key, claims, answered) and submission is not None:
             kept.mark_answered(submission)
         if self.proving and self.kept_rehearsal is not None and answered_whole(answered, claims):
-            # the pre-flight's request of the reference (its stubs claim nothing): what a later call rehearses
-            self.kept_rehearsal.keep(list(claims), transcripts, dict(sources or {}))
+            # the pre-flight's request of the reference (its stubs claim nothing) and its answer: what a later call
+            # rehearses, and the verdicts a later claim on the same transcript gets
+            self.kept_rehearsal.keep(list(claims), transcripts, dict(sources or {}), answered)
         return answered
+
+    def _answered_as_rehearsed(self, claims: list[str], transcripts: dict, sources) -> dict[str, Verdict]:
+        with self._lock:
+            if self._rehearsal is None:
+                self._rehearsal = (self.kept_rehearsal.load() if self.kept_rehearsal is not None else None) or False
+                self._planned = {c.id: c for c in self.plan}
+        rehearsal = self._rehearsal or None
+        return answered_as_rehearsed(rehearsal, self._planned, claims, transcripts, dict(sources or {}))
 
     def rehearse(self, submission: str | None = None) -> bool:
         """Send the kept rehearsal (:mod:`autograder.grading.preflight.rehearsal`) to a verifier now, in a thread
@@ -168,6 +190,10 @@ class TrustedSide:
         ):
             return False
         asked = self.kept_rehearsal.load() if self.kept_rehearsal is not None else None
+        with self._lock:
+            if self._rehearsal is None:
+                self._rehearsal = asked or False
+                self._planned = {c.id: c for c in self.plan}
         if asked is None or not self.options.zygote or not self.verifiers.count:
             return False
 

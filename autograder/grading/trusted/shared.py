@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import functools
 import os
-from collections.abc import Callable, Collection
+from collections.abc import Callable
 from typing import Any
 
 from autograder.core.oracle import Reference
@@ -78,19 +78,12 @@ class ClassResults:
         self.verdicts_reused += len(found)
         return found
 
-    def learn(
-        self,
-        plan: list,
-        verdicts: dict[str, Any],
-        transcripts: dict,
-        sources: dict | None = None,
-        analysed: Collection[str] = (),
-    ) -> None:
-        """Keep the verdicts of this request's replayed checks (``plan``: what it collected; ``analysed``: those of
-        its checks decided from the source too, whose verdicts are kept by the source as well)."""
+    def learn(self, plan: list, verdicts: dict[str, Any], transcripts: dict, sources: dict | None = None) -> None:
+        """Keep the verdicts of this request's replayed checks (``plan``: what it collected; the verdict of a check
+        decided from the source too, ``analysed``, is kept by the source as well)."""
         for entry in plan:
             if entry.decided in REPLAYED and entry.id not in self.replayed:
-                self.replayed[entry.id] = entry.id in analysed
+                self.replayed[entry.id] = entry.analysed
         for check, verdict in verdicts.items():
             key = self._verdict_key(check, transcripts, sources)
             if key is not None:

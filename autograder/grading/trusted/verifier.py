@@ -91,7 +91,6 @@ class Verifier:
         self.givens = request.givens if request.mode == "verify" else ""
         # verify: what the grader read of each module (hostile text, only ever parsed: core.from_source)
         self.sources: dict = request.sources if isinstance(request.sources, dict) else {}
-        self.analysed: set[str] = set()  # the checks collected that are decided from the source too
 
     @pytest.hookimpl(trylast=True)
     def pytest_collection_modifyitems(self, session, config, items) -> None:
@@ -113,13 +112,12 @@ class Verifier:
                     correctness,
                     where,
                     takes_reference="reference" in getattr(item, "fixturenames", ()),
+                    analysed=source_analysis(item) is not None,
                 )
             )
             collected.append((item, fn.module, where != OBSERVED))
             from_the_source = None
-            if source_analysis(item) is not None:
-                self.analysed.add(cid)
-            if self.mode == "verify" and cid in self.claims and cid in self.analysed:
+            if self.mode == "verify" and cid in self.claims and self.plan[-1].analysed:
                 from_the_source = verdict_from_the_source(item, self.sources.get(fn.module), fn)
             if from_the_source is not None and (where == SOURCE or from_the_source.outcome != Replay.PASSED):
                 self.verdicts[cid] = from_the_source  # the check is not run: decided by the source alone, or failed
@@ -262,7 +260,7 @@ def answer(request: VerifierRequest, results: ClassResults | None = None) -> boo
         if verifier.claims or request.mode != "verify":
             pytest.main(args, plugins=[verifier, *givens])
         if results is not None:
-            results.learn(verifier.plan, verifier.verdicts, verifier.transcripts, verifier.sources, verifier.analysed)
+            results.learn(verifier.plan, verifier.verdicts, verifier.transcripts, verifier.sources)
             verifier.verdicts.update(known)
         if request.mode == "plan" and request.givens and verifier.with_givens:
             record_givens(course_root, sorted(verifier.with_givens), Path(request.givens), request.seed)

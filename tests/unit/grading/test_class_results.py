@@ -139,8 +139,8 @@ def test_grade_shares_unless_switched_off():
 
 
 class Planned:
-    def __init__(self, id: str, correctness: bool, decided: str = "observed"):
-        self.id, self.correctness = id, correctness
+    def __init__(self, id: str, correctness: bool, decided: str = "observed", analysed: bool = False):
+        self.id, self.correctness, self.analysed = id, correctness, analysed
         self.decided = "values" if correctness else decided
 
 
@@ -173,10 +173,10 @@ def test_a_check_decided_from_the_source_too_gets_a_verdict_only_for_the_same_so
     from autograder.grading.wire import Replay, Verdict
 
     results = ClassResults(seed=0)
-    plan = [Planned("m::test_f_value", True), Planned("m::test_f_retraces", False, "program")]
+    plan = [Planned("m::test_f_value", True), Planned("m::test_f_retraces", False, "program", analysed=True)]
     calls = {check.id: {"d1": {"tree": 1}} for check in plan}
     verdicts = {"m::test_f_value": Verdict(Replay.PASSED), "m::test_f_retraces": Verdict(Replay.FAILED, "retraces")}
-    results.learn(plan, verdicts, calls, {"m": "def f(x):\n    return x\n"}, analysed={"m::test_f_retraces"})
+    results.learn(plan, verdicts, calls, {"m": "def f(x):\n    return x\n"})
     claims = set(verdicts)
     # the same transcript, another source (the analysis might find another cause): only the value check is known
     other = {"m": "def f(x):\n    return x  # mine\n"}

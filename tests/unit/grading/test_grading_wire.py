@@ -66,6 +66,11 @@ def test_verdicts_and_the_plan_decode_what_the_verifier_wrote():
     assert not PlannedCheck.from_wire(old).confirmed and check.confirmed and check.decided == "values"
     program = PlannedCheck("m::test_f_works_under_jit", "m", "f", False, "program")
     assert PlannedCheck.from_wire(program.to_wire()) == program and program.confirmed
+    retraces = PlannedCheck("m::test_f_does_not_retrace", "m", "f", False, "program", analysed=True)
+    assert PlannedCheck.from_wire(retraces.to_wire()) == retraces
+    # a plan without the flag: every check decided from the source or a program may depend on the source
+    unflagged = {key: value for key, value in program.to_wire().items() if key != "analysed"}
+    assert PlannedCheck.from_wire(unflagged).analysed and not PlannedCheck.from_wire(old).analysed
     forged = {**old, "decided": "by me"}  # an unknown place is the student's process
     assert PlannedCheck.from_wire(forged).decided == "observed"
 
