@@ -486,3 +486,20 @@ WRONG = [
 def test_wrong_implementation_fails_with_the_right_message(pytester, function, replacement, pattern):
     results = grade(pytester, MODULE, IMPORTS + with_function(MODULE, replacement), only=function)
     assert_rejected(results[function], pattern)
+
+
+def test_a_save_still_being_written_on_return_fails_only_as_incomplete(pytester):
+    """Orbax's own temporary folder of the path, there when the save returns, is the save of ``ckpt`` still being
+    written: it fails the completeness check, never "wrote outside 'ckpt'" (whether a save left running had already
+    renamed it is a race, and the check beside it must not depend on it)."""
+    replacement = """
+        def save_checkpoint(path, state):
+            # the whole checkpoint, left in Orbax's temporary folder: a save still being written when it returns
+            with ocp.StandardCheckpointer() as checkpointer:
+                checkpointer.save(str(path) + ".orbax-checkpoint-tmp", state)
+    """
+    only = "test_save_checkpoint_writes_only_under_path or test_save_checkpoint_is_complete_on_return"
+    result = grade(pytester, MODULE, IMPORTS + with_function(MODULE, replacement), only=only)["save_checkpoint"]
+    assert (result.passed, result.total) == (1, 2), result.messages
+    assert_rejected(result, r"save_checkpoint returned while ckpt\.orbax-checkpoint-tmp was still being written")
+    assert "wrote outside" not in result.message, result.message
