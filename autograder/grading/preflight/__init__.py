@@ -25,7 +25,8 @@ The rooms: :mod:`.graded` (the check itself), :mod:`.proofs` (passes kept and re
 compilation cache), :mod:`.interpreter` (this interpreter started as a grading process) and :mod:`.failures`
 (the two errors and how a crashed process is quoted); what else is kept beside a proof for later calls of its
 setting: :mod:`.plans` (the trusted side's plan), :mod:`.confirmations` (the verifier's answers),
-:mod:`.rehearsal` (the pre-flight's request of the reference, which a verifier of one submission rehearses) and
+:mod:`.rehearsal` (the pre-flight's request of the reference, which a verifier of one submission rehearses, and
+its answer: the verdicts a later claim on the reference's very transcript gets) and
 :mod:`.seed` (the programs of JAX's own operations its reference compiled, planted in each student's sandbox).
 """
 
