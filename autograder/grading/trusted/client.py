@@ -76,7 +76,8 @@ class TrustedSide:
         # verify requests answered without the verifier (kept answers, the pre-flight's verdicts) and asked, and the
         # claims answered from the pre-flight's verdicts (kept_answers)
         self._kept = {"given": 0, "asked": 0, "rehearsed": 0}
-        self._rehearsal: Rehearsal | bool | None = None  # the kept rehearsal, loaded once (False: none)
+        self._rehearsal: Rehearsal | None = None  # the kept rehearsal, loaded once (when _loaded)
+        self._loaded = False
         self._planned: dict[str, PlannedCheck] = {}
         self._lock = threading.Lock()
 
@@ -171,11 +172,14 @@ class TrustedSide:
 
     def _answered_as_rehearsed(self, claims: list[str], transcripts: dict, sources) -> dict[str, Verdict]:
         with self._lock:
-            if self._rehearsal is None:
-                self._rehearsal = (self.kept_rehearsal.load() if self.kept_rehearsal is not None else None) or False
-                self._planned = {c.id: c for c in self.plan}
-        rehearsal = self._rehearsal or None
-        return answered_as_rehearsed(rehearsal, self._planned, claims, transcripts, dict(sources or {}))
+            if not self._loaded:
+                self._remember(self.kept_rehearsal.load() if self.kept_rehearsal is not None else None)
+        return answered_as_rehearsed(self._rehearsal, self._planned, claims, transcripts, dict(sources or {}))
+
+    def _remember(self, rehearsal: Rehearsal | None) -> None:
+        """The kept rehearsal (and its answer), loaded once per grader; holding ``_lock``."""
+        self._rehearsal, self._loaded = rehearsal, True
+        self._planned = {c.id: c for c in self.plan}
 
     def rehearse(self, submission: str | None = None) -> bool:
         """Send the kept rehearsal (:mod:`autograder.grading.preflight.rehearsal`) to a verifier now, in a thread
@@ -191,9 +195,8 @@ class TrustedSide:
             return False
         asked = self.kept_rehearsal.load() if self.kept_rehearsal is not None else None
         with self._lock:
-            if self._rehearsal is None:
-                self._rehearsal = asked or False
-                self._planned = {c.id: c for c in self.plan}
+            if not self._loaded:
+                self._remember(asked)
         if asked is None or not self.options.zygote or not self.verifiers.count:
             return False
 
