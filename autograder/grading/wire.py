@@ -27,6 +27,7 @@ boundary; the grader decodes it, and a fault the supervisor saw, a tampered modu
 
 from __future__ import annotations
 
+import json
 from dataclasses import asdict, dataclass, field, fields
 from enum import StrEnum
 from typing import Any, ClassVar, Literal
@@ -215,6 +216,25 @@ class Replay(StrEnum):
 
 
 UNVERIFIABLE = Replay.UNVERIFIABLE
+
+
+def verdict_evidence(check: str, transcripts: dict, sources: dict | None, analysed: bool) -> str | None:
+    """What the verifier's verdict on a replayed ``check`` depends on, within one setting and seed, as canonical JSON
+    text: the transcript the student's process recorded for it (read as the verifier reads it: anything but a dict
+    is an empty one) and, for a check decided from its module's source too (``analysed``), that source. The same
+    text, the same verdict (``trusted.shared``, ``preflight.rehearsal``); None where it cannot be said (not plain
+    data, or no source): the check is replayed."""
+    calls = transcripts.get(check)
+    evidence: dict[str, object] = {"transcript": calls if isinstance(calls, dict) else {}}
+    if analysed:
+        source = (sources or {}).get(check.partition("::")[0])
+        if not isinstance(source, str):
+            return None
+        evidence["source"] = source
+    try:
+        return json.dumps(evidence, sort_keys=True, ensure_ascii=True, allow_nan=True)
+    except (TypeError, ValueError):
+        return None
 
 
 def answered_whole(verdicts: dict[str, Verdict], claims: list[str]) -> bool:

@@ -29,13 +29,12 @@ claim was confirmed (so no kept verdict is a failure); read back only as the gra
 
 from __future__ import annotations
 
-import functools
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from autograder.grading.preflight.proofs import grader_owned, kept_beside, read_grader_owned, write_grader_owned
-from autograder.grading.wire import PlannedCheck, Verdict, answered_whole
+from autograder.grading.wire import PlannedCheck, Verdict, answered_whole, verdict_evidence
 
 REHEARSAL = "rehearsal"  # beside the proofs
 REQUEST = "request.json"
@@ -50,11 +49,14 @@ class Rehearsal:
     transcripts: dict
     sources: dict[str, str]
     answer: dict[str, Verdict] = field(default_factory=dict)  # the pre-flight's verifier's, a verdict per claim
+    _evidence: dict[str, str | None] = field(default_factory=dict, compare=False, repr=False)
 
-    @functools.cached_property
-    def canonical(self) -> dict[str, str]:
-        """Each answered claim's transcript as canonical JSON text (what a later claim's is compared with)."""
-        return {check: canonical(self.transcripts.get(check, {})) or "" for check in self.answer}
+    def evidence(self, check: str, analysed: bool) -> str | None:
+        """What the pre-flight's verdict on ``check`` was reached on (:func:`~autograder.grading.wire.verdict_evidence`),
+        worked out once."""
+        if check not in self._evidence:
+            self._evidence[check] = verdict_evidence(check, self.transcripts, self.sources, analysed)
+        return self._evidence[check]
 
 
 class KeptRehearsal:
@@ -119,14 +121,6 @@ class KeptRehearsal:
             pass
 
 
-def canonical(value: object) -> str | None:
-    """``value`` as canonical JSON text (None: not plain JSON data)."""
-    try:
-        return json.dumps(value, sort_keys=True, ensure_ascii=True, allow_nan=True)
-    except (TypeError, ValueError):
-        return None
-
-
 def answered_as_rehearsed(
     rehearsal: Rehearsal | None, plan: dict[str, PlannedCheck], claims: list[str], transcripts: dict, sources: dict
 ) -> dict[str, Verdict]:
@@ -140,11 +134,7 @@ def answered_as_rehearsed(
         planned = plan.get(check)
         if planned is None or check not in rehearsal.answer:
             continue
-        if planned.analysed:
-            source = sources.get(planned.module)
-            if not isinstance(source, str) or source != rehearsal.sources.get(planned.module):
-                continue
-        mine = canonical(transcripts.get(check, {}))
-        if mine is not None and mine == rehearsal.canonical.get(check):
+        mine = verdict_evidence(check, transcripts, sources, planned.analysed)
+        if mine is not None and mine == rehearsal.evidence(check, planned.analysed):
             found[check] = rehearsal.answer[check]
     return found

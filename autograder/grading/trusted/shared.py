@@ -91,22 +91,13 @@ class ClassResults:
 
     def _verdict_key(self, check: str, transcripts: dict, sources: dict | None) -> tuple | None:
         import hashlib
-        import json
+
+        from autograder.grading.wire import verdict_evidence
 
         if check not in self.replayed:
             return None
-        calls = transcripts.get(check)
-        try:
-            text = json.dumps(calls if isinstance(calls, dict) else {}, sort_keys=True)
-        except (TypeError, ValueError):
-            return None
-        key: tuple = (self.seed, check, hashlib.sha256(text.encode()).hexdigest())
-        if self.replayed[check]:  # decided from the module's source too: the same source, byte for byte
-            source = (sources or {}).get(check.partition("::")[0])
-            if not isinstance(source, str):
-                return None
-            key += (hashlib.sha256(source.encode()).hexdigest(),)
-        return key
+        evidence = verdict_evidence(check, transcripts, sources, self.replayed[check])
+        return None if evidence is None else (self.seed, check, hashlib.sha256(evidence.encode()).hexdigest())
 
     # -- the reference's calls ----------------------------------------------------------------------------------
 
