@@ -24,6 +24,9 @@ import gc
 import importlib
 import sys
 import types
+from collections.abc import Mapping
+from itertools import compress, repeat
+from operator import and_, is_, itemgetter, not_
 
 WATCHED = (
     *("autograder", "pytest", "_pytest", "pluggy", "hypothesis", "numpy", "json", "builtins", "_course_reference_"),
@@ -62,7 +65,94 @@ VOLATILE = {("_pytest.assertion.util", "_reprcompare"), ("_pytest.assertion.util
 RELIED_ON = ("numpy.testing",)  # imported first: checks may import them only when they need them
 
 
-def snapshot() -> dict[Key, tuple]:
+class Snapshot(Mapping[Key, tuple]):
+    """The watched callables as :func:`snapshot` found them, laid out to be compared again quickly.
+
+    Some forty thousand entries, compared in every grading process after the student's import and again when its
+    checks are done: :meth:`intact` makes each namespace's comparison a few calls that run in C (its names looked up
+    at once, every object compared by identity, every function's code by identity), and only when something is not
+    the same does :func:`changed` look entry by entry for the names. As a mapping it is ``{key: identity}``
+    (:func:`_identity`'s tuples: the objects that must stay the same, held so that their ids cannot be reused)."""
+
+    def __init__(self) -> None:
+        # (owner's key, owner, names, their objects, their code objects or None for classes): an owner is a
+        # module (its key one name, checked to still be sys.modules' own) or a class (module name, class name)
+        self.groups: list[tuple[Key, object, list[str], list, list | None]] = []
+        # properties, static and class methods (compared as objects in their group), the functions they wrap, each
+        # one's code (or the function itself when it has none: a builtin, None), in order
+        self.wrappers: list[tuple[Key, object, int]] = []  # key, the wrapper, how many functions it wraps
+        self.inner: list = []
+        self.inner_codes: list = []
+        self._entries: dict[Key, tuple] | None = None
+
+    def __len__(self) -> int:
+        return sum(len(names) for _, _, names, _, _ in self.groups)
+
+    def __iter__(self):
+        return iter(self.entries())
+
+    def __getitem__(self, key: Key) -> tuple:
+        return self.entries()[key]
+
+    def entries(self) -> dict[Key, tuple]:
+        """``{key: identity}`` entry by entry, made on first use."""
+        if self._entries is None:
+            found: dict[Key, tuple] = {}
+            for owner_key, _, names, values, codes in self.groups:
+                for i, name in enumerate(names):
+                    code = None if codes is None else codes[i]
+                    found[(*owner_key, name)] = (values[i],) if code is None else (values[i], code)
+            at = 0
+            for key, wrapper, count in self.wrappers:
+                found[key] = (wrapper, *self.inner_codes[at : at + count])
+                at += count
+            self._entries = found
+        return self._entries
+
+    def intact(self) -> bool:
+        """Every watched name still bound to the same object, every function still running the same code."""
+        modules = sys.modules
+        for owner_key, owner, names, values, codes in self.groups:
+            if len(owner_key) == 1 and modules.get(owner_key[0]) is not owner:
+                return False
+            try:
+                now = itemgetter(*names)(vars(owner)) if len(names) > 1 else (vars(owner)[names[0]],)
+            except KeyError:
+                return False
+            if not all(map(is_, now, values)):
+                return False
+            if codes is not None and not all(map(is_, map(getattr, now, _CODE, _NONE), codes)):
+                return False
+        return all(map(is_, map(getattr, self.inner, _CODE, self.inner), self.inner_codes))
+
+    def add(self, owner_key: Key, owner: object, names: list[str], values: list, classes: bool = False) -> None:
+        """``owner``'s entries ``names`` (bound to ``values``): classes compared as objects, the rest with their
+        code, and the functions that properties, static and class methods wrap with theirs."""
+        if owner_key[0] in _VOLATILE_MODULES:
+            kept = [(n, v) for n, v in zip(names, values) if (*owner_key, n) not in VOLATILE]
+            names, values = [n for n, _ in kept], [v for _, v in kept]
+        if not names:
+            return
+        codes = None if classes else list(map(getattr, values, _CODE, _NONE))
+        self.groups.append((owner_key, owner, names, values, codes))
+        if classes:
+            return
+        is_wrapper = list(map(isinstance, values, _WRAPPER_TYPES))
+        if not any(is_wrapper):
+            return
+        for name, wrapper in zip(compress(names, is_wrapper), compress(values, is_wrapper)):
+            inner = [wrapper.fget, wrapper.fset, wrapper.fdel] if isinstance(wrapper, property) else [wrapper.__func__]
+            self.wrappers.append(((*owner_key, name), wrapper, len(inner)))
+            self.inner += inner
+            self.inner_codes += [getattr(f, "__code__", f) for f in inner]
+
+
+_WRAPPERS = (property, staticmethod, classmethod)
+_CODE, _NONE = repeat("__code__"), repeat(None)  # arguments of map(getattr, ...): endless, never exhausted
+_VOLATILE_MODULES = {key[0] for key in VOLATILE}
+
+
+def snapshot() -> Snapshot:
     """The watched callables: ``{(module, name) or (module, class, name): identity}``.
 
     Some forty thousand entries, in every grading process: the garbage collector is paused while they are made
@@ -76,23 +166,41 @@ def snapshot() -> dict[Key, tuple]:
             gc.enable()
 
 
-def _snapshot() -> dict[Key, tuple]:
+def _snapshot() -> Snapshot:
     for name in RELIED_ON:
         importlib.import_module(name)
-    seen: dict[Key, tuple] = {}
+    seen = Snapshot()
     for module_name, module in list(sys.modules.items()):
         if not _watched(module_name) or not isinstance(module, types.ModuleType):
             continue
-        for name, value in list(vars(module).items()):
-            if isinstance(value, type):
-                seen[(module_name, name)] = _identity(value)
-                if getattr(value, "__module__", None) == module_name:
-                    for attr, member in list(vars(value).items()):
-                        if isinstance(member, _FUNCTION_TYPES):
-                            seen[(module_name, name, attr)] = _identity(member)
-            elif callable(value) and not isinstance(value, types.ModuleType):  # functions, ufuncs, dispatchers
-                seen[(module_name, name)] = _identity(value)
+        namespace = vars(module)
+        names, values = list(namespace), list(namespace.values())
+        is_class = list(map(isinstance, values, repeat(type)))
+        classes = list(compress(values, is_class))
+        class_names = list(compress(names, is_class))
+        seen.add((module_name,), module, class_names, classes, classes=True)
+        others = list(  # callables that are neither classes nor modules, tested in C: ufuncs, dispatchers, functions
+            map(
+                and_,
+                map(and_, map(not_, is_class), map(callable, values)),
+                map(not_, map(isinstance, values, _MODULES)),
+            )
+        )
+        seen.add((module_name,), module, list(compress(names, others)), list(compress(values, others)))
+        for name, cls in zip(class_names, classes):  # the classes it defines: their functions and methods
+            if getattr(cls, "__module__", None) != module_name:
+                continue
+            members = vars(cls)
+            objects = list(members.values())
+            functions = list(map(isinstance, objects, _FUNCTIONS))
+            if any(functions):
+                seen.add(
+                    (module_name, name), cls, list(compress(members, functions)), list(compress(objects, functions))
+                )
     return seen
+
+
+_MODULES, _FUNCTIONS, _WRAPPER_TYPES = repeat(types.ModuleType), repeat(_FUNCTION_TYPES), repeat(_WRAPPERS)
 
 
 _MISSING = object()
@@ -106,8 +214,12 @@ def _lookup(key: Key):
     return value
 
 
-def changed(before: dict[Key, tuple]) -> list[str]:
+def changed(before: Mapping[Key, tuple]) -> list[str]:
     """The watched names whose function or class was replaced, rewritten or removed since ``before``, sorted."""
+    if isinstance(before, Snapshot):
+        if before.intact():
+            return []
+        before = before.entries()
     found = []
     for key, identity in before.items():
         if key in VOLATILE:

@@ -25,7 +25,8 @@ def make_probe() -> types.ModuleType:
         "    @property\n    def value(self):\n        return 2\n"
         "    @staticmethod\n    def static():\n        return 3\n"
         "    @classmethod\n    def build(cls):\n        return cls()\n"
-        "counter = 0\n",
+        "counter = 0\n"
+        "Alias = Checker\n",
         vars(module),
     )
     for value in vars(module).values():
@@ -44,6 +45,11 @@ def probe():
         sys.modules.pop(PROBE, None)
 
 
+def both(member: str) -> list[str]:
+    """A member of ``Checker``, which the module binds under two names: reported under both."""
+    return [f"Alias.{member}", f"Checker.{member}"]
+
+
 def replacement_code():
     def other(*args, **kwargs):
         return None
@@ -59,25 +65,61 @@ CHANGES = {
         lambda m: setattr(m, "Checker", type("Checker", (), {})),
         ["Checker", "Checker.build", "Checker.method", "Checker.static", "Checker.value"],
     ),
-    "a method rebound": (lambda m: setattr(m.Checker, "method", lambda self: 1), ["Checker.method"]),
+    "a class's alias replaced": (
+        lambda m: setattr(m, "Alias", type("Checker", (), {})),
+        ["Alias", "Alias.build", "Alias.method", "Alias.static", "Alias.value"],
+    ),
+    "a method rebound": (lambda m: setattr(m.Checker, "method", lambda self: 1), both("method")),
     "a method's code rewritten": (
         lambda m: setattr(m.Checker.method, "__code__", replacement_code()),
-        ["Checker.method"],
+        both("method"),
     ),
     "a property's getter rewritten": (
         lambda m: setattr(vars(m.Checker)["value"].fget, "__code__", replacement_code()),
-        ["Checker.value"],
+        both("value"),
     ),
     "a staticmethod's code rewritten": (
         lambda m: setattr(vars(m.Checker)["static"].__func__, "__code__", replacement_code()),
-        ["Checker.static"],
+        both("static"),
     ),
-    "a classmethod replaced": (lambda m: setattr(m.Checker, "build", classmethod(lambda cls: None)), ["Checker.build"]),
+    "a classmethod replaced": (lambda m: setattr(m.Checker, "build", classmethod(lambda cls: None)), both("build")),
     "the module replaced by one without the function": (
         lambda m: sys.modules.__setitem__(PROBE, types.ModuleType(PROBE)),
-        ["Checker", "Checker.build", "Checker.method", "Checker.static", "Checker.value", "helper"],
+        [
+            *("Alias", "Alias.build", "Alias.method", "Alias.static", "Alias.value"),
+            *("Checker", "Checker.build", "Checker.method", "Checker.static", "Checker.value", "helper"),
+        ],
     ),
 }
+
+
+class Impostor:
+    """Equal to everything, and carrying the replaced function's own code: only identity tells it apart."""
+
+    def __init__(self, original):
+        self.__code__ = original.__code__
+
+    def __eq__(self, other):
+        return True
+
+    __hash__ = object.__hash__
+
+    def __call__(self, *args, **kwargs):
+        return None
+
+
+CHANGES.update(
+    {
+        "a function replaced by an impostor equal to it, with its code": (
+            lambda m: setattr(m, "helper", Impostor(m.helper)),
+            ["helper"],
+        ),
+        "a property replaced by one with the same getter": (
+            lambda m: setattr(m.Checker, "value", property(vars(m.Checker)["value"].fget)),
+            both("value"),
+        ),
+    }
+)
 
 
 @pytest.mark.parametrize("change", CHANGES, ids=list(CHANGES))
