@@ -153,12 +153,34 @@ def load_module(path: Path, name: str) -> ModuleType:
         spec.loader.exec_module(module)
     except SyntaxError as err:
         _restore(name, previous)
-        raise SubmissionImportError(f"{IMPORT_FAILED}: SyntaxError line {err.lineno}: {err.msg}") from None
+        raise SubmissionImportError(syntax_failure(err)) from None
     except BaseException as err:  # noqa: BLE001 - anything at import time is the student's
         _restore(name, previous)
         where = _student_line(err, path)
         raise SubmissionImportError(f"{IMPORT_FAILED}: {type(err).__name__}{where}: {err}") from None
     return module
+
+
+def syntax_failure(err: SyntaxError) -> str:
+    """The import failure of a module Python cannot compile (its own syntax error, not one raised while it runs)."""
+    where = f" line {err.lineno}" if err.lineno is not None else ""  # none for a null byte
+    return f"{IMPORT_FAILED}: SyntaxError{where}: {err.msg}"
+
+
+def compile_failure(data: bytes, name: str) -> str | None:
+    """What importing ``data`` (the file ``name``) would fail with before any of it runs: not UTF-8 text, or not
+    Python (:func:`load_module`'s message, word for word); None when it compiles, or when only running it would
+    tell (a source too deep for the compiler)."""
+    problem = encoding_problem(data, name)
+    if problem:
+        return problem
+    try:
+        syntax.compile_source(data, name)
+    except SyntaxError as err:
+        return syntax_failure(err)
+    except (ValueError, RecursionError, MemoryError):  # null bytes, too deep: the import says what it says
+        return None
+    return None
 
 
 def _restore(name: str, previous: ModuleType | None) -> None:

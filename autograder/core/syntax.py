@@ -29,3 +29,10 @@ def compile_tree(
     """``compile`` of a syntax tree, under the same lock as :func:`parse`."""
     with _LOCK:
         return compile(tree, filename, mode, dont_inherit=dont_inherit, optimize=optimize)
+
+
+def compile_source(source: str | bytes, filename: str) -> CodeType:
+    """``compile`` of source text as an import compiles a module (``exec``, nothing inherited), under the same
+    lock as :func:`parse`."""
+    with _LOCK:
+        return compile(source, filename, "exec", dont_inherit=True)

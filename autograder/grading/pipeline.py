@@ -2,10 +2,10 @@
 
 Runs in the grader's process. For one submission:
 
-1. :meth:`~autograder.core.submission.Submission.read` took the student's ``<module>.py`` files (regular files
-   only, at most 1 MB; nothing else of the folder is used) into a
-   :class:`~autograder.core.submission.Submission`, once per run; a :class:`SubmissionRun` carries it;
-2. :meth:`SubmissionPipeline.grade_module` runs each module in its own grading processes in the student's
+1. :meth:`~autograder.core.submission.Submission.read` took the student's ``<module>.py`` files (regular files,
+   at most 1 MB) into a :class:`~autograder.core.submission.Submission`; a :class:`SubmissionRun` carries it;
+2. :meth:`SubmissionPipeline.grade_module` decides a module that cannot run or is the stub untouched at once
+   (:mod:`~autograder.grading.unrun`), and runs each other module in its own grading processes in the student's
    sandbox (so what one module's code does to the grader reaches no other module), which run the checks and
    stream :class:`~autograder.grading.wire.Claim` s; when a process hangs, crashes, exits or blows its memory,
    the function (or the module import) it was in gets a clear failure (:func:`blame`), and a new process grades
@@ -41,6 +41,7 @@ from autograder.grading.pool import GradingPool
 from autograder.grading.runs import ChildRuns, NoSpace
 from autograder.grading.trusted.client import TrustedSide
 from autograder.grading.trusted.trusted_only import observed_in_the_students_process
+from autograder.grading.unrun import decided_unrun
 from autograder.grading.verdicts import (
     MAX_REVIEW,
     CheckVerdict,
@@ -53,6 +54,7 @@ from autograder.grading.verdicts import (
     quota_note,
     reviewed,
     trusted_verdict,
+    unconfirmed,
     void_tampered,
     withheld,
 )
@@ -183,13 +185,17 @@ class SubmissionPipeline(ChildRuns):
         """Run ``module``'s checks in fresh processes until each has a verdict (a fault costs only what it hit);
         independent of the submission's other modules (workers may share a student)."""
         checks = [c for c in self.plan if c.module == module]
-        box = self.box_of(submission)
         source = submission.submitted.files[module]
         found = ModuleResult(module=module)
         verdicts = found.verdicts
         # read on the trusted side before anything of it runs (autograder.core.screen): what an honest answer
         # never writes; with what the grading process's audit hook saw, it withholds the checks witnessed there
         review = needs_review(module, source)
+        # a module that cannot be imported, or the course's stub untouched: decided here (not in the pre-flight)
+        unrun = None if self.proving or review else decided_unrun(module, source, checks, self.pool.snapshot.course)
+        if unrun is not None:
+            return replace(found, verdicts=unrun)
+        box = self.box_of(submission)
         for _attempt in range(len(checks) + 2):
             todo = [c for c in checks if c.id not in verdicts]
             if not todo:
@@ -390,11 +396,5 @@ class SubmissionPipeline(ChildRuns):
             if check in trusted_only:
                 changed[check] = trusted_verdict(check, self.function_of[check], verdict)
             elif verdict.outcome != Replay.PASSED and not observed_in_the_students_process(check):
-                qual = self.function_of[check]
-                detail = clean_message(verdict.message).strip()
-                changed[check] = CheckVerdict(
-                    Status.UNCONFIRMED,
-                    f"{qual}: your process reported this check as passed, but the grader could not confirm it"
-                    + (f":\n{detail}" if detail else ""),
-                )
+                changed[check] = unconfirmed(self.function_of[check], clean_message(verdict.message).strip())
         return changed

@@ -155,12 +155,17 @@ def trusted_verdict(check: str, qualname: str, verdict: Verdict) -> CheckVerdict
             Status.ERROR, f"{qualname}: the grader could not judge this check from what your process recorded"
         )
     if verdict.missing:  # the student's process did not call the function on every input
-        return CheckVerdict(
-            Status.UNCONFIRMED,
-            f"{qualname}: your process reported this check as passed, but the grader could not confirm it"
-            + (f":\n{message}" if message else ""),
-        )
+        return unconfirmed(qualname, message)
     return CheckVerdict(Status.FAILED, message)
+
+
+def unconfirmed(qualname: str, detail: str) -> CheckVerdict:
+    """A pass the student's process claimed and the trusted side did not confirm (``detail``: its message)."""
+    return CheckVerdict(
+        Status.UNCONFIRMED,
+        f"{qualname}: your process reported this check as passed, but the grader could not confirm it"
+        + (f":\n{detail}" if detail else ""),
+    )
 
 
 def failed_result(course: Course, plan: list[PlannedCheck], student: str, message: str) -> StudentResult:

@@ -48,7 +48,7 @@ GRADING_LAYERS: tuple[tuple[str, ...], ...] = (
     ("isolation",),
     ("pool",),
     ("untrusted", "trusted", "outputs", "desk", "preflight"),
-    ("verdicts", "runs", "pipeline", "executor", "grader", "cluster", "api", "command", "__init__"),
+    ("verdicts", "unrun", "runs", "pipeline", "executor", "grader", "cluster", "api", "command", "__init__"),
 )
 
 PACKAGE = ROOT / "autograder"
