@@ -45,8 +45,8 @@ LIBRARIES_BY_IMPORT = {
 LIBRARIES = CORE_LIBRARIES + tuple(name for names in LIBRARIES_BY_IMPORT.values() for name in names)
 
 # Kit modules a zygote may import before it forks: they must not start JAX's
-# backend at import (forking after that deadlocks the child). The rest of the
-# kit is imported by each child from its own fresh copy.
+# backend at import (forking after that deadlocks the child). With KIT_CHECKS below, what a zygote imports of the
+# kit; the rest of it (the references, the handed checks) is imported by each child from its own fresh copy.
 FORK_SAFE_KIT = (
     "autograder.core.course",
     "autograder.core.failures",
@@ -65,8 +65,10 @@ CHECK_MODULES = tuple(
     )
 )
 
-# A grading process (zygote, or a child / verifier started directly) told no set: everything.
-GRADING = LIBRARIES + FORK_SAFE_KIT
+# What every grading process of a course imports from the kit once its checks run: the check modules and the course's
+# pytest plugin. Importing them starts no JAX backend either (tests/system/test_preload_processes.py), so a zygote
+# imports them once for all of a student's grading processes (tens of milliseconds each, in every one of them).
+KIT_CHECKS = CHECK_MODULES + ("autograder.plugin",)
 
 
 def grading_set(imported: Iterable[str]) -> tuple[str, ...]:
@@ -75,7 +77,11 @@ def grading_set(imported: Iterable[str]) -> tuple[str, ...]:
     student's processes and the trusted side of one grader get the same set (they generate the same inputs)."""
     wanted = set(imported)
     optional = tuple(name for top, names in LIBRARIES_BY_IMPORT.items() if top in wanted for name in names)
-    return CORE_LIBRARIES + optional + FORK_SAFE_KIT
+    return CORE_LIBRARIES + optional + FORK_SAFE_KIT + KIT_CHECKS
+
+
+# A grading process (zygote, or a child / verifier started directly) told no set: everything.
+GRADING = LIBRARIES + FORK_SAFE_KIT + KIT_CHECKS
 
 
 # A process that runs many pytest sessions in-process (the kit's tests with pytester,

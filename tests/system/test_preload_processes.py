@@ -21,10 +21,10 @@ STARTED = "import jax._src.xla_bridge as xb; print(sorted(xb._backends))"
 
 
 def test_importing_the_grading_preload_and_the_check_modules_starts_no_jax_backend():
-    code = (
-        "from autograder.runtime import preload\n"
-        "preload.import_all(preload.GRADING + preload.CHECK_MODULES)\n" + STARTED
-    )
+    """A zygote imports the check modules and the course's plugin before it forks (preload.KIT_CHECKS)."""
+    code = "from autograder.runtime import preload\n"
+    code += "assert set(preload.CHECK_MODULES + ('autograder.plugin',)) <= set(preload.GRADING)\n"
+    code += "preload.import_all(preload.GRADING)\n" + STARTED
     assert run_python(code) == "[]"
 
 
