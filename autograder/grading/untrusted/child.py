@@ -91,7 +91,7 @@ class ChildReporter:
         self.size = 0
         self.statics: Statics | None = None  # the recipes of recorded states' static fields, made on the first record
         self.outcome_index = 0
-        self.before: dict | None = None  # the grader's identities before the student's import
+        self.before: tamper.Snapshot | None = None  # the grader's identities before the student's import
         self.state: dict | None = None  # this reporter's own state then (tamper.state_of), and the session's outcomes
 
     def emit(self, **event) -> None:
