@@ -65,19 +65,21 @@ CHECK_MODULES = tuple(
     )
 )
 
-# What every grading process of a course imports from the kit once its checks run: the check modules and the course's
-# pytest plugin. Importing them starts no JAX backend either (tests/system/test_preload_processes.py), so a zygote
-# imports them once for all of a student's grading processes (tens of milliseconds each, in every one of them).
+# What a grading process imports of the kit once its checks run: the check modules and the course's pytest plugin.
+# Importing them starts no JAX backend either (tests/system/test_preload_processes.py), so a zygote imports those its
+# modules' checks import once, for all of a student's grading processes (each compiled them from its fresh copy).
 KIT_CHECKS = CHECK_MODULES + ("autograder.plugin",)
 
 
-def grading_set(imported: Iterable[str]) -> tuple[str, ...]:
+def grading_set(imported: Iterable[str], kit: Iterable[str] = ()) -> tuple[str, ...]:
     """What a grading process imports first when the files of the modules it grades import the top-level names
-    ``imported``: the core libraries, the others those files import, and the kit's fork-safe modules. The
+    ``imported`` and the kit's modules ``kit`` (:meth:`~autograder.grading.isolation.scratch.Snapshot.imported_kit`):
+    the core libraries, the others those files import, the kit's fork-safe modules and its check modules among
+    ``kit`` (a check module of the data loaders imports torch: a grade of ``at_updates`` imports neither). The
     student's processes and the trusted side of one grader get the same set (they generate the same inputs)."""
-    wanted = set(imported)
+    wanted, reached = set(imported), set(kit)
     optional = tuple(name for top, names in LIBRARIES_BY_IMPORT.items() if top in wanted for name in names)
-    return CORE_LIBRARIES + optional + FORK_SAFE_KIT + KIT_CHECKS
+    return CORE_LIBRARIES + optional + FORK_SAFE_KIT + tuple(m for m in KIT_CHECKS if m in reached)
 
 
 # A grading process (zygote, or a child / verifier started directly) told no set: everything.

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from autograder.core import syntax
+from autograder.grading.isolation.imports import follow_imports
 from autograder.grading.isolation.janitor import remove_folders
 from autograder.grading.isolation.limits import alive
 
@@ -119,24 +120,16 @@ class Snapshot:
         module's stub, checks and reference, the course's ``conftest.py``, the grading processes' own kit modules,
         and every kit module these import, followed (:func:`autograder.runtime.preload.grading_set` turns them into
         the libraries imported before the fork)."""
-        roots = ["conftest.py", *[f"{d}/{p}{m}.py" for m in modules for d, p in _MODULE_FILES]]
-        course_files = [self.course[rel] for rel in roots if rel in self.course]
-        pending = [*course_files, *(self.kit.get(rel) for rel in _GRADING_KIT)]
-        seen: set[str] = set()
-        names: set[str] = set()
-        while pending:
-            source = pending.pop()
-            if source is None:
-                continue
-            for name, deferred in _imports(source):
-                if deferred and source not in course_files:  # the kit's deferred imports run where they are needed
-                    continue
-                names.add(name.split(".")[0])
-                for rel in _kit_files(name):
-                    if rel in self.kit and rel not in seen:
-                        seen.add(rel)
-                        pending.append(self.kit[rel])
-        return names
+        return self._followed(modules)[0]
+
+    def imported_kit(self, modules: list[str]) -> set[str]:
+        """The kit's modules (dotted names) that grading ``modules`` imports, as :meth:`imported_names` follows
+        them (:func:`autograder.runtime.preload.grading_set` imports the check modules among them before the fork)."""
+        return {rel[: -len(".py")].removesuffix("/__init__").replace("/", ".") for rel in self._followed(modules)[1]}
+
+    def _followed(self, modules: list[str]) -> tuple[set[str], set[str]]:
+        """:meth:`imported_names`, and the kit files (snapshot paths) reached on the way."""
+        return follow_imports(self.course, self.kit, modules)
 
     def hidden_lines(self, module: str) -> frozenset[str]:
         """The lines of ``module``'s hidden checks that no other part of its check file holds, squeezed
@@ -185,52 +178,6 @@ def withhold_hidden(text: str, hidden: frozenset[str]) -> str:
         return text
     squeezed = squeeze(text)
     return WITHHELD if any(line in squeezed for line in hidden) else text
-
-
-_MODULE_FILES = (("exercises", ""), ("exercises", "test_"), ("solutions", ""))
-# What every grading process runs of the kit: the student's child, the trusted verifier and the course's plugin.
-_GRADING_KIT = (
-    "autograder/grading/untrusted/child.py",
-    "autograder/grading/trusted/verifier.py",
-    "autograder/pytest_plugin/hooks.py",
-)
-_BLOCKS, _CLAUSES = ("body", "orelse", "finalbody", "handlers", "cases"), (ast.stmt, ast.excepthandler, ast.match_case)
-
-
-def _imports(source: bytes) -> set[tuple[str, bool]]:
-    """The dotted names ``source`` imports (``from a.b import c`` gives ``a.b`` and ``a.b.c``), each with whether
-    a function encloses the import (deferred to a call); none when it does not parse. One walk of its statements
-    (every ``grade`` call reads the kit's files this way before its first sandbox starts)."""
-    try:
-        tree = syntax.parse(source)
-    except (ValueError, SyntaxError):
-        return set()
-    names: set[tuple[str, bool]] = set()
-    pending: list[tuple[ast.AST, bool]] = [(tree, False)]
-    while pending:
-        node, deferred = pending.pop()
-        if isinstance(node, ast.Import):
-            names.update((alias.name, deferred) for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            names.add((node.module, deferred))
-            names.update((f"{node.module}.{alias.name}", deferred) for alias in node.names)
-        inside = deferred or isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
-        pending.extend((child, inside) for child in _statements_in(node))
-    return names
-
-
-def _statements_in(node: ast.AST) -> list[ast.AST]:
-    """The statements and clauses directly in ``node``'s blocks: an import is a statement, no expression is visited."""
-    return [c for f in _BLOCKS for c in getattr(node, f, None) or () if isinstance(c, _CLAUSES)]
-
-
-def _kit_files(name: str) -> list[str]:
-    """The kit files (snapshot paths) importing ``name`` runs: each package on the way, and the module itself."""
-    parts = name.split(".")
-    if parts[0] != "autograder":
-        return []
-    found = [f"{'/'.join(parts[:k])}/__init__.py" for k in range(1, len(parts) + 1)]
-    return [*found, f"{'/'.join(parts)}.py"]
 
 
 def _write(path: Path, data: bytes) -> None:

@@ -46,3 +46,20 @@ def test_every_import_statement_is_found_wherever_a_block_puts_it():
     assert expected | {"pytest"} <= names
     assert "tensorflow" not in names  # the kit's deferred import runs where it is needed
     assert "ignored" not in names
+
+
+def test_a_zygote_imports_the_check_modules_its_modules_checks_import_and_no_library_more(snapshot):
+    """The check modules a grade's checks import (and the course's plugin) are imported before the fork
+    (``preload.grading_set``'s ``kit``); one that imports torch only where a graded module's checks use it."""
+    from autograder.runtime import preload
+
+    def preloaded(modules: list[str]) -> set[str]:
+        return set(preload.grading_set(snapshot.imported_names(modules), snapshot.imported_kit(modules)))
+
+    at_updates, data = preloaded(["at_updates"]), preloaded(["data"])
+    assert {"autograder.plugin", "autograder.checks.values"} <= at_updates
+    assert not {"torch", "autograder.checks.datasets", "autograder.checks.loaders"} & at_updates
+    assert {"torch", "autograder.checks.datasets", "autograder.checks.loaders"} <= data
+    for modules in (["at_updates"], ["data"]):
+        kit = snapshot.imported_kit(modules)
+        assert kit >= {m for m in preload.KIT_CHECKS if m in preloaded(modules)}
