@@ -67,8 +67,7 @@ class GradingPool:
             remove_abandoned_scratch()  # a killed grader's, the references' copies among them
             self.snapshot = snapshot or Snapshot.take(course.root)
             # What every grading process of this grader imports before it forks: the libraries of the modules graded
-            graded = list(options.modules)
-            self.libraries = list(grading_set(self.snapshot.imported_names(graded), self.snapshot.imported_kit(graded)))
+            self.libraries = list(grading_set(*self.snapshot.imports_of(list(options.modules))))
             # No compilation cache in the students' environment: each student gets their own (Box.folder).
             self.env = child_env()
             self.run_as = RunAs.lookup(options.run_as) if options.run_as else None

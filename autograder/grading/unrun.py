@@ -21,6 +21,7 @@ passes ``proving``): that is its proof that this machine's checks fail a functio
 from __future__ import annotations
 
 import ast
+import functools
 import os
 from collections.abc import Mapping, Sequence
 
@@ -29,6 +30,7 @@ from autograder.core.status import Status
 from autograder.core.submission import compile_failure, not_started, stubs_in_source
 from autograder.grading.verdicts import CheckVerdict, clean_message
 from autograder.grading.wire import PlannedCheck
+from autograder.runtime import stores
 
 SWITCH = "AUTOGRADER_DECIDE_UNRUN"
 
@@ -56,8 +58,17 @@ def untouched_stub(source: bytes, stub: bytes, functions: set[str]) -> bool:
     ``functions`` is still a stub in it."""
     try:
         text = source.decode("utf-8")
-        if ast.dump(syntax.parse(text)) != ast.dump(syntax.parse(stub.decode("utf-8"))):
+        if ast.dump(syntax.parse(text)) != _program_of(stub):
             return False
         return functions <= stubs_in_source(text)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return False
+
+
+@functools.lru_cache(maxsize=64)
+def _program_of(stub: bytes) -> str:
+    """The course stub's syntax tree, dumped (once per stub: every student's module is compared with it)."""
+    return ast.dump(syntax.parse(stub.decode("utf-8")))
+
+
+stores.register("grading.unrun.program_of", _program_of, clear=_program_of.cache_clear)

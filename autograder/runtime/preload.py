@@ -73,7 +73,7 @@ KIT_CHECKS = CHECK_MODULES + ("autograder.plugin",)
 
 def grading_set(imported: Iterable[str], kit: Iterable[str] = ()) -> tuple[str, ...]:
     """What a grading process imports first when the files of the modules it grades import the top-level names
-    ``imported`` and the kit's modules ``kit`` (:meth:`~autograder.grading.isolation.scratch.Snapshot.imported_kit`):
+    ``imported`` and the kit's modules ``kit`` (:meth:`~autograder.grading.isolation.scratch.Snapshot.imports_of`):
     the core libraries, the others those files import, the kit's fork-safe modules and its check modules among
     ``kit`` (a check module of the data loaders imports torch: a grade of ``at_updates`` imports neither). The
     student's processes and the trusted side of one grader get the same set (they generate the same inputs)."""

@@ -120,16 +120,13 @@ class Snapshot:
         module's stub, checks and reference, the course's ``conftest.py``, the grading processes' own kit modules,
         and every kit module these import, followed (:func:`autograder.runtime.preload.grading_set` turns them into
         the libraries imported before the fork)."""
-        return self._followed(modules)[0]
+        return self.imports_of(modules)[0]
 
-    def imported_kit(self, modules: list[str]) -> set[str]:
-        """The kit's modules (dotted names) that grading ``modules`` imports, as :meth:`imported_names` follows
-        them (:func:`autograder.runtime.preload.grading_set` imports the check modules among them before the fork)."""
-        return {rel[: -len(".py")].removesuffix("/__init__").replace("/", ".") for rel in self._followed(modules)[1]}
-
-    def _followed(self, modules: list[str]) -> tuple[set[str], set[str]]:
-        """:meth:`imported_names`, and the kit files (snapshot paths) reached on the way."""
-        return follow_imports(self.course, self.kit, modules)
+    def imports_of(self, modules: list[str]) -> tuple[set[str], set[str]]:
+        """:meth:`imported_names`, and the kit's modules (dotted names) reached on the way, in one reading of the
+        files (:func:`autograder.runtime.preload.grading_set` imports the check modules among them before the fork)."""
+        names, files = follow_imports(self.course, self.kit, modules)
+        return names, {rel[: -len(".py")].removesuffix("/__init__").replace("/", ".") for rel in files}
 
     def hidden_lines(self, module: str) -> frozenset[str]:
         """The lines of ``module``'s hidden checks that no other part of its check file holds, squeezed

@@ -148,7 +148,9 @@ class Snapshot(Mapping[Key, tuple]):
 
 
 _WRAPPERS = (property, staticmethod, classmethod)
-_CODE, _NONE = repeat("__code__"), repeat(None)  # arguments of map(getattr, ...): endless, never exhausted
+# endless arguments of map(getattr, ...) and map(isinstance, ...), never exhausted
+_CODE, _NONE = repeat("__code__"), repeat(None)
+_MODULES, _FUNCTIONS, _WRAPPER_TYPES = repeat(types.ModuleType), repeat(_FUNCTION_TYPES), repeat(_WRAPPERS)
 _VOLATILE_MODULES = {key[0] for key in VOLATILE}
 
 
@@ -198,9 +200,6 @@ def _snapshot() -> Snapshot:
                     (module_name, name), cls, list(compress(members, functions)), list(compress(objects, functions))
                 )
     return seen
-
-
-_MODULES, _FUNCTIONS, _WRAPPER_TYPES = repeat(types.ModuleType), repeat(_FUNCTION_TYPES), repeat(_WRAPPERS)
 
 
 _MISSING = object()

@@ -54,12 +54,12 @@ def test_a_zygote_imports_the_check_modules_its_modules_checks_import_and_no_lib
     from autograder.runtime import preload
 
     def preloaded(modules: list[str]) -> set[str]:
-        return set(preload.grading_set(snapshot.imported_names(modules), snapshot.imported_kit(modules)))
+        return set(preload.grading_set(*snapshot.imports_of(modules)))
 
     at_updates, data = preloaded(["at_updates"]), preloaded(["data"])
     assert {"autograder.plugin", "autograder.checks.values"} <= at_updates
     assert not {"torch", "autograder.checks.datasets", "autograder.checks.loaders"} & at_updates
     assert {"torch", "autograder.checks.datasets", "autograder.checks.loaders"} <= data
     for modules in (["at_updates"], ["data"]):
-        kit = snapshot.imported_kit(modules)
+        kit = snapshot.imports_of(modules)[1]
         assert kit >= {m for m in preload.KIT_CHECKS if m in preloaded(modules)}
