@@ -19,9 +19,12 @@ Quick compilation: a run of the course compiles about a thousand tiny programs
 (every new function, shape or dtype), and XLA's CPU compiler spends most of a
 first run optimising code that then runs for microseconds. With LLVM's
 optimisation off and XLA's older loop emitters, compiling takes about a third
-of the time (``benchmarks/speed.py``). The arithmetic is IEEE's either way (no
-fast-math), and every process whose results are compared (the student's, a
-grading process, the trusted verifier, a release's recording) uses the same flags.
+of the time (``benchmarks/speed.py``); with each program's kernels kept in one
+LLVM module (XLA splits them into up to 32, compiled in parallel: for programs
+this small every split costs more than it saves), about a third less again
+(``benchmarks/compile_flags.py``). The arithmetic is IEEE's either way (no
+fast-math; a kernel's last bit may differ from one flag set to another), and every process whose results are
+compared (the student's, a grading process, the trusted verifier, a release's recording) uses the same flags.
 They travel in ``XLA_FLAGS``, which XLA reads when its backend starts.
 
 XLA aborts the whole process on a flag it does not know (``F... Unknown flag in
@@ -51,7 +54,11 @@ from autograder.runtime import atomic, stores
 COURSE_CPU_DEVICES = 8
 ENV_VAR = "JAX_NUM_CPU_DEVICES"
 PLATFORMS_VAR = "JAX_PLATFORMS"
-QUICK_COMPILE_FLAGS = ("--xla_backend_optimization_level=0", "--xla_cpu_use_fusion_emitters=false")
+QUICK_COMPILE_FLAGS = (
+    "--xla_backend_optimization_level=0",
+    "--xla_cpu_use_fusion_emitters=false",
+    "--xla_cpu_parallel_codegen_split_count=1",
+)
 # Which of the kit's flags the installed jaxlib accepts (JSON: {"jaxlib": version, "flags": {flag: bool}}), set
 # once known: processes started with it (grading processes, pytest-xdist workers) probe nothing.
 CHECKED_VAR = "AUTOGRADER_XLA_FLAGS_CHECKED"

@@ -74,6 +74,7 @@ def test_use_course_backend_adds_the_flags_and_keeps_the_users():
         "--xla_backend_optimization_level=2",
         "--xla_dump_to=/nowhere",
         "--xla_cpu_use_fusion_emitters=false",
+        "--xla_cpu_parallel_codegen_split_count=1",
     ]
     assert with_quick_compile("") == " ".join(QUICK_COMPILE_FLAGS)
 

@@ -178,9 +178,9 @@ def test_an_xla_flag_this_xla_does_not_know_is_dropped_with_one_warning(tmp_path
     root = kit_copy(tmp_path)
     devices = root / "autograder" / "runtime" / "devices.py"
     text = devices.read_text()
-    listed = 'QUICK_COMPILE_FLAGS = ("--xla_backend_optimization_level=0", "--xla_cpu_use_fusion_emitters=false")'
+    listed = '    "--xla_cpu_parallel_codegen_split_count=1",\n)'
     assert listed in text
-    devices.write_text(text.replace(listed, listed[:-1] + f', "{BOGUS_FLAG}")'))
+    devices.write_text(text.replace(listed, listed[:-1] + f'    "{BOGUS_FLAG}",\n)'))
     env = {"XDG_CACHE_HOME": str(tmp_path / "cache")}
     student = run_kit(
         [
