@@ -21,10 +21,11 @@ first run optimising code that then runs for microseconds. With LLVM's
 optimisation off and XLA's older loop emitters, compiling takes about a third
 of the time (``benchmarks/speed.py``); with each program's kernels kept in one
 LLVM module (XLA splits them into up to 32, compiled in parallel: for programs
-this small every split costs more than it saves), about a third less again
+this small every split costs more than it saves), about half of that again
 (``benchmarks/compile_flags.py``). The arithmetic is IEEE's either way (no
-fast-math; a kernel's last bit may differ from one flag set to another), and every process whose results are
-compared (the student's, a grading process, the trusted verifier, a release's recording) uses the same flags.
+fast-math; a kernel's last bit may differ from one flag set to another), and
+every process whose results are compared (the student's, a grading process, the
+trusted verifier, a release's recording) uses the same flags.
 They travel in ``XLA_FLAGS``, which XLA reads when its backend starts.
 
 XLA aborts the whole process on a flag it does not know (``F... Unknown flag in
